@@ -1,0 +1,84 @@
+# mkc - ahead-of-time megakernel compiler. `make help` lists the targets.
+
+CC ?= cc
+BUILD ?= build
+ONNX_PROTO ?= /usr/include/onnx/onnx.proto
+PROTOC_C ?= protoc-c
+
+WARN = -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+CFLAGS ?= -O2 -g
+SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+ifeq ($(SAN),1)
+  CFLAGS += $(SAN_FLAGS)
+  LDFLAGS += $(SAN_FLAGS)
+endif
+ALL_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) $(CFLAGS) \
+	-I$(BUILD)/gen -Iir -Icompiler -Ipasses -MMD -MP
+# protobuf-c is linked statically so that build/mkc runs on machines
+# without libprotobuf-c (the GPU machine has none of our Debian packages).
+LIBS = -l:libprotobuf-c.a -lm
+
+LIB_SRC = $(wildcard ir/*.c) $(wildcard passes/*.c) \
+	$(filter-out compiler/main.c,$(wildcard compiler/*.c))
+GEN_SRC = $(BUILD)/gen/onnx.pb-c.c
+TEST_SRC = $(wildcard tests/*/*.c)
+
+LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o
+TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
+
+.PHONY: all test check-models sanitize conformance format lint clean help
+.DEFAULT_GOAL := all
+
+all: $(BUILD)/mkc  ## build $(BUILD)/mkc
+
+help:  ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+
+$(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h: $(ONNX_PROTO)
+	@mkdir -p $(BUILD)/gen
+	cp $(ONNX_PROTO) $(BUILD)/gen/onnx.proto
+	cd $(BUILD)/gen && $(PROTOC_C) --c_out=. onnx.proto
+
+# the generated reader is not ours to warn about
+$(BUILD)/obj/gen/onnx.pb-c.o: $(GEN_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(CFLAGS) -w -I$(BUILD)/gen -c $< -o $@
+
+$(BUILD)/obj/%.o: %.c $(BUILD)/gen/onnx.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libmkc.a: $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/mkc: $(BUILD)/obj/compiler/main.o $(BUILD)/libmkc.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/test_mkc: $(TEST_OBJ) $(BUILD)/libmkc.a
+	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
+
+test: $(BUILD)/mkc $(BUILD)/test_mkc check-models  ## run every test that needs no GPU
+	MKC=$(BUILD)/mkc $(BUILD)/test_mkc -j2
+
+check-models:  ## check that tests/models/hand is what its generator makes
+	@d=$$(mktemp -d) && python3 tests/models/gen_models.py $$d >/dev/null && \
+	for f in $$(cd $$d && find . -type f ! -name README.md); do \
+		cmp -s $$d/$$f tests/models/hand/$$f || { echo "check-models: $$f differs from what gen_models.py makes"; rm -rf $$d; exit 1; }; \
+	done; rm -rf $$d; echo "check-models: tests/models/hand matches gen_models.py"
+
+sanitize:  ## run the tests under AddressSanitizer and UBSan
+	$(MAKE) BUILD=build/san SAN=1 test
+
+format:  ## reformat the C sources with clang-format
+	clang-format -i $(LIB_SRC) compiler/main.c $(TEST_SRC) $(wildcard ir/*.h compiler/*.h passes/*.h)
+
+lint:  ## static checks with cppcheck
+	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability \
+		--suppress=missingIncludeSystem -Iir -Icompiler -Ipasses -I$(BUILD)/gen \
+		$(LIB_SRC) compiler/main.c
+
+clean:  ## remove build outputs
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

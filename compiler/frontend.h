@@ -1,0 +1,25 @@
+/*
+ * frontend.h - model readers. Each turns one input form into the graph IR
+ * (ir/graph.h) and reports problems through the context's diagnostics,
+ * naming the file and, where there is one, the node or tensor.
+ *
+ *   mkc_ctx *c = mkc_ctx_create();
+ *   mkc_graph *g = mkc_load_model(c, "model.onnx");
+ *   if (!g) fputs(c->errors, stderr);
+ *   mkc_ctx_destroy(c);   // frees the graph and unmaps weight files
+ */
+#ifndef MKC_FRONTEND_H
+#define MKC_FRONTEND_H
+
+#include "../ir/graph.h"
+
+/* Picks the reader by what the path is. NULL on error. */
+mkc_graph *mkc_load_model(mkc_ctx *c, const char *path);
+
+/* A binary ONNX ModelProto. NULL on error. */
+mkc_graph *mkc_onnx_load(mkc_ctx *c, const char *path);
+
+/* A serialised TensorProto (test data's input_K.pb); 0 or -1. */
+int mkc_onnx_read_tensor(mkc_ctx *c, const char *path, mkc_tensor *t);
+
+#endif

@@ -1,0 +1,311 @@
+/*
+ * main.c - the mkc command line.
+ *
+ *   mkc MODEL [-o OUT] [--target cuda|hip|c] [--name NAME] [--dump-after=PASS] [-v]
+ *   mkc info MODEL
+ *
+ * The compile path is a flat list of passes with the IR checker between
+ * them; --dump-after=PASS prints the graph after that pass.
+ */
+#include "frontend.h"
+#include "passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+	"usage: mkc MODEL [-o OUT] [options]   compile a model\n"
+	"       mkc info MODEL                  summarise a model\n"
+	"\n"
+	"MODEL is an .onnx file or a folder holding model.onnx.\n"
+	"\n"
+	"options:\n"
+	"  -o OUT             output file; its extension picks the target\n"
+	"                     (.cu: cuda, .hip: hip, .c: c)\n"
+	"  --target T         cuda, hip or c, whatever OUT is called\n"
+	"  --name NAME        prefix of the emitted API (default: OUT's stem)\n"
+	"  --dump-after=PASS  print the graph after PASS (load, infer, dce)\n"
+	"  -v, --verbose      report progress on stderr\n"
+	"  -h, --help         this text\n"
+	"  --version          mkc's version\n"
+	"\n"
+	"Without -o, mkc reads the model, runs every graph pass and reports the\n"
+	"result. Code generation is not implemented yet: with -o, mkc runs the\n"
+	"passes and then stops with an error, writing nothing.\n";
+
+typedef struct {
+	const char *model, *out, *target, *name, *dump_after;
+	int verbose;
+} options;
+
+typedef struct {
+	const char *name;
+	int (*run)(mkc_graph *g);
+} pass;
+
+static const pass passes[] = {
+	{"infer", mkc_pass_infer},
+	{"dce", mkc_pass_dce},
+};
+
+enum { NPASSES = sizeof passes / sizeof passes[0] };
+
+static int
+bad_usage(const char *fmt, const char *arg)
+{
+	fputs("mkc: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("\n(mkc --help lists the options)\n", stderr);
+	return 2;
+}
+
+static bool
+known_pass(const char *p)
+{
+	if (strcmp(p, "load") == 0)
+		return true;
+	for (int i = 0; i < NPASSES; i++)
+		if (strcmp(passes[i].name, p) == 0)
+			return true;
+	return false;
+}
+
+static const char *
+target_of(const char *out)
+{
+	const char *dot = strrchr(out, '.');
+	if (!dot)
+		return NULL;
+	if (strcmp(dot, ".cu") == 0)
+		return "cuda";
+	if (strcmp(dot, ".hip") == 0)
+		return "hip";
+	if (strcmp(dot, ".c") == 0)
+		return "c";
+	return NULL;
+}
+
+static int
+parse_args(int argc, char **argv, int from, options *o)
+{
+	for (int i = from; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "-o") == 0 || strcmp(a, "--target") == 0 ||
+		    strcmp(a, "--name") == 0) {
+			if (i + 1 >= argc)
+				return bad_usage("%s needs a value", a);
+			const char *v = argv[++i];
+			if (a[1] == 'o')
+				o->out = v;
+			else if (a[2] == 't')
+				o->target = v;
+			else
+				o->name = v;
+		} else if (strncmp(a, "--dump-after=", 13) == 0) {
+			o->dump_after = a + 13;
+			if (!known_pass(o->dump_after))
+				return bad_usage("--dump-after: no pass is called '%s' (load, infer, dce)",
+						 o->dump_after);
+		} else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+			o->verbose = 1;
+		} else if (a[0] == '-' && a[1]) {
+			return bad_usage("unknown option '%s'", a);
+		} else if (o->model) {
+			return bad_usage("one model at a time ('%s' is a second)", a);
+		} else {
+			o->model = a;
+		}
+	}
+	if (!o->model)
+		return bad_usage("%s", "no model given");
+	if (o->target && strcmp(o->target, "cuda") && strcmp(o->target, "hip") &&
+	    strcmp(o->target, "c"))
+		return bad_usage("--target must be cuda, hip or c, not '%s'", o->target);
+	if (o->out && !o->target && !(o->target = target_of(o->out)))
+		return bad_usage("cannot tell the target from '%s'; name it with --target", o->out);
+	return 0;
+}
+
+static void
+report(mkc_ctx *c)
+{
+	if (c->errors)
+		fputs(c->errors, stderr);
+}
+
+/* Runs every pass, dumping and checking between them. */
+static int
+run_passes(mkc_graph *g, const options *o)
+{
+	if (o->dump_after && strcmp(o->dump_after, "load") == 0)
+		mkc_dump_graph(stdout, g);
+	if (mkc_verify_graph(g, false) != 0)
+		return -1;
+	for (int i = 0; i < NPASSES; i++) {
+		mkc_progress(g->ctx, "pass %s", passes[i].name);
+		if (passes[i].run(g) != 0)
+			return -1;
+		if (o->dump_after && strcmp(o->dump_after, passes[i].name) == 0)
+			mkc_dump_graph(stdout, g);
+		if (mkc_verify_graph(g, true) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+compile(const options *o)
+{
+	mkc_ctx *c = mkc_ctx_create();
+	c->verbose = o->verbose;
+	int rc = 1;
+	mkc_graph *g = mkc_load_model(c, o->model);
+	if (!g || run_passes(g, o) != 0)
+		goto out;
+	if (o->out) {
+		fprintf(stderr, "mkc: %s: the %s backend is not implemented yet; "
+			"the graph passes succeeded; nothing was written to %s\n",
+			o->model, o->target, o->out);
+		goto out;
+	}
+	fprintf(stderr, "mkc: %s: %d nodes after the graph passes; no output requested\n",
+		o->model, g->nodes.n);
+	rc = 0;
+out:
+	report(c);
+	mkc_ctx_destroy(c);
+	return rc;
+}
+
+/* mkc info. */
+
+static void
+print_tensors(const mkc_graph *g, const char *title, const mkc_vec *v)
+{
+	printf("%s (%d)\n", title, v->n);
+	for (int i = 0; i < v->n; i++) {
+		const mkc_tensor *t = v->v[i];
+		char b[512];
+		printf("  %-32s %-8s %s\n", t->name, mkc_dtype_name(t->dtype),
+		       mkc_shape_str(g, t, b, sizeof b));
+	}
+}
+
+static int
+cmp_count(const void *a, const void *b)
+{
+	const int *x = a, *y = b;
+	return y[1] != x[1] ? y[1] - x[1] : x[0] - y[0];
+}
+
+static void
+print_ops(const mkc_graph *g)
+{
+	/* histogram keyed by the first node of each op_type */
+	int (*hist)[2] = mkc_arena_alloc(g->ctx->arena, (size_t)(g->nodes.n + 1) * sizeof *hist);
+	int nh = 0, unsupported = 0;
+	for (int i = 0; i < g->nodes.n; i++) {
+		const mkc_node *n = MKC_NODE(g, i);
+		int k = 0;
+		while (k < nh && (strcmp(MKC_NODE(g, hist[k][0])->op_type, n->op_type) ||
+				  strcmp(MKC_NODE(g, hist[k][0])->domain, n->domain)))
+			k++;
+		if (k == nh) {
+			hist[nh][0] = i;
+			hist[nh++][1] = 0;
+		}
+		hist[k][1]++;
+	}
+	qsort(hist, (size_t)nh, sizeof *hist, cmp_count);
+	printf("ops (%d kinds)\n", nh);
+	for (int k = 0; k < nh; k++) {
+		const mkc_node *n = MKC_NODE(g, hist[k][0]);
+		bool ok = n->op != MKC_OP_UNKNOWN;
+		unsupported += !ok;
+		char name[160];
+		snprintf(name, sizeof name, "%s%s%s", n->domain, *n->domain ? "." : "", n->op_type);
+		printf("  %-32s %5d  %s\n", name, hist[k][1], ok ? "supported" : "NOT SUPPORTED");
+	}
+	if (unsupported) {
+		printf("unsupported nodes\n");
+		for (int i = 0; i < g->nodes.n; i++)
+			if (MKC_NODE(g, i)->op == MKC_OP_UNKNOWN)
+				printf("  %s (%s)\n", MKC_NODE(g, i)->name, MKC_NODE(g, i)->op_type);
+	}
+}
+
+static void
+print_summary(const mkc_graph *g)
+{
+	printf("model      %s\n", g->path);
+	printf("ir_version %lld, producer %s\n", (long long)g->ir_version, g->producer);
+	printf("opsets    ");
+	for (int i = 0; i < g->nopsets; i++)
+		printf(" %s %lld", *g->opsets[i].domain ? g->opsets[i].domain : "ai.onnx",
+		       (long long)g->opsets[i].version);
+	size_t inline_bytes = 0, ext_bytes = 0;
+	int nweights = 0;
+	for (int i = 0; i < g->tensors.n; i++) {
+		const mkc_tensor *t = MKC_TENSOR(g, i);
+		if (t->kind != MKC_TK_WEIGHT || t->producer)
+			continue;
+		nweights++;
+		*(t->ext_file ? &ext_bytes : &inline_bytes) += t->nbytes;
+	}
+	printf("\nnodes      %d\n", g->nodes.n);
+	printf("weights    %d (%zu bytes inline, %zu bytes external)\n", nweights,
+	       inline_bytes, ext_bytes);
+	printf("symbols   ");
+	for (int i = 0; i < g->syms.n; i++)
+		printf(" %s", MKC_SYM(g, i));
+	printf(g->syms.n ? "\n" : " (none)\n");
+}
+
+static int
+info(int argc, char **argv)
+{
+	options o = {0};
+	int rc = parse_args(argc, argv, 2, &o);
+	if (rc)
+		return rc;
+	mkc_ctx *c = mkc_ctx_create();
+	c->verbose = o.verbose;
+	mkc_graph *g = mkc_load_model(c, o.model);
+	if (!g) {
+		report(c);
+		mkc_ctx_destroy(c);
+		return 1;
+	}
+	print_summary(g);
+	print_tensors(g, "inputs", &g->inputs);
+	/* output shapes come from inference; a failure is reported, not fatal */
+	int inferred = mkc_pass_infer(g);
+	print_tensors(g, inferred == 0 ? "outputs" : "outputs (inference failed)", &g->outputs);
+	print_ops(g);
+	fflush(stdout);
+	report(c);
+	mkc_ctx_destroy(c);
+	return inferred == 0 ? 0 : 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("mkc %s\n", MKC_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "info") == 0)
+		return info(argc, argv);
+	options o = {0};
+	int rc = parse_args(argc, argv, 1, &o);
+	return rc ? rc : compile(&o);
+}

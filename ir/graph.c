@@ -1,0 +1,556 @@
+/* graph.c - building, finding and ordering the graph IR. See graph.h. */
+#include "graph.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* the fold column is a function name or 0; "0" is the only 2-byte spelling */
+static const mkc_op_info op_table[MKC_OP_COUNT] = {
+#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld) \
+	[MKC_OP_##e] = {nm, dom, i0, i1, o0, o1, sizeof(#fld) > 2},
+#include "ops.def"
+#undef OP
+	[MKC_OP_UNKNOWN] = {"(unknown)", "", 0, -1, 0, -1},
+};
+
+const mkc_op_info *
+mkc_op_info_of(mkc_op op)
+{
+	MKC_ASSERT(op >= 0 && op < MKC_OP_COUNT);
+	return &op_table[op];
+}
+
+static bool
+is_default_domain(const char *d)
+{
+	return !d || !*d || strcmp(d, "ai.onnx") == 0;
+}
+
+static bool
+same_domain(const char *a, const char *b)
+{
+	if (is_default_domain(a) || is_default_domain(b))
+		return is_default_domain(a) && is_default_domain(b);
+	return strcmp(a, b) == 0;
+}
+
+mkc_op
+mkc_op_lookup(const char *domain, const char *op_type)
+{
+	for (int i = 0; i < MKC_OP_UNKNOWN; i++)
+		if (strcmp(op_table[i].name, op_type) == 0 &&
+		    same_domain(op_table[i].domain, domain))
+			return (mkc_op)i;
+	return MKC_OP_UNKNOWN;
+}
+
+static const struct {
+	const char *name;
+	size_t size;
+} dtype_table[] = {
+#define DT(e, id, size, nm) [id] = {nm, size},
+#include "dtypes.def"
+#undef DT
+};
+
+enum { NDTYPES = sizeof dtype_table / sizeof dtype_table[0] };
+
+bool
+mkc_dtype_valid(int id)
+{
+	return id > 0 && id < NDTYPES && dtype_table[id].name;
+}
+
+const char *
+mkc_dtype_name(mkc_dtype t)
+{
+	return mkc_dtype_valid((int)t) ? dtype_table[t].name : "undefined";
+}
+
+size_t
+mkc_dtype_size(mkc_dtype t)
+{
+	return mkc_dtype_valid((int)t) ? dtype_table[t].size : 0;
+}
+
+bool
+mkc_dtype_is_float(mkc_dtype t)
+{
+	return t == MKC_DT_FLOAT || t == MKC_DT_FLOAT16 ||
+	       t == MKC_DT_BFLOAT16 || t == MKC_DT_DOUBLE;
+}
+
+/* Dimensions. */
+
+mkc_dim
+mkc_dim_const(int64_t c)
+{
+	return (mkc_dim){c, 0, -1};
+}
+
+mkc_dim
+mkc_dim_sym(int sym)
+{
+	return (mkc_dim){0, 1, sym};
+}
+
+bool
+mkc_dim_is_const(mkc_dim d)
+{
+	return d.k == 0;
+}
+
+static mkc_dim
+norm(mkc_dim d)
+{
+	if (d.k == 0)
+		d.sym = -1;
+	return d;
+}
+
+bool
+mkc_dim_eq(mkc_dim a, mkc_dim b)
+{
+	a = norm(a);
+	b = norm(b);
+	return a.c == b.c && a.k == b.k && a.sym == b.sym;
+}
+
+bool
+mkc_dim_add(mkc_dim a, mkc_dim b, mkc_dim *r)
+{
+	a = norm(a);
+	b = norm(b);
+	if (a.k && b.k && a.sym != b.sym)
+		return false;
+	*r = norm((mkc_dim){a.c + b.c, a.k + b.k, a.k ? a.sym : b.sym});
+	return true;
+}
+
+bool
+mkc_dim_sub(mkc_dim a, mkc_dim b, mkc_dim *r)
+{
+	b.c = -b.c;
+	b.k = -b.k;
+	return mkc_dim_add(a, b, r);
+}
+
+bool
+mkc_dim_mul(mkc_dim a, mkc_dim b, mkc_dim *r)
+{
+	a = norm(a);
+	b = norm(b);
+	if (a.k && b.k)
+		return false;
+	if (a.k) {
+		mkc_dim t = a;
+		a = b;
+		b = t;
+	}
+	/* a is a constant now */
+	*r = norm((mkc_dim){a.c * b.c, a.c * b.k, b.sym});
+	return true;
+}
+
+static int64_t
+floordiv(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	if ((a % b != 0) && ((a < 0) != (b < 0)))
+		q--;
+	return q;
+}
+
+bool
+mkc_dim_div(mkc_dim a, mkc_dim b, mkc_dim *r)
+{
+	a = norm(a);
+	b = norm(b);
+	if (!b.k) {
+		if (b.c == 0)
+			return false;
+		if (!a.k) {
+			*r = mkc_dim_const(floordiv(a.c, b.c));
+			return true;
+		}
+		if (a.k % b.c || a.c % b.c)
+			return false;
+		*r = norm((mkc_dim){a.c / b.c, a.k / b.c, a.sym});
+		return true;
+	}
+	/* (c1 + k1 s) / (c2 + k2 s) is a constant q only when both parts scale */
+	if (a.sym != b.sym || a.k % b.k)
+		return false;
+	int64_t q = a.k / b.k;
+	if (a.c != q * b.c)
+		return false;
+	*r = mkc_dim_const(q);
+	return true;
+}
+
+char *
+mkc_dim_str(const mkc_graph *g, mkc_dim d, char *buf, size_t n)
+{
+	if (d.sym == MKC_DIM_UNKNOWN) {
+		snprintf(buf, n, "?");
+		return buf;
+	}
+	d = norm(d);
+	if (!d.k) {
+		snprintf(buf, n, "%lld", (long long)d.c);
+		return buf;
+	}
+	const char *s = MKC_SYM(g, d.sym);
+	char k[32] = "";
+	if (d.k == -1)
+		snprintf(k, sizeof k, "-");
+	else if (d.k != 1)
+		snprintf(k, sizeof k, "%lld*", (long long)d.k);
+	if (d.c)
+		snprintf(buf, n, "%s%s%s%lld", k, s, d.c > 0 ? "+" : "",
+			 (long long)d.c);
+	else
+		snprintf(buf, n, "%s%s", k, s);
+	return buf;
+}
+
+char *
+mkc_shape_str(const mkc_graph *g, const mkc_tensor *t, char *buf, size_t n)
+{
+	if (t->rank < 0) {
+		snprintf(buf, n, "[?]");
+		return buf;
+	}
+	size_t used = 0;
+	buf[0] = 0;
+	used += (size_t)snprintf(buf, n, "[");
+	for (int i = 0; i < t->rank && used < n; i++) {
+		char d[96];
+		used += (size_t)snprintf(buf + used, n - used, "%s%s",
+					 i ? "," : "",
+					 mkc_dim_str(g, t->shape[i], d, sizeof d));
+	}
+	if (used < n)
+		snprintf(buf + used, n - used, "]");
+	return buf;
+}
+
+/*
+ * dim := term (('+'|'-') term)*
+ * term := int | name | int '*' name | name '*' int
+ */
+static const char *
+skip(const char *s)
+{
+	while (isspace((unsigned char)*s))
+		s++;
+	return s;
+}
+
+static bool
+parse_atom(mkc_graph *g, const char **sp, bool add, mkc_dim *d)
+{
+	const char *s = skip(*sp);
+	if (isdigit((unsigned char)*s)) {
+		char *end;
+		long long v = strtoll(s, &end, 10);
+		*d = mkc_dim_const(v);
+		*sp = end;
+		return true;
+	}
+	if (!isalpha((unsigned char)*s) && *s != '_')
+		return false;
+	const char *b = s;
+	while (isalnum((unsigned char)*s) || *s == '_' || *s == '.')
+		s++;
+	char *name = mkc_arena_strndup(g->ctx->arena, b, (size_t)(s - b));
+	int sym = -1;
+	for (int i = 0; i < g->syms.n; i++)
+		if (strcmp(MKC_SYM(g, i), name) == 0)
+			sym = i;
+	if (sym < 0) {
+		if (!add)
+			return false;
+		sym = mkc_graph_sym(g, name);
+	}
+	*d = mkc_dim_sym(sym);
+	*sp = s;
+	return true;
+}
+
+static bool
+parse_term(mkc_graph *g, const char **sp, bool add, mkc_dim *d)
+{
+	if (!parse_atom(g, sp, add, d))
+		return false;
+	for (;;) {
+		const char *s = skip(*sp);
+		if (*s != '*')
+			return true;
+		s++;
+		mkc_dim r;
+		if (!parse_atom(g, &s, add, &r) || !mkc_dim_mul(*d, r, d))
+			return false;
+		*sp = s;
+	}
+}
+
+static bool
+parse_dim(mkc_graph *g, const char *s, bool add_syms, mkc_dim *d)
+{
+	if (!parse_term(g, &s, add_syms, d))
+		return false;
+	for (;;) {
+		s = skip(s);
+		if (!*s)
+			return true;
+		char op = *s++;
+		if (op != '+' && op != '-')
+			return false;
+		mkc_dim r;
+		if (!parse_term(g, &s, add_syms, &r))
+			return false;
+		if (!(op == '+' ? mkc_dim_add(*d, r, d) : mkc_dim_sub(*d, r, d)))
+			return false;
+	}
+}
+
+bool
+mkc_dim_parse(mkc_graph *g, const char *str, bool add_syms, mkc_dim *d)
+{
+	int nsyms = g->syms.n;
+	if (parse_dim(g, str, add_syms, d))
+		return true;
+	g->syms.n = nsyms;   /* a rejected dimension leaves no symbols behind */
+	return false;
+}
+
+/* The graph. */
+
+mkc_graph *
+mkc_graph_create(mkc_ctx *c, const char *path)
+{
+	mkc_graph *g = mkc_arena_alloc(c->arena, sizeof *g);
+	g->ctx = c;
+	g->path = mkc_arena_strdup(c->arena, path ? path : "(memory)");
+	const char *slash = strrchr(g->path, '/');
+	g->dir = slash ? mkc_arena_strndup(c->arena, g->path,
+					   (size_t)(slash - g->path))
+		       : ".";
+	g->name = "";
+	g->producer = "";
+	return g;
+}
+
+mkc_tensor *
+mkc_graph_find(const mkc_graph *g, const char *name)
+{
+	return mkc_map_get(&g->by_name, name);
+}
+
+mkc_tensor *
+mkc_graph_tensor(mkc_graph *g, const char *name)
+{
+	mkc_tensor *t = mkc_graph_find(g, name);
+	if (t)
+		return t;
+	mkc_arena *a = g->ctx->arena;
+	t = mkc_arena_alloc(a, sizeof *t);
+	t->name = mkc_arena_strdup(a, name);
+	t->rank = -1;
+	t->id = g->tensors.n;
+	mkc_vec_push(a, &g->tensors, t);
+	mkc_map_put(a, &g->by_name, t->name, t);
+	return t;
+}
+
+mkc_node *
+mkc_graph_add_node(mkc_graph *g, const char *name, const char *domain,
+		   const char *op_type, int nin, int nout, int nattr)
+{
+	mkc_arena *a = g->ctx->arena;
+	mkc_node *n = mkc_arena_alloc(a, sizeof *n);
+	n->op_type = mkc_arena_strdup(a, op_type);
+	n->domain = mkc_arena_strdup(a, domain ? domain : "");
+	n->name = name && *name ? mkc_arena_strdup(a, name)
+				: mkc_arena_printf(a, "%s_%d", op_type, g->nodes.n);
+	n->op = mkc_op_lookup(n->domain, n->op_type);
+	n->nin = nin;
+	n->nout = nout;
+	n->nattr = nattr;
+	n->in = mkc_arena_alloc(a, (size_t)(nin + 1) * sizeof *n->in);
+	n->out = mkc_arena_alloc(a, (size_t)(nout + 1) * sizeof *n->out);
+	n->attr = mkc_arena_alloc(a, (size_t)(nattr + 1) * sizeof *n->attr);
+	n->id = g->nodes.n;
+	mkc_vec_push(a, &g->nodes, n);
+	return n;
+}
+
+int
+mkc_graph_sym(mkc_graph *g, const char *name)
+{
+	for (int i = 0; i < g->syms.n; i++)
+		if (strcmp(MKC_SYM(g, i), name) == 0)
+			return i;
+	mkc_vec_push(g->ctx->arena, &g->syms, mkc_arena_strdup(g->ctx->arena, name));
+	return g->syms.n - 1;
+}
+
+int64_t
+mkc_graph_opset(const mkc_graph *g, const char *domain)
+{
+	for (int i = 0; i < g->nopsets; i++)
+		if (same_domain(g->opsets[i].domain, domain))
+			return g->opsets[i].version;
+	return 0;
+}
+
+void
+mkc_graph_count_uses(mkc_graph *g)
+{
+	for (int i = 0; i < g->tensors.n; i++)
+		MKC_TENSOR(g, i)->nconsumers = 0;
+	for (int i = 0; i < g->nodes.n; i++) {
+		mkc_node *n = MKC_NODE(g, i);
+		for (int j = 0; j < n->nin; j++)
+			if (n->in[j])
+				n->in[j]->nconsumers++;
+	}
+	for (int i = 0; i < g->outputs.n; i++)
+		MKC_OUTPUT(g, i)->nconsumers++;
+}
+
+/*
+ * Kahn's algorithm, stable: among ready nodes the one that came first in the
+ * file goes first, so a graph that is already ordered keeps its order. A node
+ * left over sits on a cycle or behind one; the error names the nodes.
+ */
+int
+mkc_graph_sort(mkc_graph *g)
+{
+	mkc_arena *a = g->ctx->arena;
+	int nn = g->nodes.n;
+	int *pending = mkc_arena_alloc(a, (size_t)(nn + 1) * sizeof *pending);
+	mkc_vec *users = mkc_arena_alloc(a, (size_t)(g->tensors.n + 1) * sizeof *users);
+	for (int i = 0; i < nn; i++) {
+		mkc_node *n = MKC_NODE(g, i);
+		n->id = i;
+		for (int j = 0; j < n->nin; j++) {
+			mkc_tensor *t = n->in[j];
+			if (t && t->producer) {
+				pending[i]++;
+				mkc_vec_push(a, &users[t->id], n);
+			}
+		}
+	}
+	/* a min-heap would be O(n log n); a ready list scanned in id order is
+	 * fine for graphs of a few thousand nodes and keeps the file order */
+	mkc_node **order = mkc_arena_alloc(a, (size_t)(nn + 1) * sizeof *order);
+	char *done = mkc_arena_alloc(a, (size_t)nn + 1);
+	int *ready = mkc_arena_alloc(a, (size_t)(nn + 1) * sizeof *ready);
+	int nready = 0, norder = 0;
+	for (int i = 0; i < nn; i++)
+		if (!pending[i])
+			ready[nready++] = i;
+	while (nready) {
+		/* take the smallest id: keeps an ordered file as it is */
+		int best = 0;
+		for (int r = 1; r < nready; r++)
+			if (ready[r] < ready[best])
+				best = r;
+		int i = ready[best];
+		ready[best] = ready[--nready];
+		mkc_node *n = MKC_NODE(g, i);
+		order[norder++] = n;
+		done[i] = 1;
+		for (int j = 0; j < n->nout; j++) {
+			mkc_tensor *t = n->out[j];
+			if (!t)
+				continue;
+			mkc_vec *u = &users[t->id];
+			for (int k = 0; k < u->n; k++) {
+				mkc_node *m = u->v[k];
+				if (--pending[m->id] == 0)
+					ready[nready++] = m->id;
+			}
+		}
+	}
+	if (norder < nn) {
+		char list[512] = "";
+		size_t len = 0;
+		int shown = 0;
+		for (int i = 0; i < nn && shown < 8; i++)
+			if (!done[i]) {
+				len += (size_t)snprintf(list + len, sizeof list - len,
+					"%s'%s'", shown ? ", " : "", MKC_NODE(g, i)->name);
+				if (len >= sizeof list)
+					break;
+				shown++;
+			}
+		return mkc_error(g->ctx, "%s: the graph has a cycle through %d node(s): %s%s",
+				 g->path, nn - norder, list,
+				 nn - norder > shown ? ", ..." : "");
+	}
+	for (int i = 0; i < nn; i++) {
+		order[i]->id = i;
+		g->nodes.v[i] = order[i];
+	}
+	return 0;
+}
+
+const mkc_attr *
+mkc_node_attr(const mkc_node *n, const char *name)
+{
+	for (int i = 0; i < n->nattr; i++)
+		if (strcmp(n->attr[i].name, name) == 0)
+			return &n->attr[i];
+	return NULL;
+}
+
+int64_t
+mkc_node_attr_int(const mkc_node *n, const char *name, int64_t dflt)
+{
+	const mkc_attr *a = mkc_node_attr(n, name);
+	return a && a->type == MKC_AT_INT ? a->i : dflt;
+}
+
+float
+mkc_node_attr_float(const mkc_node *n, const char *name, float dflt)
+{
+	const mkc_attr *a = mkc_node_attr(n, name);
+	return a && a->type == MKC_AT_FLOAT ? a->f : dflt;
+}
+
+int
+mkc_node_error(const mkc_graph *g, const mkc_node *n, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return mkc_error(g->ctx, "%s: node '%s' (%s): %s", g->path, n->name,
+			 n->op_type, msg);
+}
+
+int64_t
+mkc_tensor_numel(const mkc_tensor *t)
+{
+	if (t->rank < 0)
+		return -1;
+	int64_t n = 1;
+	for (int i = 0; i < t->rank; i++) {
+		if (!mkc_dim_is_const(t->shape[i]))
+			return -1;
+		n *= t->shape[i].c;
+	}
+	return n;
+}
+
+bool
+mkc_tensor_is_const(const mkc_tensor *t)
+{
+	return t->data != NULL || t->symval != NULL ||
+	       (t->kind == MKC_TK_WEIGHT && t->nbytes == 0);
+}

@@ -1,0 +1,213 @@
+/*
+ * graph.h - the graph IR: tensors and the nodes that connect them.
+ *
+ * A graph is what every frontend produces and every later pass reads:
+ *   - tensors: name, element type, shape, kind (input, output, weight,
+ *     state, intermediate), the node that produces it, and, for weights and
+ *     values known at compile time, their bytes;
+ *   - nodes: an op from ir/ops.def, inputs and outputs, attributes, and the
+ *     ONNX node name it came from (every error names it);
+ *   - symbols: the symbolic dimensions (past_len, batch) of graph inputs.
+ *
+ * A dimension is an affine form c + k * sym over at most one symbol, which
+ * covers what decode-step exports carry (past_len, past_len + 1). Products of
+ * two symbolic dimensions are rejected with an error naming the node.
+ *
+ * Nodes are kept in a topological order once mkc_graph_sort has run; every
+ * pass after the frontend may rely on it. Everything lives in the arena of
+ * the context the graph was made in.
+ */
+#ifndef MKC_GRAPH_H
+#define MKC_GRAPH_H
+
+#include "base.h"
+
+#include <stdbool.h>
+
+
+typedef enum {
+	MKC_DT_UNDEF = 0,
+#define DT(e, id, size, name) MKC_DT_##e = id,
+#include "dtypes.def"
+#undef DT
+} mkc_dtype;
+
+typedef enum {
+#define OP(e, name, dom, i0, i1, o0, o1, inf, fld) MKC_OP_##e,
+#include "ops.def"
+#undef OP
+	MKC_OP_UNKNOWN,   /* read but not in the op table */
+	MKC_OP_COUNT
+} mkc_op;
+
+typedef struct {
+	const char *name, *domain;
+	int min_in, max_in, min_out, max_out;
+	bool folds;   /* has a constant evaluator */
+} mkc_op_info;
+
+const mkc_op_info *mkc_op_info_of(mkc_op op);
+mkc_op mkc_op_lookup(const char *domain, const char *op_type);
+
+const char *mkc_dtype_name(mkc_dtype t);
+size_t mkc_dtype_size(mkc_dtype t);  /* 0 for unknown types and strings */
+bool mkc_dtype_valid(int onnx_id);
+bool mkc_dtype_is_float(mkc_dtype t);
+
+enum { MKC_MAX_RANK = 8 };
+
+typedef struct {
+	int64_t c, k;   /* value c + k * sym; k == 0 means a constant */
+	int sym;        /* index into graph->syms, -1, or MKC_DIM_UNKNOWN */
+} mkc_dim;
+
+/* An output's declared dimension that mkc cannot read; inference decides. */
+#define MKC_DIM_UNKNOWN (-2)
+
+mkc_dim mkc_dim_const(int64_t c);
+mkc_dim mkc_dim_sym(int sym);
+bool mkc_dim_is_const(mkc_dim d);
+bool mkc_dim_eq(mkc_dim a, mkc_dim b);
+bool mkc_dim_add(mkc_dim a, mkc_dim b, mkc_dim *r);   /* false: not affine */
+bool mkc_dim_sub(mkc_dim a, mkc_dim b, mkc_dim *r);
+bool mkc_dim_mul(mkc_dim a, mkc_dim b, mkc_dim *r);
+bool mkc_dim_div(mkc_dim a, mkc_dim b, mkc_dim *r);   /* exact, or floor by a constant */
+
+typedef enum {
+	MKC_TK_INTERMEDIATE,
+	MKC_TK_INPUT,       /* graph input, fed at every step */
+	MKC_TK_OUTPUT,      /* graph output, produced by a node */
+	MKC_TK_WEIGHT,      /* initializer or Constant: bytes known */
+	MKC_TK_STATE,       /* kept across steps (KV cache); set by later passes */
+} mkc_tensor_kind;
+
+typedef struct mkc_graph mkc_graph;
+typedef struct mkc_node mkc_node;
+
+typedef struct mkc_tensor {
+	const char *name;
+	mkc_dtype dtype;
+	int rank;                  /* -1 until known */
+	mkc_dim shape[MKC_MAX_RANK];
+	mkc_tensor_kind kind;
+	mkc_node *producer;        /* NULL for inputs and weights */
+	int nconsumers;
+	int id;
+
+	/* Compile-time value: bytes (little endian, dense, row major). */
+	const void *data;
+	size_t nbytes;
+	const char *ext_file;      /* external data file, NULL when inline */
+	uint64_t ext_offset;
+
+	/* Integer values that may be symbolic (folded shape arithmetic). */
+	mkc_dim *symval;
+	int64_t nsymval;
+} mkc_tensor;
+
+typedef enum {
+	MKC_AT_FLOAT, MKC_AT_INT, MKC_AT_STRING, MKC_AT_TENSOR, MKC_AT_GRAPH,
+	MKC_AT_FLOATS, MKC_AT_INTS, MKC_AT_STRINGS, MKC_AT_TENSORS,
+	MKC_AT_GRAPHS, MKC_AT_SPARSE_TENSOR, MKC_AT_TYPE_PROTO, MKC_AT_OTHER,
+} mkc_attr_type;
+
+/* A subgraph attribute is kept as a summary: mkc runs no control flow. */
+typedef struct {
+	const char *name;
+	int nnodes, ninputs, noutputs;
+} mkc_subgraph;
+
+typedef struct {
+	const char *name;
+	mkc_attr_type type;
+	float f;
+	int64_t i;
+	const char *s;   /* NUL-terminated copy; slen holds the byte length */
+	size_t slen;
+	mkc_tensor *t;
+	mkc_subgraph *g;
+	int n;           /* element count of the list forms */
+	float *floats;
+	int64_t *ints;
+	const char **strings;
+	mkc_tensor **tensors;
+	mkc_subgraph **graphs;
+} mkc_attr;
+
+struct mkc_node {
+	const char *name;          /* ONNX node name (made up when empty) */
+	const char *op_type, *domain;
+	mkc_op op;
+	int nin, nout, nattr;
+	mkc_tensor **in;           /* NULL where an optional input is left out */
+	mkc_tensor **out;
+	mkc_attr *attr;
+	int id;
+	bool dead;                 /* folded away; removed by the dce pass */
+};
+
+typedef struct {
+	const char *domain;
+	int64_t version;
+} mkc_opset;
+
+struct mkc_graph {
+	mkc_ctx *ctx;
+	const char *path;          /* the model file, for messages */
+	const char *dir;           /* its folder: external data must stay inside */
+	const char *name;
+	int64_t ir_version;
+	const char *producer;
+	mkc_opset *opsets;
+	int nopsets;
+	mkc_vec tensors, nodes, inputs, outputs, syms;
+	mkc_map by_name;
+};
+
+mkc_graph *mkc_graph_create(mkc_ctx *c, const char *path);
+mkc_tensor *mkc_graph_tensor(mkc_graph *g, const char *name);   /* find or add */
+mkc_tensor *mkc_graph_find(const mkc_graph *g, const char *name);
+mkc_node *mkc_graph_add_node(mkc_graph *g, const char *name, const char *domain,
+			     const char *op_type, int nin, int nout, int nattr);
+int mkc_graph_sym(mkc_graph *g, const char *name);   /* find or add */
+int64_t mkc_graph_opset(const mkc_graph *g, const char *domain); /* 0: absent */
+int mkc_graph_sort(mkc_graph *g);
+void mkc_graph_count_uses(mkc_graph *g);
+
+#define MKC_TENSOR(g, i) ((mkc_tensor *)(g)->tensors.v[i])
+#define MKC_NODE(g, i) ((mkc_node *)(g)->nodes.v[i])
+#define MKC_INPUT(g, i) ((mkc_tensor *)(g)->inputs.v[i])
+#define MKC_OUTPUT(g, i) ((mkc_tensor *)(g)->outputs.v[i])
+#define MKC_SYM(g, i) ((const char *)(g)->syms.v[i])
+
+const mkc_attr *mkc_node_attr(const mkc_node *n, const char *name);
+int64_t mkc_node_attr_int(const mkc_node *n, const char *name, int64_t dflt);
+float mkc_node_attr_float(const mkc_node *n, const char *name, float dflt);
+int mkc_node_error(const mkc_graph *g, const mkc_node *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));   /* returns -1 */
+
+int64_t mkc_tensor_numel(const mkc_tensor *t);   /* -1 if symbolic or unknown */
+bool mkc_tensor_is_const(const mkc_tensor *t);   /* bytes or symbolic values */
+
+/* Printing: "[1,2,past_len+1,32]", "float32[1,8]". */
+char *mkc_dim_str(const mkc_graph *g, mkc_dim d, char *buf, size_t n);
+char *mkc_shape_str(const mkc_graph *g, const mkc_tensor *t, char *buf, size_t n);
+
+/*
+ * Parses "past_len", "past_len + 1", "2*past_len - 3", "7". Unknown names
+ * become new symbols when add_syms is set, else the parse fails; so does
+ * anything that is not affine in one symbol.
+ */
+bool mkc_dim_parse(mkc_graph *g, const char *s, bool add_syms, mkc_dim *d);
+
+/*
+ * IR checks (ir/verify.c): every node's inputs defined before it, one
+ * producer per tensor, arity within the op table's limits; with shapes set,
+ * every live tensor has a dtype and a rank too. 0, or -1 with errors.
+ */
+int mkc_verify_graph(mkc_graph *g, bool shapes);
+
+/* Text form of the graph (ir/dump.c), the output of --dump-after. */
+void mkc_dump_graph(FILE *f, const mkc_graph *g);
+
+#endif

@@ -1,0 +1,1022 @@
+/*
+ * infer.c - shape and type inference, with constant folding on the way.
+ *
+ * requires: nodes in topological order.
+ * provides: dtype and shape of every tensor a live node writes; the values
+ *           of tensors known at compile time (see fold.c); nodes whose
+ *           outputs are all known are marked dead, unless one of their
+ *           outputs is a graph output.
+ *
+ * Nodes are visited in order. Each op's rule (the infer column of ops.def)
+ * computes its outputs' types and shapes from its inputs; then the constant
+ * evaluator tries the node, so that a shape computed by Shape -> Gather ->
+ * Concat is a value by the time the Reshape that reads it is reached. Shape
+ * values may be symbolic (past_len + 1); a rule that needs a value that is
+ * neither constant nor symbolic fails with an error naming the node.
+ *
+ * Dimension rules with symbols: equal affine forms are equal; in
+ * broadcasting a 1 yields to the other side, and a symbol against a constant
+ * other than 1 takes the constant (the run-time size must then be that
+ * constant). Anything else that cannot be shown equal is an error.
+ */
+#include "passes.h"
+
+#include <string.h>
+
+typedef int infer_fn(mkc_graph *g, mkc_node *n);
+
+static const char *
+dstr(const mkc_graph *g, mkc_dim d, char *buf)
+{
+	return mkc_dim_str(g, d, buf, 64);
+}
+
+static void
+set_out(mkc_node *n, int i, mkc_dtype dt, int rank, const mkc_dim *shape)
+{
+	mkc_tensor *t = n->out[i];
+	if (!t)
+		return;
+	t->dtype = dt;
+	t->rank = rank;
+	for (int k = 0; k < rank; k++)
+		t->shape[k] = shape[k];
+}
+
+static void
+copy_out(mkc_node *n, int i, const mkc_tensor *from, mkc_dtype dt)
+{
+	set_out(n, i, dt, from->rank, from->shape);
+}
+
+static int
+norm_axis(mkc_graph *g, mkc_node *n, int64_t axis, int rank, int64_t *out)
+{
+	*out = 0;
+	if (axis < -rank || axis >= rank)
+		return mkc_node_error(g, n, "axis %lld is out of range for rank %d",
+				      (long long)axis, rank);
+	*out = axis < 0 ? axis + rank : axis;
+	return 0;
+}
+
+int64_t
+mkc_const_dims(mkc_graph *g, const mkc_node *n, int input, mkc_dim *v,
+	       int64_t max, bool allow_sym)
+{
+	const mkc_tensor *t = n->in[input];
+	if (!t || !mkc_tensor_is_const(t) || t->rank < 0 ||
+	    (t->dtype != MKC_DT_INT64 && t->dtype != MKC_DT_INT32))
+		return mkc_node_error(g, n, "input %d ('%s') must be an integer tensor known at compile time",
+				      input, t ? t->name : "");
+	int64_t cnt = mkc_tensor_numel(t);
+	if (cnt < 0 || cnt > max)
+		return mkc_node_error(g, n, "input '%s' holds too many values", t->name);
+	for (int64_t i = 0; i < cnt; i++) {
+		if (t->symval) {
+			v[i] = t->symval[i];
+		} else if (t->dtype == MKC_DT_INT64) {
+			int64_t x;
+			memcpy(&x, (const char *)t->data + 8 * i, 8);
+			v[i] = mkc_dim_const(x);
+		} else {
+			int32_t x;
+			memcpy(&x, (const char *)t->data + 4 * i, 4);
+			v[i] = mkc_dim_const(x);
+		}
+		if (!allow_sym && !mkc_dim_is_const(v[i])) {
+			char b[64];
+			return mkc_node_error(g, n, "input '%s' must be a constant but holds %s",
+					      t->name, dstr(g, v[i], b));
+		}
+	}
+	return cnt;
+}
+
+/* The optional axes: attribute before opset 13 (18 for reductions), input after. */
+static int
+axes_of(mkc_graph *g, mkc_node *n, int input, int64_t *axes, int *naxes)
+{
+	const mkc_attr *a = mkc_node_attr(n, "axes");
+	if (a && a->type == MKC_AT_INTS) {
+		if (a->n > MKC_MAX_RANK)
+			return mkc_node_error(g, n, "too many axes");
+		for (int i = 0; i < a->n; i++)
+			axes[i] = a->ints[i];
+		*naxes = a->n;
+		return 0;
+	}
+	*naxes = 0;
+	if (n->nin <= input || !n->in[input])
+		return 0;
+	mkc_dim v[MKC_MAX_RANK];
+	int64_t cnt = mkc_const_dims(g, n, input, v, MKC_MAX_RANK, false);
+	if (cnt < 0)
+		return -1;
+	for (int64_t i = 0; i < cnt; i++)
+		axes[i] = v[i].c;
+	*naxes = (int)cnt;
+	return 0;
+}
+
+/* Elementwise. */
+
+static int
+infer_same(mkc_graph *g, mkc_node *n)
+{
+	copy_out(n, 0, n->in[0], n->in[0]->dtype);
+	return 0;
+}
+
+static int
+infer_to_bool(mkc_graph *g, mkc_node *n)
+{
+	copy_out(n, 0, n->in[0], MKC_DT_BOOL);
+	return 0;
+}
+
+static int
+infer_cast(mkc_graph *g, mkc_node *n)
+{
+	int64_t to = mkc_node_attr_int(n, "to", 0);
+	if (!mkc_dtype_valid((int)to) || to == MKC_DT_STRING)
+		return mkc_node_error(g, n, "attribute 'to' names type %lld, which mkc does not support",
+				      (long long)to);
+	copy_out(n, 0, n->in[0], (mkc_dtype)to);
+	return 0;
+}
+
+static int
+infer_castlike(mkc_graph *g, mkc_node *n)
+{
+	copy_out(n, 0, n->in[0], n->in[1]->dtype);
+	return 0;
+}
+
+/* Broadcasts b into the shape s of rank *rank (numpy rules). */
+static int
+broadcast_into(mkc_graph *g, mkc_node *n, mkc_dim *s, int *rank,
+	       const mkc_dim *b, int brank)
+{
+	int r = *rank > brank ? *rank : brank;
+	mkc_dim out[MKC_MAX_RANK];
+	for (int i = 0; i < r; i++) {
+		int ia = i - (r - *rank), ib = i - (r - brank);
+		mkc_dim x = ia >= 0 ? s[ia] : mkc_dim_const(1);
+		mkc_dim y = ib >= 0 ? b[ib] : mkc_dim_const(1);
+		if (mkc_dim_eq(x, y) || mkc_dim_eq(y, mkc_dim_const(1))) {
+			out[i] = x;
+		} else if (mkc_dim_eq(x, mkc_dim_const(1))) {
+			out[i] = y;
+		} else if (mkc_dim_is_const(x) != mkc_dim_is_const(y)) {
+			out[i] = mkc_dim_is_const(x) ? x : y;
+		} else {
+			char bx[64], by[64];
+			return mkc_node_error(g, n, "cannot broadcast dimension %s against %s",
+					      dstr(g, x, bx), dstr(g, y, by));
+		}
+	}
+	memcpy(s, out, sizeof(mkc_dim) * (size_t)r);
+	*rank = r;
+	return 0;
+}
+
+static int
+check_same_types(mkc_graph *g, mkc_node *n, int from, int to)
+{
+	for (int i = from + 1; i < to; i++)
+		if (n->in[i]->dtype != n->in[from]->dtype)
+			return mkc_node_error(g, n, "input types %s and %s differ",
+					      mkc_dtype_name(n->in[from]->dtype),
+					      mkc_dtype_name(n->in[i]->dtype));
+	return 0;
+}
+
+static int
+broadcast_inputs(mkc_graph *g, mkc_node *n, int from, mkc_dim *s, int *rank)
+{
+	*rank = 0;
+	for (int i = from; i < n->nin; i++)
+		if (broadcast_into(g, n, s, rank, n->in[i]->shape, n->in[i]->rank) != 0)
+			return -1;
+	return 0;
+}
+
+static int
+infer_broadcast(mkc_graph *g, mkc_node *n)
+{
+	/* Pow's exponent may have a type of its own */
+	if (n->op != MKC_OP_POW && check_same_types(g, n, 0, n->nin) != 0)
+		return -1;
+	mkc_dim s[MKC_MAX_RANK];
+	int rank;
+	if (broadcast_inputs(g, n, 0, s, &rank) != 0)
+		return -1;
+	set_out(n, 0, n->in[0]->dtype, rank, s);
+	return 0;
+}
+
+static int
+infer_compare(mkc_graph *g, mkc_node *n)
+{
+	if (check_same_types(g, n, 0, n->nin) != 0)
+		return -1;
+	mkc_dim s[MKC_MAX_RANK];
+	int rank;
+	if (broadcast_inputs(g, n, 0, s, &rank) != 0)
+		return -1;
+	set_out(n, 0, MKC_DT_BOOL, rank, s);
+	return 0;
+}
+
+static int
+infer_where(mkc_graph *g, mkc_node *n)
+{
+	if (n->in[0]->dtype != MKC_DT_BOOL)
+		return mkc_node_error(g, n, "the condition is %s, not bool",
+				      mkc_dtype_name(n->in[0]->dtype));
+	if (check_same_types(g, n, 1, 3) != 0)
+		return -1;
+	mkc_dim s[MKC_MAX_RANK];
+	int rank;
+	if (broadcast_inputs(g, n, 0, s, &rank) != 0)
+		return -1;
+	set_out(n, 0, n->in[1]->dtype, rank, s);
+	return 0;
+}
+
+/* Linear algebra and reductions. */
+
+static int
+check_inner(mkc_graph *g, mkc_node *n, mkc_dim k1, mkc_dim k2)
+{
+	if (mkc_dim_eq(k1, k2))
+		return 0;
+	char b1[64], b2[64];
+	return mkc_node_error(g, n, "inner dimensions %s and %s differ",
+			      dstr(g, k1, b1), dstr(g, k2, b2));
+}
+
+static int
+infer_matmul(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *a = n->in[0], *b = n->in[1];
+	if (check_same_types(g, n, 0, 2) != 0)
+		return -1;
+	if (a->rank < 1 || b->rank < 1)
+		return mkc_node_error(g, n, "inputs must have rank 1 or more");
+	/* a 1-D operand is promoted and its dimension removed afterwards */
+	mkc_dim as[MKC_MAX_RANK + 1], bs[MKC_MAX_RANK + 1];
+	int ar = a->rank, br = b->rank;
+	memcpy(as, a->shape, sizeof(mkc_dim) * (size_t)ar);
+	memcpy(bs, b->shape, sizeof(mkc_dim) * (size_t)br);
+	if (ar == 1) {
+		as[1] = as[0];
+		as[0] = mkc_dim_const(1);
+		ar = 2;
+	}
+	if (br == 1) {
+		bs[1] = mkc_dim_const(1);
+		br = 2;
+	}
+	if (check_inner(g, n, as[ar - 1], bs[br - 2]) != 0)
+		return -1;
+	mkc_dim s[MKC_MAX_RANK];
+	int rank = ar - 2;
+	memcpy(s, as, sizeof(mkc_dim) * (size_t)rank);
+	if (broadcast_into(g, n, s, &rank, bs, br - 2) != 0)
+		return -1;
+	if (rank + 2 > MKC_MAX_RANK)
+		return mkc_node_error(g, n, "result rank exceeds %d", MKC_MAX_RANK);
+	if (a->rank != 1)
+		s[rank++] = as[ar - 2];
+	if (b->rank != 1)
+		s[rank++] = bs[br - 1];
+	set_out(n, 0, a->dtype, rank, s);
+	return 0;
+}
+
+static int
+infer_gemm(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *a = n->in[0], *b = n->in[1];
+	if (a->rank != 2 || b->rank != 2)
+		return mkc_node_error(g, n, "A and B must be matrices (ranks %d and %d)",
+				      a->rank, b->rank);
+	bool ta = mkc_node_attr_int(n, "transA", 0), tb = mkc_node_attr_int(n, "transB", 0);
+	mkc_dim m = a->shape[ta], k1 = a->shape[!ta];
+	mkc_dim k2 = b->shape[tb], nn = b->shape[!tb];
+	if (check_inner(g, n, k1, k2) != 0)
+		return -1;
+	mkc_dim s[2] = {m, nn};
+	if (n->nin > 2 && n->in[2]) {
+		mkc_dim c[2] = {m, nn};
+		int rank = 2;
+		if (broadcast_into(g, n, c, &rank, n->in[2]->shape, n->in[2]->rank) != 0)
+			return -1;
+		if (rank != 2 || !mkc_dim_eq(c[0], m) || !mkc_dim_eq(c[1], nn))
+			return mkc_node_error(g, n, "C does not broadcast to the result's shape");
+	}
+	set_out(n, 0, a->dtype, 2, s);
+	return 0;
+}
+
+static int
+infer_reduce(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *x = n->in[0];
+	int64_t axes[MKC_MAX_RANK];
+	int naxes;
+	if (axes_of(g, n, 1, axes, &naxes) != 0)
+		return -1;
+	bool keep = mkc_node_attr_int(n, "keepdims", 1) != 0;
+	bool noop = mkc_node_attr_int(n, "noop_with_empty_axes", 0) != 0;
+	bool reduced[MKC_MAX_RANK] = {false};
+	for (int i = 0; i < naxes; i++) {
+		int64_t ax;
+		if (norm_axis(g, n, axes[i], x->rank, &ax) != 0)
+			return -1;
+		reduced[ax] = true;
+	}
+	if (naxes == 0 && !noop)
+		for (int i = 0; i < x->rank; i++)
+			reduced[i] = true;
+	mkc_dim s[MKC_MAX_RANK];
+	int rank = 0;
+	for (int i = 0; i < x->rank; i++) {
+		if (!reduced[i])
+			s[rank++] = x->shape[i];
+		else if (keep)
+			s[rank++] = mkc_dim_const(1);
+	}
+	set_out(n, 0, x->dtype, rank, s);
+	return 0;
+}
+
+/* Data movement and shape arithmetic. */
+
+static int
+infer_constant(mkc_graph *g, mkc_node *n)
+{
+	if (n->nattr != 1)
+		return mkc_node_error(g, n, "needs exactly one value attribute, has %d", n->nattr);
+	const mkc_attr *a = &n->attr[0];
+	mkc_dim one = mkc_dim_const(a->n);
+	if (strcmp(a->name, "value") == 0 && a->type == MKC_AT_TENSOR)
+		copy_out(n, 0, a->t, a->t->dtype);
+	else if (strcmp(a->name, "value_float") == 0)
+		set_out(n, 0, MKC_DT_FLOAT, 0, NULL);
+	else if (strcmp(a->name, "value_int") == 0)
+		set_out(n, 0, MKC_DT_INT64, 0, NULL);
+	else if (strcmp(a->name, "value_floats") == 0)
+		set_out(n, 0, MKC_DT_FLOAT, 1, &one);
+	else if (strcmp(a->name, "value_ints") == 0)
+		set_out(n, 0, MKC_DT_INT64, 1, &one);
+	else
+		return mkc_node_error(g, n, "attribute '%s' is not a supported constant form", a->name);
+	return 0;
+}
+
+static int
+shape_range(const mkc_node *n, int rank, int64_t *start, int64_t *end)
+{
+	*start = mkc_node_attr_int(n, "start", 0);
+	*end = mkc_node_attr_int(n, "end", rank);
+	if (*start < 0)
+		*start += rank;
+	if (*end < 0)
+		*end += rank;
+	*start = *start < 0 ? 0 : *start > rank ? rank : *start;
+	*end = *end < 0 ? 0 : *end > rank ? rank : *end;
+	return *end > *start ? (int)(*end - *start) : 0;
+}
+
+static int
+infer_shape(mkc_graph *g, mkc_node *n)
+{
+	int64_t s, e;
+	mkc_dim len = mkc_dim_const(shape_range(n, n->in[0]->rank, &s, &e));
+	set_out(n, 0, MKC_DT_INT64, 1, &len);
+	return 0;
+}
+
+static int
+infer_size(mkc_graph *g, mkc_node *n)
+{
+	set_out(n, 0, MKC_DT_INT64, 0, NULL);
+	return 0;
+}
+
+static int
+infer_constant_of_shape(mkc_graph *g, mkc_node *n)
+{
+	mkc_dim s[MKC_MAX_RANK];
+	int64_t rank = mkc_const_dims(g, n, 0, s, MKC_MAX_RANK, true);
+	if (rank < 0)
+		return -1;
+	const mkc_attr *v = mkc_node_attr(n, "value");
+	set_out(n, 0, v && v->t ? v->t->dtype : MKC_DT_FLOAT, (int)rank, s);
+	return 0;
+}
+
+static int
+product(mkc_graph *g, mkc_node *n, const mkc_dim *s, int from, int to, mkc_dim *p)
+{
+	*p = mkc_dim_const(1);
+	for (int i = from; i < to; i++)
+		if (!mkc_dim_mul(*p, s[i], p))
+			return mkc_node_error(g, n, "a product of two symbolic dimensions is not supported");
+	return 0;
+}
+
+static int
+infer_reshape(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *x = n->in[0];
+	mkc_dim s[MKC_MAX_RANK];
+	int64_t rank = mkc_const_dims(g, n, 1, s, MKC_MAX_RANK, true);
+	if (rank < 0)
+		return -1;
+	bool allowzero = mkc_node_attr_int(n, "allowzero", 0) != 0;
+	int hole = -1;
+	for (int i = 0; i < rank; i++) {
+		if (mkc_dim_eq(s[i], mkc_dim_const(-1))) {
+			if (hole >= 0)
+				return mkc_node_error(g, n, "the shape has more than one -1");
+			hole = i;
+		} else if (mkc_dim_eq(s[i], mkc_dim_const(0)) && !allowzero) {
+			if (i >= x->rank)
+				return mkc_node_error(g, n, "a 0 at position %d copies a dimension the input does not have", i);
+			s[i] = x->shape[i];
+		} else if (mkc_dim_is_const(s[i]) && s[i].c < 0) {
+			return mkc_node_error(g, n, "the shape holds %lld", (long long)s[i].c);
+		}
+	}
+	/*
+	 * Dimensions that stand on both sides cancel before the element counts
+	 * are multiplied out, so [batch, past_len, 4] -> [-1, past_len, 4] works
+	 * although batch * past_len is not affine.
+	 */
+	mkc_dim left[MKC_MAX_RANK], right[MKC_MAX_RANK];
+	int nl = x->rank, nr = 0;
+	memcpy(left, x->shape, sizeof(mkc_dim) * (size_t)nl);
+	for (int i = 0; i < rank; i++) {
+		if (i == hole)
+			continue;
+		int k = 0;
+		while (k < nl && !mkc_dim_eq(left[k], s[i]))
+			k++;
+		if (k < nl)
+			left[k] = left[--nl];
+		else
+			right[nr++] = s[i];
+	}
+	mkc_dim total, known;
+	if (product(g, n, left, 0, nl, &total) != 0 ||
+	    product(g, n, right, 0, nr, &known) != 0)
+		return -1;
+	if (hole >= 0) {
+		mkc_dim check;
+		if (!mkc_dim_div(total, known, &s[hole]) ||
+		    !mkc_dim_mul(s[hole], known, &check) || !mkc_dim_eq(check, total)) {
+			char b1[64], b2[64];
+			return mkc_node_error(g, n, "cannot infer -1: %s elements do not divide by %s",
+					      dstr(g, total, b1), dstr(g, known, b2));
+		}
+	} else if (!mkc_dim_eq(total, known)) {
+		char b1[64], b2[64];
+		return mkc_node_error(g, n, "cannot reshape %s elements into %s",
+				      dstr(g, total, b1), dstr(g, known, b2));
+	}
+	set_out(n, 0, x->dtype, (int)rank, s);
+	return 0;
+}
+
+static int
+infer_flatten(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *x = n->in[0];
+	int64_t axis = mkc_node_attr_int(n, "axis", 1);
+	if (axis < 0)
+		axis += x->rank;
+	if (axis < 0 || axis > x->rank)
+		return mkc_node_error(g, n, "axis is out of range for rank %d", x->rank);
+	mkc_dim s[2];
+	if (product(g, n, x->shape, 0, (int)axis, &s[0]) ||
+	    product(g, n, x->shape, (int)axis, x->rank, &s[1]))
+		return -1;
+	set_out(n, 0, x->dtype, 2, s);
+	return 0;
+}
+
+static int
+infer_unsqueeze(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *x = n->in[0];
+	int64_t axes[MKC_MAX_RANK];
+	int naxes;
+	if (axes_of(g, n, 1, axes, &naxes) != 0)
+		return -1;
+	int rank = x->rank + naxes;
+	if (rank > MKC_MAX_RANK)
+		return mkc_node_error(g, n, "result rank exceeds %d", MKC_MAX_RANK);
+	bool added[MKC_MAX_RANK] = {false};
+	for (int i = 0; i < naxes; i++) {
+		int64_t ax;
+		if (norm_axis(g, n, axes[i], rank, &ax) != 0)
+			return -1;
+		if (added[ax])
+			return mkc_node_error(g, n, "axis %lld is repeated", (long long)axes[i]);
+		added[ax] = true;
+	}
+	mkc_dim s[MKC_MAX_RANK];
+	for (int i = 0, j = 0; i < rank; i++)
+		s[i] = added[i] ? mkc_dim_const(1) : x->shape[j++];
+	set_out(n, 0, x->dtype, rank, s);
+	return 0;
+}
+
+static int
+infer_squeeze(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *x = n->in[0];
+	int64_t axes[MKC_MAX_RANK];
+	int naxes;
+	if (axes_of(g, n, 1, axes, &naxes) != 0)
+		return -1;
+	bool drop[MKC_MAX_RANK] = {false};
+	for (int i = 0; i < naxes; i++) {
+		int64_t ax;
+		if (norm_axis(g, n, axes[i], x->rank, &ax) != 0)
+			return -1;
+		if (!mkc_dim_eq(x->shape[ax], mkc_dim_const(1))) {
+			char b[64];
+			return mkc_node_error(g, n, "axis %lld has size %s, not 1",
+					      (long long)axes[i], dstr(g, x->shape[ax], b));
+		}
+		drop[ax] = true;
+	}
+	if (naxes == 0)
+		for (int i = 0; i < x->rank; i++)
+			drop[i] = mkc_dim_eq(x->shape[i], mkc_dim_const(1));
+	mkc_dim s[MKC_MAX_RANK];
+	int rank = 0;
+	for (int i = 0; i < x->rank; i++)
+		if (!drop[i])
+			s[rank++] = x->shape[i];
+	set_out(n, 0, x->dtype, rank, s);
+	return 0;
+}
+
+static int
+infer_transpose(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *x = n->in[0];
+	const mkc_attr *p = mkc_node_attr(n, "perm");
+	if (p && p->n != x->rank)
+		return mkc_node_error(g, n, "perm has %d entries for rank %d", p->n, x->rank);
+	mkc_dim s[MKC_MAX_RANK];
+	bool seen[MKC_MAX_RANK] = {false};
+	for (int i = 0; i < x->rank; i++) {
+		int64_t k = p ? p->ints[i] : x->rank - 1 - i;
+		if (k < 0 || k >= x->rank || seen[k])
+			return mkc_node_error(g, n, "perm is not a permutation of 0..%d", x->rank - 1);
+		seen[k] = true;
+		s[i] = x->shape[k];
+	}
+	set_out(n, 0, x->dtype, x->rank, s);
+	return 0;
+}
+
+static int
+infer_concat(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *x = n->in[0];
+	int64_t axis;
+	if (!mkc_node_attr(n, "axis"))
+		return mkc_node_error(g, n, "attribute 'axis' is required");
+	if (norm_axis(g, n, mkc_node_attr_int(n, "axis", 0), x->rank, &axis) != 0)
+		return -1;
+	if (check_same_types(g, n, 0, n->nin) != 0)
+		return -1;
+	mkc_dim s[MKC_MAX_RANK];
+	memcpy(s, x->shape, sizeof(mkc_dim) * (size_t)x->rank);
+	for (int i = 1; i < n->nin; i++) {
+		const mkc_tensor *y = n->in[i];
+		if (y->rank != x->rank)
+			return mkc_node_error(g, n, "input '%s' has rank %d, not %d",
+					      y->name, y->rank, x->rank);
+		for (int k = 0; k < x->rank; k++) {
+			if (k == axis) {
+				if (!mkc_dim_add(s[k], y->shape[k], &s[k]))
+					return mkc_node_error(g, n, "concatenated length mixes two symbols");
+			} else if (!mkc_dim_eq(s[k], y->shape[k])) {
+				char b1[64], b2[64];
+				return mkc_node_error(g, n, "dimension %d differs: %s and %s", k,
+						      dstr(g, s[k], b1), dstr(g, y->shape[k], b2));
+			}
+		}
+	}
+	set_out(n, 0, x->dtype, x->rank, s);
+	return 0;
+}
+
+static int
+infer_split(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *x = n->in[0];
+	int64_t axis;
+	if (norm_axis(g, n, mkc_node_attr_int(n, "axis", 0), x->rank, &axis) != 0)
+		return -1;
+	mkc_dim parts[64];
+	int64_t np;
+	const mkc_attr *sa = mkc_node_attr(n, "split");
+	if (n->nout > 64)
+		return mkc_node_error(g, n, "more than 64 outputs");
+	if (n->nin > 1 && n->in[1]) {
+		if ((np = mkc_const_dims(g, n, 1, parts, 64, true)) < 0)
+			return -1;
+	} else if (sa && sa->type == MKC_AT_INTS) {
+		np = sa->n;
+		for (int i = 0; i < sa->n && i < 64; i++)
+			parts[i] = mkc_dim_const(sa->ints[i]);
+	} else {
+		mkc_dim d = x->shape[axis];
+		if (!mkc_dim_is_const(d))
+			return mkc_node_error(g, n, "cannot split a symbolic dimension evenly");
+		np = n->nout;
+		int64_t each = (d.c + np - 1) / np;   /* the last part may be smaller */
+		for (int i = 0; i < np; i++)
+			parts[i] = mkc_dim_const(i < np - 1 ? each : d.c - each * (np - 1));
+	}
+	if (np != n->nout)
+		return mkc_node_error(g, n, "split has %lld parts for %d outputs", (long long)np, n->nout);
+	mkc_dim sum = mkc_dim_const(0);
+	for (int i = 0; i < np; i++) {
+		if (!mkc_dim_add(sum, parts[i], &sum))
+			return mkc_node_error(g, n, "split sizes mix two symbols");
+		mkc_dim s[MKC_MAX_RANK];
+		memcpy(s, x->shape, sizeof(mkc_dim) * (size_t)x->rank);
+		s[axis] = parts[i];
+		set_out(n, i, x->dtype, x->rank, s);
+	}
+	if (!mkc_dim_eq(sum, x->shape[axis]))
+		return mkc_node_error(g, n, "split sizes do not add up to the axis");
+	return 0;
+}
+
+/*
+ * Slice length along one axis. Constant sizes follow ONNX exactly (clamping
+ * included). With a symbolic size or bounds only step 1 is handled: negative
+ * bounds count from the end, a bound past 2^31 means "to the end", and the
+ * result is end - start, which must then be a single affine form.
+ */
+static int
+slice_len(mkc_graph *g, mkc_node *n, mkc_dim dim, mkc_dim st, mkc_dim en,
+	  int64_t step, mkc_dim *len)
+{
+	if (mkc_dim_is_const(dim) && mkc_dim_is_const(st) && mkc_dim_is_const(en)) {
+		int64_t d = dim.c, s = st.c, e = en.c;
+		if (s < 0)
+			s += d;
+		if (e < 0)
+			e += d;
+		if (step > 0) {
+			s = s < 0 ? 0 : s > d ? d : s;
+			e = e < 0 ? 0 : e > d ? d : e;
+			*len = mkc_dim_const(e > s ? (e - s + step - 1) / step : 0);
+		} else {
+			s = s < 0 ? -1 : s > d - 1 ? d - 1 : s;
+			e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
+			*len = mkc_dim_const(s > e ? (s - e - step - 1) / -step : 0);
+		}
+		return 0;
+	}
+	if (step != 1)
+		return mkc_node_error(g, n, "a step other than 1 over a symbolic dimension is not supported");
+	const int64_t big = (int64_t)1 << 31;
+	if (mkc_dim_is_const(st) && st.c < 0 && !mkc_dim_add(dim, st, &st))
+		return -1;
+	if (mkc_dim_is_const(en) && en.c >= big)
+		en = dim;
+	else if (mkc_dim_is_const(en) && en.c < 0 && !mkc_dim_add(dim, en, &en))
+		return mkc_node_error(g, n, "slice bounds mix two symbols");
+	if (!mkc_dim_sub(en, st, len))
+		return mkc_node_error(g, n, "slice bounds mix two symbols");
+	if (mkc_dim_is_const(*len) && len->c < 0)
+		*len = mkc_dim_const(0);
+	return 0;
+}
+
+static int
+infer_slice(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *x = n->in[0];
+	mkc_dim st[MKC_MAX_RANK], en[MKC_MAX_RANK], ax[MKC_MAX_RANK], sp[MKC_MAX_RANK];
+	int64_t k;
+	if (mkc_graph_opset(g, "") < 10) {
+		const mkc_attr *a = mkc_node_attr(n, "starts"), *b = mkc_node_attr(n, "ends");
+		const mkc_attr *c = mkc_node_attr(n, "axes");
+		if (!a || !b || a->n != b->n || a->n > MKC_MAX_RANK)
+			return mkc_node_error(g, n, "starts and ends must be given with equal lengths");
+		k = a->n;
+		for (int i = 0; i < k; i++) {
+			st[i] = mkc_dim_const(a->ints[i]);
+			en[i] = mkc_dim_const(b->ints[i]);
+			ax[i] = mkc_dim_const(c && i < c->n ? c->ints[i] : i);
+			sp[i] = mkc_dim_const(1);
+		}
+	} else {
+		if (n->nin < 3)
+			return mkc_node_error(g, n, "starts and ends are required inputs");
+		if ((k = mkc_const_dims(g, n, 1, st, MKC_MAX_RANK, true)) < 0 ||
+		    mkc_const_dims(g, n, 2, en, MKC_MAX_RANK, true) != k)
+			return k < 0 ? -1 : mkc_node_error(g, n, "starts and ends differ in length");
+		for (int i = 0; i < k; i++) {
+			ax[i] = mkc_dim_const(i);
+			sp[i] = mkc_dim_const(1);
+		}
+		if (n->nin > 3 && n->in[3] &&
+		    mkc_const_dims(g, n, 3, ax, MKC_MAX_RANK, false) != k)
+			return mkc_node_error(g, n, "axes must match starts in length");
+		if (n->nin > 4 && n->in[4] &&
+		    mkc_const_dims(g, n, 4, sp, MKC_MAX_RANK, false) != k)
+			return mkc_node_error(g, n, "steps must match starts in length");
+	}
+	mkc_dim s[MKC_MAX_RANK];
+	memcpy(s, x->shape, sizeof(mkc_dim) * (size_t)x->rank);
+	for (int i = 0; i < k; i++) {
+		int64_t a;
+		if (norm_axis(g, n, ax[i].c, x->rank, &a) != 0)
+			return -1;
+		if (sp[i].c == 0)
+			return mkc_node_error(g, n, "a step of 0");
+		if (slice_len(g, n, x->shape[a], st[i], en[i], sp[i].c, &s[a]) != 0)
+			return -1;
+	}
+	set_out(n, 0, x->dtype, x->rank, s);
+	return 0;
+}
+
+static int
+infer_gather(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *x = n->in[0], *idx = n->in[1];
+	int64_t axis;
+	if (norm_axis(g, n, mkc_node_attr_int(n, "axis", 0), x->rank, &axis) != 0)
+		return -1;
+	if (idx->dtype != MKC_DT_INT64 && idx->dtype != MKC_DT_INT32)
+		return mkc_node_error(g, n, "indices are %s, not int32 or int64",
+				      mkc_dtype_name(idx->dtype));
+	int rank = x->rank - 1 + idx->rank;
+	if (rank > MKC_MAX_RANK)
+		return mkc_node_error(g, n, "result rank exceeds %d", MKC_MAX_RANK);
+	mkc_dim s[MKC_MAX_RANK];
+	int r = 0;
+	for (int i = 0; i < axis; i++)
+		s[r++] = x->shape[i];
+	for (int i = 0; i < idx->rank; i++)
+		s[r++] = idx->shape[i];
+	for (int i = (int)axis + 1; i < x->rank; i++)
+		s[r++] = x->shape[i];
+	set_out(n, 0, x->dtype, rank, s);
+	return 0;
+}
+
+static int
+infer_expand(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *x = n->in[0];
+	mkc_dim s[MKC_MAX_RANK];
+	int64_t rank = mkc_const_dims(g, n, 1, s, MKC_MAX_RANK, true);
+	if (rank < 0)
+		return -1;
+	int r = (int)rank;
+	if (broadcast_into(g, n, s, &r, x->shape, x->rank) != 0)
+		return -1;
+	set_out(n, 0, x->dtype, r, s);
+	return 0;
+}
+
+static int
+infer_range(mkc_graph *g, mkc_node *n)
+{
+	for (int i = 0; i < 3; i++)
+		if (n->in[i]->rank != 0)
+			return mkc_node_error(g, n, "start, limit and delta must be scalars");
+	if (check_same_types(g, n, 0, 3) != 0)
+		return -1;
+	mkc_dim len;
+	if (mkc_dtype_is_float(n->in[0]->dtype)) {
+		/* float ranges need their values; fold.c sizes them */
+		if (!n->in[0]->data || !n->in[1]->data || !n->in[2]->data)
+			return mkc_node_error(g, n, "a float range needs constant bounds");
+		len = mkc_dim_const(-1);
+	} else {
+		mkc_dim v[3];
+		for (int i = 0; i < 3; i++)
+			if (mkc_const_dims(g, n, i, &v[i], 1, true) < 0)
+				return -1;
+		if (!mkc_dim_is_const(v[2]) || v[2].c == 0)
+			return mkc_node_error(g, n, "delta must be a non-zero constant");
+		mkc_dim span;
+		if (!mkc_dim_sub(v[1], v[0], &span))
+			return mkc_node_error(g, n, "limit - start mixes two symbols");
+		int64_t d = v[2].c;
+		if (mkc_dim_is_const(span)) {
+			int64_t q = span.c / d + (span.c % d != 0 && (span.c < 0) == (d < 0));
+			len = mkc_dim_const(q > 0 ? q : 0);
+		} else if (!mkc_dim_div(span, mkc_dim_const(d), &len)) {
+			char b[64];
+			return mkc_node_error(g, n, "the length %s / %lld is not exact",
+					      dstr(g, span, b), (long long)d);
+		}
+	}
+	set_out(n, 0, n->in[0]->dtype, 1, &len);
+	return 0;
+}
+
+static int
+infer_norm(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *x = n->in[0];
+	int64_t axis;
+	if (norm_axis(g, n, mkc_node_attr_int(n, "axis", -1), x->rank, &axis) != 0)
+		return -1;
+	for (int i = 1; i < n->nin; i++) {
+		const mkc_tensor *w = n->in[i];
+		if (!w)
+			continue;
+		mkc_dim s[MKC_MAX_RANK];
+		int rank = x->rank - (int)axis;
+		memcpy(s, x->shape + axis, sizeof(mkc_dim) * (size_t)rank);
+		if (broadcast_into(g, n, s, &rank, w->shape, w->rank) != 0)
+			return -1;
+		if (rank != x->rank - axis)
+			return mkc_node_error(g, n, "'%s' has more dimensions than the normalised part",
+					      w->name);
+	}
+	copy_out(n, 0, x, x->dtype);
+	mkc_dim s[MKC_MAX_RANK];
+	for (int i = 0; i < x->rank; i++)
+		s[i] = i < axis ? x->shape[i] : mkc_dim_const(1);
+	mkc_dtype stash = (mkc_dtype)mkc_node_attr_int(n, "stash_type", MKC_DT_FLOAT);
+	for (int i = 1; i < n->nout; i++)
+		set_out(n, i, stash, x->rank, s);
+	return 0;
+}
+
+/*
+ * Attention (opset 23): Q, K, V as [B, heads, seq, head] or, with q_num_heads
+ * and kv_num_heads, as [B, seq, heads * head]; optional mask, past key and
+ * past value. Outputs Y, present key, present value, and QK^T.
+ */
+static int
+attn_dims(mkc_graph *g, mkc_node *n, const mkc_tensor *t, const char *heads_attr,
+	  mkc_dim out[4])
+{
+	if (t->rank == 4) {
+		memcpy(out, t->shape, 4 * sizeof(mkc_dim));
+		return 0;
+	}
+	int64_t h = mkc_node_attr_int(n, heads_attr, 0);
+	if (t->rank != 3 || h <= 0)
+		return mkc_node_error(g, n, "'%s' must be 4-D, or 3-D with %s set", t->name, heads_attr);
+	mkc_dim hd;
+	if (!mkc_dim_div(t->shape[2], mkc_dim_const(h), &hd) || !mkc_dim_is_const(hd) ||
+	    hd.c * h != t->shape[2].c)
+		return mkc_node_error(g, n, "'%s' hidden size does not divide by %s", t->name, heads_attr);
+	out[0] = t->shape[0];
+	out[1] = mkc_dim_const(h);
+	out[2] = t->shape[1];
+	out[3] = hd;
+	return 0;
+}
+
+static int
+infer_attention(mkc_graph *g, mkc_node *n)
+{
+	mkc_dim q[4], k[4], v[4];
+	if (attn_dims(g, n, n->in[0], "q_num_heads", q) ||
+	    attn_dims(g, n, n->in[1], "kv_num_heads", k) ||
+	    attn_dims(g, n, n->in[2], "kv_num_heads", v))
+		return -1;
+	char b1[64], b2[64];
+	if (!mkc_dim_is_const(q[1]) || !mkc_dim_is_const(k[1]) || k[1].c == 0 ||
+	    q[1].c % k[1].c)
+		return mkc_node_error(g, n, "query heads %s are not a multiple of key/value heads %s",
+				      dstr(g, q[1], b1), dstr(g, k[1], b2));
+	if (check_inner(g, n, q[3], k[3]) != 0)
+		return -1;
+	if (!mkc_dim_eq(k[2], v[2]) || !mkc_dim_eq(k[1], v[1]))
+		return mkc_node_error(g, n, "K and V differ in heads or length");
+	mkc_dim total = k[2];
+	const mkc_tensor *pk = n->nin > 4 ? n->in[4] : NULL;
+	if (pk) {
+		if (pk->rank != 4)
+			return mkc_node_error(g, n, "past_key must be 4-D");
+		if (!mkc_dim_add(pk->shape[2], k[2], &total))
+			return mkc_node_error(g, n, "past and new lengths mix two symbols");
+	}
+	mkc_dtype dt = n->in[0]->dtype;
+	if (n->in[0]->rank == 4) {
+		mkc_dim y[4] = {q[0], q[1], q[2], v[3]};
+		set_out(n, 0, dt, 4, y);
+	} else {
+		mkc_dim y[3], hv;
+		mkc_dim_mul(q[1], v[3], &hv);
+		y[0] = q[0];
+		y[1] = q[2];
+		y[2] = hv;
+		set_out(n, 0, dt, 3, y);
+	}
+	mkc_dim pkey[4] = {k[0], k[1], total, k[3]};
+	mkc_dim pval[4] = {v[0], v[1], total, v[3]};
+	mkc_dim qk[4] = {q[0], q[1], q[2], total};
+	if (n->nout > 1)
+		set_out(n, 1, n->in[1]->dtype, 4, pkey);
+	if (n->nout > 2)
+		set_out(n, 2, n->in[2]->dtype, 4, pval);
+	if (n->nout > 3)
+		set_out(n, 3, dt, 4, qk);
+	return 0;
+}
+
+static infer_fn *const rules[MKC_OP_COUNT] = {
+#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld) [MKC_OP_##e] = inf,
+#include "ops.def"
+#undef OP
+};
+
+/* Declared output shapes must agree with inferred ones where both are known. */
+static int
+check_declared(mkc_graph *g, mkc_tensor *t, const mkc_tensor *decl)
+{
+	if (decl->rank < 0)
+		return 0;
+	char b1[256], b2[256];
+	if (decl->rank != t->rank)
+		goto bad;
+	for (int i = 0; i < t->rank; i++)
+		if (decl->shape[i].sym != MKC_DIM_UNKNOWN && !mkc_dim_eq(decl->shape[i], t->shape[i]))
+			goto bad;
+	if (decl->dtype && decl->dtype != t->dtype)
+		return mkc_error(g->ctx, "%s: output '%s' is declared %s but computed as %s",
+				 g->path, t->name, mkc_dtype_name(decl->dtype),
+				 mkc_dtype_name(t->dtype));
+	return 0;
+bad:
+	return mkc_error(g->ctx, "%s: output '%s' is declared %s but computed as %s",
+			 g->path, t->name, mkc_shape_str(g, decl, b1, sizeof b1),
+			 mkc_shape_str(g, t, b2, sizeof b2));
+}
+
+static int
+infer_node(mkc_graph *g, mkc_node *n)
+{
+	for (int i = 0; i < n->nin; i++)
+		if (n->in[i] && n->in[i]->rank < 0)
+			return mkc_node_error(g, n, "input '%s' has no known shape", n->in[i]->name);
+	mkc_tensor declared[4];
+	int ndecl = 0;
+	for (int i = 0; i < n->nout && ndecl < 4; i++)
+		if (n->out[i] && n->out[i]->kind == MKC_TK_OUTPUT)
+			declared[ndecl++] = *n->out[i];
+	if (rules[n->op](g, n) != 0)
+		return -1;
+	for (int i = 0, d = 0; i < n->nout && d < ndecl; i++)
+		if (n->out[i] && n->out[i]->kind == MKC_TK_OUTPUT)
+			if (check_declared(g, n->out[i], &declared[d++]) != 0)
+				return -1;
+	int folded = mkc_fold_node(g, n);
+	if (folded < 0)
+		return -1;
+	if (folded) {
+		n->dead = true;
+		for (int i = 0; i < n->nout; i++)
+			if (n->out[i] && n->out[i]->kind == MKC_TK_OUTPUT)
+				n->dead = false;   /* a graph output must still be written */
+	}
+	return 0;
+}
+
+int
+mkc_pass_infer(mkc_graph *g)
+{
+	int bad = 0;
+	for (int i = 0; i < g->nodes.n; i++) {
+		mkc_node *n = MKC_NODE(g, i);
+		if (n->op == MKC_OP_UNKNOWN) {
+			mkc_node_error(g, n, "op %s%s%s is not supported",
+				       *n->domain ? n->domain : "", *n->domain ? "." : "",
+				       n->op_type);
+			bad++;
+		}
+	}
+	if (bad)
+		return -1;
+	for (int i = 0; i < g->nodes.n; i++)
+		if (infer_node(g, MKC_NODE(g, i)) != 0)
+			return -1;
+	return 0;
+}

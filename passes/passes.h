@@ -1,0 +1,40 @@
+/*
+ * passes.h - the graph passes and the IR checks between them. Each pass
+ * returns 0, or -1 after adding errors to the graph's context.
+ *
+ * The driver (compiler/main.c) runs them as a flat list:
+ *   infer   requires: nodes in topological order (mkc_graph_sort).
+ *           provides: dtype and shape of every tensor; compile-time values
+ *           of every tensor the constant evaluator can compute (bytes, or
+ *           symbolic integers in terms of the input symbols); nodes whose
+ *           outputs all became constant are marked dead.
+ *   dce     requires: infer. provides: no dead nodes, no node whose outputs
+ *           nobody reads; tensor use counts.
+ */
+#ifndef MKC_PASSES_H
+#define MKC_PASSES_H
+
+#include "../ir/graph.h"
+
+int mkc_pass_infer(mkc_graph *g);
+int mkc_pass_dce(mkc_graph *g);
+
+/*
+ * Constant evaluation of one node whose inputs are known (passes/fold.c).
+ * Returns 1 when every output got a value, 0 when the node cannot be
+ * evaluated at compile time, -1 on an error in the model.
+ */
+int mkc_fold_node(mkc_graph *g, mkc_node *n);
+
+/* Largest tensor the evaluator computes, in elements. */
+enum { MKC_FOLD_MAX = 1 << 16 };
+
+/*
+ * Reads a compile-time integer tensor (a shape, axes, a scalar) into v;
+ * returns the element count, or -1 with an error naming node n and its
+ * input. Symbolic values are allowed only when allow_sym is set.
+ */
+int64_t mkc_const_dims(mkc_graph *g, const mkc_node *n, int input,
+		       mkc_dim *v, int64_t max, bool allow_sym);
+
+#endif

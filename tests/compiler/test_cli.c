@@ -1,0 +1,222 @@
+/*
+ * test_cli.c - the mkc command as a user runs it: exit status, what goes to
+ * stdout and stderr, and that a failed compile writes no file. The binary
+ * comes from $MKC (make test sets it), else build/mkc.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "graph.h"
+
+#define MODEL(p) "tests/models/" p
+
+typedef struct {
+	int status;
+	char out[65536], err[8192];
+} result;
+
+static void
+slurp(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	size_t k = f ? fread(buf, 1, n - 1, f) : 0;
+	buf[k] = 0;
+	if (f)
+		fclose(f);
+}
+
+/* Runs mkc with a NULL-terminated argument list. */
+static result *
+mkc(const char *first, ...)
+{
+	static result r;
+	const char *argv[32];
+	const char *bin = getenv("MKC") ? getenv("MKC") : "build/mkc";
+	int argc = 0;
+	argv[argc++] = bin;
+	va_list ap;
+	va_start(ap, first);
+	for (const char *a = first; a && argc < 31; a = va_arg(ap, const char *))
+		argv[argc++] = a;
+	va_end(ap);
+	argv[argc] = NULL;
+	char out[] = "/tmp/mkc_cli_outXXXXXX", err[] = "/tmp/mkc_cli_errXXXXXX";
+	int fo = mkstemp(out), fe = mkstemp(err);
+	cr_assert(fo >= 0 && fe >= 0);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		dup2(fo, 1);
+		dup2(fe, 2);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	close(fo);
+	close(fe);
+	slurp(out, r.out, sizeof r.out);
+	slurp(err, r.err, sizeof r.err);
+	unlink(out);
+	unlink(err);
+	cr_assert(WIFEXITED(st), "mkc died with a signal; stderr: %s", r.err);
+	r.status = WEXITSTATUS(st);
+	cr_assert_neq(r.status, 127, "cannot run %s", bin);
+	return &r;
+}
+
+static int
+lines(const char *s)
+{
+	int n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+Test(cli, help_and_version)
+{
+	result *r = mkc("--help", NULL);
+	cr_assert_eq(r->status, 0);
+	cr_assert(strstr(r->out, "usage: mkc MODEL"));
+	cr_assert(strstr(r->out, "--dump-after=PASS"));
+	r = mkc("--version", NULL);
+	cr_assert_eq(r->status, 0);
+	cr_assert_str_eq(r->out, "mkc " MKC_VERSION "\n");
+}
+
+Test(cli, bad_command_lines)
+{
+	cr_assert_eq(mkc(NULL)->status, 2);
+	result *r = mkc("--frobnicate", MODEL("hand/storage.onnx"), NULL);
+	cr_assert_eq(r->status, 2);
+	cr_assert(strstr(r->err, "unknown option '--frobnicate'"), "%s", r->err);
+	r = mkc(MODEL("hand/storage.onnx"), "-o", "/tmp/x.weird", NULL);
+	cr_assert_eq(r->status, 2);
+	cr_assert(strstr(r->err, "cannot tell the target"), "%s", r->err);
+	r = mkc(MODEL("hand/storage.onnx"), "--dump-after=nopass", NULL);
+	cr_assert_eq(r->status, 2);
+	cr_assert(strstr(r->err, "no pass is called 'nopass'"), "%s", r->err);
+	r = mkc(MODEL("hand/storage.onnx"), "--target", "vulkan", NULL);
+	cr_assert_eq(r->status, 2);
+}
+
+Test(cli, info_llama_op18)
+{
+	result *r = mkc("info", MODEL("tiny_llama_decode_op18/model.onnx"), NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	cr_assert(strstr(r->out, "nodes      180\n"), "%s", r->out);
+	cr_assert(strstr(r->out, "symbols    past_len\n"));
+	cr_assert(strstr(r->out, "opsets     ai.onnx 18"));
+	cr_assert(strstr(r->out, "float32  [1,2,past_len,32]"));
+	cr_assert(strstr(r->out, "present.1.value                  float32  [1,2,past_len+1,32]"),
+		  "%s", r->out);
+	cr_assert(strstr(r->out, "logits                           float32  [1,1,1024]"));
+	cr_assert(strstr(r->out, "Mul                                 26  supported"));
+	cr_assert_null(strstr(r->out, "NOT SUPPORTED"));
+}
+
+Test(cli, info_llama_op23)
+{
+	result *r = mkc("info", MODEL("tiny_llama_decode_op23/model.onnx"), NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	cr_assert(strstr(r->out, "nodes      96\n"));
+	cr_assert(strstr(r->out, "opsets     ai.onnx 23"));
+	cr_assert(strstr(r->out, "Attention                            2  supported"), "%s", r->out);
+	cr_assert(strstr(r->out, "present.0.key                    float32  [1,2,past_len+1,32]"));
+}
+
+Test(cli, info_lists_unsupported_nodes)
+{
+	result *r = mkc("info", MODEL("hand/unknown_op.onnx"), NULL);
+	cr_assert_eq(r->status, 1);
+	cr_assert(strstr(r->out, "FrobnicateA                          1  NOT SUPPORTED"), "%s", r->out);
+	cr_assert(strstr(r->out, "unsupported nodes\n  frob_a (FrobnicateA)\n  zork_1 (Zork)\n"),
+		  "%s", r->out);
+}
+
+Test(cli, compile_runs_the_passes)
+{
+	result *r = mkc(MODEL("tiny_llama_decode_op18"), NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	cr_assert(strstr(r->err, "nodes after the graph passes"), "%s", r->err);
+	r = mkc(MODEL("tiny_llama_decode_op23/model.onnx"), "--dump-after=infer", NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	cr_assert(strstr(r->out, "input  past_key_values.0.key: float32[1,2,past_len,32]\n"));
+	cr_assert(strstr(r->out, "-> add_16: int64[] = {past_len+1} (folded)\n"), "%s", r->out);
+	cr_assert(strstr(r->out, "output logits: float32[1,1,1024]\n"));
+}
+
+Test(cli, dump_is_stable)
+{
+	static char first[65536];
+	result *r = mkc(MODEL("tiny_llama_decode_op18/model.onnx"), "--dump-after=dce", NULL);
+	cr_assert_eq(r->status, 0);
+	strcpy(first, r->out);
+	r = mkc(MODEL("tiny_llama_decode_op18/model.onnx"), "--dump-after=dce", NULL);
+	cr_assert_str_eq(r->out, first);
+	cr_assert_null(strstr(first, "(folded)"), "dce removes folded nodes");
+}
+
+/*
+ * Bad input: one error line naming the file (and node), exit 1, and no
+ * output file, not even an empty one.
+ */
+static void
+expect_clean_failure(const char *model, const char *needle, int nlines)
+{
+	char out[] = "/tmp/mkc_cli_XXXXXX";
+	cr_assert_not_null(mkdtemp(out));
+	char path[64];
+	snprintf(path, sizeof path, "%s/llama.cu", out);
+	result *r = mkc(model, "-o", path, NULL);
+	cr_assert_eq(r->status, 1, "%s: status %d, stderr %s", model, r->status, r->err);
+	cr_assert(strstr(r->err, model), "%s: error does not name the file: %s", model, r->err);
+	cr_assert(strstr(r->err, needle), "%s: error lacks '%s': %s", model, needle, r->err);
+	cr_assert_eq(lines(r->err), nlines, "%s: %s", model, r->err);
+	struct stat st;
+	cr_assert_neq(stat(path, &st), 0, "%s: an output file was written", model);
+	rmdir(out);
+}
+
+Test(cli, bad_inputs)
+{
+	expect_clean_failure(MODEL("hand/missing.onnx"), "No such file", 1);
+	expect_clean_failure(MODEL("hand/empty.onnx"), "the file is empty", 1);
+	expect_clean_failure(MODEL("hand/truncated.onnx"), "malformed or truncated", 1);
+	expect_clean_failure(MODEL("hand/random.onnx"), "not an ONNX model", 1);
+	expect_clean_failure(MODEL("hand/unknown_op.onnx"), "node 'frob_a' (FrobnicateA)", 2);
+	expect_clean_failure(MODEL("hand/unknown_op.onnx"), "node 'zork_1' (Zork)", 2);
+	expect_clean_failure(MODEL("hand/dangling.onnx"),
+			     "node 'uses_ghost' (Add): input 'ghost' is not", 1);
+	expect_clean_failure(MODEL("hand/cycle.onnx"), "cycle through 2 node(s): 'cyc_a', 'cyc_b'", 1);
+	expect_clean_failure(MODEL("hand/dup_output.onnx"), "writes 'dup', which node 'w1' writes too", 1);
+	expect_clean_failure(MODEL("hand/ext_missing.onnx"), "nope.bin", 1);
+	expect_clean_failure(MODEL("hand/ext_short.onnx"), "holds 20 bytes, too short for 64", 1);
+	expect_clean_failure(MODEL("hand/ext_escape.onnx"), "leaves the model's folder", 1);
+	expect_clean_failure(MODEL("hand/ext_abs.onnx"), "is an absolute path", 1);
+	expect_clean_failure(MODEL("hand/matmul_mismatch.onnx"),
+			     "node 'bad_matmul' (MatMul): inner dimensions 256 and 512 differ", 1);
+	expect_clean_failure(MODEL("hand/symbolic_product.onnx"), "node 'reshape_w' (Reshape)", 1);
+}
+
+Test(cli, good_model_with_output_writes_nothing_yet)
+{
+	/* until a backend exists, -o must fail loudly rather than write a stub */
+	char path[] = "/tmp/mkc_cli_llama_XXXXXX.cu";
+	int fd = mkstemps(path, 3);
+	cr_assert(fd >= 0);
+	close(fd);
+	unlink(path);
+	result *r = mkc(MODEL("tiny_llama_decode_op18/model.onnx"), "-o", path, NULL);
+	cr_assert_eq(r->status, 1);
+	cr_assert(strstr(r->err, "cuda backend is not implemented yet"), "%s", r->err);
+	struct stat st;
+	cr_assert_neq(stat(path, &st), 0);
+}

@@ -1,0 +1,372 @@
+#!/usr/bin/env python3
+"""Generate the small hand-made ONNX models used by mkc's C test-suite.
+
+Run:  python3 tests/models/gen_models.py [OUTDIR]
+      (OUTDIR defaults to tests/models/hand next to this script)
+
+It writes valid models (every initializer storage form, external data, every
+attribute type, Constant forms, symbolic dims, a shape mismatch, a small MLP
+with backend-test data) and deliberately broken inputs (empty, truncated,
+random bytes, unknown ops, a dangling input, a cycle, bad external data, a
+duplicated output name).  See hand/README.md for what each test should assert.
+
+Output is deterministic: fixed seeds, no timestamps, and models are written
+with SerializeToString() rather than onnx.save (which would also try to write
+external-data files, including ones that point outside the folder).
+Only onnx, numpy and the standard library are used.
+"""
+
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+IR_VERSION = 10
+OPSET = 18
+F32 = TensorProto.FLOAT
+I64 = TensorProto.INT64
+
+
+# ----------------------------------------------------------------- helpers
+
+def make_model(graph, extra_opsets=()):
+    """Wrap a graph with ir_version 10, opset 18 and fixed producer fields."""
+    opsets = [helper.make_opsetid("", OPSET)]
+    opsets += [helper.make_opsetid(d, v) for d, v in extra_opsets]
+    model = helper.make_model(graph, opset_imports=opsets,
+                              producer_name="mkc-gen_models",
+                              producer_version="1")
+    model.ir_version = IR_VERSION
+    return model
+
+
+def write_bytes(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def write_model(outdir, name, model):
+    """Serialize directly (never onnx.save: see the module docstring)."""
+    data = model.SerializeToString()
+    write_bytes(os.path.join(outdir, name), data)
+    return data
+
+
+def value_info(name, elem_type, shape):
+    return helper.make_tensor_value_info(name, elem_type, shape)
+
+
+def identity_graph(name, initializers, elem_types):
+    """One Identity per initializer; each Identity output is a graph output."""
+    nodes, outputs = [], []
+    for init in initializers:
+        out = init.name + "_out"
+        nodes.append(helper.make_node("Identity", [init.name], [out],
+                                      name="id_" + init.name))
+        outputs.append(value_info(out, elem_types[init.name], list(init.dims)))
+    return helper.make_graph(nodes, name, [], outputs, initializer=initializers)
+
+
+def tensor(name, data_type, dims, **fields):
+    """A TensorProto with exactly the storage fields given (raw_data, ...)."""
+    t = TensorProto(name=name, data_type=data_type, dims=dims)
+    for field, value in fields.items():
+        if field == "raw_data":
+            t.raw_data = value
+        else:
+            getattr(t, field).extend(value)
+    return t
+
+
+def raw(name, data_type, array):
+    """Little-endian raw_data tensor from a numpy array."""
+    return tensor(name, data_type, list(array.shape),
+                  raw_data=array.astype(array.dtype.newbyteorder("<")).tobytes())
+
+
+def external(name, dims, location, offset=None, length=None):
+    """A float32 tensor whose data lives in an external file."""
+    t = TensorProto(name=name, data_type=F32, dims=dims,
+                    data_location=TensorProto.EXTERNAL)
+    entries = [("location", location)]
+    if offset is not None:
+        entries.append(("offset", str(offset)))
+    if length is not None:
+        entries.append(("length", str(length)))
+    for key, value in entries:
+        t.external_data.add(key=key, value=value)
+    return t
+
+
+# ------------------------------------------------------------ valid models
+
+def storage_initializers():
+    f32, f16, bf16 = F32, TensorProto.FLOAT16, TensorProto.BFLOAT16
+    return [
+        raw("w_f32_raw", f32, np.arange(6, dtype=np.float32).reshape(2, 3) * 0.5 - 1),
+        tensor("w_f32_typed", f32, [3], float_data=[1.5, -2.25, 3.0]),
+        raw("w_f16_raw", f16, np.array([1.0, -2.0, 0.5, 65504], np.float16)),
+        # typed fp16/bf16: int32_data holds the uint16 bit patterns, zero-extended
+        tensor("w_f16_typed", f16, [2], int32_data=[0x3C00, 0xB800]),
+        raw("w_bf16_raw", bf16, np.array([0x3F80, 0xC000, 0x4060], np.uint16)),
+        tensor("w_bf16_typed", bf16, [2], int32_data=[0x3F00, 0xBF80]),
+        raw("w_i64_raw", I64, np.array([1, -2, 3000000000], np.int64)),
+        tensor("w_i64_typed", I64, [2], int64_data=[-7, 9]),
+        raw("w_i32_raw", TensorProto.INT32, np.array([-5, 7], np.int32)),
+        tensor("w_i32_typed", TensorProto.INT32, [2], int32_data=[11, -12]),
+        raw("w_i8_raw", TensorProto.INT8, np.array([-128, 0, 127], np.int8)),
+        tensor("w_i8_typed", TensorProto.INT8, [2], int32_data=[-3, 4]),
+        raw("w_bool_raw", TensorProto.BOOL, np.array([1, 0, 1], np.uint8)),
+        tensor("w_bool_typed", TensorProto.BOOL, [2], int32_data=[0, 1]),
+        tensor("w_f64_typed", TensorProto.DOUBLE, [2], double_data=[0.25, -8.0]),
+        raw("w_u8_raw", TensorProto.UINT8, np.array([0, 255], np.uint8)),
+        raw("w_scalar", f32, np.array(42.0, np.float32)),
+    ]
+
+
+def gen_storage(outdir):
+    inits = storage_initializers()
+    graph = identity_graph("storage", inits, {t.name: t.data_type for t in inits})
+    model = make_model(graph)
+    onnx.checker.check_model(model, full_check=True)
+    return write_model(outdir, "storage.onnx", model)
+
+
+EXTERNAL_GAP_FILL = b"\xff"  # bytes 32..63 of external.bin (NaN if misread)
+
+
+def gen_external(outdir):
+    blob = bytearray(76)
+    blob[0:16] = np.array([1, 2, 3, 4], "<f4").tobytes()
+    blob[16:32] = np.array([5, 6, 7, 8], "<f4").tobytes()
+    blob[32:64] = EXTERNAL_GAP_FILL * 32
+    blob[64:76] = np.array([9, 10, 11], "<f4").tobytes()
+    write_bytes(os.path.join(outdir, "external.bin"), bytes(blob))
+    inits = [
+        external("ext_a", [4], "external.bin", length=16),           # offset defaults to 0
+        external("ext_b", [2, 2], "external.bin", offset=16, length=16),
+        external("ext_c", [3], "external.bin", offset=64),           # no length
+    ]
+    graph = identity_graph("external", inits, {t.name: F32 for t in inits})
+    model = make_model(graph)
+    write_model(outdir, "external.onnx", model)
+    onnx.checker.check_model(os.path.join(outdir, "external.onnx"), full_check=True)
+
+
+def tiny_subgraph(name, op, node_name):
+    node = helper.make_node(op, ["g_in"], ["g_out"], name=node_name)
+    return helper.make_graph([node], name, [value_info("g_in", F32, [2])],
+                             [value_info("g_out", F32, [2])])
+
+
+def gen_attrs(outdir):
+    all_attrs = helper.make_node(
+        "AllAttrs", ["x"], ["y"], name="all_attrs", domain="test.attrs",
+        f=1.5, i=-7, s="hello",
+        t=numpy_helper.from_array(np.array([3, 4], np.int64), "t_val"),
+        g=tiny_subgraph("g_body", "Identity", "g_identity"),
+        floats=[0.5, -1.0], ints=[1, 2, 3], strings=["a", "bc"],
+        tensors=[numpy_helper.from_array(np.array([0.25, 0.75], np.float32), "ts0"),
+                 numpy_helper.from_array(np.array([1, -1, 2], np.int32), "ts1")],
+        graphs=[tiny_subgraph("gs_body0", "Neg", "gs_neg")])
+    fused = helper.make_node("FusedMatMul", ["x", "x"], ["fm"], name="fused_matmul",
+                             domain="com.microsoft", alpha=1.0, transA=0)
+    graph = helper.make_graph(
+        [all_attrs, fused], "attrs", [value_info("x", F32, [2])],
+        [value_info("y", F32, [2]), value_info("fm", F32, None)])
+    model = make_model(graph, [("test.attrs", 1), ("com.microsoft", 1)])
+    write_model(outdir, "attrs.onnx", model)  # custom ops: checker skipped
+
+
+def gen_constants(outdir):
+    const = lambda out, **attr: helper.make_node("Constant", [], [out],
+                                                 name="const_" + out[2:], **attr)
+    nodes = [
+        const("c_value", value=numpy_helper.from_array(
+            np.array([1, 2], np.float32), "c_value_t")),
+        const("c_value_float", value_float=3.5),
+        const("c_value_floats", value_floats=[1.0, 2.0, 3.0]),
+        const("c_value_int", value_int=7),
+        const("c_value_ints", value_ints=[4, 5]),
+        helper.make_node("Add", ["c_value", "c_value_float"], ["c_sum"], name="add_consts"),
+    ]
+    outputs = [value_info("c_value", F32, [2]), value_info("c_value_float", F32, []),
+               value_info("c_value_floats", F32, [3]), value_info("c_value_int", I64, []),
+               value_info("c_value_ints", I64, [2]), value_info("c_sum", F32, [2])]
+    model = make_model(helper.make_graph(nodes, "constants", [], outputs))
+    onnx.checker.check_model(model, full_check=True)
+    write_model(outdir, "constants.onnx", model)
+
+
+def i64(name, values):
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+def gen_symbolic(outdir):
+    n = helper.make_node
+    nodes = [
+        n("Unsqueeze", ["x", "axes_1"], ["xu"], name="unsq_x"),
+        n("Concat", ["y", "xu"], ["z"], name="concat_z", axis=1),
+        n("Shape", ["y"], ["y_shape"], name="shape_y"),
+        n("Gather", ["y_shape", "idx_1"], ["past"], name="gather_past", axis=0),
+        n("Add", ["past", "one"], ["past_p1"], name="add_one"),
+        n("Unsqueeze", ["past_p1", "axes_0"], ["past_p1_1d"], name="unsq_len"),
+        n("Concat", ["c_neg1", "past_p1_1d", "c_4"], ["shape_d"], name="concat_shape_d", axis=0),
+        n("Reshape", ["z", "shape_d"], ["d"], name="reshape_d"),
+    ]
+    inits = [i64("axes_1", [1]), i64("idx_1", 1), i64("one", 1), i64("axes_0", [0]),
+             i64("c_neg1", [-1]), i64("c_4", [4])]
+    inputs = [value_info("x", F32, ["batch", 4]),
+              value_info("y", F32, ["batch", "past_len", 4])]
+    outputs = [value_info("z", F32, ["batch", None, 4]),  # middle dim left unknown
+                value_info("d", F32, ["batch", "past_len + 1", 4])]
+    graph = helper.make_graph(nodes, "symbolic", inputs, outputs, initializer=inits)
+    model = make_model(graph)
+    onnx.checker.check_model(model, full_check=True)
+    write_model(outdir, "symbolic.onnx", model)
+
+
+def gen_symbolic_product(outdir):
+    """Reshape [batch, past_len, 4] -> [-1, 4]: batch * past_len is not affine
+    in one symbol, which mkc rejects with an error naming 'reshape_w'."""
+    n = helper.make_node
+    nodes = [n("Reshape", ["y", "shape_w"], ["w"], name="reshape_w")]
+    graph = helper.make_graph(nodes, "symbolic_product",
+                              [value_info("y", F32, ["batch", "past_len", 4])],
+                              [value_info("w", F32, ["N", 4])],
+                              initializer=[i64("shape_w", [-1, 4])])
+    model = make_model(graph)
+    onnx.checker.check_model(model, full_check=True)
+    write_model(outdir, "symbolic_product.onnx", model)
+
+
+def gen_matmul_mismatch(outdir):
+    b = np.random.default_rng(6).uniform(-1, 1, (512, 4)).astype(np.float32)
+    node = helper.make_node("MatMul", ["a", "b"], ["c"], name="bad_matmul")
+    graph = helper.make_graph([node], "matmul_mismatch", [value_info("a", F32, [2, 256])],
+                              [value_info("c", F32, [2, 4])],
+                              initializer=[numpy_helper.from_array(b, "b")])
+    write_model(outdir, "matmul_mismatch.onnx", make_model(graph))
+
+
+def mlp_weights():
+    rng = np.random.default_rng(7)
+    u = lambda *shape: rng.uniform(-1, 1, shape).astype(np.float32)
+    return {"W1": u(8, 16), "b1": u(16), "W2": u(16, 4), "x": u(1, 8)}
+
+
+def mlp_reference(p):
+    """y = (h * sigmoid(h)) @ W2 with h = x @ W1 + b1, in float64."""
+    h = p["x"].astype(np.float64) @ p["W1"].astype(np.float64) + p["b1"].astype(np.float64)
+    return ((h / (1.0 + np.exp(-h))) @ p["W2"].astype(np.float64)).astype(np.float32)
+
+
+def gen_small_mlp(outdir):
+    p = mlp_weights()
+    n = helper.make_node
+    nodes = [n("MatMul", ["x", "W1"], ["h0"], name="mm1"),
+             n("Add", ["h0", "b1"], ["h"], name="add_b1"),
+             n("Sigmoid", ["h"], ["s"], name="sigmoid"),
+             n("Mul", ["h", "s"], ["m"], name="mul_silu"),
+             n("MatMul", ["m", "W2"], ["y"], name="mm2")]
+    inits = [numpy_helper.from_array(p[k], k) for k in ("W1", "b1", "W2")]
+    graph = helper.make_graph(nodes, "small_mlp", [value_info("x", F32, [1, 8])],
+                              [value_info("y", F32, [1, 4])], initializer=inits)
+    model = make_model(graph)
+    onnx.checker.check_model(model, full_check=True)
+    folder = os.path.join(outdir, "small_mlp")
+    write_model(folder, "model.onnx", model)
+    data = os.path.join(folder, "test_data_set_0")
+    write_bytes(os.path.join(data, "input_0.pb"),
+                numpy_helper.from_array(p["x"], "x").SerializeToString())
+    write_bytes(os.path.join(data, "output_0.pb"),
+                numpy_helper.from_array(mlp_reference(p), "y").SerializeToString())
+
+
+# -------------------------------------------------------------- bad inputs
+
+def gen_raw_garbage(outdir, storage_bytes):
+    write_bytes(os.path.join(outdir, "empty.onnx"), b"")
+    write_bytes(os.path.join(outdir, "truncated.onnx"),
+                storage_bytes[: len(storage_bytes) * 6 // 10])
+    write_bytes(os.path.join(outdir, "random.onnx"), np.random.default_rng(1234).bytes(4096))
+
+
+def float_graph(name, nodes, output, inits=(), shape=(2,)):
+    """Graph with float input x and one float output, both of the given shape."""
+    return helper.make_graph(nodes, name, [value_info("x", F32, list(shape))],
+                             [value_info(output, F32, list(shape))],
+                             initializer=list(inits))
+
+
+def gen_unknown_op(outdir):
+    nodes = [helper.make_node("Add", ["x", "x"], ["a"], name="add_ok"),
+             helper.make_node("FrobnicateA", ["a"], ["b"], name="frob_a"),
+             helper.make_node("Zork", ["b"], ["y"], name="zork_1")]
+    write_model(outdir, "unknown_op.onnx", make_model(float_graph("unknown_op", nodes, "y")))
+
+
+def gen_dangling(outdir):
+    nodes = [helper.make_node("Add", ["x", "ghost"], ["y"], name="uses_ghost")]
+    write_model(outdir, "dangling.onnx", make_model(float_graph("dangling", nodes, "y")))
+
+
+def gen_cycle(outdir):
+    nodes = [helper.make_node("Add", ["x", "b_out"], ["a_out"], name="cyc_a"),
+             helper.make_node("Add", ["x", "a_out"], ["b_out"], name="cyc_b")]
+    write_model(outdir, "cycle.onnx", make_model(float_graph("cycle", nodes, "b_out")))
+
+
+def gen_dup_output(outdir):
+    nodes = [helper.make_node("Identity", ["x"], ["dup"], name="w1"),
+             helper.make_node("Neg", ["x"], ["dup"], name="w2")]
+    write_model(outdir, "dup_output.onnx", make_model(float_graph("dup_output", nodes, "dup")))
+
+
+def external_model(outdir, name, tensor_proto):
+    """Model: external initializer -> Identity -> output."""
+    node = helper.make_node("Identity", [tensor_proto.name], ["y"], name="id_" + tensor_proto.name)
+    graph = helper.make_graph([node], name, [],
+                              [value_info("y", F32, list(tensor_proto.dims))],
+                              initializer=[tensor_proto])
+    write_model(outdir, name + ".onnx", make_model(graph))
+
+
+def gen_bad_external(outdir):
+    external_model(outdir, "ext_missing", external("w", [4], "nope.bin", offset=0, length=16))
+    write_bytes(os.path.join(outdir, "ext_short.bin"),
+                np.arange(1, 6, dtype="<f4").tobytes())  # 20 bytes of the 64 needed
+    external_model(outdir, "ext_short", external("w", [16], "ext_short.bin", offset=0, length=64))
+    external_model(outdir, "ext_escape",
+                   external("w", [4], "../../etc/passwd", offset=0, length=16))
+    external_model(outdir, "ext_abs", external("w", [4], "/etc/passwd", offset=0, length=16))
+
+
+# -------------------------------------------------------------------- main
+
+def main(argv):
+    here = os.path.dirname(os.path.abspath(__file__))
+    outdir = argv[1] if len(argv) > 1 else os.path.join(here, "hand")
+    os.makedirs(outdir, exist_ok=True)
+    storage_bytes = gen_storage(outdir)
+    gen_external(outdir)
+    gen_attrs(outdir)
+    gen_constants(outdir)
+    gen_symbolic(outdir)
+    gen_symbolic_product(outdir)
+    gen_matmul_mismatch(outdir)
+    gen_small_mlp(outdir)
+    gen_raw_garbage(outdir, storage_bytes)
+    gen_unknown_op(outdir)
+    gen_dangling(outdir)
+    gen_cycle(outdir)
+    gen_dup_output(outdir)
+    gen_bad_external(outdir)
+    print("wrote models to", outdir)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what building and testing mkc needs on a Debian machine:
+# the C libraries and tools from Debian, and the Python packages that make
+# and check the test models. Safe to run again.
+set -euo pipefail
+
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+
+debs=(make gcc libprotobuf-c-dev protobuf-c-compiler libcjson-dev
+      libcriterion-dev libonnx-dev libonnx-testdata python3 python3-pip)
+missing=()
+for p in "${debs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "setup: installing ${missing[*]}"
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# onnx and numpy regenerate tests/models/hand (make test checks that the
+# committed models are what the generator makes).
+if ! python3 -c 'import onnx, numpy' 2>/dev/null; then
+	echo "setup: installing onnx and numpy from PyPI"
+	python3 -m pip install -q onnx numpy 2>/dev/null ||
+		python3 -m pip install -q --break-system-packages onnx numpy
+fi
+echo "setup: done"
