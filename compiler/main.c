@@ -24,28 +24,40 @@ static const char usage[] =
 	"                     (.cu: cuda, .hip: hip, .c: c)\n"
 	"  --target T         cuda, hip or c, whatever OUT is called\n"
 	"  --name NAME        prefix of the emitted API (default: OUT's stem)\n"
-	"  --dump-after=PASS  print the graph after PASS (load, infer, dce)\n"
+	"  --dump-after=PASS  print the IR after PASS: the graph after load, infer\n"
+	"                     or dce; the task plan after tile, deps, events,\n"
+	"                     schedule or verify\n"
+	"  --workers N        persistent workers to schedule for (default 8)\n"
 	"  -v, --verbose      report progress on stderr\n"
 	"  -h, --help         this text\n"
 	"  --version          mkc's version\n"
 	"\n"
-	"Without -o, mkc reads the model, runs every graph pass and reports the\n"
-	"result. Code generation is not implemented yet: with -o, mkc runs the\n"
-	"passes and then stops with an error, writing nothing.\n";
+	"Without -o, mkc reads the model, runs every pass (the schedule proof\n"
+	"included) and reports the result. Code generation is not implemented\n"
+	"yet: with -o, mkc runs the passes and then stops with an error, writing\n"
+	"nothing.\n";
 
 typedef struct {
 	const char *model, *out, *target, *name, *dump_after;
 	int verbose;
+	int workers;
 } options;
 
+/* Graph passes run on the graph, plan passes on the task plan made after them. */
 typedef struct {
 	const char *name;
-	int (*run)(mkc_graph *g);
+	int (*graph)(mkc_graph *g);
+	int (*plan)(mkc_plan *p);
 } pass;
 
 static const pass passes[] = {
-	{"infer", mkc_pass_infer},
-	{"dce", mkc_pass_dce},
+	{"infer", mkc_pass_infer, NULL},
+	{"dce", mkc_pass_dce, NULL},
+	{"tile", NULL, mkc_pass_tile},
+	{"deps", NULL, mkc_pass_deps},
+	{"events", NULL, mkc_pass_events},
+	{"schedule", NULL, mkc_pass_schedule},
+	{"verify", NULL, mkc_pass_verify},
 };
 
 enum { NPASSES = sizeof passes / sizeof passes[0] };
@@ -90,7 +102,13 @@ parse_args(int argc, char **argv, int from, options *o)
 {
 	for (int i = from; i < argc; i++) {
 		const char *a = argv[i];
-		if (strcmp(a, "-o") == 0 || strcmp(a, "--target") == 0 ||
+		if (strcmp(a, "--workers") == 0) {
+			char *end;
+			long w = i + 1 < argc ? strtol(argv[++i], &end, 10) : 0;
+			if (w < 1 || w > 4096 || *end)
+				return bad_usage("%s needs a worker count from 1 to 4096", a);
+			o->workers = (int)w;
+		} else if (strcmp(a, "-o") == 0 || strcmp(a, "--target") == 0 ||
 		    strcmp(a, "--name") == 0) {
 			if (i + 1 >= argc)
 				return bad_usage("%s needs a value", a);
@@ -104,7 +122,7 @@ parse_args(int argc, char **argv, int from, options *o)
 		} else if (strncmp(a, "--dump-after=", 13) == 0) {
 			o->dump_after = a + 13;
 			if (!known_pass(o->dump_after))
-				return bad_usage("--dump-after: no pass is called '%s' (load, infer, dce)",
+				return bad_usage("--dump-after: no pass is called '%s' (see --help)",
 						 o->dump_after);
 		} else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
 			o->verbose = 1;
@@ -133,23 +151,39 @@ report(mkc_ctx *c)
 		fputs(c->errors, stderr);
 }
 
-/* Runs every pass, dumping and checking between them. */
+/*
+ * Runs every pass, dumping and checking between them. The plan is made
+ * before the first plan pass and returned through *plan.
+ */
 static int
-run_passes(mkc_graph *g, const options *o)
+run_passes(mkc_graph *g, const options *o, mkc_plan **plan)
 {
+	mkc_target_params tp = {
+		.nworkers = o->workers ? o->workers : 8,
+		.min_tile_elems = 4096,
+		.matmul_tile_cols = 64,
+	};
+	mkc_plan *p = NULL;
 	if (o->dump_after && strcmp(o->dump_after, "load") == 0)
 		mkc_dump_graph(stdout, g);
 	if (mkc_verify_graph(g, false) != 0)
 		return -1;
 	for (int i = 0; i < NPASSES; i++) {
-		mkc_progress(g->ctx, "pass %s", passes[i].name);
-		if (passes[i].run(g) != 0)
+		const pass *ps = &passes[i];
+		mkc_progress(g->ctx, "pass %s", ps->name);
+		if (ps->plan && !p)
+			p = mkc_plan_create(g, &tp);
+		if (ps->graph ? ps->graph(g) != 0 : ps->plan(p) != 0)
 			return -1;
-		if (o->dump_after && strcmp(o->dump_after, passes[i].name) == 0)
+		bool dump = o->dump_after && strcmp(o->dump_after, ps->name) == 0;
+		if (ps->graph && dump)
 			mkc_dump_graph(stdout, g);
-		if (mkc_verify_graph(g, true) != 0)
+		if (ps->plan && dump)
+			mkc_dump_plan(stdout, p);
+		if (ps->graph && mkc_verify_graph(g, true) != 0)
 			return -1;
 	}
+	*plan = p;
 	return 0;
 }
 
@@ -160,7 +194,8 @@ compile(const options *o)
 	c->verbose = o->verbose;
 	int rc = 1;
 	mkc_graph *g = mkc_load_model(c, o->model);
-	if (!g || run_passes(g, o) != 0)
+	mkc_plan *p = NULL;
+	if (!g || run_passes(g, o, &p) != 0)
 		goto out;
 	if (o->out) {
 		fprintf(stderr, "mkc: %s: the %s backend is not implemented yet; "
@@ -168,8 +203,9 @@ compile(const options *o)
 			o->model, o->target, o->out);
 		goto out;
 	}
-	fprintf(stderr, "mkc: %s: %d nodes after the graph passes; no output requested\n",
-		o->model, g->nodes.n);
+	fprintf(stderr, "mkc: %s: %d nodes, %d tasks, %d events, %lld edges on %d workers; "
+		"schedule verified; no output requested\n", o->model, g->nodes.n,
+		p->tasks.n, p->events.n, (long long)p->nedges, p->tp.nworkers);
 	rc = 0;
 out:
 	report(c);

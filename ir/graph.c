@@ -98,13 +98,13 @@ mkc_dim_sym(int sym)
 bool
 mkc_dim_is_const(mkc_dim d)
 {
-	return d.k == 0;
+	return d.k == 0 && d.sym != MKC_DIM_UNKNOWN;
 }
 
 static mkc_dim
 norm(mkc_dim d)
 {
-	if (d.k == 0)
+	if (d.k == 0 && d.sym != MKC_DIM_UNKNOWN)
 		d.sym = -1;
 	return d;
 }
@@ -120,6 +120,8 @@ mkc_dim_eq(mkc_dim a, mkc_dim b)
 bool
 mkc_dim_add(mkc_dim a, mkc_dim b, mkc_dim *r)
 {
+	if (a.sym == MKC_DIM_UNKNOWN || b.sym == MKC_DIM_UNKNOWN)
+		return false;
 	a = norm(a);
 	b = norm(b);
 	if (a.k && b.k && a.sym != b.sym)
@@ -139,6 +141,8 @@ mkc_dim_sub(mkc_dim a, mkc_dim b, mkc_dim *r)
 bool
 mkc_dim_mul(mkc_dim a, mkc_dim b, mkc_dim *r)
 {
+	if (a.sym == MKC_DIM_UNKNOWN || b.sym == MKC_DIM_UNKNOWN)
+		return false;
 	a = norm(a);
 	b = norm(b);
 	if (a.k && b.k)
@@ -165,6 +169,8 @@ floordiv(int64_t a, int64_t b)
 bool
 mkc_dim_div(mkc_dim a, mkc_dim b, mkc_dim *r)
 {
+	if (a.sym == MKC_DIM_UNKNOWN || b.sym == MKC_DIM_UNKNOWN)
+		return false;
 	a = norm(a);
 	b = norm(b);
 	if (!b.k) {

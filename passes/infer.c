@@ -159,7 +159,7 @@ broadcast_into(mkc_graph *g, mkc_node *n, mkc_dim *s, int *rank,
 	       const mkc_dim *b, int brank)
 {
 	int r = *rank > brank ? *rank : brank;
-	mkc_dim out[MKC_MAX_RANK];
+	mkc_dim out[MKC_MAX_RANK] = {{0}};
 	for (int i = 0; i < r; i++) {
 		int ia = i - (r - *rank), ib = i - (r - brank);
 		mkc_dim x = ia >= 0 ? s[ia] : mkc_dim_const(1);

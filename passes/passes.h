@@ -10,14 +10,30 @@
  *           outputs all became constant are marked dead.
  *   dce     requires: infer. provides: no dead nodes, no node whose outputs
  *           nobody reads; tensor use counts.
+ *
+ * Then, on a plan (ir/task.h) made from the graph:
+ *   tile      nodes into tasks with the regions they read and write
+ *   deps      exact predecessor lists from overlapping regions
+ *   events    predecessor sets into counters with thresholds
+ *   schedule  tasks onto per-worker queues in one topological order
+ *   verify    the proof: thresholds exact, no deadlock, every conflicting
+ *             pair of accesses ordered; nothing is emitted unless it passes
+ * Each file's opening comment says what it requires and provides.
  */
 #ifndef MKC_PASSES_H
 #define MKC_PASSES_H
 
 #include "../ir/graph.h"
+#include "../ir/task.h"
 
 int mkc_pass_infer(mkc_graph *g);
 int mkc_pass_dce(mkc_graph *g);
+
+int mkc_pass_tile(mkc_plan *p);
+int mkc_pass_deps(mkc_plan *p);
+int mkc_pass_events(mkc_plan *p);
+int mkc_pass_schedule(mkc_plan *p);
+int mkc_pass_verify(mkc_plan *p);
 
 /*
  * Constant evaluation of one node whose inputs are known (passes/fold.c).

@@ -1,0 +1,124 @@
+/* task.c - building and printing the task IR. See task.h. */
+#include "task.h"
+
+#include <string.h>
+
+mkc_plan *
+mkc_plan_create(mkc_graph *g, const mkc_target_params *tp)
+{
+	mkc_plan *p = mkc_arena_alloc(g->ctx->arena, sizeof *p);
+	p->g = g;
+	p->tp = *tp;
+	MKC_ASSERT(tp->nworkers > 0);
+	return p;
+}
+
+mkc_task *
+mkc_plan_add_task(mkc_plan *p, mkc_node *n, int tile, int ntiles)
+{
+	mkc_task *t = mkc_arena_alloc(p->g->ctx->arena, sizeof *t);
+	t->id = p->tasks.n;
+	t->node = n;
+	t->tile = tile;
+	t->ntiles = ntiles;
+	t->worker = -1;
+	mkc_vec_push(p->g->ctx->arena, &p->tasks, t);
+	return t;
+}
+
+void
+mkc_task_add_region(mkc_plan *p, mkc_task *t, bool write, mkc_tensor *x,
+		    const mkc_box *b)
+{
+	mkc_region **list = write ? &t->writes : &t->reads;
+	int *n = write ? &t->nwrites : &t->nreads;
+	mkc_region *r = mkc_arena_alloc(p->g->ctx->arena, (size_t)(*n + 1) * sizeof *r);
+	if (*n)
+		memcpy(r, *list, (size_t)*n * sizeof *r);
+	r[*n].t = x;
+	r[*n].box = *b;
+	*list = r;
+	(*n)++;
+}
+
+mkc_box
+mkc_box_full(const mkc_tensor *t)
+{
+	mkc_box b;
+	for (int i = 0; i < t->rank; i++) {
+		b.lo[i] = mkc_dim_const(0);
+		b.hi[i] = t->shape[i];
+	}
+	return b;
+}
+
+/* a <= b provably (b - a is a constant >= 0) */
+static bool
+provably_le(mkc_dim a, mkc_dim b)
+{
+	mkc_dim d;
+	return mkc_dim_sub(b, a, &d) && mkc_dim_is_const(d) && d.c >= 0;
+}
+
+bool
+mkc_box_overlap(int rank, const mkc_box *a, const mkc_box *b)
+{
+	for (int i = 0; i < rank; i++) {
+		if (provably_le(a->hi[i], a->lo[i]) || provably_le(b->hi[i], b->lo[i]))
+			return false;   /* an empty box touches nothing */
+		if (provably_le(a->hi[i], b->lo[i]) || provably_le(b->hi[i], a->lo[i]))
+			return false;
+	}
+	return true;
+}
+
+static void
+dump_box(FILE *f, const mkc_graph *g, int rank, const mkc_box *b)
+{
+	fputc('[', f);
+	for (int i = 0; i < rank; i++) {
+		char lo[64], hi[64];
+		fprintf(f, "%s%s:%s", i ? "," : "", mkc_dim_str(g, b->lo[i], lo, sizeof lo),
+			mkc_dim_str(g, b->hi[i], hi, sizeof hi));
+	}
+	fputc(']', f);
+}
+
+static void
+dump_ids(FILE *f, const char *what, const int *v, int n)
+{
+	if (!n)
+		return;
+	fprintf(f, " %s ", what);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%d", i ? "," : "", v[i]);
+}
+
+void
+mkc_dump_plan(FILE *f, const mkc_plan *p)
+{
+	const mkc_graph *g = p->g;
+	fprintf(f, "plan %s: %d tasks, %d events, %lld edges, %d workers\n", g->path,
+		p->tasks.n, p->events.n, (long long)p->nedges, p->tp.nworkers);
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		fprintf(f, "task %d %s (%s) tile %d/%d", t->id, t->node->name,
+			t->node->op_type, t->tile, t->ntiles);
+		if (t->node->out[0]) {
+			fputs(" out ", f);
+			dump_box(f, g, t->node->out[0]->rank, &t->out);
+		}
+		dump_ids(f, "waits", t->waits, t->nwaits);
+		dump_ids(f, "signals", t->signals, t->nsignals);
+		if (t->worker >= 0)
+			fprintf(f, " worker %d.%d", t->worker, t->pos);
+		fputc('\n', f);
+	}
+	for (int i = 0; i < p->events.n; i++) {
+		const mkc_event *e = MKC_EVENT(p, i);
+		fprintf(f, "event %d threshold %d consumers %d", e->id, e->threshold,
+			e->nconsumers);
+		dump_ids(f, "producers", e->producers, e->nproducers);
+		fputc('\n', f);
+	}
+}

@@ -1,0 +1,88 @@
+/*
+ * task.h - the task IR: what the persistent kernel executes.
+ *
+ * A task is one tile of one node: the node, the box of its output that the
+ * tile computes, the regions of tensors it reads and writes, the events it
+ * waits on before it starts and signals when it is done, and its place in
+ * one worker's queue. An event is a counter with a threshold: it fires when
+ * every one of its producer tasks has signalled it once in this step.
+ *
+ * Boxes are half-open hyper-rectangles in a tensor's index space whose
+ * bounds may be symbolic (0 .. past_len + 1), so one plan serves every
+ * context length. Two regions of the same tensor overlap unless some axis
+ * provably separates them; anything not provable counts as an overlap, so
+ * the dependency and verify passes err on the safe side.
+ *
+ * The plan lives in the graph's arena. Passes fill it in this order:
+ * tile (tasks, regions), deps (predecessors), events, schedule (workers and
+ * queues), verify (the proof).
+ */
+#ifndef MKC_TASK_H
+#define MKC_TASK_H
+
+#include "graph.h"
+
+typedef struct {
+	mkc_dim lo[MKC_MAX_RANK], hi[MKC_MAX_RANK];
+} mkc_box;
+
+typedef struct {
+	mkc_tensor *t;
+	mkc_box box;
+} mkc_region;
+
+typedef struct mkc_task {
+	int id;
+	mkc_node *node;
+	int tile, ntiles;
+	mkc_box out;               /* the box of output 0 this tile computes */
+	mkc_region *reads, *writes;
+	int nreads, nwrites;
+	int *preds;                /* tasks that must finish first (deps) */
+	int npreds;
+	int *waits, *signals;      /* event ids (events) */
+	int nwaits, nsignals;
+	int worker, pos;           /* schedule */
+	int64_t cost;              /* bytes the tile moves, for the schedule */
+} mkc_task;
+
+typedef struct {
+	int id;
+	int threshold;             /* signals per step before it fires */
+	int *producers;
+	int nproducers;
+	int nconsumers;
+} mkc_event;
+
+typedef struct {
+	/* tiling: split work so every worker has some in every phase */
+	int nworkers;
+	int64_t min_tile_elems;    /* elementwise tiles are at least this big */
+	int64_t matmul_tile_cols;  /* output columns per weight-streaming tile */
+} mkc_target_params;
+
+typedef struct mkc_plan {
+	mkc_graph *g;
+	mkc_target_params tp;
+	mkc_vec tasks, events;
+	mkc_task ***queues;        /* queues[w][i]: worker w's i-th task */
+	int *qlen;
+	int64_t nedges;
+} mkc_plan;
+
+#define MKC_TASK(p, i) ((mkc_task *)(p)->tasks.v[i])
+#define MKC_EVENT(p, i) ((mkc_event *)(p)->events.v[i])
+
+mkc_plan *mkc_plan_create(mkc_graph *g, const mkc_target_params *tp);
+mkc_task *mkc_plan_add_task(mkc_plan *p, mkc_node *n, int tile, int ntiles);
+void mkc_task_add_region(mkc_plan *p, mkc_task *t, bool write, mkc_tensor *x,
+			 const mkc_box *b);
+mkc_box mkc_box_full(const mkc_tensor *t);
+
+/* True unless some axis provably separates the two boxes. */
+bool mkc_box_overlap(int rank, const mkc_box *a, const mkc_box *b);
+
+/* Text dump (tasks, events, queues), for --dump-after. */
+void mkc_dump_plan(FILE *f, const mkc_plan *p);
+
+#endif

@@ -1,0 +1,241 @@
+/*
+ * tile.c - nodes into tasks.
+ *
+ * requires: infer and dce (shapes known, no dead nodes), nodes in
+ *           topological order.
+ * provides: a plan whose tasks are tiles of the nodes, in node order, each
+ *           with the box of the output it computes and the regions it reads
+ *           and writes.
+ *
+ * A node is cut along one axis of its output into tiles of whole slices.
+ * Which axis, and how the output box maps back to the boxes each input is
+ * read in, depends on the op:
+ *   - elementwise ops (with broadcasting): the outermost constant axis of
+ *     size > 1; an input is read in the output box aligned from the right,
+ *     with its broadcast axes (size 1) read whole;
+ *   - MatMul by a weight matrix: the output columns, matmul_tile_cols at a
+ *     time, so each tile streams its own slice of the weight; batched
+ *     MatMul: the outermost batch axis;
+ *   - Softmax, the norms and Gather: the axes they do not reduce over;
+ *   - anything else, and any node with several outputs: one tile that reads
+ *     every input whole.
+ * Tiles never split a symbolic axis: their bounds stay constants there and
+ * cover the whole run-time length.
+ */
+#include "passes.h"
+#include "task.h"
+
+#include <string.h>
+
+typedef enum { MAP_WHOLE, MAP_ELEMENTWISE, MAP_MATMUL, MAP_ROWS, MAP_GATHER } mapping;
+
+static mapping
+mapping_of(const mkc_node *n)
+{
+	if (n->nout != 1)
+		return MAP_WHOLE;
+	switch (n->op) {
+	case MKC_OP_IDENTITY: case MKC_OP_NEG: case MKC_OP_ABS: case MKC_OP_SQRT:
+	case MKC_OP_RECIPROCAL: case MKC_OP_EXP: case MKC_OP_LOG: case MKC_OP_SIN:
+	case MKC_OP_COS: case MKC_OP_TANH: case MKC_OP_SIGMOID: case MKC_OP_RELU:
+	case MKC_OP_ERF: case MKC_OP_FLOOR: case MKC_OP_CEIL: case MKC_OP_NOT:
+	case MKC_OP_ISNAN: case MKC_OP_CAST: case MKC_OP_ADD: case MKC_OP_SUB:
+	case MKC_OP_MUL: case MKC_OP_DIV: case MKC_OP_POW: case MKC_OP_MAX:
+	case MKC_OP_MIN: case MKC_OP_EQUAL: case MKC_OP_LESS: case MKC_OP_LESS_EQUAL:
+	case MKC_OP_GREATER: case MKC_OP_GREATER_EQUAL: case MKC_OP_AND:
+	case MKC_OP_OR: case MKC_OP_WHERE:
+		return MAP_ELEMENTWISE;
+	case MKC_OP_MATMUL:
+		return n->in[0]->rank >= 2 && n->in[1]->rank >= 2 ? MAP_MATMUL : MAP_WHOLE;
+	case MKC_OP_SOFTMAX:
+	case MKC_OP_RMS_NORM:
+		return MAP_ROWS;
+	case MKC_OP_GATHER:
+		return mkc_node_attr_int(n, "axis", 0) == 0 && n->in[0]->rank == 2
+			       ? MAP_GATHER : MAP_WHOLE;
+	default:
+		return MAP_WHOLE;
+	}
+}
+
+/*
+ * Row-wise ops work on whole rows from their axis on: Softmax (before
+ * opset 13 its default axis is 1, after it -1) and RMSNormalization.
+ */
+static int
+row_axis(const mkc_graph *g, const mkc_node *n)
+{
+	int rank = n->out[0]->rank;
+	int64_t dflt = n->op == MKC_OP_SOFTMAX && mkc_graph_opset(g, "") < 13 ? 1 : -1;
+	int64_t axis = mkc_node_attr_int(n, "axis", dflt);
+	return (int)(axis < 0 ? axis + rank : axis);
+}
+
+/* Picks the split axis and tile count; axis -1 means one tile. */
+static void
+choose_split(const mkc_plan *p, const mkc_node *n, mapping m, int *axis, int *ntiles)
+{
+	const mkc_tensor *y = n->out[0];
+	*axis = -1;
+	*ntiles = 1;
+	int limit = y->rank;
+	if (m == MAP_WHOLE || y->rank == 0)
+		return;
+	if (m == MAP_ROWS)
+		limit = row_axis(p->g, n);
+	if (m == MAP_MATMUL && n->in[1]->kind == MKC_TK_WEIGHT && n->in[1]->rank == 2) {
+		int64_t cols = y->shape[y->rank - 1].c;
+		if (!mkc_dim_is_const(y->shape[y->rank - 1]))
+			return;
+		*axis = y->rank - 1;
+		int64_t t = (cols + p->tp.matmul_tile_cols - 1) / p->tp.matmul_tile_cols;
+		*ntiles = (int)(t < 1 ? 1 : t);
+		return;
+	}
+	if (m == MAP_MATMUL)
+		limit = y->rank - 2;   /* batched: split a batch axis */
+	if (m == MAP_GATHER)
+		limit = y->rank;       /* any axis, the embedding row included */
+	int64_t numel = mkc_tensor_numel(y);
+	for (int a = 0; a < limit; a++) {
+		if (!mkc_dim_is_const(y->shape[a]) || y->shape[a].c < 2)
+			continue;
+		int64_t want = p->tp.nworkers;
+		if (numel > 0) {
+			int64_t by_size = numel / p->tp.min_tile_elems;
+			want = by_size < want ? by_size : want;
+		}
+		if (want > y->shape[a].c)
+			want = y->shape[a].c;
+		if (want >= 2) {
+			*axis = a;
+			*ntiles = (int)want;
+		}
+		return;
+	}
+}
+
+/* Output box of tile i of k along axis. */
+static mkc_box
+tile_box(const mkc_tensor *y, int axis, int i, int k)
+{
+	mkc_box b = mkc_box_full(y);
+	if (axis >= 0) {
+		int64_t d = y->shape[axis].c;
+		b.lo[axis] = mkc_dim_const(d * i / k);
+		b.hi[axis] = mkc_dim_const(d * (i + 1) / k);
+	}
+	return b;
+}
+
+/* An input broadcast into the output: right-aligned, size-1 axes whole. */
+static mkc_box
+broadcast_box(const mkc_tensor *x, const mkc_tensor *y, const mkc_box *ob)
+{
+	mkc_box b = mkc_box_full(x);
+	for (int i = 0; i < x->rank; i++) {
+		int j = i + y->rank - x->rank;
+		if (j >= 0 && !mkc_dim_eq(x->shape[i], mkc_dim_const(1))) {
+			b.lo[i] = ob->lo[j];
+			b.hi[i] = ob->hi[j];
+		}
+	}
+	return b;
+}
+
+static void
+matmul_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
+{
+	mkc_node *n = t->node;
+	const mkc_tensor *y = n->out[0];
+	for (int k = 0; k < 2; k++) {
+		mkc_tensor *x = n->in[k];
+		mkc_box b = mkc_box_full(x);
+		/* batch axes map like broadcasting; of the last two, A keeps the
+		 * output rows and B the output columns */
+		for (int i = 0; i < x->rank - 2; i++) {
+			int j = i + y->rank - x->rank;
+			if (j >= 0 && !mkc_dim_eq(x->shape[i], mkc_dim_const(1))) {
+				b.lo[i] = ob->lo[j];
+				b.hi[i] = ob->hi[j];
+			}
+		}
+		int keep = k == 0 ? x->rank - 2 : x->rank - 1;
+		int from = k == 0 ? y->rank - 2 : y->rank - 1;
+		b.lo[keep] = ob->lo[from];
+		b.hi[keep] = ob->hi[from];
+		mkc_task_add_region(p, t, false, x, &b);
+	}
+}
+
+static void
+add_reads(mkc_plan *p, mkc_task *t, mapping m, const mkc_box *ob)
+{
+	mkc_node *n = t->node;
+	const mkc_tensor *y = n->out[0];
+	if (m == MAP_MATMUL) {
+		matmul_reads(p, t, ob);
+		return;
+	}
+	for (int k = 0; k < n->nin; k++) {
+		mkc_tensor *x = n->in[k];
+		if (!x)
+			continue;
+		mkc_box b = mkc_box_full(x);
+		if (m == MAP_ELEMENTWISE || (m == MAP_ROWS && k == 0))
+			b = broadcast_box(x, y, ob);
+		else if (m == MAP_GATHER && k == 0) {
+			/* embedding rows are picked at run time: all rows, our columns */
+			b.lo[1] = ob->lo[y->rank - 1];
+			b.hi[1] = ob->hi[y->rank - 1];
+		}
+		mkc_task_add_region(p, t, false, x, &b);
+	}
+}
+
+static int64_t
+box_bytes(const mkc_tensor *t, const mkc_box *b)
+{
+	int64_t n = (int64_t)mkc_dtype_size(t->dtype);
+	for (int i = 0; i < t->rank; i++) {
+		mkc_dim d;
+		if (!mkc_dim_sub(b->hi[i], b->lo[i], &d))
+			return n;
+		n *= mkc_dim_is_const(d) ? d.c : 1;   /* a symbolic length counts once */
+	}
+	return n;
+}
+
+static void
+tile_node(mkc_plan *p, mkc_node *n)
+{
+	mapping m = mapping_of(n);
+	int axis, k;
+	choose_split(p, n, m, &axis, &k);
+	for (int i = 0; i < k; i++) {
+		mkc_task *t = mkc_plan_add_task(p, n, i, k);
+		if (n->out[0])
+			t->out = tile_box(n->out[0], axis, i, k);
+		add_reads(p, t, m, &t->out);
+		for (int j = 0; j < n->nout; j++) {
+			if (!n->out[j])
+				continue;
+			mkc_box b = j == 0 ? t->out : mkc_box_full(n->out[j]);
+			mkc_task_add_region(p, t, true, n->out[j], &b);
+		}
+		for (int j = 0; j < t->nreads; j++)
+			t->cost += box_bytes(t->reads[j].t, &t->reads[j].box);
+		for (int j = 0; j < t->nwrites; j++)
+			t->cost += box_bytes(t->writes[j].t, &t->writes[j].box);
+	}
+}
+
+int
+mkc_pass_tile(mkc_plan *p)
+{
+	mkc_graph *g = p->g;
+	for (int i = 0; i < g->nodes.n; i++)
+		tile_node(p, MKC_NODE(g, i));
+	mkc_progress(g->ctx, "tile: %d nodes into %d tasks", g->nodes.n, p->tasks.n);
+	return 0;
+}

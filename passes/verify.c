@@ -1,0 +1,253 @@
+/*
+ * verify.c - the proof that a plan is safe, run on every compile before
+ * anything is emitted.
+ *
+ * requires: schedule (tasks with regions, events, worker queues).
+ * provides: nothing new; it fails, naming tasks, nodes and regions, unless
+ *   1. every event's threshold equals the number of tasks that signal it,
+ *      each signalling once, and every id and queue slot is well formed;
+ *   2. the queues cannot deadlock: executing them with the event rule
+ *      (a task starts when each event it waits on has reached its
+ *      threshold) runs every task;
+ *   3. every pair of tasks whose regions of one tensor overlap, at least
+ *      one of them writing, is ordered the way the graph orders them: the
+ *      later task is reachable from the earlier one through "signals an
+ *      event this task waits on" and "comes before it in the same queue".
+ *
+ * The approach: the simulation of step 2 yields an execution order that is
+ * topological for the happens-before relation of step 3, so one pass over
+ * it builds, per task, the set of tasks that happen before it (a bitset
+ * row). Step 3 then compares every conflicting pair against those sets.
+ * The check is independent of how deps and events were computed: it starts
+ * again from the regions, so a dependency that a pass dropped shows up here
+ * as an unordered pair.
+ *
+ * Counting an event as "reached" needs each signaller to signal once per
+ * step; thresholds equal to the signaller count (step 1) then mean a
+ * waiting task starts only after all of them finished.
+ */
+#include "passes.h"
+#include "task.h"
+
+#include <string.h>
+
+static int
+fail_task(mkc_plan *p, const mkc_task *t, const char *fmt, const char *what, int x)
+{
+	char msg[256];
+	snprintf(msg, sizeof msg, fmt, what, x);
+	return mkc_error(p->g->ctx, "%s: schedule check failed: task %d (node '%s' (%s), tile %d of %d): %s",
+			 p->g->path, t->id, t->node->name, t->node->op_type, t->tile, t->ntiles, msg);
+}
+
+/* Step 1. */
+static int
+check_structure(mkc_plan *p, int *signallers)
+{
+	int nw = p->tp.nworkers, nev = p->events.n;
+	for (int i = 0; i < p->tasks.n; i++) {
+		mkc_task *t = MKC_TASK(p, i);
+		if (t->worker < 0 || t->worker >= nw || t->pos < 0 || t->pos >= p->qlen[t->worker] ||
+		    p->queues[t->worker][t->pos] != t)
+			return fail_task(p, t, "%s %d", "is not in its worker's queue at its position", t->worker);
+		for (int k = 0; k < t->nwaits; k++)
+			if (t->waits[k] < 0 || t->waits[k] >= nev)
+				return fail_task(p, t, "%s %d", "waits on an unknown event", t->waits[k]);
+		for (int k = 0; k < t->nsignals; k++) {
+			int e = t->signals[k];
+			if (e < 0 || e >= nev)
+				return fail_task(p, t, "%s %d", "signals an unknown event", e);
+			for (int j = 0; j < k; j++)
+				if (t->signals[j] == e)
+					return fail_task(p, t, "%s %d", "signals an event twice:", e);
+			signallers[e]++;
+		}
+	}
+	for (int e = 0; e < nev; e++) {
+		const mkc_event *ev = MKC_EVENT(p, e);
+		if (ev->threshold != signallers[e] || ev->threshold <= 0)
+			return mkc_error(p->g->ctx, "%s: schedule check failed: event %d has threshold %d but %d task(s) signal it",
+					 p->g->path, e, ev->threshold, signallers[e]);
+	}
+	return 0;
+}
+
+static bool
+can_start(const mkc_plan *p, const mkc_task *t, const int *count)
+{
+	for (int k = 0; k < t->nwaits; k++)
+		if (count[t->waits[k]] < MKC_EVENT(p, t->waits[k])->threshold)
+			return false;
+	return true;
+}
+
+/* Step 2: runs the queues; order[] receives the execution order. */
+static int
+simulate(mkc_plan *p, mkc_task **order)
+{
+	mkc_arena *a = p->g->ctx->arena;
+	int nw = p->tp.nworkers, done = 0;
+	int *count = mkc_arena_alloc(a, (size_t)(p->events.n + 1) * sizeof *count);
+	int *next = mkc_arena_alloc(a, (size_t)nw * sizeof *next);
+	for (bool moved = true; moved;) {
+		moved = false;
+		for (int w = 0; w < nw; w++) {
+			while (next[w] < p->qlen[w] && can_start(p, p->queues[w][next[w]], count)) {
+				mkc_task *t = p->queues[w][next[w]++];
+				for (int k = 0; k < t->nsignals; k++)
+					count[t->signals[k]]++;
+				order[done++] = t;
+				moved = true;
+			}
+		}
+	}
+	if (done == p->tasks.n)
+		return 0;
+	for (int w = 0; w < nw; w++) {
+		if (next[w] == p->qlen[w])
+			continue;
+		const mkc_task *t = p->queues[w][next[w]];
+		int e = -1;
+		for (int k = 0; k < t->nwaits && e < 0; k++)
+			if (count[t->waits[k]] < MKC_EVENT(p, t->waits[k])->threshold)
+				e = t->waits[k];
+		return fail_task(p, t, "%s %d, which can never fire: the queues deadlock",
+				 "waits forever on event", e);
+	}
+	MKC_ASSERT(!"simulation stalled with every queue empty");
+	return -1;
+}
+
+typedef struct {
+	int words;
+	uint64_t *bits;   /* row i: the tasks that happen before task i */
+} reach;
+
+static uint64_t *
+row(reach *r, int i)
+{
+	return r->bits + (size_t)i * (size_t)r->words;
+}
+
+static void
+join(reach *r, int to, int from)
+{
+	uint64_t *d = row(r, to), *s = row(r, from);
+	for (int k = 0; k < r->words; k++)
+		d[k] |= s[k];
+	d[from / 64] |= (uint64_t)1 << (from % 64);
+}
+
+static bool
+before(reach *r, int a, int b)
+{
+	return (row(r, b)[a / 64] >> (a % 64)) & 1;
+}
+
+/* Happens-before over the execution order; events' signallers come first. */
+static void
+build_reach(mkc_plan *p, mkc_task **order, reach *r, int **by_event, const int *nsig)
+{
+	mkc_arena *a = p->g->ctx->arena;
+	r->words = (p->tasks.n + 63) / 64;
+	r->bits = mkc_arena_alloc(a, (size_t)r->words * (size_t)p->tasks.n * 8 + 8);
+	for (int i = 0; i < p->tasks.n; i++) {
+		mkc_task *t = order[i];
+		if (t->pos > 0)
+			join(r, t->id, p->queues[t->worker][t->pos - 1]->id);
+		for (int k = 0; k < t->nwaits; k++) {
+			int e = t->waits[k];
+			for (int j = 0; j < nsig[e]; j++)
+				join(r, t->id, by_event[e][j]);
+		}
+	}
+}
+
+static int
+unordered(mkc_plan *p, const mkc_task *x, const mkc_region *rx, bool wx,
+	  const mkc_task *y, const mkc_region *ry, bool wy)
+{
+	char bx[256], by[256];
+	const mkc_graph *g = p->g;
+	mkc_tensor tmp = *rx->t;
+	for (int i = 0; i < tmp.rank; i++)
+		mkc_dim_sub(rx->box.hi[i], rx->box.lo[i], &tmp.shape[i]);
+	mkc_shape_str(g, &tmp, bx, sizeof bx);
+	tmp = *ry->t;
+	for (int i = 0; i < tmp.rank; i++)
+		mkc_dim_sub(ry->box.hi[i], ry->box.lo[i], &tmp.shape[i]);
+	mkc_shape_str(g, &tmp, by, sizeof by);
+	return mkc_error(g->ctx,
+		"%s: schedule check failed: task %d (node '%s' (%s), tile %d) %s '%s' (a %s box) "
+		"and task %d (node '%s' (%s), tile %d) %s it (a %s box), overlapping, but nothing orders task %d after task %d",
+		g->path, x->id, x->node->name, x->node->op_type, x->tile, wx ? "writes" : "reads",
+		rx->t->name, bx, y->id, y->node->name, y->node->op_type, y->tile,
+		wy ? "writes" : "reads", by, y->id, x->id);
+}
+
+/* Step 3: every conflicting pair is ordered as the task order says. */
+static int
+check_conflicts(mkc_plan *p, reach *r)
+{
+	mkc_graph *g = p->g;
+	mkc_arena *a = g->ctx->arena;
+	typedef struct { const mkc_task *t; const mkc_region *r; bool w; } acc;
+	mkc_vec *by_tensor = mkc_arena_alloc(a, (size_t)(g->tensors.n + 1) * sizeof *by_tensor);
+	for (int i = 0; i < p->tasks.n; i++) {
+		mkc_task *t = MKC_TASK(p, i);
+		for (int k = 0; k < t->nreads + t->nwrites; k++) {
+			acc *x = mkc_arena_alloc(a, sizeof *x);
+			x->t = t;
+			x->w = k >= t->nreads;
+			x->r = x->w ? &t->writes[k - t->nreads] : &t->reads[k];
+			mkc_vec_push(a, &by_tensor[x->r->t->id], x);
+		}
+	}
+	for (int ti = 0; ti < g->tensors.n; ti++) {
+		mkc_vec *v = &by_tensor[ti];
+		for (int i = 0; i < v->n; i++) {
+			const acc *x = v->v[i];
+			for (int j = i + 1; j < v->n; j++) {
+				const acc *y = v->v[j];
+				if ((!x->w && !y->w) || x->t == y->t)
+					continue;
+				if (!mkc_box_overlap(x->r->t->rank, &x->r->box, &y->r->box))
+					continue;
+				const acc *first = x->t->id < y->t->id ? x : y;
+				const acc *second = first == x ? y : x;
+				if (!before(r, first->t->id, second->t->id))
+					return unordered(p, first->t, first->r, first->w,
+							 second->t, second->r, second->w);
+			}
+		}
+	}
+	return 0;
+}
+
+int
+mkc_pass_verify(mkc_plan *p)
+{
+	mkc_arena *a = p->g->ctx->arena;
+	int *nsig = mkc_arena_alloc(a, (size_t)(p->events.n + 1) * sizeof *nsig);
+	if (check_structure(p, nsig) != 0)
+		return -1;
+	/* who signals each event */
+	int **by_event = mkc_arena_alloc(a, (size_t)(p->events.n + 1) * sizeof *by_event);
+	int *fill = mkc_arena_alloc(a, (size_t)(p->events.n + 1) * sizeof *fill);
+	for (int e = 0; e < p->events.n; e++)
+		by_event[e] = mkc_arena_alloc(a, (size_t)(nsig[e] + 1) * sizeof **by_event);
+	for (int i = 0; i < p->tasks.n; i++) {
+		mkc_task *t = MKC_TASK(p, i);
+		for (int k = 0; k < t->nsignals; k++)
+			by_event[t->signals[k]][fill[t->signals[k]]++] = t->id;
+	}
+	mkc_task **order = mkc_arena_alloc(a, (size_t)(p->tasks.n + 1) * sizeof *order);
+	if (simulate(p, order) != 0)
+		return -1;
+	reach r;
+	build_reach(p, order, &r, by_event, nsig);
+	if (check_conflicts(p, &r) != 0)
+		return -1;
+	mkc_progress(p->g->ctx, "verify: %d tasks, %d events: safe", p->tasks.n, p->events.n);
+	return 0;
+}

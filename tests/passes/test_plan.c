@@ -1,0 +1,323 @@
+/*
+ * test_plan.c - tile, deps, events, schedule and the schedule proof.
+ *
+ * The mutation tests are the point: a plan with a dependency taken out, a
+ * threshold off by one, or two queue entries swapped must be refused by
+ * verify, and a plan with a redundant dependency taken out must not be.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "frontend.h"
+#include "passes.h"
+
+#define MODEL(p) "tests/models/" p
+
+static mkc_ctx *ctx;
+
+static void
+setup(void)
+{
+	ctx = mkc_ctx_create();
+}
+
+static void
+teardown(void)
+{
+	mkc_ctx_destroy(ctx);
+}
+
+TestSuite(plan, .init = setup, .fini = teardown);
+
+static const char *
+errs(void)
+{
+	return ctx->errors ? ctx->errors : "";
+}
+
+static mkc_graph *
+graph_of(const char *path)
+{
+	mkc_graph *g = mkc_load_model(ctx, path);
+	cr_assert_not_null(g, "%s", errs());
+	cr_assert_eq(mkc_pass_infer(g), 0, "%s", errs());
+	cr_assert_eq(mkc_pass_dce(g), 0, "%s", errs());
+	return g;
+}
+
+static mkc_plan *
+tiled(mkc_graph *g, int workers)
+{
+	mkc_target_params tp = {workers, 4096, 64};
+	mkc_plan *p = mkc_plan_create(g, &tp);
+	cr_assert_eq(mkc_pass_tile(p), 0, "%s", errs());
+	cr_assert_eq(mkc_pass_deps(p), 0, "%s", errs());
+	return p;
+}
+
+static void
+finish(mkc_plan *p)
+{
+	cr_assert_eq(mkc_pass_events(p), 0, "%s", errs());
+	cr_assert_eq(mkc_pass_schedule(p), 0, "%s", errs());
+}
+
+static mkc_plan *
+plan_of(const char *path, int workers)
+{
+	mkc_plan *p = tiled(graph_of(path), workers);
+	finish(p);
+	return p;
+}
+
+Test(plan, llama_plans_verify_for_any_worker_count)
+{
+	int counts[] = {1, 2, 8, 132};
+	for (int i = 0; i < 4; i++) {
+		mkc_plan *p = plan_of(MODEL("tiny_llama_decode_op18/model.onnx"), counts[i]);
+		cr_assert_eq(mkc_pass_verify(p), 0, "%d workers: %s", counts[i], errs());
+		p = plan_of(MODEL("tiny_llama_decode_op23/model.onnx"), counts[i]);
+		cr_assert_eq(mkc_pass_verify(p), 0, "%d workers: %s", counts[i], errs());
+		int total = 0;
+		for (int w = 0; w < counts[i]; w++)
+			total += p->qlen[w];
+		cr_assert_eq(total, p->tasks.n, "every task is queued once");
+	}
+}
+
+static int
+tasks_of(mkc_plan *p, const char *node)
+{
+	int k = 0;
+	for (int i = 0; i < p->tasks.n; i++)
+		k += strcmp(MKC_TASK(p, i)->node->name, node) == 0;
+	return k;
+}
+
+static mkc_task *
+task_of(mkc_plan *p, const char *node, int tile)
+{
+	for (int i = 0; i < p->tasks.n; i++) {
+		mkc_task *t = MKC_TASK(p, i);
+		if (strcmp(t->node->name, node) == 0 && t->tile == tile)
+			return t;
+	}
+	cr_assert_fail("no task %s/%d", node, tile);
+	return NULL;
+}
+
+Test(plan, weight_matmuls_are_cut_by_columns)
+{
+	mkc_plan *p = plan_of(MODEL("tiny_llama_decode_op23/model.onnx"), 8);
+	/* q projection: 256 output columns in tiles of 64, each streaming its
+	 * own 64 columns of the [256, 256] weight */
+	cr_assert_eq(tasks_of(p, "node_linear"), 4);
+	mkc_task *t = task_of(p, "node_linear", 2);
+	char b[64];
+	cr_assert_str_eq(mkc_dim_str(p->g, t->out.lo[2], b, sizeof b), "128");
+	cr_assert_str_eq(mkc_dim_str(p->g, t->out.hi[2], b, sizeof b), "192");
+	cr_assert_eq(t->nreads, 2);
+	const mkc_region *w = &t->reads[1];
+	cr_assert_str_eq(w->t->name, "val_30");
+	cr_assert_eq(w->box.lo[0].c, 0);
+	cr_assert_eq(w->box.hi[0].c, 256);
+	cr_assert_eq(w->box.lo[1].c, 128);
+	cr_assert_eq(w->box.hi[1].c, 192);
+	/* the reshape after it waits for all four tiles through one event */
+	mkc_task *v = task_of(p, "node_view", 0);
+	cr_assert_eq(v->npreds, 4);
+	cr_assert_eq(v->nwaits, 1);
+	cr_assert_eq(MKC_EVENT(p, v->waits[0])->threshold, 4);
+	/* the k and v projections read the same normed input as q: one event */
+	cr_assert_eq(task_of(p, "node_linear_1", 0)->waits[0],
+		     task_of(p, "node_linear_2", 0)->waits[0]);
+}
+
+Test(plan, plan_dump_is_deterministic)
+{
+	char *a = NULL, *b = NULL;
+	size_t na = 0, nb = 0;
+	FILE *fa = open_memstream(&a, &na);
+	mkc_dump_plan(fa, plan_of(MODEL("tiny_llama_decode_op18/model.onnx"), 8));
+	fclose(fa);
+	FILE *fb = open_memstream(&b, &nb);
+	mkc_dump_plan(fb, plan_of(MODEL("tiny_llama_decode_op18/model.onnx"), 8));
+	fclose(fb);
+	cr_assert_str_eq(a, b);
+	cr_assert(strstr(a, "task 0 node_embedding (Gather)"), "%.200s", a);
+	free(a);
+	free(b);
+}
+
+/* Does a chain of preds lead from task `from` to task `to`? */
+static bool
+reaches(mkc_plan *p, int from, int to, char *seen)
+{
+	if (to == from)
+		return true;
+	if (to < from || seen[to])
+		return false;
+	seen[to] = 1;
+	mkc_task *t = MKC_TASK(p, to);
+	for (int k = 0; k < t->npreds; k++)
+		if (reaches(p, from, t->preds[k], seen))
+			return true;
+	return false;
+}
+
+/* Undoes events and schedule so they can run again on changed preds. */
+static void
+reset(mkc_plan *p)
+{
+	for (int i = 0; i < p->tasks.n; i++) {
+		mkc_task *t = MKC_TASK(p, i);
+		t->nwaits = t->nsignals = 0;
+		t->waits = t->signals = NULL;
+		t->worker = -1;
+		t->pos = 0;
+	}
+	p->events = (mkc_vec){0};
+	p->queues = NULL;
+	p->qlen = NULL;
+}
+
+/*
+ * Takes out each dependency in turn. With a worker per task no queue order
+ * hides anything, so verify must refuse the plan exactly when the edge was
+ * not implied by a chain of the others.
+ */
+static void
+drop_each_edge(const char *path, int *refused, int *redundant)
+{
+	mkc_graph *g = graph_of(path);
+	mkc_plan *p = tiled(g, g->nodes.n * 64);
+	p->tp.nworkers = p->tasks.n;
+	char *seen = mkc_arena_alloc(ctx->arena, (size_t)p->tasks.n + 1);
+	for (int i = 0; i < p->tasks.n; i++) {
+		mkc_task *t = MKC_TASK(p, i);
+		int *saved = t->preds, n = t->npreds;
+		for (int k = 0; k < n; k++) {
+			int *fewer = mkc_arena_alloc(ctx->arena, (size_t)n * sizeof *fewer);
+			memcpy(fewer, saved, (size_t)k * sizeof *fewer);
+			memcpy(fewer + k, saved + k + 1, (size_t)(n - k - 1) * sizeof *fewer);
+			t->preds = fewer;
+			t->npreds = n - 1;
+			memset(seen, 0, (size_t)p->tasks.n);
+			bool other_path = false;
+			for (int j = 0; j < n - 1 && !other_path; j++)
+				other_path = reaches(p, saved[k], fewer[j], seen);
+			reset(p);
+			finish(p);
+			mkc_ctx_clear_errors(ctx);
+			int rc = mkc_pass_verify(p);
+			if (other_path) {
+				cr_assert_eq(rc, 0, "dropping implied edge %d->%d: %s", saved[k], i, errs());
+				(*redundant)++;
+			} else {
+				cr_assert_eq(rc, -1, "verify missed dropped edge %d->%d", saved[k], i);
+				cr_assert(strstr(errs(), "nothing orders"), "%s", errs());
+				(*refused)++;
+			}
+		}
+		t->preds = saved;
+		t->npreds = n;
+	}
+	reset(p);
+	finish(p);
+	cr_assert_eq(mkc_pass_verify(p), 0, "the intact plan verifies: %s", errs());
+}
+
+Test(plan, verify_refuses_every_dropped_dependency, .timeout = 120)
+{
+	int refused = 0, redundant = 0;
+	drop_each_edge(MODEL("tiny_llama_decode_op23/model.onnx"), &refused, &redundant);
+	drop_each_edge(MODEL("hand/small_mlp/model.onnx"), &refused, &redundant);
+	cr_assert_gt(refused, 100, "only %d mutations refused", refused);
+}
+
+Test(plan, verify_refuses_a_wrong_threshold)
+{
+	mkc_plan *p = plan_of(MODEL("tiny_llama_decode_op23/model.onnx"), 8);
+	mkc_event *e = MKC_EVENT(p, p->events.n / 2);
+	e->threshold++;
+	cr_assert_eq(mkc_pass_verify(p), -1);
+	cr_assert(strstr(errs(), "threshold"), "%s", errs());
+	e->threshold -= 2;
+	mkc_ctx_clear_errors(ctx);
+	cr_assert_eq(mkc_pass_verify(p), -1, "a threshold too low is refused too");
+}
+
+Test(plan, verify_refuses_a_deadlocking_queue)
+{
+	mkc_plan *p = plan_of(MODEL("hand/small_mlp/model.onnx"), 1);
+	cr_assert_eq(mkc_pass_verify(p), 0, "%s", errs());
+	/* one worker: swap a task with the one it depends on */
+	mkc_task **q = p->queues[0];
+	mkc_task *a = q[0], *b = q[1];
+	cr_assert_gt(b->npreds, 0);
+	q[0] = b;
+	q[1] = a;
+	a->pos = 1;
+	b->pos = 0;
+	cr_assert_eq(mkc_pass_verify(p), -1);
+	cr_assert(strstr(errs(), "the queues deadlock"), "%s", errs());
+}
+
+Test(plan, verify_refuses_a_task_missing_from_its_queue)
+{
+	mkc_plan *p = plan_of(MODEL("hand/small_mlp/model.onnx"), 2);
+	MKC_TASK(p, 3)->pos = 7;
+	cr_assert_eq(mkc_pass_verify(p), -1);
+	cr_assert(strstr(errs(), "not in its worker's queue"), "%s", errs());
+}
+
+Test(plan, elementwise_tiles_read_their_own_slice)
+{
+	/* a [64, 1024] Add with a broadcast row: 8 tiles of 8 rows */
+	mkc_graph *g = mkc_graph_create(ctx, "tiles.onnx");
+	g->nopsets = 1;
+	g->opsets = mkc_arena_alloc(ctx->arena, sizeof *g->opsets);
+	g->opsets[0] = (mkc_opset){"", 18};
+	const char *names[] = {"x", "b"};
+	int64_t shapes[2][2] = {{64, 1024}, {1, 1024}};
+	for (int i = 0; i < 2; i++) {
+		mkc_tensor *t = mkc_graph_tensor(g, names[i]);
+		t->kind = MKC_TK_INPUT;
+		t->dtype = MKC_DT_FLOAT;
+		t->rank = 2;
+		t->shape[0] = mkc_dim_const(shapes[i][0]);
+		t->shape[1] = mkc_dim_const(shapes[i][1]);
+		mkc_vec_push(ctx->arena, &g->inputs, t);
+	}
+	mkc_node *n = mkc_graph_add_node(g, "add", "", "Add", 2, 1, 0);
+	n->in[0] = mkc_graph_find(g, "x");
+	n->in[1] = mkc_graph_find(g, "b");
+	n->out[0] = mkc_graph_tensor(g, "y");
+	n->out[0]->producer = n;
+	n->out[0]->kind = MKC_TK_OUTPUT;
+	mkc_vec_push(ctx->arena, &g->outputs, n->out[0]);
+	cr_assert_eq(mkc_pass_infer(g), 0, "%s", errs());
+	mkc_plan *p = tiled(g, 8);
+	cr_assert_eq(p->tasks.n, 8);
+	mkc_task *t = MKC_TASK(p, 5);
+	cr_assert_eq(t->out.lo[0].c, 40);
+	cr_assert_eq(t->out.hi[0].c, 48);
+	cr_assert_eq(t->reads[0].box.lo[0].c, 40, "x is read in the tile's rows");
+	cr_assert_eq(t->reads[1].box.lo[0].c, 0, "the broadcast row is read whole");
+	cr_assert_eq(t->reads[1].box.hi[0].c, 1);
+	cr_assert_eq(t->reads[1].box.hi[1].c, 1024);
+}
+
+Test(plan, boxes_overlap_only_when_not_provably_apart)
+{
+	mkc_graph *g = mkc_graph_create(ctx, "boxes");
+	int p = mkc_graph_sym(g, "p");
+	mkc_box a = {{mkc_dim_const(0)}, {mkc_dim_sym(p)}};
+	mkc_box b = {{mkc_dim_sym(p)}, {(mkc_dim){1, 1, p}}};
+	mkc_box c = {{mkc_dim_const(3)}, {mkc_dim_const(5)}};
+	cr_assert_not(mkc_box_overlap(1, &a, &b), "[0,p) and [p,p+1) are apart");
+	cr_assert(mkc_box_overlap(1, &a, &c), "[0,p) and [3,5) may meet");
+	cr_assert(mkc_box_overlap(1, &b, &c), "[p,p+1) and [3,5) may meet");
+	mkc_box e = {{mkc_dim_const(5)}, {mkc_dim_const(5)}};
+	cr_assert_not(mkc_box_overlap(1, &e, &c), "an empty box meets nothing");
+}
