@@ -13,9 +13,9 @@
  *   - elementwise ops (with broadcasting): the outermost constant axis of
  *     size > 1; an input is read in the output box aligned from the right,
  *     with its broadcast axes (size 1) read whole;
- *   - MatMul by a weight matrix: the output columns, matmul_tile_cols at a
- *     time, so each tile streams its own slice of the weight; batched
- *     MatMul: the outermost batch axis;
+ *   - MatMul or Gemm by a weight matrix: the output columns,
+ *     matmul_tile_cols at a time, so each tile streams its own slice of the
+ *     weight; batched MatMul: the outermost batch axis;
  *   - Softmax, the norms and Gather: the axes they do not reduce over;
  *   - anything else, and any node with several outputs: one tile that reads
  *     every input whole.
@@ -27,7 +27,7 @@
 
 #include <string.h>
 
-typedef enum { MAP_WHOLE, MAP_ELEMENTWISE, MAP_MATMUL, MAP_ROWS, MAP_GATHER } mapping;
+typedef enum { MAP_WHOLE, MAP_ELEMENTWISE, MAP_MATMUL, MAP_GEMM, MAP_ROWS, MAP_GATHER } mapping;
 
 static mapping
 mapping_of(const mkc_node *n)
@@ -47,6 +47,8 @@ mapping_of(const mkc_node *n)
 		return MAP_ELEMENTWISE;
 	case MKC_OP_MATMUL:
 		return n->in[0]->rank >= 2 && n->in[1]->rank >= 2 ? MAP_MATMUL : MAP_WHOLE;
+	case MKC_OP_GEMM:
+		return n->in[1]->kind == MKC_TK_WEIGHT ? MAP_GEMM : MAP_WHOLE;
 	case MKC_OP_SOFTMAX:
 	case MKC_OP_RMS_NORM:
 		return MAP_ROWS;
@@ -83,7 +85,8 @@ choose_split(const mkc_plan *p, const mkc_node *n, mapping m, int *axis, int *nt
 		return;
 	if (m == MAP_ROWS)
 		limit = row_axis(p->g, n);
-	if (m == MAP_MATMUL && n->in[1]->kind == MKC_TK_WEIGHT && n->in[1]->rank == 2) {
+	if ((m == MAP_MATMUL && n->in[1]->kind == MKC_TK_WEIGHT && n->in[1]->rank == 2) ||
+	    m == MAP_GEMM) {
 		int64_t cols = y->shape[y->rank - 1].c;
 		if (!mkc_dim_is_const(y->shape[y->rank - 1]))
 			return;
@@ -168,6 +171,25 @@ matmul_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 	}
 }
 
+/* Gemm: A by output rows, B by output columns (its rows when transB), C broadcast. */
+static void
+gemm_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
+{
+	mkc_node *n = t->node;
+	bool ta = mkc_node_attr_int(n, "transA", 0), tb = mkc_node_attr_int(n, "transB", 0);
+	mkc_box a = mkc_box_full(n->in[0]), b = mkc_box_full(n->in[1]);
+	a.lo[ta] = ob->lo[0];
+	a.hi[ta] = ob->hi[0];
+	b.lo[!tb] = ob->lo[1];
+	b.hi[!tb] = ob->hi[1];
+	mkc_task_add_region(p, t, false, n->in[0], &a);
+	mkc_task_add_region(p, t, false, n->in[1], &b);
+	if (n->nin > 2 && n->in[2]) {
+		mkc_box c = broadcast_box(n->in[2], n->out[0], ob);
+		mkc_task_add_region(p, t, false, n->in[2], &c);
+	}
+}
+
 static void
 add_reads(mkc_plan *p, mkc_task *t, mapping m, const mkc_box *ob)
 {
@@ -175,6 +197,10 @@ add_reads(mkc_plan *p, mkc_task *t, mapping m, const mkc_box *ob)
 	const mkc_tensor *y = n->out[0];
 	if (m == MAP_MATMUL) {
 		matmul_reads(p, t, ob);
+		return;
+	}
+	if (m == MAP_GEMM) {
+		gemm_reads(p, t, ob);
 		return;
 	}
 	for (int k = 0; k < n->nin; k++) {
