@@ -16,7 +16,9 @@ ALL_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) $(CFLAGS)
 	-I$(BUILD)/gen -Iir -Icompiler -Ipasses -MMD -MP
 # protobuf-c is linked statically so that build/mkc runs on machines
 # without libprotobuf-c (the GPU machine has none of our Debian packages).
-LIBS = -l:libprotobuf-c.a -lm
+# cJSON (the ONNX-JSON frontend) is linked dynamically: Debian's
+# libcjson-dev ships no static library, so build/mkc needs libcjson.so.1.
+LIBS = -l:libprotobuf-c.a -lcjson -lm
 
 LIB_SRC = $(wildcard ir/*.c) $(wildcard passes/*.c) \
 	$(filter-out compiler/main.c,$(wildcard compiler/*.c))

@@ -19,6 +19,12 @@ mkc_graph *mkc_load_model(mkc_ctx *c, const char *path);
 /* A binary ONNX ModelProto. NULL on error. */
 mkc_graph *mkc_onnx_load(mkc_ctx *c, const char *path);
 
+/*
+ * An ONNX model in protobuf's JSON form, as onnx.save(model, path,
+ * format="json") writes it (compiler/onnx_json.c). NULL on error.
+ */
+mkc_graph *mkc_onnx_json_load(mkc_ctx *c, const char *path);
+
 /* A serialised TensorProto (test data's input_K.pb); 0 or -1. */
 int mkc_onnx_read_tensor(mkc_ctx *c, const char *path, mkc_tensor *t);
 

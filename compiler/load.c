@@ -28,9 +28,7 @@ mkc_load_model(mkc_ctx *c, const char *path)
 		mkc_error(c, "%s: a folder without model.onnx (Hugging Face folders are not read yet)", path);
 		return NULL;
 	}
-	if (ends_with(path, ".json")) {
-		mkc_error(c, "%s: ONNX-JSON models are not read yet; convert with onnx.save(onnx.load(...), 'model.onnx')", path);
-		return NULL;
-	}
+	if (ends_with(path, ".json"))
+		return mkc_onnx_json_load(c, path);
 	return mkc_onnx_load(c, path);
 }

@@ -6,7 +6,9 @@
  * from the compilation's arena (a custom allocator whose free does nothing),
  * so the unpacked message and every raw_data block it holds live exactly as
  * long as the graph that points into them: inline weights are not copied a
- * second time. External data files are mapped, not read.
+ * second time. External data files are mapped, not read. The ONNX-JSON
+ * frontend (onnx_json.c) decodes into the same structs and builds the graph
+ * through mkc_onnx_read_model (reader.h).
  *
  * What is checked here, each with an error naming the file (and the node or
  * tensor): that the bytes are a model with a graph; element types and shapes
@@ -322,6 +324,13 @@ summarise(mkc_arena *a, const Onnx__GraphProto *gp)
 	return s;
 }
 
+/* A bytes field as a NUL-terminated copy; protobuf-c leaves an empty one NULL. */
+static char *
+bytes_str(mkc_arena *a, ProtobufCBinaryData b)
+{
+	return mkc_arena_strndup(a, b.len ? (const char *)b.data : "", b.len);
+}
+
 static int
 read_attr(reader *r, const Onnx__AttributeProto *ap, mkc_attr *at)
 {
@@ -339,7 +348,7 @@ read_attr(reader *r, const Onnx__AttributeProto *ap, mkc_attr *at)
 		break;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
 		at->type = MKC_AT_STRING;
-		at->s = mkc_arena_strndup(a, (const char *)ap->s.data, ap->s.len);
+		at->s = bytes_str(a, ap->s);
 		at->slen = ap->s.len;
 		break;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
@@ -359,21 +368,22 @@ read_attr(reader *r, const Onnx__AttributeProto *ap, mkc_attr *at)
 		at->type = MKC_AT_FLOATS;
 		at->n = (int)ap->n_floats;
 		at->floats = mkc_arena_alloc(a, ap->n_floats * sizeof(float));
-		memcpy(at->floats, ap->floats, ap->n_floats * sizeof(float));
+		if (ap->n_floats)   /* absent lists are NULL */
+			memcpy(at->floats, ap->floats, ap->n_floats * sizeof(float));
 		break;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
 		at->type = MKC_AT_INTS;
 		at->n = (int)ap->n_ints;
 		at->ints = mkc_arena_alloc(a, ap->n_ints * sizeof(int64_t));
-		memcpy(at->ints, ap->ints, ap->n_ints * sizeof(int64_t));
+		if (ap->n_ints)
+			memcpy(at->ints, ap->ints, ap->n_ints * sizeof(int64_t));
 		break;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
 		at->type = MKC_AT_STRINGS;
 		at->n = (int)ap->n_strings;
 		at->strings = mkc_arena_alloc(a, ap->n_strings * sizeof(char *));
 		for (size_t i = 0; i < ap->n_strings; i++)
-			at->strings[i] = mkc_arena_strndup(a, (const char *)ap->strings[i].data,
-							   ap->strings[i].len);
+			at->strings[i] = bytes_str(a, ap->strings[i]);
 		break;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSORS:
 		at->type = MKC_AT_TENSORS;
@@ -616,21 +626,33 @@ read_graph(reader *r, const Onnx__ModelProto *m)
 	return mkc_graph_sort(g);
 }
 
-int
-mkc_onnx_map_model(mkc_ctx *c, const char *path, const void **bytes,
-		   size_t *size)
+static Onnx__ModelProto *
+unpack_model(mkc_ctx *c, const char *path, const void *bytes, size_t size)
 {
-	const char *err;
-	if (map_file(c->arena, path, bytes, size, &err) != 0)
-		return mkc_error(c, "%s: cannot read: %s", path, err);
-	if (*size == 0)
-		return mkc_error(c, "%s: the file is empty", path);
-	return 0;
+	ProtobufCAllocator alloc = {pb_alloc, pb_free, c->arena};
+	Onnx__ModelProto *m = onnx__model_proto__unpack(&alloc, size, bytes);
+	if (!m)
+		mkc_error(c, "%s: not an ONNX model: the protobuf data is malformed or truncated", path);
+	return m;
 }
 
 mkc_graph *
-mkc_onnx_build(mkc_ctx *c, const char *path, const Onnx__ModelProto *m)
+mkc_onnx_read_model(mkc_ctx *c, const char *path, mkc_onnx_decoder *decode)
 {
+	const void *bytes;
+	size_t size;
+	const char *err;
+	if (map_file(c->arena, path, &bytes, &size, &err) != 0) {
+		mkc_error(c, "%s: cannot read: %s", path, err);
+		return NULL;
+	}
+	if (size == 0) {
+		mkc_error(c, "%s: the file is empty", path);
+		return NULL;
+	}
+	Onnx__ModelProto *m = decode(c, path, bytes, size);
+	if (!m)
+		return NULL;
 	if (!m->graph) {
 		mkc_error(c, "%s: not an ONNX model: it holds no graph", path);
 		return NULL;
@@ -645,17 +667,7 @@ mkc_onnx_build(mkc_ctx *c, const char *path, const Onnx__ModelProto *m)
 mkc_graph *
 mkc_onnx_load(mkc_ctx *c, const char *path)
 {
-	const void *bytes;
-	size_t size;
-	if (mkc_onnx_map_model(c, path, &bytes, &size) != 0)
-		return NULL;
-	ProtobufCAllocator alloc = {pb_alloc, pb_free, c->arena};
-	Onnx__ModelProto *m = onnx__model_proto__unpack(&alloc, size, bytes);
-	if (!m) {
-		mkc_error(c, "%s: not an ONNX model: the protobuf data is malformed or truncated", path);
-		return NULL;
-	}
-	return mkc_onnx_build(c, path, m);
+	return mkc_onnx_read_model(c, path, unpack_model);
 }
 
 int

@@ -1,75 +1,18 @@
 /*
  * test_cli.c - the mkc command as a user runs it: exit status, what goes to
  * stdout and stderr, and that a failed compile writes no file. The binary
- * comes from $MKC (make test sets it), else build/mkc.
+ * comes from $MKC (make test sets it), else build/mkc (tests/mkc_run.h).
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
-#include <stdarg.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "../mkc_run.h"
 #include "graph.h"
 
 #define MODEL(p) "tests/models/" p
-
-typedef struct {
-	int status;
-	char out[65536], err[8192];
-} result;
-
-static void
-slurp(const char *path, char *buf, size_t n)
-{
-	FILE *f = fopen(path, "r");
-	size_t k = f ? fread(buf, 1, n - 1, f) : 0;
-	buf[k] = 0;
-	if (f)
-		fclose(f);
-}
-
-/* Runs mkc with a NULL-terminated argument list. */
-static result *
-mkc(const char *first, ...)
-{
-	static result r;
-	const char *argv[32];
-	const char *bin = getenv("MKC") ? getenv("MKC") : "build/mkc";
-	int argc = 0;
-	argv[argc++] = bin;
-	va_list ap;
-	va_start(ap, first);
-	for (const char *a = first; a && argc < 31; a = va_arg(ap, const char *))
-		argv[argc++] = a;
-	va_end(ap);
-	argv[argc] = NULL;
-	char out[] = "/tmp/mkc_cli_outXXXXXX", err[] = "/tmp/mkc_cli_errXXXXXX";
-	int fo = mkstemp(out), fe = mkstemp(err);
-	cr_assert(fo >= 0 && fe >= 0);
-	pid_t pid = fork();
-	cr_assert(pid >= 0);
-	if (pid == 0) {
-		dup2(fo, 1);
-		dup2(fe, 2);
-		execv(bin, (char *const *)argv);
-		_exit(127);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	close(fo);
-	close(fe);
-	slurp(out, r.out, sizeof r.out);
-	slurp(err, r.err, sizeof r.err);
-	unlink(out);
-	unlink(err);
-	cr_assert(WIFEXITED(st), "mkc died with a signal; stderr: %s", r.err);
-	r.status = WEXITSTATUS(st);
-	cr_assert_neq(r.status, 127, "cannot run %s", bin);
-	return &r;
-}
 
 static int
 lines(const char *s)
@@ -82,34 +25,34 @@ lines(const char *s)
 
 Test(cli, help_and_version)
 {
-	result *r = mkc("--help", NULL);
+	mkc_result *r = mkc_run("--help", NULL);
 	cr_assert_eq(r->status, 0);
 	cr_assert(strstr(r->out, "usage: mkc MODEL"));
 	cr_assert(strstr(r->out, "--dump-after=PASS"));
-	r = mkc("--version", NULL);
+	r = mkc_run("--version", NULL);
 	cr_assert_eq(r->status, 0);
 	cr_assert_str_eq(r->out, "mkc " MKC_VERSION "\n");
 }
 
 Test(cli, bad_command_lines)
 {
-	cr_assert_eq(mkc(NULL)->status, 2);
-	result *r = mkc("--frobnicate", MODEL("hand/storage.onnx"), NULL);
+	cr_assert_eq(mkc_run(NULL)->status, 2);
+	mkc_result *r = mkc_run("--frobnicate", MODEL("hand/storage.onnx"), NULL);
 	cr_assert_eq(r->status, 2);
 	cr_assert(strstr(r->err, "unknown option '--frobnicate'"), "%s", r->err);
-	r = mkc(MODEL("hand/storage.onnx"), "-o", "/tmp/x.weird", NULL);
+	r = mkc_run(MODEL("hand/storage.onnx"), "-o", "/tmp/x.weird", NULL);
 	cr_assert_eq(r->status, 2);
 	cr_assert(strstr(r->err, "cannot tell the target"), "%s", r->err);
-	r = mkc(MODEL("hand/storage.onnx"), "--dump-after=nopass", NULL);
+	r = mkc_run(MODEL("hand/storage.onnx"), "--dump-after=nopass", NULL);
 	cr_assert_eq(r->status, 2);
 	cr_assert(strstr(r->err, "no pass is called 'nopass'"), "%s", r->err);
-	r = mkc(MODEL("hand/storage.onnx"), "--target", "vulkan", NULL);
+	r = mkc_run(MODEL("hand/storage.onnx"), "--target", "vulkan", NULL);
 	cr_assert_eq(r->status, 2);
 }
 
 Test(cli, info_llama_op18)
 {
-	result *r = mkc("info", MODEL("tiny_llama_decode_op18/model.onnx"), NULL);
+	mkc_result *r = mkc_run("info", MODEL("tiny_llama_decode_op18/model.onnx"), NULL);
 	cr_assert_eq(r->status, 0, "%s", r->err);
 	cr_assert(strstr(r->out, "nodes      180\n"), "%s", r->out);
 	cr_assert(strstr(r->out, "symbols    past_len\n"));
@@ -124,7 +67,7 @@ Test(cli, info_llama_op18)
 
 Test(cli, info_llama_op23)
 {
-	result *r = mkc("info", MODEL("tiny_llama_decode_op23/model.onnx"), NULL);
+	mkc_result *r = mkc_run("info", MODEL("tiny_llama_decode_op23/model.onnx"), NULL);
 	cr_assert_eq(r->status, 0, "%s", r->err);
 	cr_assert(strstr(r->out, "nodes      96\n"));
 	cr_assert(strstr(r->out, "opsets     ai.onnx 23"));
@@ -134,7 +77,7 @@ Test(cli, info_llama_op23)
 
 Test(cli, info_lists_unsupported_nodes)
 {
-	result *r = mkc("info", MODEL("hand/unknown_op.onnx"), NULL);
+	mkc_result *r = mkc_run("info", MODEL("hand/unknown_op.onnx"), NULL);
 	cr_assert_eq(r->status, 1);
 	cr_assert(strstr(r->out, "FrobnicateA                          1  NOT SUPPORTED"), "%s", r->out);
 	cr_assert(strstr(r->out, "unsupported nodes\n  frob_a (FrobnicateA)\n  zork_1 (Zork)\n"),
@@ -143,10 +86,10 @@ Test(cli, info_lists_unsupported_nodes)
 
 Test(cli, compile_runs_the_passes)
 {
-	result *r = mkc(MODEL("tiny_llama_decode_op18"), NULL);
+	mkc_result *r = mkc_run(MODEL("tiny_llama_decode_op18"), NULL);
 	cr_assert_eq(r->status, 0, "%s", r->err);
 	cr_assert(strstr(r->err, "tasks,") && strstr(r->err, "schedule verified"), "%s", r->err);
-	r = mkc(MODEL("tiny_llama_decode_op23/model.onnx"), "--dump-after=infer", NULL);
+	r = mkc_run(MODEL("tiny_llama_decode_op23/model.onnx"), "--dump-after=infer", NULL);
 	cr_assert_eq(r->status, 0, "%s", r->err);
 	cr_assert(strstr(r->out, "input  past_key_values.0.key: float32[1,2,past_len,32]\n"));
 	cr_assert(strstr(r->out, "-> add_16: int64[] = {past_len+1} (folded)\n"), "%s", r->out);
@@ -156,10 +99,10 @@ Test(cli, compile_runs_the_passes)
 Test(cli, dump_is_stable)
 {
 	static char first[65536];
-	result *r = mkc(MODEL("tiny_llama_decode_op18/model.onnx"), "--dump-after=dce", NULL);
+	mkc_result *r = mkc_run(MODEL("tiny_llama_decode_op18/model.onnx"), "--dump-after=dce", NULL);
 	cr_assert_eq(r->status, 0);
 	strcpy(first, r->out);
-	r = mkc(MODEL("tiny_llama_decode_op18/model.onnx"), "--dump-after=dce", NULL);
+	r = mkc_run(MODEL("tiny_llama_decode_op18/model.onnx"), "--dump-after=dce", NULL);
 	cr_assert_str_eq(r->out, first);
 	cr_assert_null(strstr(first, "(folded)"), "dce removes folded nodes");
 }
@@ -175,7 +118,7 @@ expect_clean_failure(const char *model, const char *needle, int nlines)
 	cr_assert_not_null(mkdtemp(out));
 	char path[64];
 	snprintf(path, sizeof path, "%s/llama.cu", out);
-	result *r = mkc(model, "-o", path, NULL);
+	mkc_result *r = mkc_run(model, "-o", path, NULL);
 	cr_assert_eq(r->status, 1, "%s: status %d, stderr %s", model, r->status, r->err);
 	cr_assert(strstr(r->err, model), "%s: error does not name the file: %s", model, r->err);
 	cr_assert(strstr(r->err, needle), "%s: error lacks '%s': %s", model, needle, r->err);
@@ -214,7 +157,7 @@ Test(cli, good_model_with_output_writes_nothing_yet)
 	cr_assert(fd >= 0);
 	close(fd);
 	unlink(path);
-	result *r = mkc(MODEL("tiny_llama_decode_op18/model.onnx"), "-o", path, NULL);
+	mkc_result *r = mkc_run(MODEL("tiny_llama_decode_op18/model.onnx"), "-o", path, NULL);
 	cr_assert_eq(r->status, 1);
 	cr_assert(strstr(r->err, "cuda backend is not implemented yet"), "%s", r->err);
 	struct stat st;

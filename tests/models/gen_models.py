@@ -8,19 +8,26 @@ It writes valid models (every initializer storage form, external data, every
 attribute type, Constant forms, symbolic dims, a shape mismatch, a small MLP
 with backend-test data) and deliberately broken inputs (empty, truncated,
 random bytes, unknown ops, a dangling input, a cycle, bad external data, a
-duplicated output name).  See hand/README.md for what each test should assert.
+duplicated output name).  json/ holds JSON twins of several valid models
+(onnx's JSON form, plus variants in the other spellings protobuf's JSON parser
+takes) and json_bad/ tiny broken JSON files.  See hand/README.md for what
+each test should assert.
 
 Output is deterministic: fixed seeds, no timestamps, and models are written
 with SerializeToString() rather than onnx.save (which would also try to write
-external-data files, including ones that point outside the folder).
-Only onnx, numpy and the standard library are used.
+external-data files, including ones that point outside the folder); JSON
+with onnx's JSON serializer, the one onnx.save(..., format="json") uses (the
+same bytes for models without external data).  Only onnx (with the protobuf
+package it depends on), numpy and the standard library are used.
 """
 
+import json
 import os
 import sys
 
 import numpy as np
 import onnx
+from google.protobuf import json_format
 from onnx import TensorProto, helper, numpy_helper
 
 IR_VERSION = 10
@@ -345,6 +352,137 @@ def gen_bad_external(outdir):
     external_model(outdir, "ext_abs", external("w", [4], "/etc/passwd", offset=0, length=16))
 
 
+# ------------------------------------------------------------ JSON forms
+
+# Binary models written above that get a JSON twin in json/ (same stem;
+# small_mlp/model.onnx becomes small_mlp.json).
+JSON_TWINS = ("storage.onnx", "external.onnx", "attrs.onnx", "constants.onnx",
+              "symbolic.onnx", "small_mlp/model.onnx")
+
+# Fields of 64-bit integers (written as strings) and of enums (written as
+# names), in their JSON names: protobuf's parser also takes numbers for both.
+INT64_FIELDS = ("irVersion", "version", "dims", "dimValue", "i", "ints")
+ENUM_FIELDS = {"type": onnx.AttributeProto.AttributeType,
+               "dataLocation": TensorProto.DataLocation}
+
+
+def onnx_json(model, **options):
+    """The model as onnx.save(model, path, format="json") writes it (onnx's
+    JSON serializer is MessageToJson with the proto field names), or, with
+    options, as MessageToJson with those options writes it.  Checks that the
+    text is deterministic and parses back to the same model."""
+    if options:
+        write = lambda m: json_format.MessageToJson(m, **options).encode("utf-8")
+    else:
+        write = onnx.serialization.registry.get("json").serialize_proto
+    data = write(model)
+    again = write(onnx.ModelProto.FromString(model.SerializeToString()))
+    assert data == again, "onnx's JSON output is not deterministic"
+    return checked_json(data, model)
+
+
+def checked_json(data, model):
+    back = json_format.Parse(data, onnx.ModelProto())
+    assert back.SerializeToString() == model.SerializeToString(), "JSON does not round-trip"
+    return data
+
+
+def read_model(path):
+    """A model written above, as bytes on disk (external data not loaded)."""
+    with open(path, "rb") as f:
+        return onnx.ModelProto.FromString(f.read())
+
+
+def as_numbers(value, key=None):
+    """JSON (as Python objects) with 64-bit integers and enums as numbers."""
+    if isinstance(value, dict):
+        return {k: as_numbers(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_numbers(v, key) for v in value]
+    if key in INT64_FIELDS and isinstance(value, str):
+        return int(value)
+    if key in ENUM_FIELDS and isinstance(value, str):
+        return ENUM_FIELDS[key].Value(value)
+    return value
+
+
+def gen_json(outdir):
+    folder = os.path.join(outdir, "json")
+    for rel in JSON_TWINS:
+        stem = rel.split("/")[0].replace(".onnx", "")
+        write_bytes(os.path.join(folder, stem + ".json"),
+                    onnx_json(read_model(os.path.join(outdir, rel))))
+    with open(os.path.join(outdir, "external.bin"), "rb") as f:
+        write_bytes(os.path.join(folder, "external.bin"), f.read())
+    # the other spellings: lowerCamelCase names; numbers for int64 and enums
+    storage = read_model(os.path.join(outdir, "storage.onnx"))
+    write_bytes(os.path.join(folder, "storage_camel.json"), onnx_json(storage, indent=1))
+    for stem in ("attrs", "external"):
+        model = read_model(os.path.join(outdir, stem + ".onnx"))
+        text = json.loads(onnx_json(model, indent=1))
+        data = json.dumps(as_numbers(text), indent=1).encode("utf-8")
+        write_bytes(os.path.join(folder, stem + "_numbers.json"), checked_json(data, model))
+
+
+def tiny_json_model():
+    """x + w -> y with a raw float32 initializer w [2], as camelCase JSON
+    objects: the base that each json_bad/ file breaks in one place."""
+    node = helper.make_node("Add", ["x", "w"], ["y"], name="n1")
+    w = numpy_helper.from_array(np.array([1, 2], np.float32), "w")
+    graph = helper.make_graph([node], "bad", [value_info("x", F32, [2])],
+                              [value_info("y", F32, [2])], initializer=[w])
+    return json.loads(onnx_json(make_model(graph), indent=1))
+
+
+def break_graph(path, value):
+    """A function that sets graph[path...] = value in a fresh tiny model."""
+    def apply(m):
+        at = m["graph"]
+        for key in path[:-1]:
+            at = at[key]
+        at[path[-1]] = value
+        return m
+    return apply
+
+
+EXTERNAL_ESCAPE = {"name": "w", "dims": ["2"], "dataType": 1,
+                   "externalData": [{"key": "location", "value": "../external.bin"}],
+                   "dataLocation": "EXTERNAL"}
+
+# json_bad/ files made by breaking the tiny model in one place
+BAD_JSON = {
+    "graph_string": lambda m: dict(m, graph="main"),
+    "dims_not_array": break_graph(["initializer", 0, "dims"], "2"),
+    "input_name_number": break_graph(["input", 0, "name"], 5),
+    "node_input_string": break_graph(["node", 0, "input"], "x"),
+    "bad_base64": break_graph(["initializer", 0, "rawData"], "AACAP*AAAEA="),
+    "bad_padding": break_graph(["initializer", 0, "rawData"], "AACAPwAAAEA=="),
+    "ext_escape": break_graph(["initializer", 0], EXTERNAL_ESCAPE),
+    "dangling": break_graph(["node", 0, "input"], ["x", "ghost"]),
+    "unknown_dtype": break_graph(["initializer", 0, "dataType"], 99),
+    "bad_enum": break_graph(["node", 0, "attribute"], [{"name": "axis", "i": "0", "type": "INTEGER"}]),
+    "inexact_number": break_graph(["initializer", 0, "dims"], [9007199254740993]),
+    "both_spellings": break_graph(["initializer", 0, "raw_data"], "AACAPwAAAEA="),
+    "dim_oneof": break_graph(["input", 0, "type", "tensorType", "shape", "dim", 0],
+                             {"dimValue": "2", "dimParam": "n"}),
+}
+
+
+def gen_bad_json(outdir):
+    folder = os.path.join(outdir, "json_bad")
+    for name, breaks in BAD_JSON.items():
+        data = json.dumps(breaks(tiny_json_model()), indent=1).encode("utf-8")
+        write_bytes(os.path.join(folder, name + ".json"), data)
+    text = json.dumps(tiny_json_model(), indent=1).encode("utf-8")
+    write_bytes(os.path.join(folder, "truncated.json"), text[: len(text) // 2])
+    write_bytes(os.path.join(folder, "malformed.json"),  # no comma after line 2
+                text.replace(b'"irVersion": "10",', b'"irVersion": "10"', 1))
+    write_bytes(os.path.join(folder, "not_object.json"), b"[1, 2]\n")
+    write_bytes(os.path.join(folder, "no_graph.json"), b"{}\n")
+    write_bytes(os.path.join(folder, "empty.json"), b"")
+    write_bytes(os.path.join(folder, "nul_byte.json"), b'{"irVersion": "10"\x00}\n')
+
+
 # -------------------------------------------------------------------- main
 
 def main(argv):
@@ -365,6 +503,8 @@ def main(argv):
     gen_cycle(outdir)
     gen_dup_output(outdir)
     gen_bad_external(outdir)
+    gen_json(outdir)
+    gen_bad_json(outdir)
     print("wrote models to", outdir)
 
 
