@@ -17,7 +17,9 @@
  * ops outside the op table are kept (mkc info reports them); the compile
  * driver refuses them.
  */
-#include "reader.h"
+#include "frontend.h"
+
+#include "onnx.pb-c.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -616,46 +618,35 @@ read_graph(reader *r, const Onnx__ModelProto *m)
 	return mkc_graph_sort(g);
 }
 
-int
-mkc_onnx_map_model(mkc_ctx *c, const char *path, const void **bytes,
-		   size_t *size)
-{
-	const char *err;
-	if (map_file(c->arena, path, bytes, size, &err) != 0)
-		return mkc_error(c, "%s: cannot read: %s", path, err);
-	if (*size == 0)
-		return mkc_error(c, "%s: the file is empty", path);
-	return 0;
-}
-
-mkc_graph *
-mkc_onnx_build(mkc_ctx *c, const char *path, const Onnx__ModelProto *m)
-{
-	if (!m->graph) {
-		mkc_error(c, "%s: not an ONNX model: it holds no graph", path);
-		return NULL;
-	}
-	mkc_graph *g = mkc_graph_create(c, path);
-	reader r = {g, c, "model"};
-	mkc_progress(c, "%s: read %zu nodes, %zu initializers", path,
-		     m->graph->n_node, m->graph->n_initializer);
-	return read_graph(&r, m) == 0 ? g : NULL;
-}
-
 mkc_graph *
 mkc_onnx_load(mkc_ctx *c, const char *path)
 {
+	mkc_graph *g = mkc_graph_create(c, path);
+	reader r = {g, c, "model"};
 	const void *bytes;
 	size_t size;
-	if (mkc_onnx_map_model(c, path, &bytes, &size) != 0)
+	const char *err;
+	if (map_file(c->arena, path, &bytes, &size, &err) != 0) {
+		mkc_error(c, "%s: cannot read: %s", path, err);
 		return NULL;
+	}
+	if (size == 0) {
+		mkc_error(c, "%s: the file is empty", path);
+		return NULL;
+	}
 	ProtobufCAllocator alloc = {pb_alloc, pb_free, c->arena};
 	Onnx__ModelProto *m = onnx__model_proto__unpack(&alloc, size, bytes);
 	if (!m) {
 		mkc_error(c, "%s: not an ONNX model: the protobuf data is malformed or truncated", path);
 		return NULL;
 	}
-	return mkc_onnx_build(c, path, m);
+	if (!m->graph) {
+		mkc_error(c, "%s: not an ONNX model: it holds no graph", path);
+		return NULL;
+	}
+	mkc_progress(c, "%s: read %zu nodes, %zu initializers", path,
+		     m->graph->n_node, m->graph->n_initializer);
+	return read_graph(&r, m) == 0 ? g : NULL;
 }
 
 int
