@@ -34,6 +34,7 @@ typedef struct {
 	unsigned shuffle;
 	double tol;
 	bool tsan, keep, verbose;
+	int drop_wait;   /* testing mkc itself: a task whose wait is removed */
 } test_options;
 
 static int
@@ -322,8 +323,14 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 	mkc_driver_options d = {o->workers, NULL};
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.c", work), "model", "mkc test",
 			       4096, 4096};
-	if (!(g = mkc_load_model(c, model)) || mkc_run_passes(g, &d, &p) != 0 ||
-	    mkc_emit(p, mkc_target_find(o->target), &eo) != 0) {
+	bool ok = (g = mkc_load_model(c, model)) && mkc_run_passes(g, &d, &p) == 0;
+	if (ok && o->drop_wait >= 0 && o->drop_wait < p->tasks.n) {
+		/* after verify, on purpose: the emitted code is now unsafe */
+		MKC_TASK(p, o->drop_wait)->nwaits = 0;
+		fprintf(stderr, "mkc test: dropped the wait of task %d (%s)\n", o->drop_wait,
+			MKC_TASK(p, o->drop_wait)->node->name);
+	}
+	if (!ok || mkc_emit(p, mkc_target_find(o->target), &eo) != 0) {
 		printf("FAIL %s: %s", dir, c->errors ? c->errors : "does not compile\n");
 		(*failed)++;
 		mkc_ctx_destroy(c);
@@ -366,12 +373,14 @@ static const char test_usage[] =
 	"  --tolerance T   largest relative L2 error (default 1e-5)\n"
 	"  --tsan          build the emitted code with ThreadSanitizer\n"
 	"  --keep          keep the scratch folders (their paths go to stderr)\n"
+	"  --drop-wait T   testing mkc itself: remove task T's wait after the\n"
+	"                  schedule proof, so that the race tests must fail\n"
 	"  --target c      the only target that runs here\n";
 
 int
 mkc_test_main(int argc, char **argv)
 {
-	test_options o = {"c", 0, 0, 3, 0, 1e-5, false, false, false};
+	test_options o = {"c", 0, 0, 3, 0, 1e-5, false, false, false, -1};
 	const char **dirs = calloc((size_t)argc, sizeof *dirs);
 	int ndirs = 0;
 	if (!dirs)
@@ -390,6 +399,8 @@ mkc_test_main(int argc, char **argv)
 			o.steps = (int)strtol(argv[++i], &end, 10);
 		else if (!strcmp(a, "--tolerance") && has)
 			o.tol = strtod(argv[++i], &end);
+		else if (!strcmp(a, "--drop-wait") && has)
+			o.drop_wait = (int)strtol(argv[++i], &end, 10);
 		else if (!strcmp(a, "--target") && has)
 			o.target = argv[++i];
 		else if (!strcmp(a, "--tsan"))
