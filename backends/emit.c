@@ -16,13 +16,14 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const c_runtime[] = {mkc_rt_c_exec, NULL};
 
 const mkc_target mkc_target_c = {
 	.name = "c",
-	.headers = "#include <math.h>\n#include <pthread.h>\n#include <sched.h>\n"
+	.headers = "#define _POSIX_C_SOURCE 200809L\n#include <math.h>\n#include <pthread.h>\n#include <sched.h>\n"
 		   "#include <stdarg.h>\n#include <stdatomic.h>\n#include <stdint.h>\n"
 		   "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
 		   "#include <time.h>\n",
@@ -394,6 +395,9 @@ open_temp(mkc_ctx *c, const char *path, char **tmp)
 		mkc_error(c, "%s: cannot write: %s", path, strerror(errno));
 		return NULL;
 	}
+	mode_t mask = umask(0);   /* mkstemp makes 0600; give the usual 0666 & ~umask */
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
 	return fdopen(fd, "w");
 }
 

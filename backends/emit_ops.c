@@ -48,6 +48,17 @@ mkc_dimx(const mkc_graph *g, mkc_dim d, char *buf, size_t n)
 	return buf;
 }
 
+/* A float literal that C reads back exactly: "1.0f", "9.99999975e-06f". */
+static const char *
+flit(char *buf, float v)
+{
+	int n = snprintf(buf, 40, "%.9g", (double)v);
+	if (!strpbrk(buf, ".en"))
+		n += snprintf(buf + n, 40 - (size_t)n, ".0");
+	snprintf(buf + n, 40 - (size_t)n, "f");
+	return buf;
+}
+
 static int
 unsupported(mkc_emitter *e, const mkc_node *n, const char *why)
 {
@@ -333,6 +344,7 @@ emit_gemm(mkc_emitter *e, const mkc_node *n)
 	FILE *f = e->f;
 	bool ta = mkc_node_attr_int(n, "transA", 0), tb = mkc_node_attr_int(n, "transB", 0);
 	float alpha = mkc_node_attr_float(n, "alpha", 1), beta = mkc_node_attr_float(n, "beta", 1);
+	char fa[48];
 	decl_all(e, n);
 	fprintf(f, "\tconst int64_t as[3] = {x0_s[%d], 0, 0}, bs[3] = {0, x1_s[%d], 0};\n"
 		"\tconst int64_t K = x0_d[%d], ak = x0_s[%d], bk = x1_s[%d];\n",
@@ -344,9 +356,9 @@ emit_gemm(mkc_emitter *e, const mkc_node *n)
 	fprintf(f, "\t\tconst float *pa = x0 + mkc_rt_dot(idx, as, 2);\n"
 		"\t\tconst float *pb = x1 + mkc_rt_dot(idx, bs, 2);\n\t\tfloat acc = 0;\n"
 		"\t\tfor (int64_t k = 0; k < K; k++)\n\t\t\tacc += pa[k * ak] * pb[k * bk];\n"
-		"\t\ty[oy] = %.9gf * acc", alpha);
+		"\t\ty[oy] = %s * acc", flit(fa, alpha));
 	if (c)
-		fprintf(f, " + %.9gf * x2[mkc_rt_dot(idx, cs, 2)]", beta);
+		fprintf(f, " + %s * x2[mkc_rt_dot(idx, cs, 2)]", flit(fa, beta));
 	fputs(";\n\t}\n", f);
 	return 0;
 }
@@ -409,6 +421,7 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 		return unsupported(e, n, "the mean and inverse deviation outputs");
 	int axis = row_axis(e->p->g, n, -1);
 	float eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
+	char fe[48];
 	decl_all(e, n);
 	/* scale and bias are indexed by the element's place in the row: they
 	 * hold the whole row, or one value (infer checked they broadcast) */
@@ -419,9 +432,9 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 	if (layer)
 		fputs("\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tmean += px[j];\n\t\tmean /= (float)len;\n", f);
 	fprintf(f, "\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tss += (px[j] - mean) * (px[j] - mean);\n"
-		"\t\tfloat inv = 1.0f / sqrtf(ss / (float)len + %.9gf);\n"
+		"\t\tfloat inv = 1.0f / sqrtf(ss / (float)len + %s);\n"
 		"\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tpy[j] = (px[j] - mean) * inv * x1[j %% wn]%s;\n\t}\n",
-		eps, layer && n->nin > 2 && n->in[2] ? " + x2[j % wn]" : "");
+		flit(fe, eps), layer && n->nin > 2 && n->in[2] ? " + x2[j % wn]" : "");
 	return 0;
 }
 
@@ -485,10 +498,11 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 		return unsupported(e, n, "the QK^T output");
 	bool mask = n->nin > 3 && n->in[3], past = n->nin > 4 && n->in[4];
 	float softcap = mkc_node_attr_float(n, "softcap", 0);
+	char fa[48], fb[48];
 	const mkc_attr *sa = mkc_node_attr(n, "scale");
 	decl_all(e, n);
 	if (sa)
-		fprintf(f, "\tconst float scale = %.9gf;\n", sa->f);
+		fprintf(f, "\tconst float scale = %s;\n", flit(fa, sa->f));
 	else
 		fputs("\tconst float scale = 1.0f / sqrtf((float)x0_d[3]);\n", f);
 	fprintf(f, "\tconst int64_t B = x0_d[0], Hq = x0_d[1], Sq = x0_d[2], D = x0_d[3];\n"
@@ -510,7 +524,7 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 	fputs("\t\t\tfloat v = 0;\n\t\t\tfor (int64_t d = 0; d < D; d++)\n\t\t\t\tv += pq[d] * pk[d];\n"
 	      "\t\t\tv *= scale;\n", f);
 	if (softcap > 0)
-		fprintf(f, "\t\t\tv = %.9gf * tanhf(v / %.9gf);\n", softcap, softcap);
+		fprintf(f, "\t\t\tv = %s * tanhf(v / %s);\n", flit(fa, softcap), flit(fb, softcap));
 	if (mask) {
 		fputs("\t\t\tconst int64_t mo = b * ms[0] + h * ms[1] + s * ms[2] + t * ms[3];\n", f);
 		if (n->in[3]->dtype == MKC_DT_BOOL)
