@@ -5,7 +5,7 @@ BUILD ?= build
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 PROTOC_C ?= protoc-c
 
-WARN = -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+WARN = -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-truncation
 CFLAGS ?= -O2 -g
 SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 ifeq ($(SAN),1)
@@ -20,12 +20,15 @@ ALL_CFLAGS = -std=c11 -D_DEFAULT_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) $(CFLAGS)
 # libcjson-dev ships no static library, so build/mkc needs libcjson.so.1.
 LIBS = -l:libprotobuf-c.a -lcjson -lm
 
-LIB_SRC = $(wildcard ir/*.c) $(wildcard passes/*.c) \
-	$(filter-out compiler/main.c,$(wildcard compiler/*.c))
+LIB_SRC = $(wildcard ir/*.c) $(wildcard passes/*.c) $(wildcard backends/*.c) \
+	$(wildcard backends/*/*.c) $(filter-out compiler/main.c,$(wildcard compiler/*.c))
 GEN_SRC = $(BUILD)/gen/onnx.pb-c.c
+# runtime/ is C text that the emitter writes into every output file
+RUNTIME = runtime/common.h runtime/api_h.h runtime/c/exec.h runtime/c/api.h
 TEST_SRC = $(wildcard tests/*/*.c)
 
-LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o
+LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o \
+	$(BUILD)/obj/gen/runtime_text.o
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all test check-models sanitize conformance format lint clean help
@@ -40,6 +43,17 @@ $(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h: $(ONNX_PROTO)
 	@mkdir -p $(BUILD)/gen
 	cp $(ONNX_PROTO) $(BUILD)/gen/onnx.proto
 	cd $(BUILD)/gen && $(PROTOC_C) --c_out=. onnx.proto
+
+$(BUILD)/gen/runtime_text.c: $(RUNTIME) tools/embed.sh
+	@mkdir -p $(BUILD)/gen
+	{ sh tools/embed.sh mkc_rt_common runtime/common.h; \
+	  sh tools/embed.sh mkc_rt_api_h runtime/api_h.h; \
+	  sh tools/embed.sh mkc_rt_c_exec runtime/c/exec.h; \
+	  sh tools/embed.sh mkc_rt_c_api runtime/c/api.h; } > $@
+
+$(BUILD)/obj/gen/runtime_text.o: $(BUILD)/gen/runtime_text.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(CFLAGS) -c $< -o $@
 
 # the generated reader is not ours to warn about
 $(BUILD)/obj/gen/onnx.pb-c.o: $(GEN_SRC)

@@ -9,6 +9,8 @@
  */
 #include "frontend.h"
 #include "passes.h"
+#include "../backends/emit.h"
+#include "driver.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 static const char usage[] =
 	"usage: mkc MODEL [-o OUT] [options]   compile a model\n"
 	"       mkc info MODEL                  summarise a model\n"
+	"       mkc test [options] DIR...       run golden tests (mkc test --help)\n"
 	"\n"
 	"MODEL is an .onnx file, an ONNX-JSON .json file, or a folder holding\n"
 	"model.onnx.\n"
@@ -29,39 +32,25 @@ static const char usage[] =
 	"                     or dce; the task plan after tile, deps, events,\n"
 	"                     schedule or verify\n"
 	"  --workers N        persistent workers to schedule for (default 8)\n"
+	"  --max-dim N        largest value of every symbolic dimension (past_len)\n"
+	"                     the emitted code accepts (default 4096)\n"
 	"  -v, --verbose      report progress on stderr\n"
 	"  -h, --help         this text\n"
 	"  --version          mkc's version\n"
 	"\n"
 	"Without -o, mkc reads the model, runs every pass (the schedule proof\n"
-	"included) and reports the result. Code generation is not implemented\n"
-	"yet: with -o, mkc runs the passes and then stops with an error, writing\n"
-	"nothing.\n";
+	"included) and reports the result. With -o, it also writes OUT and its\n"
+	"header (OUT with .h); on any error it writes neither. The c target is\n"
+	"implemented; cuda and hip are not yet.\n";
 
 typedef struct {
 	const char *model, *out, *target, *name, *dump_after;
 	int verbose;
 	int workers;
+	int64_t max_dim;
+	const char *command_line;
 } options;
 
-/* Graph passes run on the graph, plan passes on the task plan made after them. */
-typedef struct {
-	const char *name;
-	int (*graph)(mkc_graph *g);
-	int (*plan)(mkc_plan *p);
-} pass;
-
-static const pass passes[] = {
-	{"infer", mkc_pass_infer, NULL},
-	{"dce", mkc_pass_dce, NULL},
-	{"tile", NULL, mkc_pass_tile},
-	{"deps", NULL, mkc_pass_deps},
-	{"events", NULL, mkc_pass_events},
-	{"schedule", NULL, mkc_pass_schedule},
-	{"verify", NULL, mkc_pass_verify},
-};
-
-enum { NPASSES = sizeof passes / sizeof passes[0] };
 
 static int
 bad_usage(const char *fmt, const char *arg)
@@ -70,17 +59,6 @@ bad_usage(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fputs("\n(mkc --help lists the options)\n", stderr);
 	return 2;
-}
-
-static bool
-known_pass(const char *p)
-{
-	if (strcmp(p, "load") == 0)
-		return true;
-	for (int i = 0; i < NPASSES; i++)
-		if (strcmp(passes[i].name, p) == 0)
-			return true;
-	return false;
 }
 
 static const char *
@@ -103,12 +81,17 @@ parse_args(int argc, char **argv, int from, options *o)
 {
 	for (int i = from; i < argc; i++) {
 		const char *a = argv[i];
-		if (strcmp(a, "--workers") == 0) {
-			char *end;
-			long w = i + 1 < argc ? strtol(argv[++i], &end, 10) : 0;
-			if (w < 1 || w > 4096 || *end)
-				return bad_usage("%s needs a worker count from 1 to 4096", a);
-			o->workers = (int)w;
+		if (strcmp(a, "--workers") == 0 || strcmp(a, "--max-dim") == 0) {
+			char *end = "";
+			long long v = i + 1 < argc ? strtoll(argv[++i], &end, 10) : 0;
+			bool w = a[2] == 'w';
+			if (v < 1 || v > (w ? 4096 : 1LL << 40) || *end)
+				return bad_usage(w ? "%s needs a worker count from 1 to 4096"
+						   : "%s needs a positive size", a);
+			if (w)
+				o->workers = (int)v;
+			else
+				o->max_dim = v;
 		} else if (strcmp(a, "-o") == 0 || strcmp(a, "--target") == 0 ||
 		    strcmp(a, "--name") == 0) {
 			if (i + 1 >= argc)
@@ -122,7 +105,7 @@ parse_args(int argc, char **argv, int from, options *o)
 				o->name = v;
 		} else if (strncmp(a, "--dump-after=", 13) == 0) {
 			o->dump_after = a + 13;
-			if (!known_pass(o->dump_after))
+			if (!mkc_pass_known(o->dump_after))
 				return bad_usage("--dump-after: no pass is called '%s' (see --help)",
 						 o->dump_after);
 		} else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
@@ -152,42 +135,6 @@ report(mkc_ctx *c)
 		fputs(c->errors, stderr);
 }
 
-/*
- * Runs every pass, dumping and checking between them. The plan is made
- * before the first plan pass and returned through *plan.
- */
-static int
-run_passes(mkc_graph *g, const options *o, mkc_plan **plan)
-{
-	mkc_target_params tp = {
-		.nworkers = o->workers ? o->workers : 8,
-		.min_tile_elems = 4096,
-		.matmul_tile_cols = 64,
-	};
-	mkc_plan *p = NULL;
-	if (o->dump_after && strcmp(o->dump_after, "load") == 0)
-		mkc_dump_graph(stdout, g);
-	if (mkc_verify_graph(g, false) != 0)
-		return -1;
-	for (int i = 0; i < NPASSES; i++) {
-		const pass *ps = &passes[i];
-		mkc_progress(g->ctx, "pass %s", ps->name);
-		if (ps->plan && !p)
-			p = mkc_plan_create(g, &tp);
-		if (ps->graph ? ps->graph(g) != 0 : ps->plan(p) != 0)
-			return -1;
-		bool dump = o->dump_after && strcmp(o->dump_after, ps->name) == 0;
-		if (ps->graph && dump)
-			mkc_dump_graph(stdout, g);
-		if (ps->plan && dump)
-			mkc_dump_plan(stdout, p);
-		if (ps->graph && mkc_verify_graph(g, true) != 0)
-			return -1;
-	}
-	*plan = p;
-	return 0;
-}
-
 static int
 compile(const options *o)
 {
@@ -196,12 +143,28 @@ compile(const options *o)
 	int rc = 1;
 	mkc_graph *g = mkc_load_model(c, o->model);
 	mkc_plan *p = NULL;
-	if (!g || run_passes(g, o, &p) != 0)
+	mkc_driver_options d = {o->workers, o->dump_after};
+	if (!g || mkc_run_passes(g, &d, &p) != 0)
 		goto out;
 	if (o->out) {
-		fprintf(stderr, "mkc: %s: the %s backend is not implemented yet; "
-			"the graph passes succeeded; nothing was written to %s\n",
-			o->model, o->target, o->out);
+		const mkc_target *t = mkc_target_find(o->target);
+		if (!t) {
+			fprintf(stderr, "mkc: %s: the %s backend is not implemented yet; "
+				"the passes succeeded; nothing was written to %s\n",
+				o->model, o->target, o->out);
+			goto out;
+		}
+		mkc_emit_options eo = {
+			.out_path = o->out,
+			.prefix = o->name,
+			.command_line = o->command_line,
+			.max_dim = o->max_dim ? o->max_dim : 4096,
+			.embed_limit = 4096,
+		};
+		if (mkc_emit(p, t, &eo) != 0)
+			goto out;
+		mkc_progress(c, "wrote %s", o->out);
+		rc = 0;
 		goto out;
 	}
 	fprintf(stderr, "mkc: %s: %d nodes, %d tasks, %d events, %lld edges on %d workers; "
@@ -342,7 +305,24 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "info") == 0)
 		return info(argc, argv);
+	if (strcmp(argv[1], "test") == 0)
+		return mkc_test_main(argc, argv);
 	options o = {0};
 	int rc = parse_args(argc, argv, 1, &o);
-	return rc ? rc : compile(&o);
+	if (rc)
+		return rc;
+	/* the command line goes into the emitted file's provenance header */
+	size_t len = 1;
+	for (int i = 0; i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	char *cmd = calloc(1, len);
+	for (int i = 0; cmd && i < argc; i++) {
+		strcat(cmd, argv[i]);
+		if (i + 1 < argc)
+			strcat(cmd, " ");
+	}
+	o.command_line = cmd;
+	rc = compile(&o);
+	free(cmd);
+	return rc;
 }

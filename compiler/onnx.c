@@ -493,6 +493,7 @@ read_initializers(reader *r, const Onnx__GraphProto *gp)
 			return fail(r, "is defined twice");
 		mkc_tensor *t = mkc_graph_tensor(g, tp->name);
 		t->kind = MKC_TK_WEIGHT;
+		t->initializer = true;
 		if (read_tensor(r, tp, t) != 0)
 			return -1;
 	}

@@ -97,6 +97,7 @@ typedef struct mkc_tensor {
 	/* Compile-time value: bytes (little endian, dense, row major). */
 	const void *data;
 	size_t nbytes;
+	bool initializer;          /* the model file holds the bytes (by name) */
 	const char *ext_file;      /* external data file, NULL when inline */
 	uint64_t ext_offset;
 

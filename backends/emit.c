@@ -1,0 +1,439 @@
+/*
+ * emit.c - the file structure of emitted code. See emit.h; the tile
+ * functions themselves come from emit_ops.c.
+ *
+ * Layout of the emitted .c/.cu:
+ *   provenance comment; target headers; runtime/common.h;
+ *   the public declarations (the same text as the header);
+ *   sizes (#defines), symbol names and maxima, embedded data, the tensor
+ *   table, the task table (node, output box, wait event, signal list), the
+ *   event table (threshold, producers) and the per-worker queues;
+ *   the target runtime (model object, executor, weight loading);
+ *   the tile functions, mkc_run_task, mkc_fill_symvals; the public API.
+ */
+#include "emit.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const c_runtime[] = {mkc_rt_c_exec, NULL};
+
+const mkc_target mkc_target_c = {
+	.name = "c",
+	.headers = "#define _POSIX_C_SOURCE 200809L\n#include <math.h>\n#include <pthread.h>\n#include <sched.h>\n"
+		   "#include <stdarg.h>\n#include <stdatomic.h>\n#include <stdint.h>\n"
+		   "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+		   "#include <time.h>\n",
+	.runtime = c_runtime,
+	.fn_qual = "static",
+	.half_types = false,
+};
+
+const mkc_target *
+mkc_target_find(const char *name)
+{
+	if (strcmp(name, "c") == 0)
+		return &mkc_target_c;
+	return NULL;
+}
+
+/* Writes text with every "$P" replaced by the prefix. */
+static void
+put_template(FILE *f, const char *text, const char *prefix)
+{
+	for (const char *s = text; *s; s++) {
+		if (s[0] == '$' && s[1] == 'P') {
+			fputs(prefix, f);
+			s++;
+		} else {
+			fputc(*s, f);
+		}
+	}
+}
+
+/* A C identifier from the output file's stem. */
+static char *
+prefix_of(mkc_arena *a, const char *out)
+{
+	const char *base = strrchr(out, '/');
+	base = base ? base + 1 : out;
+	const char *dot = strchr(base, '.');
+	size_t n = dot ? (size_t)(dot - base) : strlen(base);
+	char *p = mkc_arena_alloc(a, n + 2);
+	size_t k = 0;
+	if (n == 0 || (base[0] >= '0' && base[0] <= '9'))
+		p[k++] = 'm';
+	for (size_t i = 0; i < n; i++) {
+		char c = base[i];
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '_';
+		p[k++] = ok ? c : '_';
+	}
+	return p;
+}
+
+static const char *
+header_path(mkc_arena *a, const char *out)
+{
+	const char *dot = strrchr(out, '.');
+	const char *slash = strrchr(out, '/');
+	size_t n = dot && (!slash || dot > slash) ? (size_t)(dot - out) : strlen(out);
+	return mkc_arena_printf(a, "%.*s.h", (int)n, out);
+}
+
+/* The FNV-1a hash of the model file, for the provenance header. */
+static uint64_t
+hash_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	uint64_t h = 1469598103934665603ull;
+	if (!f)
+		return 0;
+	unsigned char buf[65536];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+		for (size_t i = 0; i < n; i++)
+			h = (h ^ buf[i]) * 1099511628211ull;
+	fclose(f);
+	return h;
+}
+
+static void
+put_dim(FILE *f, mkc_dim d)
+{
+	if (mkc_dim_is_const(d))
+		fprintf(f, "{%lld, 0, -1}", (long long)d.c);
+	else
+		fprintf(f, "{%lld, %lld, %d}", (long long)d.c, (long long)d.k, d.sym);
+}
+
+static bool
+needs_table(const mkc_tensor *t)
+{
+	return t->kind == MKC_TK_INPUT || t->kind == MKC_TK_OUTPUT;
+}
+
+/* Numbers every tensor a task touches, and the graph inputs and outputs. */
+static int
+number_tensors(mkc_emitter *e)
+{
+	mkc_graph *g = e->p->g;
+	e->index = mkc_arena_alloc(g->ctx->arena, (size_t)(g->tensors.n + 1) * sizeof *e->index);
+	for (int i = 0; i < g->tensors.n; i++)
+		e->index[i] = -1;
+	int n = 0;
+	for (int i = 0; i < g->tensors.n; i++)
+		if (needs_table(MKC_TENSOR(g, i)))
+			e->index[i] = n++;
+	for (int i = 0; i < e->p->tasks.n; i++) {
+		mkc_task *t = MKC_TASK(e->p, i);
+		for (int k = 0; k < t->nreads + t->nwrites; k++) {
+			mkc_tensor *x = k < t->nreads ? t->reads[k].t : t->writes[k - t->nreads].t;
+			if (e->index[x->id] < 0)
+				e->index[x->id] = n++;
+		}
+	}
+	return n;
+}
+
+static int
+rt_kind(const mkc_tensor *t)
+{
+	if (t->kind == MKC_TK_INPUT)
+		return 1;
+	if (t->kind == MKC_TK_OUTPUT)
+		return 2;
+	if (t->kind == MKC_TK_WEIGHT && t->data)
+		return 3;
+	if (t->kind == MKC_TK_WEIGHT && t->symval)
+		return 4;
+	if (t->kind == MKC_TK_WEIGHT && t->nbytes == 0)
+		return 3;   /* an empty weight */
+	return 0;
+}
+
+/* Folded values and small initializers go into the file itself. */
+static bool
+embedded(const mkc_tensor *t, const mkc_emit_options *o)
+{
+	return rt_kind(t) == 3 && (!t->initializer || (int64_t)t->nbytes <= o->embed_limit);
+}
+
+static void
+put_bytes(FILE *f, const char *name, const void *data, size_t n)
+{
+	/* 16-byte aligned, so any element type can be read from it */
+	fprintf(f, "static const unsigned char %s[%zu] __attribute__((aligned(16))) = {", name,
+		n ? n : 1);
+	const unsigned char *b = data;
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s%u,", i % 24 ? "" : "\n\t", b[i]);
+	fputs(n ? "\n};\n" : "0};\n", f);
+}
+
+static int
+emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
+{
+	FILE *f = e->f;
+	mkc_graph *g = e->p->g;
+	mkc_tensor **by_index = mkc_arena_alloc(g->ctx->arena, (size_t)(ntensors + 1) * sizeof *by_index);
+	for (int i = 0; i < g->tensors.n; i++)
+		if (e->index[i] >= 0)
+			by_index[e->index[i]] = MKC_TENSOR(g, i);
+	for (int i = 0; i < ntensors; i++) {
+		const mkc_tensor *t = by_index[i];
+		if (!mkc_ctype(e, t->dtype))
+			return mkc_error(g->ctx, "%s: tensor '%s' is %s, which the %s target does not handle yet",
+					 g->path, t->name, mkc_dtype_name(t->dtype), e->t->name);
+		if (embedded(t, o)) {
+			char nm[32];
+			snprintf(nm, sizeof nm, "mkc_data_%d", i);
+			put_bytes(f, nm, t->data, t->nbytes);
+		}
+	}
+	fprintf(f, "\nstatic const mkc_rt_tensor_info mkc_tensors[MKC_NTENSORS] = {\n");
+	for (int i = 0; i < ntensors; i++) {
+		const mkc_tensor *t = by_index[i];
+		int kind = rt_kind(t);
+		fprintf(f, "\t{\"%s\", %d, %zu, %d, %d, {", t->name, (int)t->dtype,
+			mkc_dtype_size(t->dtype), t->rank, kind);
+		for (int d = 0; d < t->rank; d++) {
+			fputs(d ? ", " : "", f);
+			put_dim(f, t->shape[d]);
+		}
+		if (embedded(t, o))
+			fprintf(f, "}, mkc_data_%d},\n", i);
+		else
+			fprintf(f, "}, NULL},\n");
+	}
+	fputs("};\n", f);
+	return 0;
+}
+
+static void
+emit_io(mkc_emitter *e)
+{
+	FILE *f = e->f;
+	mkc_graph *g = e->p->g;
+	fprintf(f, "\nstatic const int mkc_inputs[MKC_NINPUTS + 1] = {");
+	for (int i = 0; i < g->inputs.n; i++)
+		fprintf(f, "%d, ", e->index[MKC_INPUT(g, i)->id]);
+	fprintf(f, "-1};\nstatic const int mkc_outputs[MKC_NOUTPUTS + 1] = {");
+	for (int i = 0; i < g->outputs.n; i++)
+		fprintf(f, "%d, ", e->index[MKC_OUTPUT(g, i)->id]);
+	fprintf(f, "-1};\n");
+}
+
+static void
+emit_syms(mkc_emitter *e, const mkc_emit_options *o)
+{
+	FILE *f = e->f;
+	mkc_graph *g = e->p->g;
+	fprintf(f, "\nstatic const char *const mkc_sym_names[MKC_NSYMS + 1] = {");
+	for (int i = 0; i < g->syms.n; i++)
+		fprintf(f, "\"%s\", ", MKC_SYM(g, i));
+	fprintf(f, "NULL};\nstatic const int64_t mkc_sym_max[MKC_NSYMS + 1] = {");
+	for (int i = 0; i < g->syms.n; i++)
+		fprintf(f, "%lld, ", (long long)o->max_dim);
+	fprintf(f, "0};\n");
+}
+
+/* Tasks, events and queues as flat arrays. */
+static void
+emit_schedule(mkc_emitter *e)
+{
+	FILE *f = e->f;
+	mkc_plan *p = e->p;
+	fprintf(f, "\nstatic const char *const mkc_task_name[MKC_NTASKS] = {\n");
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		fprintf(f, "\t\"%s (%s) tile %d/%d\",\n", t->node->name, t->node->op_type, t->tile,
+			t->ntiles);
+	}
+	fprintf(f, "};\nstatic const int mkc_task_wait[MKC_NTASKS] = {");
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		MKC_ASSERT(t->nwaits <= 1);
+		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", t->nwaits ? t->waits[0] : -1);
+	}
+	fprintf(f, "\n};\nstatic const int mkc_task_sig_start[MKC_NTASKS + 1] = {");
+	int k = 0;
+	for (int i = 0; i < p->tasks.n; i++) {
+		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", k);
+		k += MKC_TASK(p, i)->nsignals;
+	}
+	fprintf(f, " %d\n};\nstatic const int mkc_task_sig[%d] = {", k, k + 1);
+	for (int i = 0, c = 0; i < p->tasks.n; i++)
+		for (int s = 0; s < MKC_TASK(p, i)->nsignals; s++, c++)
+			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", MKC_TASK(p, i)->signals[s]);
+	fprintf(f, " -1\n};\nstatic const int mkc_event_threshold[MKC_NEVENTS + 1] = {");
+	for (int i = 0; i < p->events.n; i++)
+		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", MKC_EVENT(p, i)->threshold);
+	fprintf(f, " 0\n};\nstatic const int mkc_event_prod_start[MKC_NEVENTS + 1] = {");
+	k = 0;
+	for (int i = 0; i < p->events.n; i++) {
+		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", k);
+		k += MKC_EVENT(p, i)->nproducers;
+	}
+	fprintf(f, " %d\n};\nstatic const int mkc_event_prod[%d] = {", k, k + 1);
+	for (int i = 0, c = 0; i < p->events.n; i++)
+		for (int s = 0; s < MKC_EVENT(p, i)->nproducers; s++, c++)
+			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", MKC_EVENT(p, i)->producers[s]);
+	fprintf(f, " -1\n};\nstatic const int mkc_queue_start[MKC_NWORKERS + 1] = {");
+	k = 0;
+	for (int w = 0; w < p->tp.nworkers; w++) {
+		fprintf(f, "%s%d,", w % 16 ? " " : "\n\t", k);
+		k += p->qlen[w];
+	}
+	fprintf(f, " %d\n};\nstatic const int mkc_queue[MKC_NTASKS] = {", k);
+	for (int w = 0, c = 0; w < p->tp.nworkers; w++)
+		for (int i = 0; i < p->qlen[w]; i++, c++)
+			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", p->queues[w][i]->id);
+	fprintf(f, "\n};\n");
+}
+
+/* One function per node; mkc_run_task evaluates the task's box and calls it. */
+static int
+emit_nodes(mkc_emitter *e)
+{
+	FILE *f = e->f;
+	mkc_plan *p = e->p;
+	mkc_graph *g = p->g;
+	for (int i = 0; i < g->nodes.n; i++) {
+		const mkc_node *n = MKC_NODE(g, i);
+		fprintf(f, "\n/* ONNX node '%s' (%s%s%s) */\n%s void\nmkc_node_%d(struct mkc_model *m, "
+			"const int64_t *lo, const int64_t *hi)\n{\n", n->name, n->domain,
+			*n->domain ? "." : "", n->op_type, e->t->fn_qual, i);
+		if (mkc_emit_node(e, n) != 0)
+			return -1;
+		fputs("}\n", f);
+	}
+	fprintf(f, "\nstatic void\nmkc_run_task(struct mkc_model *m, int task)\n{\n"
+		"\tint64_t lo[%d], hi[%d];\n\tswitch (task) {\n", MKC_MAX_RANK, MKC_MAX_RANK);
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		int rank = t->node->out[0] ? t->node->out[0]->rank : 0;
+		fprintf(f, "\tcase %d:\n", i);
+		for (int d = 0; d < rank; d++) {
+			char lo[96], hi[96];
+			fprintf(f, "\t\tlo[%d] = %s; hi[%d] = %s;\n", d,
+				mkc_dimx(g, t->out.lo[d], lo, sizeof lo), d,
+				mkc_dimx(g, t->out.hi[d], hi, sizeof hi));
+		}
+		fprintf(f, "\t\tmkc_node_%d(m, lo, hi);\n\t\tbreak;\n", t->node->id);
+	}
+	fprintf(f, "\t}\n\t(void)lo;\n\t(void)hi;\n}\n");
+	return 0;
+}
+
+/* Tensors whose values are symbolic (past_len + 1) are written each step. */
+static void
+emit_symvals(mkc_emitter *e)
+{
+	FILE *f = e->f;
+	mkc_graph *g = e->p->g;
+	fprintf(f, "\nstatic void\nmkc_fill_symvals(struct mkc_model *m)\n{\n");
+	for (int i = 0; i < g->tensors.n; i++) {
+		const mkc_tensor *t = MKC_TENSOR(g, i);
+		if (e->index[i] < 0 || rt_kind(t) != 4)
+			continue;
+		const char *ct = mkc_ctype(e, t->dtype);
+		for (int64_t k = 0; k < t->nsymval; k++) {
+			char b[96];
+			fprintf(f, "\t((%s *)m->buf[%d])[%lld] = (%s)%s;\n", ct, e->index[i],
+				(long long)k, ct, mkc_dimx(g, t->symval[k], b, sizeof b));
+		}
+	}
+	fprintf(f, "\t(void)m;\n}\n");
+}
+
+static int
+emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const char *hname)
+{
+	FILE *f = e->f;
+	mkc_plan *p = e->p;
+	mkc_graph *g = p->g;
+	fprintf(f, "/*\n * %s - generated by mkc %s; do not edit.\n * command: %s\n"
+		" * model: %s (FNV-1a %016llx)\n * target: %s; %d workers, %d tasks, %d events\n"
+		" * API: see %s\n */\n", o->out_path, MKC_VERSION,
+		o->command_line ? o->command_line : "(library call)", g->path,
+		(unsigned long long)hash_file(g->path), e->t->name, p->tp.nworkers, p->tasks.n,
+		p->events.n, hname);
+	fputs(e->t->headers, f);
+	fputs(mkc_rt_common, f);
+	put_template(f, mkc_rt_api_h, prefix);
+	int ntensors = number_tensors(e);
+	fprintf(f, "\n#define MKC_NSYMS %d\n#define MKC_NTENSORS %d\n#define MKC_NTASKS %d\n"
+		"#define MKC_NEVENTS %d\n#define MKC_NWORKERS %d\n#define MKC_NINPUTS %d\n"
+		"#define MKC_NOUTPUTS %d\n", g->syms.n, ntensors, p->tasks.n, p->events.n,
+		p->tp.nworkers, g->inputs.n, g->outputs.n);
+	emit_syms(e, o);
+	if (emit_tensors(e, ntensors, o) != 0)
+		return -1;
+	emit_io(e);
+	emit_schedule(e);
+	fputs("\nstruct mkc_model;\nstatic void mkc_run_task(struct mkc_model *m, int task);\n"
+	      "static void mkc_fill_symvals(struct mkc_model *m);\n", f);
+	for (const char *const *r = e->t->runtime; *r; r++)
+		put_template(f, *r, prefix);
+	if (emit_nodes(e) != 0)
+		return -1;
+	emit_symvals(e);
+	put_template(f, mkc_rt_c_api, prefix);
+	return 0;
+}
+
+static FILE *
+open_temp(mkc_ctx *c, const char *path, char **tmp)
+{
+	*tmp = mkc_arena_printf(c->arena, "%s.tmpXXXXXX", path);
+	int fd = mkstemp(*tmp);
+	if (fd < 0) {
+		mkc_error(c, "%s: cannot write: %s", path, strerror(errno));
+		return NULL;
+	}
+	mode_t mask = umask(0);   /* mkstemp makes 0600; give the usual 0666 & ~umask */
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
+	return fdopen(fd, "w");
+}
+
+int
+mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o)
+{
+	mkc_ctx *c = p->g->ctx;
+	const char *prefix = o->prefix ? o->prefix : prefix_of(c->arena, o->out_path);
+	const char *hpath = header_path(c->arena, o->out_path);
+	const char *hname = strrchr(hpath, '/') ? strrchr(hpath, '/') + 1 : hpath;
+	char *ctmp, *htmp;
+	FILE *cf = open_temp(c, o->out_path, &ctmp);
+	if (!cf)
+		return -1;
+	FILE *hf = open_temp(c, hpath, &htmp);
+	if (!hf) {
+		fclose(cf);
+		unlink(ctmp);
+		return -1;
+	}
+	mkc_emitter e = {cf, p, t, NULL};
+	fprintf(hf, "/* %s - generated by mkc %s from %s; do not edit. */\n#ifndef %s_H\n#define %s_H\n",
+		hname, MKC_VERSION, p->g->path, prefix, prefix);
+	put_template(hf, mkc_rt_api_h, prefix);
+	fprintf(hf, "#endif\n");
+	int rc = emit_source(&e, o, prefix, hname);
+	bool io_ok = !ferror(cf) && !ferror(hf);
+	io_ok &= fclose(cf) == 0;
+	io_ok &= fclose(hf) == 0;
+	if (rc == 0 && !io_ok)
+		rc = mkc_error(c, "%s: write failed: %s", o->out_path, strerror(errno));
+	if (rc == 0 && (rename(ctmp, o->out_path) != 0 || rename(htmp, hpath) != 0))
+		rc = mkc_error(c, "%s: cannot rename into place: %s", o->out_path, strerror(errno));
+	if (rc != 0) {
+		unlink(ctmp);
+		unlink(htmp);
+	}
+	return rc;
+}

@@ -1,0 +1,66 @@
+/*
+ * emit.h - the one emitter, and the target tables that steer it.
+ *
+ * mkc_emit writes a verified plan as ONE source file (OUT) and its header
+ * (OUT with .h): provenance, the tensor, task, event and queue tables, one
+ * tile function per node, the target's runtime (executor and host API,
+ * runtime/), and the public API named by the prefix. Both files are written
+ * to temporary names and renamed at the end, so a failure leaves no partial
+ * output.
+ *
+ * A target is a const table of what differs between C, CUDA and HIP: the
+ * headers, the runtime texts embedded after the tables, and how tile
+ * functions are declared. Runtime and API texts are templates in one small
+ * language: every "$P" becomes the API prefix (llama_create, ...).
+ */
+#ifndef MKC_EMIT_H
+#define MKC_EMIT_H
+
+#include "../ir/task.h"
+
+typedef struct {
+	const char *name;           /* "c", "cuda", "hip" */
+	const char *headers;        /* #include lines at the top */
+	const char *const *runtime; /* texts after the tables, NULL-terminated */
+	const char *fn_qual;        /* declares a tile function: "static" */
+	bool half_types;            /* float16 / bfloat16 tensors supported */
+} mkc_target;
+
+extern const mkc_target mkc_target_c;
+
+const mkc_target *mkc_target_find(const char *name);  /* NULL if unknown */
+
+typedef struct {
+	const char *out_path;       /* the .c / .cu file; the header goes beside it */
+	const char *prefix;         /* API prefix; NULL: OUT's stem */
+	const char *command_line;   /* for the provenance header */
+	int64_t max_dim;            /* compiled maximum of every symbol */
+	int64_t embed_limit;        /* initializers up to this many bytes are embedded */
+} mkc_emit_options;
+
+int mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o);
+
+/* Runtime texts, generated from runtime/ at build time. */
+extern const char mkc_rt_common[], mkc_rt_api_h[], mkc_rt_c_exec[], mkc_rt_c_api[];
+
+/*
+ * What the tile emitters (emit_ops.c) need to know about the file being
+ * written: each tensor's index in the tensor table.
+ */
+typedef struct {
+	FILE *f;
+	mkc_plan *p;
+	const mkc_target *t;
+	int *index;                 /* graph tensor id -> table index, or -1 */
+} mkc_emitter;
+
+/* Writes the body of node n's tile function; -1 with an error if unsupported. */
+int mkc_emit_node(mkc_emitter *e, const mkc_node *n);
+
+/* A dimension as a C expression over m->sym[]: "(1 + 1 * m->sym[0])". */
+char *mkc_dimx(const mkc_graph *g, mkc_dim d, char *buf, size_t n);
+
+/* C type of an element, NULL if the target cannot hold it. */
+const char *mkc_ctype(const mkc_emitter *e, mkc_dtype t);
+
+#endif

@@ -1,0 +1,724 @@
+/*
+ * emit_ops.c - the body of each node's tile function.
+ *
+ * A tile function gets the model (buffers m->buf[], symbol values m->sym[])
+ * and the box lo..hi of output 0 that its task computes; it computes exactly
+ * that box. Every body starts by naming its tensors:
+ *   y, y_d[], y_s[]        output 0: pointer, dims, strides (y1.. for more)
+ *   x0, x0_d[], x0_s[]     input 0, and so on
+ * with dims evaluated from the symbols at run time. Most bodies then walk
+ * the box element by element (mkc_rt_extents / mkc_rt_unflat give idx[]).
+ *
+ * Elementwise ops come from one table of expression templates, in which $0,
+ * $1 and $2 stand for the operands (already converted to the type the op
+ * computes in). Everything else has a function of its own below. The C
+ * target computes float32 tensors in float, as onnxruntime does.
+ */
+#include "emit.h"
+#include "../passes/passes.h"
+
+#include <string.h>
+
+const char *
+mkc_ctype(const mkc_emitter *e, mkc_dtype t)
+{
+	switch (t) {
+	case MKC_DT_FLOAT: return "float";
+	case MKC_DT_DOUBLE: return "double";
+	case MKC_DT_INT64: return "int64_t";
+	case MKC_DT_INT32: return "int32_t";
+	case MKC_DT_INT16: return "int16_t";
+	case MKC_DT_INT8: return "int8_t";
+	case MKC_DT_UINT8: return "uint8_t";
+	case MKC_DT_UINT16: return "uint16_t";
+	case MKC_DT_UINT32: return "uint32_t";
+	case MKC_DT_UINT64: return "uint64_t";
+	case MKC_DT_BOOL: return "uint8_t";
+	default: return NULL;
+	}
+}
+
+char *
+mkc_dimx(const mkc_graph *g, mkc_dim d, char *buf, size_t n)
+{
+	if (mkc_dim_is_const(d))
+		snprintf(buf, n, "%lld", (long long)d.c);
+	else
+		snprintf(buf, n, "(%lld + %lld * m->sym[%d])", (long long)d.c, (long long)d.k, d.sym);
+	return buf;
+}
+
+/* A float literal that C reads back exactly: "1.0f", "9.99999975e-06f". */
+static const char *
+flit(char *buf, float v)
+{
+	int n = snprintf(buf, 40, "%.9g", (double)v);
+	if (!strpbrk(buf, ".en"))
+		n += snprintf(buf + n, 40 - (size_t)n, ".0");
+	snprintf(buf + n, 40 - (size_t)n, "f");
+	return buf;
+}
+
+static int
+unsupported(mkc_emitter *e, const mkc_node *n, const char *why)
+{
+	return mkc_node_error(e->p->g, n, "the %s target cannot compile this node yet: %s",
+			      e->t->name, why);
+}
+
+/* Declares pointer, dims and strides of one tensor. */
+static void
+decl(mkc_emitter *e, const char *var, const mkc_tensor *t, bool out)
+{
+	FILE *f = e->f;
+	const char *ct = mkc_ctype(e, t->dtype);
+	fprintf(f, "\t%s%s *%s = (%s%s *)m->buf[%d];\n", out ? "" : "const ", ct, var,
+		out ? "" : "const ", ct, e->index[t->id]);
+	fprintf(f, "\tconst int64_t %s_d[%d] = {", var, t->rank + 1);
+	for (int i = 0; i < t->rank; i++) {
+		char b[96];
+		fprintf(f, "%s, ", mkc_dimx(e->p->g, t->shape[i], b, sizeof b));
+	}
+	fprintf(f, "0};\n\tint64_t %s_s[%d];\n\tmkc_rt_strides(%s_d, %d, %s_s);\n"
+		"\t(void)%s; (void)%s_d; (void)%s_s;\n", var, t->rank + 1, var, t->rank, var, var,
+		var, var);
+}
+
+static void
+decl_all(mkc_emitter *e, const mkc_node *n)
+{
+	char v[16];
+	for (int i = 0; i < n->nin; i++)
+		if (n->in[i]) {
+			snprintf(v, sizeof v, "x%d", i);
+			decl(e, v, n->in[i], false);
+		}
+	for (int i = 0; i < n->nout; i++)
+		if (n->out[i]) {
+			snprintf(v, sizeof v, i ? "y%d" : "y", i);
+			decl(e, v, n->out[i], true);
+		}
+}
+
+/* for (each idx in the output box) { ... }: open it; the caller closes it. */
+static void
+open_box(FILE *f, int rank)
+{
+	fprintf(f, "\tint64_t ext[%d], idx[%d];\n\tint64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
+		"\tfor (int64_t f = 0; f < cnt; f++) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
+		"\t\tint64_t oy = mkc_rt_dot(idx, y_s, %d);\n", rank + 1, rank + 1, rank, rank, rank);
+}
+
+/* Elementwise. */
+
+static const struct {
+	mkc_op op;
+	const char *fexpr, *iexpr;   /* float and integer forms; NULL: none */
+} ew_table[] = {
+	{MKC_OP_IDENTITY, "$0", "$0"},
+	{MKC_OP_NEG, "-$0", "-$0"},
+	{MKC_OP_ABS, "fabsf($0)", "($0 < 0 ? -$0 : $0)"},
+	{MKC_OP_SQRT, "sqrtf($0)", NULL},
+	{MKC_OP_RECIPROCAL, "1.0f / $0", NULL},
+	{MKC_OP_EXP, "expf($0)", NULL},
+	{MKC_OP_LOG, "logf($0)", NULL},
+	{MKC_OP_SIN, "sinf($0)", NULL},
+	{MKC_OP_COS, "cosf($0)", NULL},
+	{MKC_OP_TANH, "tanhf($0)", NULL},
+	{MKC_OP_SIGMOID, "1.0f / (1.0f + expf(-$0))", NULL},
+	{MKC_OP_RELU, "($0 > 0 ? $0 : 0)", "($0 > 0 ? $0 : 0)"},
+	{MKC_OP_ERF, "erff($0)", NULL},
+	{MKC_OP_FLOOR, "floorf($0)", NULL},
+	{MKC_OP_CEIL, "ceilf($0)", NULL},
+	{MKC_OP_NOT, NULL, "!$0"},
+	{MKC_OP_ISNAN, "isnan($0)", "0"},
+	{MKC_OP_CAST, "$0", "$0"},
+	{MKC_OP_CASTLIKE, "$0", "$0"},
+	{MKC_OP_EXPAND, "$0", "$0"},
+	{MKC_OP_ADD, "$0 + $1", "$0 + $1"},
+	{MKC_OP_SUB, "$0 - $1", "$0 - $1"},
+	{MKC_OP_MUL, "$0 * $1", "$0 * $1"},
+	{MKC_OP_DIV, "$0 / $1", "($1 ? $0 / $1 : 0)"},
+	{MKC_OP_POW, "powf($0, $1)", "(int64_t)pow((double)$0, (double)$1)"},
+	{MKC_OP_MAX, "fmaxf($0, $1)", "($0 > $1 ? $0 : $1)"},
+	{MKC_OP_MIN, "fminf($0, $1)", "($0 < $1 ? $0 : $1)"},
+	{MKC_OP_EQUAL, "$0 == $1", "$0 == $1"},
+	{MKC_OP_LESS, "$0 < $1", "$0 < $1"},
+	{MKC_OP_LESS_EQUAL, "$0 <= $1", "$0 <= $1"},
+	{MKC_OP_GREATER, "$0 > $1", "$0 > $1"},
+	{MKC_OP_GREATER_EQUAL, "$0 >= $1", "$0 >= $1"},
+	{MKC_OP_AND, NULL, "$0 && $1"},
+	{MKC_OP_OR, NULL, "$0 || $1"},
+	{MKC_OP_WHERE, "$0 ? $1 : $2", "$0 ? $1 : $2"},
+};
+
+static int
+ew_index(mkc_op op)
+{
+	for (size_t i = 0; i < sizeof ew_table / sizeof ew_table[0]; i++)
+		if (ew_table[i].op == op)
+			return (int)i;
+	return -1;
+}
+
+static int
+emit_elementwise(mkc_emitter *e, const mkc_node *n, int row)
+{
+	FILE *f = e->f;
+	const mkc_tensor *y = n->out[0];
+	/* the type the op computes in: its (first value) operand's */
+	const mkc_tensor *v = n->op == MKC_OP_WHERE ? n->in[1] : n->in[0];
+	bool isf = mkc_dtype_is_float(v->dtype);
+	const char *expr = isf ? ew_table[row].fexpr : ew_table[row].iexpr;
+	if (!expr)
+		return unsupported(e, n, "no form of this op for its input type");
+	if (n->nin > 3 || (n->op == MKC_OP_MAX && n->nin != 2) || (n->op == MKC_OP_MIN && n->nin != 2))
+		return unsupported(e, n, "Max and Min of more than two inputs");
+	int nin = n->op == MKC_OP_CASTLIKE || n->op == MKC_OP_EXPAND ? 1 : n->nin;
+	const char *ct = isf ? "float" : "int64_t";
+	decl_all(e, n);
+	for (int i = 0; i < nin; i++)
+		fprintf(f, "\tint64_t b%d[%d];\n\tmkc_rt_bmap(x%d_d, x%d_s, %d, %d, b%d);\n", i,
+			y->rank + 1, i, i, n->in[i]->rank, y->rank, i);
+	open_box(f, y->rank);
+	for (int i = 0; i < nin; i++)
+		fprintf(f, "\t\t%s a%d = (%s)x%d[mkc_rt_dot(idx, b%d, %d)];\n",
+			n->op == MKC_OP_WHERE && i == 0 ? "int" : ct, i,
+			n->op == MKC_OP_WHERE && i == 0 ? "int" : ct, i, i, y->rank);
+	fprintf(f, "\t\ty[oy] = (%s)(", mkc_ctype(e, y->dtype));
+	if (y->dtype == MKC_DT_BOOL && (n->op == MKC_OP_CAST || n->op == MKC_OP_CASTLIKE))
+		fputs("a0 != 0", f);
+	else
+		for (const char *s = expr; *s; s++) {
+			if (s[0] == '$' && s[1] >= '0' && s[1] <= '2')
+				fprintf(f, "a%c", *++s);
+			else
+				fputc(*s, f);
+		}
+	fputs(");\n\t}\n", f);
+	return 0;
+}
+
+/* Reshape and its kin: the same bytes in a new shape (always one whole tile). */
+static int
+emit_copy(mkc_emitter *e, const mkc_node *n)
+{
+	decl_all(e, n);
+	fprintf(e->f, "\tint64_t ext[%d];\n\tint64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
+		"\tmemcpy(y, x0, (size_t)cnt * sizeof *y);\n", n->out[0]->rank + 1, n->out[0]->rank);
+	return 0;
+}
+
+static int
+emit_transpose(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	int r = n->out[0]->rank;
+	const mkc_attr *p = mkc_node_attr(n, "perm");
+	decl_all(e, n);
+	fprintf(f, "\tint64_t ps[%d];\n", r + 1);
+	for (int d = 0; d < r; d++)
+		fprintf(f, "\tps[%d] = x0_s[%lld];\n", d, (long long)(p ? p->ints[d] : r - 1 - d));
+	open_box(f, r);
+	fprintf(f, "\t\ty[oy] = x0[mkc_rt_dot(idx, ps, %d)];\n\t}\n", r);
+	return 0;
+}
+
+static int
+emit_concat(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	int r = n->out[0]->rank;
+	int64_t axis = mkc_node_attr_int(n, "axis", 0);
+	if (axis < 0)
+		axis += r;
+	decl_all(e, n);
+	open_box(f, r);
+	fprintf(f, "\t\tint64_t a = idx[%lld];\n", (long long)axis);
+	for (int i = 0; i < n->nin; i++) {
+		fprintf(f, "\t\t%sif (a < x%d_d[%lld]) {\n\t\t\tidx[%lld] = a;\n"
+			"\t\t\ty[oy] = x%d[mkc_rt_dot(idx, x%d_s, %d)];\n\t\t\tcontinue;\n\t\t}\n"
+			"\t\ta -= x%d_d[%lld];\n", "", i, (long long)axis, (long long)axis, i, i, r, i,
+			(long long)axis);
+	}
+	fputs("\t}\n", f);
+	return 0;
+}
+
+static int
+emit_slice(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	mkc_graph *g = e->p->g;
+	int r = n->out[0]->rank;
+	if (mkc_graph_opset(g, "") < 10)
+		return unsupported(e, n, "Slice before opset 10");
+	mkc_dim st[MKC_MAX_RANK], ax[MKC_MAX_RANK], sp[MKC_MAX_RANK];
+	int64_t k = mkc_const_dims(g, n, 1, st, MKC_MAX_RANK, true);
+	for (int i = 0; i < k; i++) {
+		ax[i] = mkc_dim_const(i);
+		sp[i] = mkc_dim_const(1);
+	}
+	if (n->nin > 3 && n->in[3] && mkc_const_dims(g, n, 3, ax, MKC_MAX_RANK, false) < 0)
+		return -1;
+	if (n->nin > 4 && n->in[4] && mkc_const_dims(g, n, 4, sp, MKC_MAX_RANK, false) < 0)
+		return -1;
+	decl_all(e, n);
+	fprintf(f, "\tint64_t st[%d] = {0}, sp[%d];\n\tfor (int d = 0; d < %d; d++)\n"
+		"\t\tsp[d] = x0_s[d];\n", r + 1, r + 1, r + 1);
+	for (int i = 0; i < k; i++) {
+		int64_t a = ax[i].c < 0 ? ax[i].c + r : ax[i].c;
+		char b[96];
+		fprintf(f, "\tst[%lld] = mkc_rt_slice_start(%s, %lld, x0_d[%lld]) * x0_s[%lld];\n"
+			"\tsp[%lld] = %lld * x0_s[%lld];\n", (long long)a, mkc_dimx(g, st[i], b, sizeof b),
+			(long long)sp[i].c, (long long)a, (long long)a, (long long)a, (long long)sp[i].c,
+			(long long)a);
+	}
+	fprintf(f, "\tint64_t base = 0;\n\tfor (int d = 0; d < %d; d++)\n\t\tbase += st[d];\n", r);
+	open_box(f, r);
+	fprintf(f, "\t\ty[oy] = x0[base + mkc_rt_dot(idx, sp, %d)];\n\t}\n", r);
+	return 0;
+}
+
+static int
+emit_gather(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	const mkc_tensor *x = n->in[0], *ind = n->in[1];
+	int r = n->out[0]->rank;
+	int64_t axis = mkc_node_attr_int(n, "axis", 0);
+	if (axis < 0)
+		axis += x->rank;
+	decl_all(e, n);
+	open_box(f, r);
+	fprintf(f, "\t\tint64_t j = (int64_t)x1[mkc_rt_dot(idx + %lld, x1_s, %d)];\n"
+		"\t\tif (j < 0)\n\t\t\tj += x0_d[%lld];\n"
+		"\t\tif (j < 0 || j >= x0_d[%lld]) {\n"
+		"\t\t\tmkc_fail(m, \"node '%s' (Gather): index %%lld is out of range\", (long long)j);\n"
+		"\t\t\treturn;\n\t\t}\n\t\tint64_t o = j * x0_s[%lld];\n",
+		(long long)axis, ind->rank, (long long)axis, (long long)axis, n->name, (long long)axis);
+	for (int d = 0; d < axis; d++)
+		fprintf(f, "\t\to += idx[%d] * x0_s[%d];\n", d, d);
+	for (int d = (int)axis + 1; d < x->rank; d++)
+		fprintf(f, "\t\to += idx[%d] * x0_s[%d];\n", d - 1 + ind->rank, d);
+	fputs("\t\ty[oy] = x0[o];\n\t}\n", f);
+	return 0;
+}
+
+static bool
+all_float(const mkc_node *n)
+{
+	for (int i = 0; i < n->nin; i++)
+		if (n->in[i] && n->in[i]->dtype != MKC_DT_FLOAT && n->in[i]->dtype != MKC_DT_BOOL &&
+		    n->in[i]->dtype != MKC_DT_INT64)
+			return false;
+	return n->out[0]->dtype == MKC_DT_FLOAT;
+}
+
+static int
+emit_matmul(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	const mkc_tensor *a = n->in[0], *b = n->in[1];
+	int r = n->out[0]->rank;
+	if (a->rank < 2 || b->rank < 2)
+		return unsupported(e, n, "MatMul of a vector");
+	decl_all(e, n);
+	fprintf(f, "\tint64_t as[%d], bs[%d];\n"
+		"\tmkc_rt_bmap(x0_d, x0_s, %d, %d, as);\n\tmkc_rt_bmap(x1_d, x1_s, %d, %d, bs);\n"
+		"\tas[%d] = x0_s[%d]; as[%d] = 0;\n\tbs[%d] = 0; bs[%d] = x1_s[%d];\n"
+		"\tconst int64_t K = x0_d[%d], ak = x0_s[%d], bk = x1_s[%d];\n",
+		r + 1, r + 1, a->rank - 2, r - 2, b->rank - 2, r - 2, r - 2, a->rank - 2, r - 1,
+		r - 2, r - 1, b->rank - 1, a->rank - 1, a->rank - 1, b->rank - 2);
+	open_box(f, r);
+	fprintf(f, "\t\tconst float *pa = x0 + mkc_rt_dot(idx, as, %d);\n"
+		"\t\tconst float *pb = x1 + mkc_rt_dot(idx, bs, %d);\n\t\tfloat acc = 0;\n"
+		"\t\tfor (int64_t k = 0; k < K; k++)\n\t\t\tacc += pa[k * ak] * pb[k * bk];\n"
+		"\t\ty[oy] = acc;\n\t}\n", r, r);
+	return 0;
+}
+
+static int
+emit_gemm(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	bool ta = mkc_node_attr_int(n, "transA", 0), tb = mkc_node_attr_int(n, "transB", 0);
+	float alpha = mkc_node_attr_float(n, "alpha", 1), beta = mkc_node_attr_float(n, "beta", 1);
+	char fa[48];
+	decl_all(e, n);
+	fprintf(f, "\tconst int64_t as[3] = {x0_s[%d], 0, 0}, bs[3] = {0, x1_s[%d], 0};\n"
+		"\tconst int64_t K = x0_d[%d], ak = x0_s[%d], bk = x1_s[%d];\n",
+		ta, !tb, !ta, !ta, tb);
+	bool c = n->nin > 2 && n->in[2];
+	if (c)
+		fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x2_d, x2_s, %d, 2, cs);\n", n->in[2]->rank);
+	open_box(f, 2);
+	fprintf(f, "\t\tconst float *pa = x0 + mkc_rt_dot(idx, as, 2);\n"
+		"\t\tconst float *pb = x1 + mkc_rt_dot(idx, bs, 2);\n\t\tfloat acc = 0;\n"
+		"\t\tfor (int64_t k = 0; k < K; k++)\n\t\t\tacc += pa[k * ak] * pb[k * bk];\n"
+		"\t\ty[oy] = %s * acc", flit(fa, alpha));
+	if (c)
+		fprintf(f, " + %s * x2[mkc_rt_dot(idx, cs, 2)]", flit(fa, beta));
+	fputs(";\n\t}\n", f);
+	return 0;
+}
+
+/*
+ * Row-wise ops: the box is walked with the row axes collapsed (ext = 1 from
+ * `axis` on, or only at `axis` for Softmax from opset 13), and each body
+ * handles one row of len elements at stride st.
+ */
+static void
+open_rows(mkc_emitter *e, const mkc_node *n, int axis, bool one_axis)
+{
+	FILE *f = e->f;
+	int r = n->out[0]->rank;
+	fprintf(f, "\tint64_t ext[%d], idx[%d], len = 1, st = 1;\n"
+		"\tmkc_rt_extents(lo, hi, %d, ext);\n", r + 1, r + 1, r);
+	if (one_axis)
+		fprintf(f, "\tlen = y_d[%d];\n\tst = y_s[%d];\n\text[%d] = 1;\n", axis, axis, axis);
+	else
+		fprintf(f, "\tfor (int d = %d; d < %d; d++) {\n\t\tlen *= y_d[d];\n\t\text[d] = 1;\n\t}\n",
+			axis, r);
+	fprintf(f, "\tint64_t cnt = 1;\n\t(void)st;\n\tfor (int d = 0; d < %d; d++)\n\t\tcnt *= ext[d];\n"
+		"\tfor (int64_t f = 0; f < cnt; f++) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
+		"\t\tint64_t oy = mkc_rt_dot(idx, y_s, %d);\n", r, r, r);
+}
+
+static int
+row_axis(const mkc_graph *g, const mkc_node *n, int64_t dflt)
+{
+	int64_t a = mkc_node_attr_int(n, "axis", dflt);
+	return (int)(a < 0 ? a + n->out[0]->rank : a);
+}
+
+static int
+emit_softmax(mkc_emitter *e, const mkc_node *n)
+{
+	mkc_graph *g = e->p->g;
+	bool v13 = mkc_graph_opset(g, "") >= 13;
+	int axis = row_axis(g, n, v13 ? -1 : 1);
+	decl_all(e, n);
+	open_rows(e, n, axis, v13);
+	fputs("\t\tconst float *px = x0 + oy;\n\t\tfloat *py = y + oy;\n\t\tfloat mx = -INFINITY, sum = 0;\n"
+	      "\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tmx = fmaxf(mx, px[j * st]);\n"
+	      "\t\tfor (int64_t j = 0; j < len; j++) {\n\t\t\tpy[j * st] = expf(px[j * st] - mx);\n"
+	      "\t\t\tsum += py[j * st];\n\t\t}\n"
+	      "\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tpy[j * st] /= sum;\n\t}\n", e->f);
+	return 0;
+}
+
+/* RMSNormalization and LayerNormalization over the axes from `axis` on. */
+static int
+emit_norm(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	bool layer = n->op == MKC_OP_LAYER_NORM;
+	int nout = 0;
+	for (int i = 0; i < n->nout; i++)
+		nout += n->out[i] != NULL;
+	if (nout != 1)
+		return unsupported(e, n, "the mean and inverse deviation outputs");
+	int axis = row_axis(e->p->g, n, -1);
+	float eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
+	char fe[48];
+	decl_all(e, n);
+	/* scale and bias are indexed by the element's place in the row: they
+	 * hold the whole row, or one value (infer checked they broadcast) */
+	fprintf(f, "\tint64_t wn = 1;\n\tfor (int d = 0; d < %d; d++)\n\t\twn *= x1_d[d];\n",
+		n->in[1]->rank);
+	open_rows(e, n, axis, false);
+	fputs("\t\tconst float *px = x0 + oy;\n\t\tfloat *py = y + oy;\n\t\tfloat mean = 0, ss = 0;\n", f);
+	if (layer)
+		fputs("\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tmean += px[j];\n\t\tmean /= (float)len;\n", f);
+	fprintf(f, "\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tss += (px[j] - mean) * (px[j] - mean);\n"
+		"\t\tfloat inv = 1.0f / sqrtf(ss / (float)len + %s);\n"
+		"\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tpy[j] = (px[j] - mean) * inv * x1[j %% wn]%s;\n\t}\n",
+		flit(fe, eps), layer && n->nin > 2 && n->in[2] ? " + x2[j % wn]" : "");
+	return 0;
+}
+
+/* RotaryEmbedding (opset 23): X 4-D [B, H, S, D], or 3-D with num_heads. */
+static int
+emit_rotary(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	const mkc_tensor *x = n->in[0];
+	bool inter = mkc_node_attr_int(n, "interleaved", 0);
+	int64_t heads = mkc_node_attr_int(n, "num_heads", 0);
+	int64_t rot = mkc_node_attr_int(n, "rotary_embedding_dim", 0);
+	bool pos = n->nin > 3 && n->in[3];
+	if (x->rank == 3 && heads <= 0)
+		return unsupported(e, n, "3-D input without num_heads");
+	if (x->rank != 3 && x->rank != 4)
+		return unsupported(e, n, "an input that is not 3-D or 4-D");
+	decl_all(e, n);
+	if (x->rank == 4)
+		fputs("\tconst int64_t B = x0_d[0], H = x0_d[1], S = x0_d[2], D = x0_d[3];\n"
+		      "\tconst int64_t sb = x0_s[0], sh = x0_s[1], ss = x0_s[2];\n", f);
+	else
+		fprintf(f, "\tconst int64_t B = x0_d[0], H = %lld, S = x0_d[1], D = x0_d[2] / H;\n"
+			"\tconst int64_t sb = x0_s[0], sh = D, ss = x0_s[1];\n", (long long)heads);
+	fprintf(f, "\tconst int64_t R = %lld ? %lld : D, half = R / 2;\n"
+		"\tfor (int64_t b = 0; b < B; b++)\n\tfor (int64_t h = 0; h < H; h++)\n"
+		"\tfor (int64_t s = 0; s < S; s++) {\n\t\tconst float *px = x0 + b * sb + h * sh + s * ss;\n"
+		"\t\tfloat *py = y + b * sb + h * sh + s * ss;\n", (long long)rot, (long long)rot);
+	if (pos)
+		fputs("\t\tconst int64_t row = (int64_t)x3[b * x3_s[0] + s * x3_s[1]];\n"
+		      "\t\tconst float *pc = x1 + row * x1_s[0], *ps = x2 + row * x2_s[0];\n", f);
+	else
+		fputs("\t\tconst float *pc = x1 + b * x1_s[0] + s * x1_s[1];\n"
+		      "\t\tconst float *ps = x2 + b * x2_s[0] + s * x2_s[1];\n", f);
+	fprintf(f, "\t\tfor (int64_t i = 0; i < half; i++) {\n"
+		"\t\t\tconst int64_t i1 = %s, i2 = %s;\n\t\t\tconst float a = px[i1], c = px[i2];\n"
+		"\t\t\tpy[i1] = a * pc[i] - c * ps[i];\n\t\t\tpy[i2] = c * pc[i] + a * ps[i];\n\t\t}\n"
+		"\t\tfor (int64_t i = R; i < D; i++)\n\t\t\tpy[i] = px[i];\n\t}\n",
+		inter ? "2 * i" : "i", inter ? "2 * i + 1" : "i + half");
+	fputs("\t(void)lo; (void)hi;\n", f);
+	return 0;
+}
+
+/*
+ * Attention (opset 23), 4-D: per batch, query head and query position, the
+ * scores over the past and new keys (present = past ++ new), scaled,
+ * soft-capped, masked (a bool mask keeps where true, a float mask adds),
+ * soft-maxed, and the weighted sum of values. Key/value head = query head /
+ * (query heads / key heads).
+ */
+static int
+emit_attention(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	const mkc_tensor *q = n->in[0];
+	if (q->rank != 4)
+		return unsupported(e, n, "3-D query, key and value");
+	if (mkc_node_attr_int(n, "is_causal", 0))
+		return unsupported(e, n, "is_causal = 1");
+	if (n->nout > 3 && n->out[3])
+		return unsupported(e, n, "the QK^T output");
+	bool mask = n->nin > 3 && n->in[3], past = n->nin > 4 && n->in[4];
+	float softcap = mkc_node_attr_float(n, "softcap", 0);
+	char fa[48], fb[48];
+	const mkc_attr *sa = mkc_node_attr(n, "scale");
+	decl_all(e, n);
+	if (sa)
+		fprintf(f, "\tconst float scale = %s;\n", flit(fa, sa->f));
+	else
+		fputs("\tconst float scale = 1.0f / sqrtf((float)x0_d[3]);\n", f);
+	fprintf(f, "\tconst int64_t B = x0_d[0], Hq = x0_d[1], Sq = x0_d[2], D = x0_d[3];\n"
+		"\tconst int64_t Hk = x1_d[1], Sn = x1_d[2], Dv = x2_d[3];\n"
+		"\tconst int64_t P = %s, L = P + Sn;\n", past ? "x4_d[2]" : "0");
+	if (mask)
+		fprintf(f, "\tint64_t ms[5];\n\tmkc_rt_bmap(x3_d, x3_s, %d, 4, ms);\n", n->in[3]->rank);
+	fputs("\tfloat *sc = malloc((size_t)(L > 0 ? L : 1) * sizeof *sc);\n"
+	      "\tif (!sc) {\n\t\tmkc_fail(m, \"out of memory in attention\");\n\t\treturn;\n\t}\n"
+	      "\tfor (int64_t b = 0; b < B; b++)\n\tfor (int64_t h = 0; h < Hq; h++)\n"
+	      "\tfor (int64_t s = 0; s < Sq; s++) {\n\t\tconst int64_t kh = h / (Hq / Hk);\n"
+	      "\t\tconst float *pq = x0 + b * x0_s[0] + h * x0_s[1] + s * x0_s[2];\n"
+	      "\t\tfloat mx = -INFINITY, sum = 0;\n\t\tfor (int64_t t = 0; t < L; t++) {\n", f);
+	if (past)
+		fputs("\t\t\tconst float *pk = t < P ? x4 + b * x4_s[0] + kh * x4_s[1] + t * x4_s[2]\n"
+		      "\t\t\t\t\t\t : x1 + b * x1_s[0] + kh * x1_s[1] + (t - P) * x1_s[2];\n", f);
+	else
+		fputs("\t\t\tconst float *pk = x1 + b * x1_s[0] + kh * x1_s[1] + t * x1_s[2];\n", f);
+	fputs("\t\t\tfloat v = 0;\n\t\t\tfor (int64_t d = 0; d < D; d++)\n\t\t\t\tv += pq[d] * pk[d];\n"
+	      "\t\t\tv *= scale;\n", f);
+	if (softcap > 0)
+		fprintf(f, "\t\t\tv = %s * tanhf(v / %s);\n", flit(fa, softcap), flit(fb, softcap));
+	if (mask) {
+		fputs("\t\t\tconst int64_t mo = b * ms[0] + h * ms[1] + s * ms[2] + t * ms[3];\n", f);
+		if (n->in[3]->dtype == MKC_DT_BOOL)
+			fputs("\t\t\tif (!x3[mo])\n\t\t\t\tv = -INFINITY;\n", f);
+		else
+			fputs("\t\t\tv += x3[mo];\n", f);
+	}
+	fputs("\t\t\tsc[t] = v;\n\t\t\tmx = fmaxf(mx, v);\n\t\t}\n"
+	      "\t\tfor (int64_t t = 0; t < L; t++) {\n"
+	      "\t\t\tsc[t] = mx == -INFINITY ? 0 : expf(sc[t] - mx);\n\t\t\tsum += sc[t];\n\t\t}\n"
+	      "\t\tfloat *py = y + b * y_s[0] + h * y_s[1] + s * y_s[2];\n"
+	      "\t\tfor (int64_t d = 0; d < Dv; d++) {\n\t\t\tfloat acc = 0;\n"
+	      "\t\t\tfor (int64_t t = 0; t < L; t++) {\n", f);
+	if (past)
+		fputs("\t\t\t\tconst float *pv = t < P ? x5 + b * x5_s[0] + kh * x5_s[1] + t * x5_s[2]\n"
+		      "\t\t\t\t\t\t\t : x2 + b * x2_s[0] + kh * x2_s[1] + (t - P) * x2_s[2];\n", f);
+	else
+		fputs("\t\t\t\tconst float *pv = x2 + b * x2_s[0] + kh * x2_s[1] + t * x2_s[2];\n", f);
+	fputs("\t\t\t\tacc += sc[t] * pv[d];\n\t\t\t}\n\t\t\tpy[d] = sum > 0 ? acc / sum : 0;\n\t\t}\n\t}\n"
+	      "\tfree(sc);\n", f);
+	/* present key and value: past followed by the new ones */
+	for (int o = 1; o <= 2; o++) {
+		if (n->nout <= o || !n->out[o])
+			continue;
+		int src = o, prev = 3 + o;
+		fprintf(f, "\tfor (int64_t b = 0; b < B; b++)\n\tfor (int64_t h = 0; h < Hk; h++)\n"
+			"\tfor (int64_t t = 0; t < L; t++)\n\tfor (int64_t d = 0; d < y%d_d[3]; d++)\n"
+			"\t\ty%d[b * y%d_s[0] + h * y%d_s[1] + t * y%d_s[2] + d] = ", o, o, o, o, o);
+		if (past)
+			fprintf(f, "t < P ? x%d[b * x%d_s[0] + h * x%d_s[1] + t * x%d_s[2] + d]\n\t\t\t: ",
+				prev, prev, prev, prev);
+		fprintf(f, "x%d[b * x%d_s[0] + h * x%d_s[1] + (t - P) * x%d_s[2] + d];\n", src, src,
+			src, src);
+	}
+	fputs("\t(void)lo; (void)hi; (void)Dv;\n", f);
+	return 0;
+}
+
+/* ReduceMean, ReduceSum, ReduceMax: one whole tile; output element f is the
+ * f-th combination of the kept axes, so the output is written densely. */
+static int
+emit_reduce(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	mkc_graph *g = e->p->g;
+	const mkc_tensor *x = n->in[0];
+	if (!all_float(n))
+		return unsupported(e, n, "a reduction of a non-float tensor");
+	bool red[MKC_MAX_RANK] = {false};
+	const mkc_attr *a = mkc_node_attr(n, "axes");
+	mkc_dim ax[MKC_MAX_RANK];
+	int64_t na = 0;
+	if (a) {
+		na = a->n;
+		for (int i = 0; i < a->n; i++)
+			ax[i] = mkc_dim_const(a->ints[i]);
+	} else if (n->nin > 1 && n->in[1] && (na = mkc_const_dims(g, n, 1, ax, MKC_MAX_RANK, false)) < 0) {
+		return -1;
+	}
+	for (int i = 0; i < na; i++)
+		red[ax[i].c < 0 ? ax[i].c + x->rank : ax[i].c] = true;
+	if (na == 0 && !mkc_node_attr_int(n, "noop_with_empty_axes", 0))
+		for (int i = 0; i < x->rank; i++)
+			red[i] = true;
+	decl_all(e, n);
+	fprintf(f, "\tint64_t kd[%d], rd[%d], kz[%d] = {0}, idx[%d], ridx[%d];\n", x->rank + 1,
+		x->rank + 1, x->rank + 1, x->rank + 1, x->rank + 1);
+	for (int d = 0; d < x->rank; d++)
+		fprintf(f, red[d] ? "\tkd[%d] = 1;\n\trd[%d] = x0_d[%d];\n"
+				  : "\tkd[%d] = x0_d[%d];\n\trd[%d] = 1;\n", d, d, d);
+	const char *init = n->op == MKC_OP_REDUCE_MAX ? "-INFINITY" : "0";
+	const char *acc = n->op == MKC_OP_REDUCE_MAX ? "acc = fmaxf(acc, v)" : "acc += v";
+	fprintf(f, "\tint64_t on = 1, rn = 1;\n\tfor (int d = 0; d < %d; d++) {\n"
+		"\t\ton *= kd[d];\n\t\trn *= rd[d];\n\t}\n"
+		"\tfor (int64_t o = 0; o < on; o++) {\n\t\tmkc_rt_unflat(o, kz, kd, %d, idx);\n"
+		"\t\tconst int64_t base = mkc_rt_dot(idx, x0_s, %d);\n\t\tfloat acc = %s;\n"
+		"\t\tfor (int64_t k = 0; k < rn; k++) {\n\t\t\tmkc_rt_unflat(k, kz, rd, %d, ridx);\n"
+		"\t\t\tconst float v = x0[base + mkc_rt_dot(ridx, x0_s, %d)];\n\t\t\t%s;\n\t\t}\n"
+		"\t\ty[o] = acc%s;\n\t}\n\t(void)lo; (void)hi;\n",
+		x->rank, x->rank, x->rank, init, x->rank, x->rank, acc,
+		n->op == MKC_OP_REDUCE_MEAN ? " / (float)rn" : "");
+	return 0;
+}
+
+static int
+emit_range(mkc_emitter *e, const mkc_node *n)
+{
+	decl_all(e, n);
+	open_box(e->f, 1);
+	fputs("\t\ty[oy] = x0[0] + idx[0] * x2[0];\n\t}\n", e->f);
+	return 0;
+}
+
+static int
+emit_split(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	const mkc_tensor *x = n->in[0];
+	int64_t axis = mkc_node_attr_int(n, "axis", 0);
+	if (axis < 0)
+		axis += x->rank;
+	decl_all(e, n);
+	fprintf(f, "\tint64_t at = 0, idx[%d];\n", x->rank + 1);
+	for (int o = 0; o < n->nout; o++) {
+		if (!n->out[o])
+			continue;
+		char v[16];
+		snprintf(v, sizeof v, o ? "y%d" : "y", o);
+		fprintf(f, "\t{\n\t\tint64_t cnt = 1;\n\t\tfor (int d = 0; d < %d; d++)\n"
+			"\t\t\tcnt *= %s_d[d];\n\t\tfor (int64_t f = 0; f < cnt; f++) {\n"
+			"\t\t\tconst int64_t z[%d] = {0};\n\t\t\tmkc_rt_unflat(f, z, %s_d, %d, idx);\n"
+			"\t\t\t%s[f] = x0[mkc_rt_dot(idx, x0_s, %d) + at * x0_s[%lld]];\n\t\t}\n"
+			"\t\tat += %s_d[%lld];\n\t}\n", x->rank, v, x->rank + 1, v, x->rank, v,
+			x->rank, (long long)axis, v, (long long)axis);
+	}
+	fputs("\t(void)lo; (void)hi; (void)at;\n", f);
+	return 0;
+}
+
+/* A node whose outputs are all known (kept only because they are graph
+ * outputs): write the values. */
+static bool
+all_known(const mkc_node *n)
+{
+	for (int i = 0; i < n->nout; i++)
+		if (n->out[i] && !mkc_tensor_is_const(n->out[i]))
+			return false;
+	return true;
+}
+
+static int
+emit_known(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	mkc_graph *g = e->p->g;
+	for (int i = 0; i < n->nout; i++) {
+		const mkc_tensor *t = n->out[i];
+		if (!t || t->kind != MKC_TK_OUTPUT)
+			continue;   /* a weight already holds its value */
+		const char *ct = mkc_ctype(e, t->dtype);
+		fprintf(f, "\t{\n\t\t%s *o = (%s *)m->buf[%d];\n", ct, ct, e->index[t->id]);
+		if (t->symval) {
+			for (int64_t k = 0; k < t->nsymval; k++) {
+				char b[96];
+				fprintf(f, "\t\to[%lld] = (%s)%s;\n", (long long)k, ct,
+					mkc_dimx(g, t->symval[k], b, sizeof b));
+			}
+		} else {
+			fprintf(f, "\t\tstatic const unsigned char v[%zu] = {", t->nbytes + 1);
+			for (size_t k = 0; k < t->nbytes; k++)
+				fprintf(f, "%u,", ((const unsigned char *)t->data)[k]);
+			fprintf(f, "0};\n\t\tmemcpy(o, v, %zu);\n", t->nbytes);
+		}
+		fputs("\t\t(void)o;\n\t}\n", f);
+	}
+	fputs("\t(void)m; (void)lo; (void)hi;\n", f);
+	return 0;
+}
+
+int
+mkc_emit_node(mkc_emitter *e, const mkc_node *n)
+{
+	if (all_known(n))
+		return emit_known(e, n);
+	int row = ew_index(n->op);
+	if (row >= 0)
+		return emit_elementwise(e, n, row);
+	switch (n->op) {
+	case MKC_OP_RESHAPE:
+	case MKC_OP_FLATTEN:
+	case MKC_OP_SQUEEZE:
+	case MKC_OP_UNSQUEEZE:
+		return emit_copy(e, n);
+	case MKC_OP_TRANSPOSE: return emit_transpose(e, n);
+	case MKC_OP_CONCAT: return emit_concat(e, n);
+	case MKC_OP_SLICE: return emit_slice(e, n);
+	case MKC_OP_GATHER: return emit_gather(e, n);
+	case MKC_OP_RANGE: return emit_range(e, n);
+	case MKC_OP_SPLIT: return emit_split(e, n);
+	default: break;
+	}
+	if (!all_float(n))
+		return unsupported(e, n, "float32 is the only type it takes on this target");
+	switch (n->op) {
+	case MKC_OP_MATMUL: return emit_matmul(e, n);
+	case MKC_OP_GEMM: return emit_gemm(e, n);
+	case MKC_OP_SOFTMAX: return emit_softmax(e, n);
+	case MKC_OP_REDUCE_MEAN:
+	case MKC_OP_REDUCE_SUM:
+	case MKC_OP_REDUCE_MAX: return emit_reduce(e, n);
+	case MKC_OP_RMS_NORM:
+	case MKC_OP_LAYER_NORM: return emit_norm(e, n);
+	case MKC_OP_ROTARY: return emit_rotary(e, n);
+	case MKC_OP_ATTENTION: return emit_attention(e, n);
+	default: return unsupported(e, n, "no code generator for this op");
+	}
+}

@@ -1,0 +1,67 @@
+/* driver.c - the pass pipeline. See driver.h. */
+#include "driver.h"
+
+#include <string.h>
+
+/* Graph passes run on the graph, plan passes on the task plan made after them. */
+typedef struct {
+	const char *name;
+	int (*graph)(mkc_graph *g);
+	int (*plan)(mkc_plan *p);
+} pass;
+
+static const pass passes[] = {
+	{"infer", mkc_pass_infer, NULL},
+	{"dce", mkc_pass_dce, NULL},
+	{"tile", NULL, mkc_pass_tile},
+	{"deps", NULL, mkc_pass_deps},
+	{"events", NULL, mkc_pass_events},
+	{"schedule", NULL, mkc_pass_schedule},
+	{"verify", NULL, mkc_pass_verify},
+};
+
+enum { NPASSES = sizeof passes / sizeof passes[0] };
+
+bool
+mkc_pass_known(const char *name)
+{
+	if (strcmp(name, "load") == 0)
+		return true;
+	for (int i = 0; i < NPASSES; i++)
+		if (strcmp(passes[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+int
+mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
+{
+	mkc_target_params tp = {
+		.nworkers = o->workers ? o->workers : 8,
+		.min_tile_elems = 4096,
+		.matmul_tile_cols = 64,
+	};
+	mkc_plan *p = NULL;
+	const char *dump = o->dump_after;
+	if (dump && strcmp(dump, "load") == 0)
+		mkc_dump_graph(stdout, g);
+	if (mkc_verify_graph(g, false) != 0)
+		return -1;
+	for (int i = 0; i < NPASSES; i++) {
+		const pass *ps = &passes[i];
+		mkc_progress(g->ctx, "pass %s", ps->name);
+		if (ps->plan && !p)
+			p = mkc_plan_create(g, &tp);
+		if (ps->graph ? ps->graph(g) != 0 : ps->plan(p) != 0)
+			return -1;
+		bool here = dump && strcmp(dump, ps->name) == 0;
+		if (ps->graph && here)
+			mkc_dump_graph(stdout, g);
+		if (ps->plan && here)
+			mkc_dump_plan(stdout, p);
+		if (ps->graph && mkc_verify_graph(g, true) != 0)
+			return -1;
+	}
+	*plan = p;
+	return 0;
+}

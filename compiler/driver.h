@@ -1,0 +1,24 @@
+/*
+ * driver.h - the compile pipeline shared by `mkc MODEL` and `mkc test`:
+ * the flat list of passes, with the IR checker between graph passes and
+ * --dump-after printing after any of them.
+ */
+#ifndef MKC_DRIVER_H
+#define MKC_DRIVER_H
+
+#include "passes.h"
+
+typedef struct {
+	int workers;             /* 0: the default (8) */
+	const char *dump_after;  /* a pass name, or NULL */
+} mkc_driver_options;
+
+bool mkc_pass_known(const char *name);   /* "load" and every pass */
+
+/* Runs every pass on g; *plan gets the verified task plan. 0 or -1. */
+int mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan);
+
+/* `mkc test DIR...` (compiler/test.c); returns the exit status. */
+int mkc_test_main(int argc, char **argv);
+
+#endif

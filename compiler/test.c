@@ -1,0 +1,440 @@
+/*
+ * test.c - `mkc test DIR...`: golden tests in ONNX backend-test layout.
+ *
+ * For each DIR (model.onnx plus test_data_set_N/input_K.pb, output_K.pb):
+ * compile the model with the C target into a scratch folder, write a small
+ * harness that feeds the inputs (raw files written here), poisons the
+ * outputs with NaN bytes so that unwritten elements show, runs several
+ * steps and writes the outputs of each; build it with cc (-Wall -Wextra
+ * -Werror, optionally ThreadSanitizer); run it; then compare every output
+ * with the reference: relative L2 error ||out - ref|| / ||ref|| within the
+ * tolerance for floats, exact for integers, and every step bit-identical
+ * to the first (a race shows up as a moving result). One line per case,
+ * then "N passed, N failed"; the exit status is 0 only if all passed.
+ *
+ * Symbolic dimensions get their values from the input files' shapes.
+ */
+#include "driver.h"
+#include "frontend.h"
+#include "numeric.h"
+#include "../backends/emit.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct {
+	const char *target;
+	int threads, workers, steps;
+	unsigned shuffle;
+	double tol;
+	bool tsan, keep, verbose;
+	int drop_wait;   /* testing mkc itself: a task whose wait is removed */
+} test_options;
+
+static int
+run_command(const char *cmd, const char *log)
+{
+	char *full = malloc(strlen(cmd) + strlen(log) + 16);
+	if (!full)
+		return -1;
+	sprintf(full, "%s >%s 2>&1", cmd, log);
+	int st = system(full);
+	free(full);
+	return st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int
+write_file(const char *path, const void *data, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	size_t w = n ? fwrite(data, 1, n, f) : 0;
+	return fclose(f) == 0 && w == n ? 0 : -1;
+}
+
+static void *
+read_all(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	void *p = len >= 0 ? malloc((size_t)len + 1) : NULL;
+	if (p && fread(p, 1, (size_t)len, f) != (size_t)len) {
+		free(p);
+		p = NULL;
+	}
+	fclose(f);
+	*n = (size_t)len;
+	return p;
+}
+
+/* Symbol values from the inputs' real shapes. */
+static int
+bind_syms(mkc_graph *g, mkc_tensor *in, int nin, int64_t *sym, char *why, size_t wn)
+{
+	for (int s = 0; s < g->syms.n; s++)
+		sym[s] = -1;
+	for (int i = 0; i < nin; i++) {
+		const mkc_tensor *decl = MKC_INPUT(g, i);
+		if (in[i].rank != decl->rank) {
+			snprintf(why, wn, "input %d ('%s') has rank %d, the model says %d", i, decl->name,
+				 in[i].rank, decl->rank);
+			return -1;
+		}
+		for (int d = 0; d < decl->rank; d++) {
+			mkc_dim x = decl->shape[d];
+			int64_t v = in[i].shape[d].c;
+			if (mkc_dim_is_const(x)) {
+				if (x.c != v) {
+					snprintf(why, wn, "input '%s' dim %d is %lld, the model says %lld",
+						 decl->name, d, (long long)v, (long long)x.c);
+					return -1;
+				}
+				continue;
+			}
+			int64_t s = (v - x.c) / x.k;
+			if ((v - x.c) % x.k || (sym[x.sym] >= 0 && sym[x.sym] != s)) {
+				snprintf(why, wn, "input '%s' dim %d (%lld) disagrees with %s", decl->name,
+					 d, (long long)v, MKC_SYM(g, x.sym));
+				return -1;
+			}
+			sym[x.sym] = s;
+		}
+	}
+	for (int s = 0; s < g->syms.n; s++)
+		if (sym[s] < 0) {
+			snprintf(why, wn, "no input gives a value for %s", MKC_SYM(g, s));
+			return -1;
+		}
+	return 0;
+}
+
+static int64_t
+numel_at(const mkc_tensor *t, const int64_t *sym)
+{
+	int64_t n = 1;
+	for (int d = 0; d < t->rank; d++)
+		n *= t->shape[d].c + (mkc_dim_is_const(t->shape[d]) ? 0 : t->shape[d].k * sym[t->shape[d].sym]);
+	return n;
+}
+
+/* The harness: reads inputs, runs the steps, writes each step's outputs. */
+static int
+write_harness(const char *dir, mkc_graph *g, const int64_t *sym, const test_options *o,
+	      const char *model_path)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/main.c", dir);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include \"model.h\"\n\n"
+		"static void *\nload(const char *p, size_t n)\n{\n\tvoid *b = malloc(n ? n : 1);\n"
+		"\tFILE *f = fopen(p, \"rb\");\n\tif (!b || !f || fread(b, 1, n, f) != n) {\n"
+		"\t\tfprintf(stderr, \"cannot read %%s\\n\", p);\n\t\texit(3);\n\t}\n\tfclose(f);\n\treturn b;\n}\n\n"
+		"int\nmain(void)\n{\n\tmodel *m;\n\tmodel_options opt = {%d, %uu, 20.0};\n"
+		"\tif (model_create(&m, &opt) || model_load_weights(m, \"%s\")) {\n"
+		"\t\tfprintf(stderr, \"%%s\\n\", model_last_error(m));\n\t\treturn 2;\n\t}\n",
+		o->threads, o->shuffle, model_path);
+	fprintf(f, "\tconst int64_t dims[%d] = {", g->syms.n + 1);
+	for (int s = 0; s < g->syms.n; s++)
+		fprintf(f, "%lld, ", (long long)sym[s]);
+	fprintf(f, "0};\n\tconst void *in[%d];\n\tvoid *out[%d];\n", g->inputs.n + 1, g->outputs.n + 1);
+	for (int i = 0; i < g->inputs.n; i++) {
+		const mkc_tensor *t = MKC_INPUT(g, i);
+		fprintf(f, "\tin[%d] = load(\"%s/in%d.bin\", %zu);\n", i, dir, i,
+			(size_t)numel_at(t, sym) * mkc_dtype_size(t->dtype));
+	}
+	for (int i = 0; i < g->outputs.n; i++) {
+		const mkc_tensor *t = MKC_OUTPUT(g, i);
+		fprintf(f, "\tout[%d] = malloc(%zu);\n", i,
+			(size_t)numel_at(t, sym) * mkc_dtype_size(t->dtype) + 1);
+	}
+	fprintf(f, "\tfor (int s = 0; s < %d; s++) {\n", o->steps);
+	for (int i = 0; i < g->outputs.n; i++) {
+		const mkc_tensor *t = MKC_OUTPUT(g, i);
+		size_t n = (size_t)numel_at(t, sym) * mkc_dtype_size(t->dtype);
+		fprintf(f, "\t\tmemset(out[%d], 0xff, %zu);   /* poison: NaN where unwritten */\n", i, n);
+	}
+	fputs("\t\tif (model_step(m, in, out, dims)) {\n\t\t\tfprintf(stderr, \"step %d: %s\\n\", s, model_last_error(m));\n"
+	      "\t\t\treturn 2;\n\t\t}\n", f);
+	for (int i = 0; i < g->outputs.n; i++) {
+		const mkc_tensor *t = MKC_OUTPUT(g, i);
+		size_t n = (size_t)numel_at(t, sym) * mkc_dtype_size(t->dtype);
+		fprintf(f, "\t\tchar p%d[4200];\n\t\tsnprintf(p%d, sizeof p%d, \"%s/out%d.%%d.bin\", s);\n"
+			"\t\tFILE *f%d = fopen(p%d, \"wb\");\n\t\tif (!f%d || fwrite(out[%d], 1, %zu, f%d) != %zu)\n"
+			"\t\t\treturn 3;\n\t\tfclose(f%d);\n", i, i, i, dir, i, i, i, i, i, n, i, n, i);
+	}
+	fputs("\t}\n\tmodel_destroy(m);\n\treturn 0;\n}\n", f);
+	return fclose(f);
+}
+
+/* Compares one output with its reference; fills *err with the relative error. */
+static int
+compare(const mkc_tensor *ref, const void *got, size_t nbytes, double tol, double *err,
+	char *why, size_t wn)
+{
+	if (nbytes != ref->nbytes) {
+		snprintf(why, wn, "'%s' has %zu bytes, the reference %zu", ref->name, nbytes, ref->nbytes);
+		return -1;
+	}
+	int64_t n = (int64_t)(nbytes / (mkc_dtype_size(ref->dtype) ? mkc_dtype_size(ref->dtype) : 1));
+	if (!mkc_dtype_is_float(ref->dtype)) {
+		*err = memcmp(got, ref->data, nbytes) ? 1 : 0;
+		if (*err)
+			snprintf(why, wn, "'%s' differs from the reference", ref->name);
+		return *err ? -1 : 0;
+	}
+	double num = 0, den = 0;
+	for (int64_t i = 0; i < n; i++) {
+		double a = mkc_load_double(ref->dtype, got, i), b = mkc_load_double(ref->dtype, ref->data, i);
+		if (isnan(a) != isnan(b)) {
+			snprintf(why, wn, "'%s'[%lld] is %g, the reference %g (unwritten?)", ref->name,
+				 (long long)i, a, b);
+			return -1;
+		}
+		if (!isnan(a)) {
+			num += (a - b) * (a - b);
+			den += b * b;
+		}
+	}
+	*err = den > 0 ? sqrt(num / den) : sqrt(num);
+	if (*err > tol) {
+		snprintf(why, wn, "'%s': relative error %.3g exceeds %.3g", ref->name, *err, tol);
+		return -1;
+	}
+	return 0;
+}
+
+/* One test_data_set folder; prints its line. 0 pass, -1 fail. */
+static int
+run_case(mkc_ctx *c, mkc_graph *g, const char *model, const char *casedir, const char *work,
+	 const test_options *o)
+{
+	char why[1024] = "", path[4096];
+	int nin = g->inputs.n, nout = g->outputs.n;
+	mkc_tensor *in = mkc_arena_alloc(c->arena, (size_t)(nin + 1) * sizeof *in);
+	mkc_tensor *ref = mkc_arena_alloc(c->arena, (size_t)(nout + 1) * sizeof *ref);
+	int64_t *sym = mkc_arena_alloc(c->arena, (size_t)(g->syms.n + 1) * sizeof *sym);
+	double worst = 0;
+	int rc = -1;
+	for (int i = 0; i < nin; i++) {
+		snprintf(path, sizeof path, "%s/input_%d.pb", casedir, i);
+		if (mkc_onnx_read_tensor(c, path, &in[i]) != 0) {
+			snprintf(why, sizeof why, "%s", c->errors ? c->errors : "cannot read an input");
+			goto done;
+		}
+		snprintf(path, sizeof path, "%s/in%d.bin", work, i);
+		if (write_file(path, in[i].data, in[i].nbytes) != 0) {
+			snprintf(why, sizeof why, "cannot write %s", path);
+			goto done;
+		}
+	}
+	for (int i = 0; i < nout; i++) {
+		snprintf(path, sizeof path, "%s/output_%d.pb", casedir, i);
+		if (mkc_onnx_read_tensor(c, path, &ref[i]) != 0) {
+			snprintf(why, sizeof why, "%s", c->errors ? c->errors : "cannot read an output");
+			goto done;
+		}
+	}
+	if (bind_syms(g, in, nin, sym, why, sizeof why) != 0)
+		goto done;
+	if (write_harness(work, g, sym, o, model) != 0) {
+		snprintf(why, sizeof why, "cannot write the harness");
+		goto done;
+	}
+	const char *cc = getenv("CC") ? getenv("CC") : "cc";
+	char cmd[8192], log[4200];
+	snprintf(log, sizeof log, "%s/build.log", work);
+	snprintf(cmd, sizeof cmd, "%s -std=c11 -O1 -g -Wall -Wextra -Werror -pthread %s -o %s/run %s/model.c %s/main.c -lm",
+		 cc, o->tsan ? "-fsanitize=thread" : "", work, work, work);
+	if (run_command(cmd, log) != 0) {
+		snprintf(why, sizeof why, "the emitted code does not build: see %s", log);
+		goto done;
+	}
+	snprintf(log, sizeof log, "%s/run.log", work);
+	snprintf(cmd, sizeof cmd, "TSAN_OPTIONS=halt_on_error=1 %s/run", work);
+	if (run_command(cmd, log) != 0) {
+		size_t n;
+		char *text = read_all(log, &n);
+		snprintf(why, sizeof why, "the run failed: %.600s", text ? text : "(no log)");
+		free(text);
+		goto done;
+	}
+	for (int s = 0; s < o->steps; s++)
+		for (int i = 0; i < nout; i++) {
+			size_t n;
+			snprintf(path, sizeof path, "%s/out%d.%d.bin", work, i, s);
+			void *got = read_all(path, &n);
+			double err = 0;
+			int bad = !got || compare(&ref[i], got, n, o->tol, &err, why, sizeof why);
+			free(got);
+			if (bad) {
+				if (!*why)
+					snprintf(why, sizeof why, "no output %d", i);
+				goto done;
+			}
+			worst = err > worst ? err : worst;
+		}
+	rc = 0;
+done:
+	if (rc == 0)
+		printf("PASS %s: %d outputs x %d steps, relative error <= %.2g\n", casedir, nout,
+		       o->steps, worst);
+	else
+		printf("FAIL %s: %s\n", casedir, why);
+	fflush(stdout);
+	mkc_ctx_clear_errors(c);
+	return rc;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Compiles DIR and runs each of its cases; adds to the counts. */
+static void
+test_dir(const char *dir, const test_options *o, int *passed, int *failed)
+{
+	mkc_ctx *c = mkc_ctx_create();
+	c->verbose = o->verbose;
+	char work[] = "/tmp/mkc_test_XXXXXX";
+	char *model = mkc_arena_printf(c->arena, "%s/model.onnx", dir);
+	mkc_graph *g = NULL;
+	mkc_plan *p = NULL;
+	if (!mkdtemp(work)) {
+		printf("FAIL %s: cannot make a scratch folder\n", dir);
+		(*failed)++;
+		mkc_ctx_destroy(c);
+		return;
+	}
+	mkc_driver_options d = {o->workers, NULL};
+	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.c", work), "model", "mkc test",
+			       4096, 4096};
+	bool ok = (g = mkc_load_model(c, model)) && mkc_run_passes(g, &d, &p) == 0;
+	if (ok && o->drop_wait >= 0 && o->drop_wait < p->tasks.n) {
+		/* after verify, on purpose: the emitted code is now unsafe */
+		MKC_TASK(p, o->drop_wait)->nwaits = 0;
+		fprintf(stderr, "mkc test: dropped the wait of task %d (%s)\n", o->drop_wait,
+			MKC_TASK(p, o->drop_wait)->node->name);
+	}
+	if (!ok || mkc_emit(p, mkc_target_find(o->target), &eo) != 0) {
+		printf("FAIL %s: %s", dir, c->errors ? c->errors : "does not compile\n");
+		(*failed)++;
+		mkc_ctx_destroy(c);
+		return;
+	}
+	DIR *dd = opendir(dir);
+	char *cases[256];
+	int n = 0;
+	for (struct dirent *de; dd && (de = readdir(dd)) && n < 256;)
+		if (!strncmp(de->d_name, "test_data_set_", 14))
+			cases[n++] = mkc_arena_printf(c->arena, "%s/%s", dir, de->d_name);
+	if (dd)
+		closedir(dd);
+	qsort(cases, (size_t)n, sizeof *cases, cmp_str);
+	if (!n) {
+		printf("FAIL %s: no test_data_set_* folder\n", dir);
+		(*failed)++;
+	}
+	for (int i = 0; i < n; i++)
+		*(run_case(c, g, model, cases[i], work, o) == 0 ? passed : failed) += 1;
+	if (!o->keep) {
+		char cmd[4200];
+		snprintf(cmd, sizeof cmd, "rm -rf %s", work);
+		if (system(cmd) != 0)
+			fprintf(stderr, "mkc: could not remove %s\n", work);
+	} else {
+		fprintf(stderr, "mkc: kept %s\n", work);
+	}
+	mkc_ctx_destroy(c);
+}
+
+static const char test_usage[] =
+	"usage: mkc test [options] DIR...\n"
+	"  Compiles each DIR/model.onnx with the C target, runs it on every\n"
+	"  DIR/test_data_set_*, and compares the outputs with the references.\n"
+	"  --threads N     worker threads (default: as many as scheduled)\n"
+	"  --workers N     persistent workers to schedule for (default 8)\n"
+	"  --shuffle SEED  one shared queue in a random topological order\n"
+	"  --steps N       steps per case, each compared (default 3)\n"
+	"  --tolerance T   largest relative L2 error (default 1e-5)\n"
+	"  --tsan          build the emitted code with ThreadSanitizer\n"
+	"  --keep          keep the scratch folders (their paths go to stderr)\n"
+	"  --drop-wait T   testing mkc itself: remove task T's wait after the\n"
+	"                  schedule proof, so that the race tests must fail\n"
+	"  --target c      the only target that runs here\n";
+
+int
+mkc_test_main(int argc, char **argv)
+{
+	test_options o = {"c", 0, 0, 3, 0, 1e-5, false, false, false, -1};
+	const char **dirs = calloc((size_t)argc, sizeof *dirs);
+	int ndirs = 0;
+	if (!dirs)
+		return 2;
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		char *end = "";
+		bool has = i + 1 < argc;
+		if (!strcmp(a, "--threads") && has)
+			o.threads = (int)strtol(argv[++i], &end, 10);
+		else if (!strcmp(a, "--workers") && has)
+			o.workers = (int)strtol(argv[++i], &end, 10);
+		else if (!strcmp(a, "--shuffle") && has)
+			o.shuffle = (unsigned)strtoul(argv[++i], &end, 10);
+		else if (!strcmp(a, "--steps") && has)
+			o.steps = (int)strtol(argv[++i], &end, 10);
+		else if (!strcmp(a, "--tolerance") && has)
+			o.tol = strtod(argv[++i], &end);
+		else if (!strcmp(a, "--drop-wait") && has)
+			o.drop_wait = (int)strtol(argv[++i], &end, 10);
+		else if (!strcmp(a, "--target") && has)
+			o.target = argv[++i];
+		else if (!strcmp(a, "--tsan"))
+			o.tsan = true;
+		else if (!strcmp(a, "--keep"))
+			o.keep = true;
+		else if (!strcmp(a, "-v"))
+			o.verbose = true;
+		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(test_usage, stdout);
+			return 0;
+		} else if (a[0] == '-') {
+			fprintf(stderr, "mkc test: unknown option '%s'\n%s", a, test_usage);
+			free(dirs);
+			return 2;
+		} else {
+			dirs[ndirs++] = a;
+			continue;
+		}
+		if (*end || o.steps < 1 || o.threads < 0 || o.workers < 0 || o.tol <= 0) {
+			fprintf(stderr, "mkc test: bad value for %s\n", a);
+			free(dirs);
+			return 2;
+		}
+	}
+	if (strcmp(o.target, "c") != 0 || !ndirs) {
+		fputs(ndirs ? "mkc test: only --target c runs on this machine\n" : test_usage, stderr);
+		free(dirs);
+		return 2;
+	}
+	int passed = 0, failed = 0;
+	for (int i = 0; i < ndirs; i++)
+		test_dir(dirs[i], &o, &passed, &failed);
+	free(dirs);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

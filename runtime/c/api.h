@@ -1,0 +1,70 @@
+/* The public API: thin wrappers over the runtime above. */
+struct $P {
+	struct mkc_model *m;
+	char err[512];
+};
+
+int
+$P_create($P **out, const $P_options *opts)
+{
+	$P_options o = {0, 0, 0};
+	if (opts)
+		o = *opts;
+	*out = calloc(1, sizeof **out);
+	if (!*out)
+		return -1;
+	if (mkc_model_create(&(*out)->m, o.nthreads, o.shuffle_seed, o.timeout_s)) {
+		strcpy((*out)->err, (*out)->m ? (*out)->m->err : "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+$P_status($P *m, int rc)
+{
+	if (rc)
+		strcpy(m->err, m->m->err);
+	return rc;
+}
+
+int
+$P_load_weights($P *m, const char *onnx_path)
+{
+	return $P_status(m, mkc_load_weights(m->m, onnx_path));
+}
+
+int
+$P_bind($P *m, const char *weight_name, void *data)
+{
+	return $P_status(m, mkc_bind(m->m, weight_name, data));
+}
+
+int
+$P_step($P *m, const void *const *inputs, void *const *outputs, const int64_t *dims)
+{
+	return $P_status(m, mkc_step(m->m, inputs, outputs, dims));
+}
+
+const char *
+$P_last_error(const $P *m)
+{
+	return m ? m->err : "no model";
+}
+
+void
+$P_destroy($P *m)
+{
+	if (!m)
+		return;
+	mkc_model_destroy(m->m);
+	free(m);
+}
+
+int $P_num_inputs(void) { return MKC_NINPUTS; }
+const char *$P_input_name(int i) { return i >= 0 && i < MKC_NINPUTS ? mkc_tensors[mkc_inputs[i]].name : NULL; }
+int $P_num_outputs(void) { return MKC_NOUTPUTS; }
+const char *$P_output_name(int i) { return i >= 0 && i < MKC_NOUTPUTS ? mkc_tensors[mkc_outputs[i]].name : NULL; }
+int $P_num_dims(void) { return MKC_NSYMS; }
+const char *$P_dim_name(int i) { return i >= 0 && i < MKC_NSYMS ? mkc_sym_names[i] : NULL; }
+int64_t $P_max_dim(int i) { return i >= 0 && i < MKC_NSYMS ? mkc_sym_max[i] : -1; }

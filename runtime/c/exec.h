@@ -1,0 +1,425 @@
+/*
+ * exec.h - the C target's runtime, embedded after the tables of an emitted
+ * file: the model object, weight loading, and the persistent executor.
+ *
+ * The executor runs the same task table and event protocol as the GPU
+ * kernel, with POSIX threads as workers:
+ *   - a worker walks its queue; before a task it waits until each event it
+ *     waits on has counted threshold * epoch signals (acquire loads, with a
+ *     yield after a while and a watchdog that names the stuck task);
+ *   - after a task it adds 1 to each event it signals (release).
+ * Counters are 64-bit and never reset: the epoch grows by one a step.
+ *
+ * With a shuffle seed the static queues are replaced by one shared queue
+ * holding the tasks in a random topological order, handed out by an atomic
+ * cursor, so only the events order anything: a missing dependency then
+ * shows up as a wrong answer or a ThreadSanitizer report.
+ *
+ * The emitted file defines, before this text: MKC_NSYMS, MKC_NTENSORS,
+ * MKC_NTASKS, MKC_NEVENTS, MKC_NWORKERS, MKC_NINPUTS, MKC_NOUTPUTS, the
+ * tables mkc_tensors[], mkc_task_wait[], mkc_task_sig_start[],
+ * mkc_task_sig[], mkc_queue_start[], mkc_queue[], mkc_event_threshold[],
+ * mkc_event_prod_start[], mkc_event_prod[], mkc_inputs[], mkc_outputs[],
+ * mkc_sym_names[], mkc_sym_max[], and mkc_run_task() and mkc_fill_symvals().
+ */
+
+struct mkc_model {
+	void *buf[MKC_NTENSORS];
+	unsigned char owned[MKC_NTENSORS];
+	int64_t sym[MKC_NSYMS + 1];
+	_Atomic uint64_t counter[MKC_NEVENTS + 1];
+	uint64_t epoch;
+	int nthreads;
+	unsigned shuffle_seed;
+	double timeout_s;
+	int *order;                 /* shuffle mode: this step's task order */
+	atomic_int cursor;
+	atomic_int failed;
+	char err[512];
+};
+
+static void
+mkc_fail(struct mkc_model *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+mkc_fail(struct mkc_model *m, const char *fmt, ...)
+{
+	int expected = 0;
+	if (!atomic_compare_exchange_strong(&m->failed, &expected, 1))
+		return;   /* keep the first error */
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m->err, sizeof m->err, fmt, ap);
+	va_end(ap);
+}
+
+/* Sets the error sentence (for calls outside a step). */
+static void
+mkc_seterr(struct mkc_model *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+mkc_seterr(struct mkc_model *m, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m->err, sizeof m->err, fmt, ap);
+	va_end(ap);
+}
+
+static int64_t
+mkc_numel(const struct mkc_model *m, int t, int use_max)
+{
+	const mkc_rt_tensor_info *ti = &mkc_tensors[t];
+	int64_t n = 1;
+	for (int i = 0; i < ti->rank; i++) {
+		mkc_rt_dim d = ti->dims[i];
+		n *= use_max && d.s >= 0 ? d.c + d.k * mkc_sym_max[d.s] : mkc_rt_dimv(d, m->sym);
+	}
+	return n;
+}
+
+static double
+mkc_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int
+mkc_wait(struct mkc_model *m, int task, int ev)
+{
+	uint64_t target = (uint64_t)mkc_event_threshold[ev] * m->epoch;
+	double start = 0;
+	for (long spins = 0;; spins++) {
+		if (atomic_load_explicit(&m->counter[ev], memory_order_acquire) >= target)
+			return 0;
+		if (atomic_load_explicit(&m->failed, memory_order_relaxed))
+			return -1;
+		if (spins < 256)
+			continue;
+		sched_yield();
+		if (spins == 256)
+			start = mkc_now();
+		else if ((spins & 1023) == 0 && mkc_now() - start > m->timeout_s) {
+			mkc_fail(m, "watchdog: task %d (%s) waited %.1f s on event %d (%llu of %llu signals)",
+				 task, mkc_task_name[task], m->timeout_s, ev,
+				 (unsigned long long)atomic_load(&m->counter[ev]),
+				 (unsigned long long)target);
+			return -1;
+		}
+	}
+}
+
+static void
+mkc_exec_task(struct mkc_model *m, int task)
+{
+	if (mkc_task_wait[task] >= 0 && mkc_wait(m, task, mkc_task_wait[task]))
+		return;
+	mkc_run_task(m, task);
+	for (int k = mkc_task_sig_start[task]; k < mkc_task_sig_start[task + 1]; k++)
+		atomic_fetch_add_explicit(&m->counter[mkc_task_sig[k]], 1, memory_order_release);
+}
+
+typedef struct {
+	struct mkc_model *m;
+	int worker;
+} mkc_worker_arg;
+
+static void *
+mkc_worker(void *arg)
+{
+	mkc_worker_arg *a = arg;
+	struct mkc_model *m = a->m;
+	if (m->order) {
+		for (;;) {
+			int i = atomic_fetch_add(&m->cursor, 1);
+			if (i >= MKC_NTASKS || atomic_load(&m->failed))
+				break;
+			mkc_exec_task(m, m->order[i]);
+		}
+		return NULL;
+	}
+	/* static queues: worker w runs queues w, w + nthreads, ... */
+	for (int q = a->worker; q < MKC_NWORKERS; q += m->nthreads)
+		for (int i = mkc_queue_start[q]; i < mkc_queue_start[q + 1]; i++) {
+			if (atomic_load_explicit(&m->failed, memory_order_relaxed))
+				return NULL;
+			mkc_exec_task(m, mkc_queue[i]);
+		}
+	return NULL;
+}
+
+/* A random topological order of the tasks (Kahn's algorithm, random pick). */
+static void
+mkc_shuffle_order(struct mkc_model *m)
+{
+	static int pending[MKC_NTASKS + 1], ready[MKC_NTASKS + 1];
+	int nready = 0, n = 0;
+	unsigned s = m->shuffle_seed * 2654435761u + (unsigned)m->epoch;
+	for (int t = 0; t < MKC_NTASKS; t++) {
+		int e = mkc_task_wait[t];
+		pending[t] = e < 0 ? 0 : mkc_event_prod_start[e + 1] - mkc_event_prod_start[e];
+		if (!pending[t])
+			ready[nready++] = t;
+	}
+	while (nready) {
+		s = s * 1103515245u + 12345u;
+		int k = (int)((s >> 8) % (unsigned)nready);
+		int t = ready[k];
+		ready[k] = ready[--nready];
+		m->order[n++] = t;
+		for (int j = 0; j < MKC_NTASKS; j++) {
+			int e = mkc_task_wait[j];
+			if (e < 0 || pending[j] <= 0)
+				continue;
+			for (int p = mkc_event_prod_start[e]; p < mkc_event_prod_start[e + 1]; p++)
+				if (mkc_event_prod[p] == t && --pending[j] == 0)
+					ready[nready++] = j;
+		}
+	}
+}
+
+static int
+mkc_exec_step(struct mkc_model *m)
+{
+	m->epoch++;
+	atomic_store(&m->failed, 0);
+	mkc_fill_symvals(m);
+	if (m->shuffle_seed) {
+		mkc_shuffle_order(m);
+		atomic_store(&m->cursor, 0);
+	}
+	int n = m->nthreads;
+	pthread_t th[n];
+	mkc_worker_arg args[n];
+	int started = 0;
+	for (int w = 0; w < n; w++) {
+		args[w].m = m;
+		args[w].worker = w;
+		if (pthread_create(&th[w], NULL, mkc_worker, &args[w]) != 0) {
+			mkc_fail(m, "cannot start worker thread %d", w);
+			break;
+		}
+		started++;
+	}
+	for (int w = 0; w < started; w++)
+		pthread_join(th[w], NULL);
+	if (atomic_load(&m->failed)) {
+		/* counters are now out of step with the epoch: start afresh */
+		for (int e = 0; e < MKC_NEVENTS; e++)
+			atomic_store(&m->counter[e], 0);
+		m->epoch = 0;
+		return -1;
+	}
+	return 0;
+}
+
+static int
+mkc_model_create(struct mkc_model **out, int nthreads, unsigned shuffle_seed,
+		 double timeout_s)
+{
+	struct mkc_model *m = calloc(1, sizeof *m);
+	*out = m;
+	if (!m)
+		return -1;
+	m->nthreads = nthreads > 0 ? nthreads : MKC_NWORKERS;
+	m->shuffle_seed = shuffle_seed;
+	m->timeout_s = timeout_s > 0 ? timeout_s : 10.0;
+	if (shuffle_seed && !(m->order = calloc(MKC_NTASKS + 1, sizeof *m->order))) {
+		mkc_seterr(m, "out of memory");
+		return -1;
+	}
+	for (int t = 0; t < MKC_NTENSORS; t++) {
+		const mkc_rt_tensor_info *ti = &mkc_tensors[t];
+		if (ti->kind == MKC_RT_INPUT || ti->kind == MKC_RT_OUTPUT)
+			continue;   /* the caller's buffers, given at each step */
+		if (ti->data) {
+			m->buf[t] = (void *)ti->data;
+			continue;
+		}
+		size_t bytes = (size_t)mkc_numel(m, t, 1) * (size_t)ti->esize;
+		m->buf[t] = calloc(1, bytes ? bytes : 1);
+		m->owned[t] = 1;
+		if (!m->buf[t]) {
+			mkc_seterr(m, "out of memory for tensor '%s' (%zu bytes)",
+				 ti->name, bytes);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void
+mkc_model_destroy(struct mkc_model *m)
+{
+	if (!m)
+		return;
+	for (int t = 0; t < MKC_NTENSORS; t++)
+		if (m->owned[t])
+			free(m->buf[t]);
+	free(m->order);
+	free(m);
+}
+
+static int
+mkc_tensor_index(const char *name)
+{
+	for (int t = 0; t < MKC_NTENSORS; t++)
+		if (!strcmp(mkc_tensors[t].name, name))
+			return t;
+	return -1;
+}
+
+static int
+mkc_bind(struct mkc_model *m, const char *name, void *ptr)
+{
+	int t = mkc_tensor_index(name);
+	if (t < 0 || mkc_tensors[t].kind != MKC_RT_WEIGHT) {
+		mkc_seterr(m, "no weight is called '%s'", name);
+		return -1;
+	}
+	if (m->owned[t])
+		free(m->buf[t]);
+	m->owned[t] = 0;
+	m->buf[t] = ptr;
+	return 0;
+}
+
+static int
+mkc_read_file(const char *path, uint8_t **data, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -1;
+	int rc = -1;
+	if (fseek(f, 0, SEEK_END) == 0) {
+		long n = ftell(f);
+		if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (*data = malloc((size_t)n + 1))) {
+			*size = (size_t)n;
+			rc = fread(*data, 1, (size_t)n, f) == (size_t)n ? 0 : -1;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+/* Copies one initializer's bytes into the weight buffer it belongs to. */
+static int
+mkc_load_one(struct mkc_model *m, int t, const mkc_rt_tensor *pt, const char *dir)
+{
+	const mkc_rt_tensor_info *ti = &mkc_tensors[t];
+	size_t want = (size_t)mkc_numel(m, t, 0) * (size_t)ti->esize;
+	if (pt->external) {
+		char path[4096];
+		size_t dl = strlen(dir), ln = (size_t)(pt->location.end - pt->location.p);
+		if (dl + ln + 2 > sizeof path) {
+			mkc_seterr(m, "weight '%s': its external data path is too long", ti->name);
+			return -1;
+		}
+		memcpy(path, dir, dl);
+		path[dl] = '/';
+		memcpy(path + dl + 1, pt->location.p, ln);
+		path[dl + 1 + ln] = 0;
+		FILE *f = fopen(path, "rb");
+		if (!f) {
+			mkc_seterr(m, "%s: cannot open (weight '%s')", path, ti->name);
+			return -1;
+		}
+		int ok = fseek(f, (long)pt->offset, SEEK_SET) == 0 &&
+			 fread(m->buf[t], 1, want, f) == want;
+		fclose(f);
+		if (!ok) {
+			mkc_seterr(m, "%s: too short for weight '%s'", path, ti->name);
+			return -1;
+		}
+		return 0;
+	}
+	if (pt->raw.p) {
+		if ((size_t)(pt->raw.end - pt->raw.p) != want) {
+			mkc_seterr(m, "weight '%s' holds %zu bytes, not %zu",
+				 ti->name, (size_t)(pt->raw.end - pt->raw.p), want);
+			return -1;
+		}
+		memcpy(m->buf[t], pt->raw.p, want);
+		return 0;
+	}
+	if (mkc_rt_unpack_typed(pt, m->buf[t], mkc_numel(m, t, 0), ti->esize)) {
+		mkc_seterr(m, "weight '%s': cannot read its typed data", ti->name);
+		return -1;
+	}
+	return 0;
+}
+
+/* Fills every weight that is not embedded from the ONNX file's initializers. */
+static int
+mkc_load_weights(struct mkc_model *m, const char *path)
+{
+	uint8_t *data;
+	size_t size;
+	if (mkc_read_file(path, &data, &size)) {
+		mkc_seterr(m, "%s: cannot read", path);
+		return -1;
+	}
+	char dir[4096] = ".";
+	const char *slash = strrchr(path, '/');
+	if (slash && (size_t)(slash - path) < sizeof dir) {
+		memcpy(dir, path, (size_t)(slash - path));
+		dir[slash - path] = 0;
+	}
+	unsigned char found[MKC_NTENSORS] = {0};
+	mkc_rt_pb b = {data, data + size}, g = {0}, sub;
+	int f, w, rc = 0;
+	uint64_t v;
+	while (b.p < b.end && !mkc_rt_field(&b, &f, &w, &sub, &v))
+		if (f == 7 && w == 2)
+			g = sub;
+	while (g.p && g.p < g.end && rc == 0) {
+		if (mkc_rt_field(&g, &f, &w, &sub, &v)) {
+			rc = -1;
+			mkc_seterr(m, "%s: malformed model", path);
+			break;
+		}
+		if (f != 5 || w != 2)
+			continue;
+		mkc_rt_tensor pt;
+		if (mkc_rt_parse_tensor(sub, &pt))
+			continue;
+		for (int t = 0; t < MKC_NTENSORS; t++)
+			if (mkc_tensors[t].kind == MKC_RT_WEIGHT && !mkc_tensors[t].data &&
+			    m->owned[t] && mkc_rt_name_is(pt.name, mkc_tensors[t].name)) {
+				rc = mkc_load_one(m, t, &pt, dir);
+				found[t] = 1;
+				break;
+			}
+	}
+	free(data);
+	for (int t = 0; t < MKC_NTENSORS && rc == 0; t++)
+		if (mkc_tensors[t].kind == MKC_RT_WEIGHT && !mkc_tensors[t].data && m->owned[t] &&
+		    !found[t]) {
+			mkc_seterr(m, "%s: no initializer '%s'", path, mkc_tensors[t].name);
+			rc = -1;
+		}
+	return rc;
+}
+
+static int
+mkc_step(struct mkc_model *m, const void *const *inputs, void *const *outputs,
+	 const int64_t *dims)
+{
+	for (int s = 0; s < MKC_NSYMS; s++) {
+		if (dims[s] < 0 || dims[s] > mkc_sym_max[s]) {
+			mkc_seterr(m, "%s = %lld is outside 0..%lld (the compiled maximum)",
+				 mkc_sym_names[s], (long long)dims[s], (long long)mkc_sym_max[s]);
+			return -1;
+		}
+		m->sym[s] = dims[s];
+	}
+	for (int i = 0; i < MKC_NINPUTS; i++)
+		m->buf[mkc_inputs[i]] = (void *)inputs[i];
+	for (int i = 0; i < MKC_NOUTPUTS; i++)
+		m->buf[mkc_outputs[i]] = outputs[i];
+	return mkc_exec_step(m);
+}

@@ -1,0 +1,252 @@
+/*
+ * common.h - runtime code embedded into every file mkc emits, whatever
+ * the target: dimension evaluation, helpers the tile functions call, and a
+ * reader that finds initializers in an ONNX file by name (weights are loaded
+ * from the model itself, so the emitted file needs no protobuf library).
+ *
+ * Everything here is static: an emitted file is one translation unit and
+ * must compile without warnings under -Wall -Wextra -Werror, so unused
+ * helpers are static inline or marked unused.
+ */
+
+#define MKC_UNUSED __attribute__((unused))
+
+/* A dimension c + k * sym[s] (s < 0: a constant). */
+typedef struct {
+	int64_t c, k;
+	int s;
+} mkc_rt_dim;
+
+static inline int64_t
+mkc_rt_dimv(mkc_rt_dim d, const int64_t *sym)
+{
+	return d.c + (d.s >= 0 ? d.k * sym[d.s] : 0);
+}
+
+/* Slice bounds with ONNX's clamping; returns the first index. */
+static inline int64_t MKC_UNUSED
+mkc_rt_slice_start(int64_t start, int64_t step, int64_t dim)
+{
+	if (start < 0)
+		start += dim;
+	if (step > 0)
+		return start < 0 ? 0 : start > dim ? dim : start;
+	return start < 0 ? -1 : start > dim - 1 ? dim - 1 : start;
+}
+
+/*
+ * The ONNX wire format, just enough to find a named initializer: a
+ * ModelProto's graph (field 7) holds TensorProtos in field 5, each with
+ * name (8), raw_data (9), external_data (13: key 1, value 2) and
+ * data_location (14), and typed data in float_data (4), int32_data (5),
+ * int64_data (7), double_data (10).
+ */
+typedef struct {
+	const uint8_t *p, *end;
+} mkc_rt_pb;
+
+static int
+mkc_rt_varint(mkc_rt_pb *b, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 64 && b->p < b->end; shift += 7) {
+		uint8_t c = *b->p++;
+		*v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			return 0;
+	}
+	return -1;
+}
+
+/* Next field: its number, wire type, and for length-delimited ones the bytes. */
+static int
+mkc_rt_field(mkc_rt_pb *b, int *field, int *wire, mkc_rt_pb *sub, uint64_t *val)
+{
+	uint64_t key;
+	if (mkc_rt_varint(b, &key))
+		return -1;
+	*field = (int)(key >> 3);
+	*wire = (int)(key & 7);
+	switch (*wire) {
+	case 0:
+		return mkc_rt_varint(b, val);
+	case 1:
+		if (b->end - b->p < 8)
+			return -1;
+		b->p += 8;
+		return 0;
+	case 5:
+		if (b->end - b->p < 4)
+			return -1;
+		b->p += 4;
+		return 0;
+	case 2:
+		if (mkc_rt_varint(b, val) || *val > (uint64_t)(b->end - b->p))
+			return -1;
+		sub->p = b->p;
+		sub->end = b->p + *val;
+		b->p += *val;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+typedef struct {
+	mkc_rt_pb name, raw, location, typed;
+	int typed_field;
+	int64_t offset, length;
+	int external;
+} mkc_rt_tensor;
+
+static int64_t
+mkc_rt_atoll(mkc_rt_pb s)
+{
+	int64_t v = 0;
+	for (const uint8_t *p = s.p; p < s.end && *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (*p - '0');
+	return v;
+}
+
+static int
+mkc_rt_parse_tensor(mkc_rt_pb b, mkc_rt_tensor *t)
+{
+	memset(t, 0, sizeof *t);
+	t->length = -1;
+	int f, w;
+	mkc_rt_pb sub;
+	uint64_t v;
+	while (b.p < b.end) {
+		if (mkc_rt_field(&b, &f, &w, &sub, &v))
+			return -1;
+		if (f == 8 && w == 2)
+			t->name = sub;
+		else if (f == 9 && w == 2)
+			t->raw = sub;
+		else if (f == 14 && w == 0)
+			t->external = v == 1;
+		else if ((f == 4 || f == 5 || f == 7 || f == 10) && w == 2) {
+			t->typed = sub;
+			t->typed_field = f;
+		} else if (f == 13 && w == 2) {
+			mkc_rt_pb key = {0}, val = {0}, e = sub, s2;
+			int f2, w2;
+			uint64_t v2;
+			while (e.p < e.end) {
+				if (mkc_rt_field(&e, &f2, &w2, &s2, &v2))
+					return -1;
+				if (f2 == 1 && w2 == 2)
+					key = s2;
+				else if (f2 == 2 && w2 == 2)
+					val = s2;
+			}
+			size_t kl = (size_t)(key.end - key.p);
+			if (kl == 8 && !memcmp(key.p, "location", 8))
+				t->location = val;
+			else if (kl == 6 && !memcmp(key.p, "offset", 6))
+				t->offset = mkc_rt_atoll(val);
+			else if (kl == 6 && !memcmp(key.p, "length", 6))
+				t->length = mkc_rt_atoll(val);
+		}
+	}
+	return 0;
+}
+
+static int
+mkc_rt_name_is(mkc_rt_pb n, const char *s)
+{
+	size_t l = strlen(s);
+	return (size_t)(n.end - n.p) == l && !memcmp(n.p, s, l);
+}
+
+/* Unpacks a packed typed field (float_data and friends) into bytes of elem size. */
+static int
+mkc_rt_unpack_typed(const mkc_rt_tensor *t, void *dst, int64_t count, int elem)
+{
+	mkc_rt_pb b = t->typed;
+	int64_t i = 0;
+	if (t->typed_field == 4 || t->typed_field == 10) {
+		int64_t w = t->typed_field == 4 ? 4 : 8;
+		if ((b.end - b.p) != count * w || w != elem)
+			return -1;
+		memcpy(dst, b.p, (size_t)(count * w));
+		return 0;
+	}
+	for (; b.p < b.end && i < count; i++) {
+		uint64_t v;
+		if (mkc_rt_varint(&b, &v))
+			return -1;
+		if (elem == 8)
+			((int64_t *)dst)[i] = (int64_t)v;
+		else if (elem == 4)
+			((int32_t *)dst)[i] = (int32_t)v;
+		else if (elem == 2)
+			((uint16_t *)dst)[i] = (uint16_t)v;
+		else
+			((uint8_t *)dst)[i] = (uint8_t)v;
+	}
+	return i == count && b.p == b.end ? 0 : -1;
+}
+
+/* What the emitted tensor table says about each tensor. */
+enum { MKC_RT_ACT, MKC_RT_INPUT, MKC_RT_OUTPUT, MKC_RT_WEIGHT, MKC_RT_SYMVAL };
+
+typedef struct {
+	const char *name;
+	int dtype, esize, rank, kind;
+	mkc_rt_dim dims[8];
+	const void *data;   /* embedded bytes, or NULL */
+} mkc_rt_tensor_info;
+
+/* Row-major strides of dims d[0..r); s[r] = 0. */
+static inline void MKC_UNUSED
+mkc_rt_strides(const int64_t *d, int r, int64_t *s)
+{
+	int64_t k = 1;
+	for (int i = r - 1; i >= 0; i--) {
+		s[i] = k;
+		k *= d[i];
+	}
+	s[r] = 0;
+}
+
+static inline int64_t MKC_UNUSED
+mkc_rt_dot(const int64_t *idx, const int64_t *s, int r)
+{
+	int64_t o = 0;
+	for (int i = 0; i < r; i++)
+		o += idx[i] * s[i];
+	return o;
+}
+
+/* Splits flat index f of a box lo..hi (extents ext) into idx; returns nothing. */
+static inline void MKC_UNUSED
+mkc_rt_unflat(int64_t f, const int64_t *lo, const int64_t *ext, int r, int64_t *idx)
+{
+	for (int d = r - 1; d >= 0; d--) {
+		idx[d] = lo[d] + f % ext[d];
+		f /= ext[d];
+	}
+}
+
+static inline int64_t MKC_UNUSED
+mkc_rt_extents(const int64_t *lo, const int64_t *hi, int r, int64_t *ext)
+{
+	int64_t n = 1;
+	for (int d = 0; d < r; d++) {
+		ext[d] = hi[d] - lo[d];
+		n *= ext[d];
+	}
+	return n;
+}
+
+/* Strides (given) of a tensor of rank xr broadcast into rank r: 0 on broadcast axes. */
+static inline void MKC_UNUSED
+mkc_rt_bmap(const int64_t *d, const int64_t *s, int xr, int r, int64_t *out)
+{
+	for (int i = 0; i < r; i++) {
+		int j = i - (r - xr);
+		out[i] = j >= 0 && d[j] != 1 ? s[j] : 0;
+	}
+	out[r] = 0;
+}

@@ -1,0 +1,75 @@
+/*
+ * test_golden.c - `mkc test` on the golden models, end to end on the C
+ * target: plain, with a shuffled shared queue on many threads, and under
+ * ThreadSanitizer; and the mutation that shows those modes have teeth (a
+ * wait removed after the schedule proof must make them fail).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#define GOLDEN "tests/models/tiny_llama_decode_op18 tests/models/tiny_llama_decode_op23 " \
+	       "tests/models/hand/small_mlp"
+
+static char out[1 << 16];
+
+/* Runs `mkc test ARGS` through the shell; returns its exit status. */
+static int
+mkc_test(const char *args)
+{
+	const char *bin = getenv("MKC") ? getenv("MKC") : "build/mkc";
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "%s test %s 2>&1", bin, args);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t n = fread(out, 1, sizeof out - 1, p);
+	out[n] = 0;
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(golden, all_pass_on_the_c_target, .timeout = 300)
+{
+	cr_assert_eq(mkc_test(GOLDEN), 0, "%s", out);
+	cr_assert(strstr(out, "3 passed, 0 failed\n"), "%s", out);
+	cr_assert(strstr(out, "PASS tests/models/tiny_llama_decode_op18/test_data_set_0: 5 outputs"),
+		  "%s", out);
+}
+
+Test(golden, shuffled_queue_many_threads, .timeout = 300)
+{
+	cr_assert_eq(mkc_test("--shuffle 11 --threads 16 --steps 4 " GOLDEN), 0, "%s", out);
+	cr_assert(strstr(out, "3 passed, 0 failed\n"), "%s", out);
+}
+
+Test(golden, thread_sanitizer, .timeout = 300)
+{
+	cr_assert_eq(mkc_test("--tsan --threads 8 --steps 2 tests/models/tiny_llama_decode_op18 "
+			      "tests/models/tiny_llama_decode_op23"), 0, "%s", out);
+	cr_assert_eq(mkc_test("--tsan --shuffle 3 --threads 8 --steps 2 "
+			      "tests/models/tiny_llama_decode_op23"), 0, "%s", out);
+}
+
+/* Task 37 of the op23 plan (8 workers) is the first Attention. */
+Test(golden, a_dropped_wait_is_caught, .timeout = 300)
+{
+	cr_assert_eq(mkc_test("--drop-wait 37 --shuffle 5 --threads 8 "
+			      "tests/models/tiny_llama_decode_op23"), 1, "%s", out);
+	cr_assert(strstr(out, "dropped the wait of task 37 (node_scaled_dot_product_attention)"),
+		  "%s", out);
+	cr_assert(strstr(out, "0 passed, 1 failed"), "%s", out);
+	cr_assert_eq(mkc_test("--drop-wait 37 --tsan --threads 8 --steps 2 "
+			      "tests/models/tiny_llama_decode_op23"), 1, "%s", out);
+	cr_assert(strstr(out, "ThreadSanitizer") || strstr(out, "relative error"), "%s", out);
+}
+
+Test(golden, bad_options_and_folders)
+{
+	cr_assert_eq(mkc_test("--steps 0 tests/models/hand/small_mlp"), 2, "%s", out);
+	cr_assert_eq(mkc_test("--target cuda tests/models/hand/small_mlp"), 2, "%s", out);
+	cr_assert_eq(mkc_test("tests/models/hand"), 1, "%s", out);
+	cr_assert(strstr(out, "FAIL tests/models/hand:"), "%s", out);
+	cr_assert(strstr(out, "0 passed, 1 failed"), "%s", out);
+}
