@@ -105,7 +105,7 @@ static void
 open_box(FILE *f, int rank)
 {
 	fprintf(f, "\tint64_t ext[%d], idx[%d];\n\tint64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
-		"\tfor (int64_t f = 0; f < cnt; f++) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
+		"\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
 		"\t\tint64_t oy = mkc_rt_dot(idx, y_s, %d);\n", rank + 1, rank + 1, rank, rank, rank);
 }
 
@@ -205,7 +205,8 @@ emit_copy(mkc_emitter *e, const mkc_node *n)
 {
 	decl_all(e, n);
 	fprintf(e->f, "\tint64_t ext[%d];\n\tint64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
-		"\tmemcpy(y, x0, (size_t)cnt * sizeof *y);\n", n->out[0]->rank + 1, n->out[0]->rank);
+		"\tfor (int64_t i = MKC_LANE; i < cnt; i += MKC_NLANES)\n\t\ty[i] = x0[i];\n",
+		n->out[0]->rank + 1, n->out[0]->rank);
 	return 0;
 }
 
@@ -294,7 +295,7 @@ emit_gather(mkc_emitter *e, const mkc_node *n)
 	fprintf(f, "\t\tint64_t j = (int64_t)x1[mkc_rt_dot(idx + %lld, x1_s, %d)];\n"
 		"\t\tif (j < 0)\n\t\t\tj += x0_d[%lld];\n"
 		"\t\tif (j < 0 || j >= x0_d[%lld]) {\n"
-		"\t\t\tmkc_fail(m, \"node '%s' (Gather): index %%lld is out of range\", (long long)j);\n"
+		"\t\t\tMKC_FAIL(m, \"node '%s' (Gather): index %%lld is out of range\", (long long)j);\n"
 		"\t\t\treturn;\n\t\t}\n\t\tint64_t o = j * x0_s[%lld];\n",
 		(long long)axis, ind->rank, (long long)axis, (long long)axis, n->name, (long long)axis);
 	for (int d = 0; d < axis; d++)
@@ -381,7 +382,7 @@ open_rows(mkc_emitter *e, const mkc_node *n, int axis, bool one_axis)
 		fprintf(f, "\tfor (int d = %d; d < %d; d++) {\n\t\tlen *= y_d[d];\n\t\text[d] = 1;\n\t}\n",
 			axis, r);
 	fprintf(f, "\tint64_t cnt = 1;\n\t(void)st;\n\tfor (int d = 0; d < %d; d++)\n\t\tcnt *= ext[d];\n"
-		"\tfor (int64_t f = 0; f < cnt; f++) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
+		"\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
 		"\t\tint64_t oy = mkc_rt_dot(idx, y_s, %d);\n", r, r, r);
 }
 
@@ -460,8 +461,9 @@ emit_rotary(mkc_emitter *e, const mkc_node *n)
 		fprintf(f, "\tconst int64_t B = x0_d[0], H = %lld, S = x0_d[1], D = x0_d[2] / H;\n"
 			"\tconst int64_t sb = x0_s[0], sh = D, ss = x0_s[1];\n", (long long)heads);
 	fprintf(f, "\tconst int64_t R = %lld ? %lld : D, half = R / 2;\n"
-		"\tfor (int64_t b = 0; b < B; b++)\n\tfor (int64_t h = 0; h < H; h++)\n"
-		"\tfor (int64_t s = 0; s < S; s++) {\n\t\tconst float *px = x0 + b * sb + h * sh + s * ss;\n"
+		"\tfor (int64_t q = MKC_LANE; q < B * H * S; q += MKC_NLANES) {\n"
+		"\t\tconst int64_t b = q / (H * S), h = q / S %% H, s = q %% S;\n"
+		"\t\tconst float *px = x0 + b * sb + h * sh + s * ss;\n"
 		"\t\tfloat *py = y + b * sb + h * sh + s * ss;\n", (long long)rot, (long long)rot);
 	if (pos)
 		fputs("\t\tconst int64_t row = (int64_t)x3[b * x3_s[0] + s * x3_s[1]];\n"
@@ -479,11 +481,13 @@ emit_rotary(mkc_emitter *e, const mkc_node *n)
 }
 
 /*
- * Attention (opset 23), 4-D: per batch, query head and query position, the
- * scores over the past and new keys (present = past ++ new), scaled,
- * soft-capped, masked (a bool mask keeps where true, a float mask adds),
- * soft-maxed, and the weighted sum of values. Key/value head = query head /
- * (query heads / key heads).
+ * Attention (opset 23), 4-D. Lanes share the output elements (b, h, s, d);
+ * each walks the keys once with an online softmax (running maximum and
+ * rescaled sums), so no scratch memory is needed: scores are scaled,
+ * soft-capped, masked (a bool mask keeps where true, a float mask adds).
+ * Keys and values are the past ones followed by the new ones; key/value
+ * head = query head / (query heads / key heads). The present outputs are
+ * that concatenation.
  */
 static int
 emit_attention(mkc_emitter *e, const mkc_node *n)
@@ -510,56 +514,50 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 		"\tconst int64_t P = %s, L = P + Sn;\n", past ? "x4_d[2]" : "0");
 	if (mask)
 		fprintf(f, "\tint64_t ms[5];\n\tmkc_rt_bmap(x3_d, x3_s, %d, 4, ms);\n", n->in[3]->rank);
-	fputs("\tfloat *sc = malloc((size_t)(L > 0 ? L : 1) * sizeof *sc);\n"
-	      "\tif (!sc) {\n\t\tmkc_fail(m, \"out of memory in attention\");\n\t\treturn;\n\t}\n"
-	      "\tfor (int64_t b = 0; b < B; b++)\n\tfor (int64_t h = 0; h < Hq; h++)\n"
-	      "\tfor (int64_t s = 0; s < Sq; s++) {\n\t\tconst int64_t kh = h / (Hq / Hk);\n"
+	fputs("\tfor (int64_t q = MKC_LANE; q < B * Hq * Sq * Dv; q += MKC_NLANES) {\n"
+	      "\t\tconst int64_t b = q / (Hq * Sq * Dv), h = q / (Sq * Dv) % Hq;\n"
+	      "\t\tconst int64_t s = q / Dv % Sq, d = q % Dv, kh = h / (Hq / Hk);\n"
 	      "\t\tconst float *pq = x0 + b * x0_s[0] + h * x0_s[1] + s * x0_s[2];\n"
-	      "\t\tfloat mx = -INFINITY, sum = 0;\n\t\tfor (int64_t t = 0; t < L; t++) {\n", f);
-	if (past)
-		fputs("\t\t\tconst float *pk = t < P ? x4 + b * x4_s[0] + kh * x4_s[1] + t * x4_s[2]\n"
-		      "\t\t\t\t\t\t : x1 + b * x1_s[0] + kh * x1_s[1] + (t - P) * x1_s[2];\n", f);
-	else
-		fputs("\t\t\tconst float *pk = x1 + b * x1_s[0] + kh * x1_s[1] + t * x1_s[2];\n", f);
-	fputs("\t\t\tfloat v = 0;\n\t\t\tfor (int64_t d = 0; d < D; d++)\n\t\t\t\tv += pq[d] * pk[d];\n"
+	      "\t\tfloat mx = -INFINITY, sum = 0, acc = 0;\n\t\tfor (int64_t t = 0; t < L; t++) {\n", f);
+	const char *kv[2][2] = {{"pk", "x1"}, {"pv", "x2"}};
+	for (int k = 0; k < 2; k++) {
+		const char *p = kv[k][0], *x = kv[k][1];
+		if (past)
+			fprintf(f, "\t\t\tconst float *%s = t < P ? x%d + b * x%d_s[0] + kh * x%d_s[1] + t * x%d_s[2]\n"
+				"\t\t\t\t: %s + b * %s_s[0] + kh * %s_s[1] + (t - P) * %s_s[2];\n",
+				p, 4 + k, 4 + k, 4 + k, 4 + k, x, x, x, x);
+		else
+			fprintf(f, "\t\t\tconst float *%s = %s + b * %s_s[0] + kh * %s_s[1] + t * %s_s[2];\n",
+				p, x, x, x, x);
+	}
+	fputs("\t\t\tfloat v = 0;\n\t\t\tfor (int64_t i = 0; i < D; i++)\n\t\t\t\tv += pq[i] * pk[i];\n"
 	      "\t\t\tv *= scale;\n", f);
 	if (softcap > 0)
 		fprintf(f, "\t\t\tv = %s * tanhf(v / %s);\n", flit(fa, softcap), flit(fb, softcap));
 	if (mask) {
 		fputs("\t\t\tconst int64_t mo = b * ms[0] + h * ms[1] + s * ms[2] + t * ms[3];\n", f);
 		if (n->in[3]->dtype == MKC_DT_BOOL)
-			fputs("\t\t\tif (!x3[mo])\n\t\t\t\tv = -INFINITY;\n", f);
+			fputs("\t\t\tif (!x3[mo])\n\t\t\t\tcontinue;\n", f);
 		else
 			fputs("\t\t\tv += x3[mo];\n", f);
 	}
-	fputs("\t\t\tsc[t] = v;\n\t\t\tmx = fmaxf(mx, v);\n\t\t}\n"
-	      "\t\tfor (int64_t t = 0; t < L; t++) {\n"
-	      "\t\t\tsc[t] = mx == -INFINITY ? 0 : expf(sc[t] - mx);\n\t\t\tsum += sc[t];\n\t\t}\n"
-	      "\t\tfloat *py = y + b * y_s[0] + h * y_s[1] + s * y_s[2];\n"
-	      "\t\tfor (int64_t d = 0; d < Dv; d++) {\n\t\t\tfloat acc = 0;\n"
-	      "\t\t\tfor (int64_t t = 0; t < L; t++) {\n", f);
-	if (past)
-		fputs("\t\t\t\tconst float *pv = t < P ? x5 + b * x5_s[0] + kh * x5_s[1] + t * x5_s[2]\n"
-		      "\t\t\t\t\t\t\t : x2 + b * x2_s[0] + kh * x2_s[1] + (t - P) * x2_s[2];\n", f);
-	else
-		fputs("\t\t\t\tconst float *pv = x2 + b * x2_s[0] + kh * x2_s[1] + t * x2_s[2];\n", f);
-	fputs("\t\t\t\tacc += sc[t] * pv[d];\n\t\t\t}\n\t\t\tpy[d] = sum > 0 ? acc / sum : 0;\n\t\t}\n\t}\n"
-	      "\tfree(sc);\n", f);
-	/* present key and value: past followed by the new ones */
+	fputs("\t\t\tif (v == -INFINITY)\n\t\t\t\tcontinue;\n"
+	      "\t\t\tconst float nm = fmaxf(mx, v), r = expf(mx - nm), w = expf(v - nm);\n"
+	      "\t\t\tsum = sum * r + w;\n\t\t\tacc = acc * r + w * pv[d];\n\t\t\tmx = nm;\n\t\t}\n"
+	      "\t\ty[b * y_s[0] + h * y_s[1] + s * y_s[2] + d] = sum > 0 ? acc / sum : 0;\n\t}\n", f);
 	for (int o = 1; o <= 2; o++) {
 		if (n->nout <= o || !n->out[o])
 			continue;
-		int src = o, prev = 3 + o;
-		fprintf(f, "\tfor (int64_t b = 0; b < B; b++)\n\tfor (int64_t h = 0; h < Hk; h++)\n"
-			"\tfor (int64_t t = 0; t < L; t++)\n\tfor (int64_t d = 0; d < y%d_d[3]; d++)\n"
-			"\t\ty%d[b * y%d_s[0] + h * y%d_s[1] + t * y%d_s[2] + d] = ", o, o, o, o, o);
+		fprintf(f, "\tfor (int64_t q = MKC_LANE; q < B * Hk * L * y%d_d[3]; q += MKC_NLANES) {\n"
+			"\t\tconst int64_t b = q / (Hk * L * y%d_d[3]), h = q / (L * y%d_d[3]) %% Hk;\n"
+			"\t\tconst int64_t t = q / y%d_d[3] %% L, d = q %% y%d_d[3];\n"
+			"\t\ty%d[b * y%d_s[0] + h * y%d_s[1] + t * y%d_s[2] + d] = ", o, o, o, o, o, o, o, o, o);
 		if (past)
 			fprintf(f, "t < P ? x%d[b * x%d_s[0] + h * x%d_s[1] + t * x%d_s[2] + d]\n\t\t\t: ",
-				prev, prev, prev, prev);
-		fprintf(f, "x%d[b * x%d_s[0] + h * x%d_s[1] + (t - P) * x%d_s[2] + d];\n", src, src,
-			src, src);
+				3 + o, 3 + o, 3 + o, 3 + o);
+		fprintf(f, "x%d[b * x%d_s[0] + h * x%d_s[1] + (t - P) * x%d_s[2] + d];\n\t}\n", o, o, o, o);
 	}
-	fputs("\t(void)lo; (void)hi; (void)Dv;\n", f);
+	fputs("\t(void)lo; (void)hi;\n", f);
 	return 0;
 }
 
@@ -599,7 +597,7 @@ emit_reduce(mkc_emitter *e, const mkc_node *n)
 	const char *acc = n->op == MKC_OP_REDUCE_MAX ? "acc = fmaxf(acc, v)" : "acc += v";
 	fprintf(f, "\tint64_t on = 1, rn = 1;\n\tfor (int d = 0; d < %d; d++) {\n"
 		"\t\ton *= kd[d];\n\t\trn *= rd[d];\n\t}\n"
-		"\tfor (int64_t o = 0; o < on; o++) {\n\t\tmkc_rt_unflat(o, kz, kd, %d, idx);\n"
+		"\tfor (int64_t o = MKC_LANE; o < on; o += MKC_NLANES) {\n\t\tmkc_rt_unflat(o, kz, kd, %d, idx);\n"
 		"\t\tconst int64_t base = mkc_rt_dot(idx, x0_s, %d);\n\t\tfloat acc = %s;\n"
 		"\t\tfor (int64_t k = 0; k < rn; k++) {\n\t\t\tmkc_rt_unflat(k, kz, rd, %d, ridx);\n"
 		"\t\t\tconst float v = x0[base + mkc_rt_dot(ridx, x0_s, %d)];\n\t\t\t%s;\n\t\t}\n"
@@ -634,7 +632,7 @@ emit_split(mkc_emitter *e, const mkc_node *n)
 		char v[16];
 		snprintf(v, sizeof v, o ? "y%d" : "y", o);
 		fprintf(f, "\t{\n\t\tint64_t cnt = 1;\n\t\tfor (int d = 0; d < %d; d++)\n"
-			"\t\t\tcnt *= %s_d[d];\n\t\tfor (int64_t f = 0; f < cnt; f++) {\n"
+			"\t\t\tcnt *= %s_d[d];\n\t\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n"
 			"\t\t\tconst int64_t z[%d] = {0};\n\t\t\tmkc_rt_unflat(f, z, %s_d, %d, idx);\n"
 			"\t\t\t%s[f] = x0[mkc_rt_dot(idx, x0_s, %d) + at * x0_s[%lld]];\n\t\t}\n"
 			"\t\tat += %s_d[%lld];\n\t}\n", x->rank, v, x->rank + 1, v, x->rank, v,
@@ -665,7 +663,8 @@ emit_known(mkc_emitter *e, const mkc_node *n)
 		if (!t || t->kind != MKC_TK_OUTPUT)
 			continue;   /* a weight already holds its value */
 		const char *ct = mkc_ctype(e, t->dtype);
-		fprintf(f, "\t{\n\t\t%s *o = (%s *)m->buf[%d];\n", ct, ct, e->index[t->id]);
+		fprintf(f, "\tif (MKC_LANE == 0) {\n\t\t%s *o = (%s *)m->buf[%d];\n", ct, ct,
+			e->index[t->id]);
 		if (t->symval) {
 			for (int64_t k = 0; k < t->nsymval; k++) {
 				char b[96];

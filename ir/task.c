@@ -44,7 +44,8 @@ mkc_task_add_region(mkc_plan *p, mkc_task *t, bool write, mkc_tensor *x,
 mkc_box
 mkc_box_full(const mkc_tensor *t)
 {
-	mkc_box b = {{{0}}};
+	mkc_box b;
+	memset(&b, 0, sizeof b);   /* axes past the rank too */
 	for (int i = 0; i < t->rank; i++) {
 		b.lo[i] = mkc_dim_const(0);
 		b.hi[i] = t->shape[i];

@@ -11,20 +11,35 @@
 
 #define MKC_UNUSED __attribute__((unused))
 
+/*
+ * On a GPU target the tile helpers run on the device too, and a task's
+ * loops are shared by the threads of a block: lane MKC_LANE of MKC_NLANES
+ * takes every MKC_NLANES-th element. On the C target one thread does all.
+ */
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define MKC_HD __host__ __device__
+#define MKC_LANE ((int64_t)threadIdx.x)
+#define MKC_NLANES ((int64_t)blockDim.x)
+#else
+#define MKC_HD
+#define MKC_LANE 0
+#define MKC_NLANES 1
+#endif
+
 /* A dimension c + k * sym[s] (s < 0: a constant). */
 typedef struct {
 	int64_t c, k;
 	int s;
 } mkc_rt_dim;
 
-static inline int64_t
+static inline MKC_HD int64_t MKC_UNUSED
 mkc_rt_dimv(mkc_rt_dim d, const int64_t *sym)
 {
 	return d.c + (d.s >= 0 ? d.k * sym[d.s] : 0);
 }
 
 /* Slice bounds with ONNX's clamping; returns the first index. */
-static inline int64_t MKC_UNUSED
+static inline MKC_HD int64_t MKC_UNUSED
 mkc_rt_slice_start(int64_t start, int64_t step, int64_t dim)
 {
 	if (start < 0)
@@ -199,7 +214,7 @@ typedef struct {
 } mkc_rt_tensor_info;
 
 /* Row-major strides of dims d[0..r); s[r] = 0. */
-static inline void MKC_UNUSED
+static inline MKC_HD void MKC_UNUSED
 mkc_rt_strides(const int64_t *d, int r, int64_t *s)
 {
 	int64_t k = 1;
@@ -210,7 +225,7 @@ mkc_rt_strides(const int64_t *d, int r, int64_t *s)
 	s[r] = 0;
 }
 
-static inline int64_t MKC_UNUSED
+static inline MKC_HD int64_t MKC_UNUSED
 mkc_rt_dot(const int64_t *idx, const int64_t *s, int r)
 {
 	int64_t o = 0;
@@ -220,7 +235,7 @@ mkc_rt_dot(const int64_t *idx, const int64_t *s, int r)
 }
 
 /* Splits flat index f of a box lo..hi (extents ext) into idx; returns nothing. */
-static inline void MKC_UNUSED
+static inline MKC_HD void MKC_UNUSED
 mkc_rt_unflat(int64_t f, const int64_t *lo, const int64_t *ext, int r, int64_t *idx)
 {
 	for (int d = r - 1; d >= 0; d--) {
@@ -229,7 +244,7 @@ mkc_rt_unflat(int64_t f, const int64_t *lo, const int64_t *ext, int r, int64_t *
 	}
 }
 
-static inline int64_t MKC_UNUSED
+static inline MKC_HD int64_t MKC_UNUSED
 mkc_rt_extents(const int64_t *lo, const int64_t *hi, int r, int64_t *ext)
 {
 	int64_t n = 1;
@@ -241,7 +256,7 @@ mkc_rt_extents(const int64_t *lo, const int64_t *hi, int r, int64_t *ext)
 }
 
 /* Strides (given) of a tensor of rank xr broadcast into rank r: 0 on broadcast axes. */
-static inline void MKC_UNUSED
+static inline MKC_HD void MKC_UNUSED
 mkc_rt_bmap(const int64_t *d, const int64_t *s, int xr, int r, int64_t *out)
 {
 	for (int i = 0; i < r; i++) {

@@ -68,6 +68,9 @@ mkc_seterr(struct mkc_model *m, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* What a tile function calls when the data is bad (a Gather index). */
+#define MKC_FAIL(m, ...) mkc_fail(m, __VA_ARGS__)
+
 static int64_t
 mkc_numel(const struct mkc_model *m, int t, int use_max)
 {
