@@ -24,7 +24,8 @@ LIB_SRC = $(wildcard ir/*.c) $(wildcard passes/*.c) $(wildcard backends/*.c) \
 	$(wildcard backends/*/*.c) $(filter-out compiler/main.c,$(wildcard compiler/*.c))
 GEN_SRC = $(BUILD)/gen/onnx.pb-c.c
 # runtime/ is C text that the emitter writes into every output file
-RUNTIME = runtime/common.h runtime/api_h.h runtime/c/exec.h runtime/c/api.h
+RUNTIME = runtime/common.h runtime/api_h.h runtime/host.h runtime/c/exec.h runtime/c/api.h \
+	runtime/cuda/exec.cuh
 TEST_SRC = $(wildcard tests/*/*.c)
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o \
@@ -48,8 +49,10 @@ $(BUILD)/gen/runtime_text.c: $(RUNTIME) tools/embed.sh
 	@mkdir -p $(BUILD)/gen
 	{ sh tools/embed.sh mkc_rt_common runtime/common.h; \
 	  sh tools/embed.sh mkc_rt_api_h runtime/api_h.h; \
+	  sh tools/embed.sh mkc_rt_host runtime/host.h; \
 	  sh tools/embed.sh mkc_rt_c_exec runtime/c/exec.h; \
-	  sh tools/embed.sh mkc_rt_c_api runtime/c/api.h; } > $@
+	  sh tools/embed.sh mkc_rt_c_api runtime/c/api.h; \
+	  sh tools/embed.sh mkc_rt_cuda_exec runtime/cuda/exec.cuh; } > $@
 
 $(BUILD)/obj/gen/runtime_text.o: $(BUILD)/gen/runtime_text.c
 	@mkdir -p $(dir $@)

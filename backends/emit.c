@@ -19,16 +19,31 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const c_runtime[] = {mkc_rt_c_exec, NULL};
+static const char *const c_runtime[] = {mkc_rt_c_exec, mkc_rt_host, NULL};
+static const char *const cuda_runtime[] = {mkc_rt_cuda_exec, mkc_rt_host, NULL};
+
+#define STD_HEADERS "#include <math.h>\n#include <stdarg.h>\n#include <stdint.h>\n" \
+	"#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
 
 const mkc_target mkc_target_c = {
 	.name = "c",
-	.headers = "#define _POSIX_C_SOURCE 200809L\n#include <math.h>\n#include <pthread.h>\n#include <sched.h>\n"
-		   "#include <stdarg.h>\n#include <stdatomic.h>\n#include <stdint.h>\n"
-		   "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
-		   "#include <time.h>\n",
+	.headers = "#define _POSIX_C_SOURCE 200809L\n" STD_HEADERS
+		   "#include <pthread.h>\n#include <sched.h>\n#include <stdatomic.h>\n#include <time.h>\n",
 	.runtime = c_runtime,
 	.fn_qual = "static",
+	.table_qual = "static const",
+	.api = mkc_rt_c_api,
+	.half_types = false,
+};
+
+/* The same API text serves CUDA: the runtime under it differs. */
+const mkc_target mkc_target_cuda = {
+	.name = "cuda",
+	.headers = "#include <cuda_runtime.h>\n" STD_HEADERS,
+	.runtime = cuda_runtime,
+	.fn_qual = "static __device__",
+	.table_qual = "static __device__ const",
+	.api = mkc_rt_c_api,
 	.half_types = false,
 };
 
@@ -37,6 +52,8 @@ mkc_target_find(const char *name)
 {
 	if (strcmp(name, "c") == 0)
 		return &mkc_target_c;
+	if (strcmp(name, "cuda") == 0)
+		return &mkc_target_cuda;
 	return NULL;
 }
 
@@ -247,48 +264,51 @@ emit_schedule(mkc_emitter *e)
 {
 	FILE *f = e->f;
 	mkc_plan *p = e->p;
-	fprintf(f, "\nstatic const char *const mkc_task_name[MKC_NTASKS] = {\n");
+	/* the workers' tables live where the workers run; the event producer
+	 * lists serve the C target's shuffled queue, on the host */
+	const char *q = e->t->table_qual, *hq = "static const";
+	fprintf(f, "\nstatic const char *const mkc_task_name[MKC_NTASKS] MKC_UNUSED = {\n");
 	for (int i = 0; i < p->tasks.n; i++) {
 		const mkc_task *t = MKC_TASK(p, i);
 		fprintf(f, "\t\"%s (%s) tile %d/%d\",\n", t->node->name, t->node->op_type, t->tile,
 			t->ntiles);
 	}
-	fprintf(f, "};\nstatic const int mkc_task_wait[MKC_NTASKS] = {");
+	fprintf(f, "};\n%s int mkc_task_wait[MKC_NTASKS] MKC_UNUSED = {", q);
 	for (int i = 0; i < p->tasks.n; i++) {
 		const mkc_task *t = MKC_TASK(p, i);
 		MKC_ASSERT(t->nwaits <= 1);
 		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", t->nwaits ? t->waits[0] : -1);
 	}
-	fprintf(f, "\n};\nstatic const int mkc_task_sig_start[MKC_NTASKS + 1] = {");
+	fprintf(f, "\n};\n%s int mkc_task_sig_start[MKC_NTASKS + 1] MKC_UNUSED = {", q);
 	int k = 0;
 	for (int i = 0; i < p->tasks.n; i++) {
 		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", k);
 		k += MKC_TASK(p, i)->nsignals;
 	}
-	fprintf(f, " %d\n};\nstatic const int mkc_task_sig[%d] = {", k, k + 1);
+	fprintf(f, " %d\n};\n%s int mkc_task_sig[%d] MKC_UNUSED = {", k, q, k + 1);
 	for (int i = 0, c = 0; i < p->tasks.n; i++)
 		for (int s = 0; s < MKC_TASK(p, i)->nsignals; s++, c++)
 			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", MKC_TASK(p, i)->signals[s]);
-	fprintf(f, " -1\n};\nstatic const int mkc_event_threshold[MKC_NEVENTS + 1] = {");
+	fprintf(f, " -1\n};\n%s int mkc_event_threshold[MKC_NEVENTS + 1] MKC_UNUSED = {", q);
 	for (int i = 0; i < p->events.n; i++)
 		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", MKC_EVENT(p, i)->threshold);
-	fprintf(f, " 0\n};\nstatic const int mkc_event_prod_start[MKC_NEVENTS + 1] = {");
+	fprintf(f, " 0\n};\n%s int mkc_event_prod_start[MKC_NEVENTS + 1] MKC_UNUSED = {", hq);
 	k = 0;
 	for (int i = 0; i < p->events.n; i++) {
 		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", k);
 		k += MKC_EVENT(p, i)->nproducers;
 	}
-	fprintf(f, " %d\n};\nstatic const int mkc_event_prod[%d] = {", k, k + 1);
+	fprintf(f, " %d\n};\n%s int mkc_event_prod[%d] MKC_UNUSED = {", k, hq, k + 1);
 	for (int i = 0, c = 0; i < p->events.n; i++)
 		for (int s = 0; s < MKC_EVENT(p, i)->nproducers; s++, c++)
 			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", MKC_EVENT(p, i)->producers[s]);
-	fprintf(f, " -1\n};\nstatic const int mkc_queue_start[MKC_NWORKERS + 1] = {");
+	fprintf(f, " -1\n};\n%s int mkc_queue_start[MKC_NWORKERS + 1] MKC_UNUSED = {", q);
 	k = 0;
 	for (int w = 0; w < p->tp.nworkers; w++) {
 		fprintf(f, "%s%d,", w % 16 ? " " : "\n\t", k);
 		k += p->qlen[w];
 	}
-	fprintf(f, " %d\n};\nstatic const int mkc_queue[MKC_NTASKS] = {", k);
+	fprintf(f, " %d\n};\n%s int mkc_queue[MKC_NTASKS] MKC_UNUSED = {", k, q);
 	for (int w = 0, c = 0; w < p->tp.nworkers; w++)
 		for (int i = 0; i < p->qlen[w]; i++, c++)
 			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", p->queues[w][i]->id);
@@ -311,8 +331,8 @@ emit_nodes(mkc_emitter *e)
 			return -1;
 		fputs("}\n", f);
 	}
-	fprintf(f, "\nstatic void\nmkc_run_task(struct mkc_model *m, int task)\n{\n"
-		"\tint64_t lo[%d], hi[%d];\n\tswitch (task) {\n", MKC_MAX_RANK, MKC_MAX_RANK);
+	fprintf(f, "\n%s void\nmkc_run_task(struct mkc_model *m, int task)\n{\n"
+		"\tint64_t lo[%d], hi[%d];\n\tswitch (task) {\n", e->t->fn_qual, MKC_MAX_RANK, MKC_MAX_RANK);
 	for (int i = 0; i < p->tasks.n; i++) {
 		const mkc_task *t = MKC_TASK(p, i);
 		int rank = t->node->out[0] ? t->node->out[0]->rank : 0;
@@ -335,7 +355,7 @@ emit_symvals(mkc_emitter *e)
 {
 	FILE *f = e->f;
 	mkc_graph *g = e->p->g;
-	fprintf(f, "\nstatic void\nmkc_fill_symvals(struct mkc_model *m)\n{\n");
+	fprintf(f, "\n%s void\nmkc_fill_symvals(struct mkc_model *m)\n{\n", e->t->fn_qual);
 	for (int i = 0; i < g->tensors.n; i++) {
 		const mkc_tensor *t = MKC_TENSOR(g, i);
 		if (e->index[i] < 0 || rt_kind(t) != 4)
@@ -375,14 +395,14 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 		return -1;
 	emit_io(e);
 	emit_schedule(e);
-	fputs("\nstruct mkc_model;\nstatic void mkc_run_task(struct mkc_model *m, int task);\n"
-	      "static void mkc_fill_symvals(struct mkc_model *m);\n", f);
+	fprintf(f, "\nstruct mkc_model;\n%s void mkc_run_task(struct mkc_model *m, int task);\n"
+		"%s void mkc_fill_symvals(struct mkc_model *m);\n", e->t->fn_qual, e->t->fn_qual);
 	for (const char *const *r = e->t->runtime; *r; r++)
 		put_template(f, *r, prefix);
 	if (emit_nodes(e) != 0)
 		return -1;
 	emit_symvals(e);
-	put_template(f, mkc_rt_c_api, prefix);
+	put_template(f, e->t->api, prefix);
 	return 0;
 }
 

@@ -23,10 +23,12 @@ typedef struct {
 	const char *headers;        /* #include lines at the top */
 	const char *const *runtime; /* texts after the tables, NULL-terminated */
 	const char *fn_qual;        /* declares a tile function: "static" */
+	const char *table_qual;     /* declares a table the workers read */
+	const char *api;            /* the public API's implementation */
 	bool half_types;            /* float16 / bfloat16 tensors supported */
 } mkc_target;
 
-extern const mkc_target mkc_target_c;
+extern const mkc_target mkc_target_c, mkc_target_cuda;
 
 const mkc_target *mkc_target_find(const char *name);  /* NULL if unknown */
 
@@ -41,7 +43,8 @@ typedef struct {
 int mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o);
 
 /* Runtime texts, generated from runtime/ at build time. */
-extern const char mkc_rt_common[], mkc_rt_api_h[], mkc_rt_c_exec[], mkc_rt_c_api[];
+extern const char mkc_rt_common[], mkc_rt_api_h[], mkc_rt_host[], mkc_rt_c_exec[], mkc_rt_c_api[],
+	mkc_rt_cuda_exec[];
 
 /*
  * What the tile emitters (emit_ops.c) need to know about the file being

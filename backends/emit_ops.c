@@ -72,16 +72,15 @@ decl(mkc_emitter *e, const char *var, const mkc_tensor *t, bool out)
 {
 	FILE *f = e->f;
 	const char *ct = mkc_ctype(e, t->dtype);
-	fprintf(f, "\t%s%s *%s = (%s%s *)m->buf[%d];\n", out ? "" : "const ", ct, var,
+	fprintf(f, "\t%s%s *%s MKC_UNUSED = (%s%s *)m->buf[%d];\n", out ? "" : "const ", ct, var,
 		out ? "" : "const ", ct, e->index[t->id]);
-	fprintf(f, "\tconst int64_t %s_d[%d] = {", var, t->rank + 1);
+	fprintf(f, "\tconst int64_t %s_d[%d] MKC_UNUSED = {", var, t->rank + 1);
 	for (int i = 0; i < t->rank; i++) {
 		char b[96];
 		fprintf(f, "%s, ", mkc_dimx(e->p->g, t->shape[i], b, sizeof b));
 	}
-	fprintf(f, "0};\n\tint64_t %s_s[%d];\n\tmkc_rt_strides(%s_d, %d, %s_s);\n"
-		"\t(void)%s; (void)%s_d; (void)%s_s;\n", var, t->rank + 1, var, t->rank, var, var,
-		var, var);
+	fprintf(f, "0};\n\tint64_t %s_s[%d] MKC_UNUSED;\n\tmkc_rt_strides(%s_d, %d, %s_s);\n",
+		var, t->rank + 1, var, t->rank, var);
 }
 
 static void
@@ -374,14 +373,14 @@ open_rows(mkc_emitter *e, const mkc_node *n, int axis, bool one_axis)
 {
 	FILE *f = e->f;
 	int r = n->out[0]->rank;
-	fprintf(f, "\tint64_t ext[%d], idx[%d], len = 1, st = 1;\n"
+	fprintf(f, "\tint64_t ext[%d], idx[%d], len = 1, st MKC_UNUSED = 1;\n"
 		"\tmkc_rt_extents(lo, hi, %d, ext);\n", r + 1, r + 1, r);
 	if (one_axis)
 		fprintf(f, "\tlen = y_d[%d];\n\tst = y_s[%d];\n\text[%d] = 1;\n", axis, axis, axis);
 	else
 		fprintf(f, "\tfor (int d = %d; d < %d; d++) {\n\t\tlen *= y_d[d];\n\t\text[d] = 1;\n\t}\n",
 			axis, r);
-	fprintf(f, "\tint64_t cnt = 1;\n\t(void)st;\n\tfor (int d = 0; d < %d; d++)\n\t\tcnt *= ext[d];\n"
+	fprintf(f, "\tint64_t cnt = 1;\n\tfor (int d = 0; d < %d; d++)\n\t\tcnt *= ext[d];\n"
 		"\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
 		"\t\tint64_t oy = mkc_rt_dot(idx, y_s, %d);\n", r, r, r);
 }

@@ -40,8 +40,8 @@ static const char usage[] =
 	"\n"
 	"Without -o, mkc reads the model, runs every pass (the schedule proof\n"
 	"included) and reports the result. With -o, it also writes OUT and its\n"
-	"header (OUT with .h); on any error it writes neither. The c target is\n"
-	"implemented; cuda and hip are not yet.\n";
+	"header (OUT with .h); on any error it writes neither. The c and cuda\n"
+	"targets are implemented; hip is not yet.\n";
 
 typedef struct {
 	const char *model, *out, *target, *name, *dump_after;

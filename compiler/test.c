@@ -2,7 +2,8 @@
  * test.c - `mkc test DIR...`: golden tests in ONNX backend-test layout.
  *
  * For each DIR (model.onnx plus test_data_set_N/input_K.pb, output_K.pb):
- * compile the model with the C target into a scratch folder, write a small
+ * compile the model for the target (C, or CUDA on a GPU machine) into a
+ * scratch folder, write a small
  * harness that feeds the inputs (raw files written here), poisons the
  * outputs with NaN bytes so that unwritten elements show, runs several
  * steps and writes the outputs of each; build it with cc (-Wall -Wextra
@@ -73,6 +74,8 @@ read_all(const char *path, size_t *n)
 		free(p);
 		p = NULL;
 	}
+	if (p)
+		((char *)p)[len] = 0;   /* text files are read as strings */
 	fclose(f);
 	*n = (size_t)len;
 	return p;
@@ -128,52 +131,74 @@ numel_at(const mkc_tensor *t, const int64_t *sym)
 	return n;
 }
 
-/* The harness: reads inputs, runs the steps, writes each step's outputs. */
+/*
+ * The harness: reads inputs, runs the steps, writes each step's outputs.
+ * Buffers live where the target computes; these macros hide which.
+ */
+static const char harness_c[] =
+	"#define DEV_ALLOC(n) malloc(n)\n"
+	"#define TO_DEV(d, h, n) memcpy(d, h, n)\n"
+	"#define TO_HOST(h, d, n) memcpy(h, d, n)\n"
+	"#define POISON(d, n) memset(d, 0xff, n)\n";
+
+static const char harness_cuda[] =
+	"#include <cuda_runtime.h>\n"
+	"static void *\ndev_alloc(size_t n)\n{\n\tvoid *p = NULL;\n"
+	"\tif (cudaMalloc(&p, n ? n : 1) != cudaSuccess) {\n"
+	"\t\tfprintf(stderr, \"cudaMalloc failed\\n\");\n\t\texit(3);\n\t}\n\treturn p;\n}\n"
+	"#define DEV_ALLOC(n) dev_alloc(n)\n"
+	"#define TO_DEV(d, h, n) cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)\n"
+	"#define TO_HOST(h, d, n) cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost)\n"
+	"#define POISON(d, n) cudaMemset(d, 0xff, n)\n";
+
+static size_t
+bytes_at(const mkc_tensor *t, const int64_t *sym)
+{
+	return (size_t)numel_at(t, sym) * mkc_dtype_size(t->dtype);
+}
+
 static int
 write_harness(const char *dir, mkc_graph *g, const int64_t *sym, const test_options *o,
-	      const char *model_path)
+	      const char *model_path, bool cuda)
 {
 	char path[4096];
-	snprintf(path, sizeof path, "%s/main.c", dir);
+	snprintf(path, sizeof path, "%s/main.%s", dir, cuda ? "cu" : "c");
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return -1;
-	fprintf(f, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include \"model.h\"\n\n"
+	fprintf(f, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include \"model.h\"\n%s\n"
 		"static void *\nload(const char *p, size_t n)\n{\n\tvoid *b = malloc(n ? n : 1);\n"
 		"\tFILE *f = fopen(p, \"rb\");\n\tif (!b || !f || fread(b, 1, n, f) != n) {\n"
-		"\t\tfprintf(stderr, \"cannot read %%s\\n\", p);\n\t\texit(3);\n\t}\n\tfclose(f);\n\treturn b;\n}\n\n"
+		"\t\tfprintf(stderr, \"cannot read %%s\\n\", p);\n\t\texit(3);\n\t}\n\tfclose(f);\n"
+		"\tvoid *d = DEV_ALLOC(n);\n\tTO_DEV(d, b, n);\n\tfree(b);\n\treturn d;\n}\n\n"
 		"int\nmain(void)\n{\n\tmodel *m;\n\tmodel_options opt = {%d, %uu, 20.0};\n"
 		"\tif (model_create(&m, &opt) || model_load_weights(m, \"%s\")) {\n"
 		"\t\tfprintf(stderr, \"%%s\\n\", model_last_error(m));\n\t\treturn 2;\n\t}\n",
-		o->threads, o->shuffle, model_path);
+		cuda ? harness_cuda : harness_c, o->threads, o->shuffle, model_path);
 	fprintf(f, "\tconst int64_t dims[%d] = {", g->syms.n + 1);
 	for (int s = 0; s < g->syms.n; s++)
 		fprintf(f, "%lld, ", (long long)sym[s]);
-	fprintf(f, "0};\n\tconst void *in[%d];\n\tvoid *out[%d];\n", g->inputs.n + 1, g->outputs.n + 1);
-	for (int i = 0; i < g->inputs.n; i++) {
-		const mkc_tensor *t = MKC_INPUT(g, i);
+	fprintf(f, "0};\n\tconst void *in[%d];\n\tvoid *out[%d], *host[%d];\n", g->inputs.n + 1,
+		g->outputs.n + 1, g->outputs.n + 1);
+	for (int i = 0; i < g->inputs.n; i++)
 		fprintf(f, "\tin[%d] = load(\"%s/in%d.bin\", %zu);\n", i, dir, i,
-			(size_t)numel_at(t, sym) * mkc_dtype_size(t->dtype));
-	}
+			bytes_at(MKC_INPUT(g, i), sym));
 	for (int i = 0; i < g->outputs.n; i++) {
-		const mkc_tensor *t = MKC_OUTPUT(g, i);
-		fprintf(f, "\tout[%d] = malloc(%zu);\n", i,
-			(size_t)numel_at(t, sym) * mkc_dtype_size(t->dtype) + 1);
+		size_t n = bytes_at(MKC_OUTPUT(g, i), sym);
+		fprintf(f, "\tout[%d] = DEV_ALLOC(%zu);\n\thost[%d] = malloc(%zu);\n", i, n + 1, i, n + 1);
 	}
 	fprintf(f, "\tfor (int s = 0; s < %d; s++) {\n", o->steps);
-	for (int i = 0; i < g->outputs.n; i++) {
-		const mkc_tensor *t = MKC_OUTPUT(g, i);
-		size_t n = (size_t)numel_at(t, sym) * mkc_dtype_size(t->dtype);
-		fprintf(f, "\t\tmemset(out[%d], 0xff, %zu);   /* poison: NaN where unwritten */\n", i, n);
-	}
+	for (int i = 0; i < g->outputs.n; i++)
+		fprintf(f, "\t\tPOISON(out[%d], %zu);   /* NaN where unwritten */\n", i,
+			bytes_at(MKC_OUTPUT(g, i), sym));
 	fputs("\t\tif (model_step(m, in, out, dims)) {\n\t\t\tfprintf(stderr, \"step %d: %s\\n\", s, model_last_error(m));\n"
 	      "\t\t\treturn 2;\n\t\t}\n", f);
 	for (int i = 0; i < g->outputs.n; i++) {
-		const mkc_tensor *t = MKC_OUTPUT(g, i);
-		size_t n = (size_t)numel_at(t, sym) * mkc_dtype_size(t->dtype);
-		fprintf(f, "\t\tchar p%d[4200];\n\t\tsnprintf(p%d, sizeof p%d, \"%s/out%d.%%d.bin\", s);\n"
-			"\t\tFILE *f%d = fopen(p%d, \"wb\");\n\t\tif (!f%d || fwrite(out[%d], 1, %zu, f%d) != %zu)\n"
-			"\t\t\treturn 3;\n\t\tfclose(f%d);\n", i, i, i, dir, i, i, i, i, i, n, i, n, i);
+		size_t n = bytes_at(MKC_OUTPUT(g, i), sym);
+		fprintf(f, "\t\tTO_HOST(host[%d], out[%d], %zu);\n\t\tchar p%d[4200];\n"
+			"\t\tsnprintf(p%d, sizeof p%d, \"%s/out%d.%%d.bin\", s);\n"
+			"\t\tFILE *f%d = fopen(p%d, \"wb\");\n\t\tif (!f%d || fwrite(host[%d], 1, %zu, f%d) != %zu)\n"
+			"\t\t\treturn 3;\n\t\tfclose(f%d);\n", i, i, n, i, i, i, dir, i, i, i, i, i, n, i, n, i);
 	}
 	fputs("\t}\n\tmodel_destroy(m);\n\treturn 0;\n}\n", f);
 	return fclose(f);
@@ -249,15 +274,21 @@ run_case(mkc_ctx *c, mkc_graph *g, const char *model, const char *casedir, const
 	}
 	if (bind_syms(g, in, nin, sym, why, sizeof why) != 0)
 		goto done;
-	if (write_harness(work, g, sym, o, model) != 0) {
+	bool cuda = strcmp(o->target, "cuda") == 0;
+	if (write_harness(work, g, sym, o, model, cuda) != 0) {
 		snprintf(why, sizeof why, "cannot write the harness");
 		goto done;
 	}
-	const char *cc = getenv("CC") ? getenv("CC") : "cc";
 	char cmd[8192], log[4200];
 	snprintf(log, sizeof log, "%s/build.log", work);
-	snprintf(cmd, sizeof cmd, "%s -std=c11 -O1 -g -Wall -Wextra -Werror -pthread %s -o %s/run %s/model.c %s/main.c -lm",
-		 cc, o->tsan ? "-fsanitize=thread" : "", work, work, work);
+	if (cuda)
+		snprintf(cmd, sizeof cmd, "%s -gencode=arch=compute_90a,code=sm_90a -O2 -Xcompiler -Wall,-Wextra "
+			 "-Werror all-warnings -o %s/run %s/model.cu %s/main.cu",
+			 getenv("NVCC") ? getenv("NVCC") : "nvcc", work, work, work);
+	else
+		snprintf(cmd, sizeof cmd, "%s -std=c11 -O1 -g -Wall -Wextra -Werror -pthread %s -o %s/run "
+			 "%s/model.c %s/main.c -lm", getenv("CC") ? getenv("CC") : "cc",
+			 o->tsan ? "-fsanitize=thread" : "", work, work, work);
 	if (run_command(cmd, log) != 0) {
 		snprintf(why, sizeof why, "the emitted code does not build: see %s", log);
 		goto done;
@@ -267,6 +298,9 @@ run_case(mkc_ctx *c, mkc_graph *g, const char *model, const char *casedir, const
 	if (run_command(cmd, log) != 0) {
 		size_t n;
 		char *text = read_all(log, &n);
+		size_t len = text ? strlen(text) : 0;
+		while (len && (text[len - 1] == '\n' || text[len - 1] == ' '))
+			text[--len] = 0;
 		snprintf(why, sizeof why, "the run failed: %.600s", text ? text : "(no log)");
 		free(text);
 		goto done;
@@ -321,8 +355,9 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 		return;
 	}
 	mkc_driver_options d = {o->workers, NULL};
-	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.c", work), "model", "mkc test",
-			       4096, 4096};
+	bool cuda = strcmp(o->target, "cuda") == 0;
+	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, cuda ? "cu" : "c"),
+			       "model", "mkc test", 4096, 4096};
 	bool ok = (g = mkc_load_model(c, model)) && mkc_run_passes(g, &d, &p) == 0;
 	if (ok && o->drop_wait >= 0 && o->drop_wait < p->tasks.n) {
 		/* after verify, on purpose: the emitted code is now unsafe */
@@ -375,7 +410,8 @@ static const char test_usage[] =
 	"  --keep          keep the scratch folders (their paths go to stderr)\n"
 	"  --drop-wait T   testing mkc itself: remove task T's wait after the\n"
 	"                  schedule proof, so that the race tests must fail\n"
-	"  --target c      the only target that runs here\n";
+	"  --target T      c (the default; builds with cc) or cuda (builds with\n"
+	"                  nvcc for sm_90a and needs an NVIDIA GPU to run)\n";
 
 int
 mkc_test_main(int argc, char **argv)
@@ -426,8 +462,10 @@ mkc_test_main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (strcmp(o.target, "c") != 0 || !ndirs) {
-		fputs(ndirs ? "mkc test: only --target c runs on this machine\n" : test_usage, stderr);
+	if ((strcmp(o.target, "c") && strcmp(o.target, "cuda")) || !ndirs ||
+	    (!strcmp(o.target, "cuda") && (o.tsan || o.shuffle))) {
+		fputs(ndirs ? "mkc test: --target is c or cuda; --tsan and --shuffle are for c\n"
+			    : test_usage, stderr);
 		free(dirs);
 		return 2;
 	}

@@ -144,7 +144,7 @@ mkc_rt_parse_tensor(mkc_rt_pb b, mkc_rt_tensor *t)
 			t->typed = sub;
 			t->typed_field = f;
 		} else if (f == 13 && w == 2) {
-			mkc_rt_pb key = {0}, val = {0}, e = sub, s2;
+			mkc_rt_pb key = {NULL, NULL}, val = {NULL, NULL}, e = sub, s2;
 			int f2, w2;
 			uint64_t v2;
 			while (e.p < e.end) {

@@ -1,6 +1,6 @@
 /* The public API: thin wrappers over the runtime above. */
 struct $P {
-	struct mkc_model *m;
+	mkc_host *m;
 	char err[512];
 };
 
@@ -10,7 +10,7 @@ $P_create($P **out, const $P_options *opts)
 	$P_options o = {0, 0, 0};
 	if (opts)
 		o = *opts;
-	*out = calloc(1, sizeof **out);
+	*out = ($P *)calloc(1, sizeof **out);
 	if (!*out)
 		return -1;
 	if (mkc_model_create(&(*out)->m, o.nthreads, o.shuffle_seed, o.timeout_s)) {

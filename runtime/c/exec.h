@@ -15,6 +15,9 @@
  * cursor, so only the events order anything: a missing dependency then
  * shows up as a wrong answer or a ThreadSanitizer report.
  *
+ * Host code shared with the GPU targets (weights, binding) is in
+ * runtime/host.h, which follows this text and uses the hooks at its end.
+ *
  * The emitted file defines, before this text: MKC_NSYMS, MKC_NTENSORS,
  * MKC_NTASKS, MKC_NEVENTS, MKC_NWORKERS, MKC_NINPUTS, MKC_NOUTPUTS, the
  * tables mkc_tensors[], mkc_task_wait[], mkc_task_sig_start[],
@@ -54,34 +57,15 @@ mkc_fail(struct mkc_model *m, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Sets the error sentence (for calls outside a step). */
-static void
-mkc_seterr(struct mkc_model *m, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+typedef struct mkc_model mkc_host;
 
 static void
-mkc_seterr(struct mkc_model *m, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(m->err, sizeof m->err, fmt, ap);
-	va_end(ap);
-}
+mkc_seterr(mkc_host *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int64_t mkc_numel(const mkc_host *m, int t, int use_max);
 
 /* What a tile function calls when the data is bad (a Gather index). */
 #define MKC_FAIL(m, ...) mkc_fail(m, __VA_ARGS__)
-
-static int64_t
-mkc_numel(const struct mkc_model *m, int t, int use_max)
-{
-	const mkc_rt_tensor_info *ti = &mkc_tensors[t];
-	int64_t n = 1;
-	for (int i = 0; i < ti->rank; i++) {
-		mkc_rt_dim d = ti->dims[i];
-		n *= use_max && d.s >= 0 ? d.c + d.k * mkc_sym_max[d.s] : mkc_rt_dimv(d, m->sym);
-	}
-	return n;
-}
 
 static double
 mkc_now(void)
@@ -268,147 +252,6 @@ mkc_model_destroy(struct mkc_model *m)
 }
 
 static int
-mkc_tensor_index(const char *name)
-{
-	for (int t = 0; t < MKC_NTENSORS; t++)
-		if (!strcmp(mkc_tensors[t].name, name))
-			return t;
-	return -1;
-}
-
-static int
-mkc_bind(struct mkc_model *m, const char *name, void *ptr)
-{
-	int t = mkc_tensor_index(name);
-	if (t < 0 || mkc_tensors[t].kind != MKC_RT_WEIGHT) {
-		mkc_seterr(m, "no weight is called '%s'", name);
-		return -1;
-	}
-	if (m->owned[t])
-		free(m->buf[t]);
-	m->owned[t] = 0;
-	m->buf[t] = ptr;
-	return 0;
-}
-
-static int
-mkc_read_file(const char *path, uint8_t **data, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -1;
-	int rc = -1;
-	if (fseek(f, 0, SEEK_END) == 0) {
-		long n = ftell(f);
-		if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (*data = malloc((size_t)n + 1))) {
-			*size = (size_t)n;
-			rc = fread(*data, 1, (size_t)n, f) == (size_t)n ? 0 : -1;
-		}
-	}
-	fclose(f);
-	return rc;
-}
-
-/* Copies one initializer's bytes into the weight buffer it belongs to. */
-static int
-mkc_load_one(struct mkc_model *m, int t, const mkc_rt_tensor *pt, const char *dir)
-{
-	const mkc_rt_tensor_info *ti = &mkc_tensors[t];
-	size_t want = (size_t)mkc_numel(m, t, 0) * (size_t)ti->esize;
-	if (pt->external) {
-		char path[4096];
-		size_t dl = strlen(dir), ln = (size_t)(pt->location.end - pt->location.p);
-		if (dl + ln + 2 > sizeof path) {
-			mkc_seterr(m, "weight '%s': its external data path is too long", ti->name);
-			return -1;
-		}
-		memcpy(path, dir, dl);
-		path[dl] = '/';
-		memcpy(path + dl + 1, pt->location.p, ln);
-		path[dl + 1 + ln] = 0;
-		FILE *f = fopen(path, "rb");
-		if (!f) {
-			mkc_seterr(m, "%s: cannot open (weight '%s')", path, ti->name);
-			return -1;
-		}
-		int ok = fseek(f, (long)pt->offset, SEEK_SET) == 0 &&
-			 fread(m->buf[t], 1, want, f) == want;
-		fclose(f);
-		if (!ok) {
-			mkc_seterr(m, "%s: too short for weight '%s'", path, ti->name);
-			return -1;
-		}
-		return 0;
-	}
-	if (pt->raw.p) {
-		if ((size_t)(pt->raw.end - pt->raw.p) != want) {
-			mkc_seterr(m, "weight '%s' holds %zu bytes, not %zu",
-				 ti->name, (size_t)(pt->raw.end - pt->raw.p), want);
-			return -1;
-		}
-		memcpy(m->buf[t], pt->raw.p, want);
-		return 0;
-	}
-	if (mkc_rt_unpack_typed(pt, m->buf[t], mkc_numel(m, t, 0), ti->esize)) {
-		mkc_seterr(m, "weight '%s': cannot read its typed data", ti->name);
-		return -1;
-	}
-	return 0;
-}
-
-/* Fills every weight that is not embedded from the ONNX file's initializers. */
-static int
-mkc_load_weights(struct mkc_model *m, const char *path)
-{
-	uint8_t *data;
-	size_t size;
-	if (mkc_read_file(path, &data, &size)) {
-		mkc_seterr(m, "%s: cannot read", path);
-		return -1;
-	}
-	char dir[4096] = ".";
-	const char *slash = strrchr(path, '/');
-	if (slash && (size_t)(slash - path) < sizeof dir) {
-		memcpy(dir, path, (size_t)(slash - path));
-		dir[slash - path] = 0;
-	}
-	unsigned char found[MKC_NTENSORS] = {0};
-	mkc_rt_pb b = {data, data + size}, g = {0}, sub;
-	int f, w, rc = 0;
-	uint64_t v;
-	while (b.p < b.end && !mkc_rt_field(&b, &f, &w, &sub, &v))
-		if (f == 7 && w == 2)
-			g = sub;
-	while (g.p && g.p < g.end && rc == 0) {
-		if (mkc_rt_field(&g, &f, &w, &sub, &v)) {
-			rc = -1;
-			mkc_seterr(m, "%s: malformed model", path);
-			break;
-		}
-		if (f != 5 || w != 2)
-			continue;
-		mkc_rt_tensor pt;
-		if (mkc_rt_parse_tensor(sub, &pt))
-			continue;
-		for (int t = 0; t < MKC_NTENSORS; t++)
-			if (mkc_tensors[t].kind == MKC_RT_WEIGHT && !mkc_tensors[t].data &&
-			    m->owned[t] && mkc_rt_name_is(pt.name, mkc_tensors[t].name)) {
-				rc = mkc_load_one(m, t, &pt, dir);
-				found[t] = 1;
-				break;
-			}
-	}
-	free(data);
-	for (int t = 0; t < MKC_NTENSORS && rc == 0; t++)
-		if (mkc_tensors[t].kind == MKC_RT_WEIGHT && !mkc_tensors[t].data && m->owned[t] &&
-		    !found[t]) {
-			mkc_seterr(m, "%s: no initializer '%s'", path, mkc_tensors[t].name);
-			rc = -1;
-		}
-	return rc;
-}
-
-static int
 mkc_step(struct mkc_model *m, const void *const *inputs, void *const *outputs,
 	 const int64_t *dims)
 {
@@ -425,4 +268,19 @@ mkc_step(struct mkc_model *m, const void *const *inputs, void *const *outputs,
 	for (int i = 0; i < MKC_NOUTPUTS; i++)
 		m->buf[mkc_outputs[i]] = outputs[i];
 	return mkc_exec_step(m);
+}
+
+/* Hooks for runtime/host.h: host memory is the buffer memory here. */
+static int
+mkc_store(mkc_host *m, void *dst, const void *src, size_t n)
+{
+	(void)m;
+	memcpy(dst, src, n);
+	return 0;
+}
+
+static void
+mkc_free_buf(void *p)
+{
+	free(p);
 }

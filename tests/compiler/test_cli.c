@@ -149,17 +149,50 @@ Test(cli, bad_inputs)
 	expect_clean_failure(MODEL("hand/symbolic_product.onnx"), "node 'reshape_w' (Reshape)", 1);
 }
 
-Test(cli, good_model_with_output_writes_nothing_yet)
+Test(cli, hip_output_is_refused_without_writing)
 {
-	/* until a backend exists, -o must fail loudly rather than write a stub */
-	char path[] = "/tmp/mkc_cli_llama_XXXXXX.cu";
-	int fd = mkstemps(path, 3);
+	/* the HIP backend does not exist yet: -o must fail loudly, not write a stub */
+	char path[] = "/tmp/mkc_cli_llama_XXXXXX.hip";
+	int fd = mkstemps(path, 4);
 	cr_assert(fd >= 0);
 	close(fd);
 	unlink(path);
 	mkc_result *r = mkc_run(MODEL("tiny_llama_decode_op18/model.onnx"), "-o", path, NULL);
 	cr_assert_eq(r->status, 1);
-	cr_assert(strstr(r->err, "cuda backend is not implemented yet"), "%s", r->err);
+	cr_assert(strstr(r->err, "hip backend is not implemented yet"), "%s", r->err);
 	struct stat st;
 	cr_assert_neq(stat(path, &st), 0);
+}
+
+Test(cli, output_and_header_are_written)
+{
+	char dir[] = "/tmp/mkc_cli_out_XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char c[64], h[64];
+	snprintf(c, sizeof c, "%s/llama.c", dir);
+	snprintf(h, sizeof h, "%s/llama.h", dir);
+	mkc_result *r = mkc_run(MODEL("tiny_llama_decode_op23/model.onnx"), "-o", c, NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	struct stat st;
+	cr_assert_eq(stat(c, &st), 0);
+	mode_t mask = umask(0);
+	umask(mask);
+	cr_assert_eq(st.st_mode & 0777, 0666 & ~mask, "mode %o", st.st_mode & 0777);
+	cr_assert_eq(stat(h, &st), 0);
+	FILE *f = fopen(h, "r");
+	char text[8192];
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	text[n] = 0;
+	fclose(f);
+	cr_assert(strstr(text, "int llama_step(llama *m,"), "%s", text);
+	cr_assert(strstr(text, "#ifndef llama_H"), "%s", text);
+	/* a bad place to write leaves nothing behind and says why */
+	char bad[80];
+	snprintf(bad, sizeof bad, "%s/missing/llama.c", dir);
+	r = mkc_run(MODEL("tiny_llama_decode_op23/model.onnx"), "-o", bad, NULL);
+	cr_assert_eq(r->status, 1);
+	cr_assert(strstr(r->err, "cannot write"), "%s", r->err);
+	unlink(c);
+	unlink(h);
+	cr_assert_eq(rmdir(dir), 0, "only the two files were written");
 }

@@ -68,8 +68,29 @@ Test(golden, a_dropped_wait_is_caught, .timeout = 300)
 Test(golden, bad_options_and_folders)
 {
 	cr_assert_eq(mkc_test("--steps 0 tests/models/hand/small_mlp"), 2, "%s", out);
-	cr_assert_eq(mkc_test("--target cuda tests/models/hand/small_mlp"), 2, "%s", out);
+	cr_assert_eq(mkc_test("--target hip tests/models/hand/small_mlp"), 2, "%s", out);
+	cr_assert_eq(mkc_test("--target cuda --tsan tests/models/hand/small_mlp"), 2, "%s", out);
 	cr_assert_eq(mkc_test("tests/models/hand"), 1, "%s", out);
 	cr_assert(strstr(out, "FAIL tests/models/hand:"), "%s", out);
 	cr_assert(strstr(out, "0 passed, 1 failed"), "%s", out);
+}
+
+/* CI has nvcc but no GPU: the emitted CUDA must at least build, warnings as errors. */
+Test(golden, emitted_cuda_builds_for_sm_90a, .timeout = 300)
+{
+	const char *bin = getenv("MKC") ? getenv("MKC") : "build/mkc";
+	const char *models[] = {"tiny_llama_decode_op18", "tiny_llama_decode_op23", "hand/small_mlp"};
+	for (int i = 0; i < 3; i++) {
+		char cmd[1024];
+		snprintf(cmd, sizeof cmd,
+			 "d=$(mktemp -d) && %s tests/models/%s -o $d/m.cu && "
+			 "nvcc -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall,-Wextra "
+			 "-Werror all-warnings -c $d/m.cu -o $d/m.o 2>&1; rc=$?; rm -rf $d; exit $rc",
+			 bin, models[i]);
+		FILE *p = popen(cmd, "r");
+		size_t n = fread(out, 1, sizeof out - 1, p);
+		out[n] = 0;
+		int st = pclose(p);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: %s", models[i], out);
+	}
 }

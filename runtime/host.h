@@ -1,0 +1,193 @@
+/*
+ * host.h - host-side runtime shared by every target, embedded after the
+ * target's own runtime: sizes of tensors at the current or compiled-maximum
+ * dimensions, binding caller-owned weights, and loading weights from the
+ * ONNX file (the wire walker in common.h) through the target's hooks.
+ *
+ * The target defines before this text: mkc_host (a struct with buf[],
+ * owned[], sym[] and err[]), mkc_store (copy host bytes into a buffer) and
+ * mkc_free_buf (release a buffer mkc allocated).
+ */
+
+/* Sets the error sentence (for calls outside a step). */
+static void
+mkc_seterr(mkc_host *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+mkc_seterr(mkc_host *m, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m->err, sizeof m->err, fmt, ap);
+	va_end(ap);
+}
+
+static int64_t
+mkc_numel(const mkc_host *m, int t, int use_max)
+{
+	const mkc_rt_tensor_info *ti = &mkc_tensors[t];
+	int64_t n = 1;
+	for (int i = 0; i < ti->rank; i++) {
+		mkc_rt_dim d = ti->dims[i];
+		n *= use_max && d.s >= 0 ? d.c + d.k * mkc_sym_max[d.s] : mkc_rt_dimv(d, m->sym);
+	}
+	return n;
+}
+
+static int
+mkc_tensor_index(const char *name)
+{
+	for (int t = 0; t < MKC_NTENSORS; t++)
+		if (!strcmp(mkc_tensors[t].name, name))
+			return t;
+	return -1;
+}
+
+static int
+mkc_bind(mkc_host *m, const char *name, void *ptr)
+{
+	int t = mkc_tensor_index(name);
+	if (t < 0 || mkc_tensors[t].kind != MKC_RT_WEIGHT) {
+		mkc_seterr(m, "no weight is called '%s'", name);
+		return -1;
+	}
+	if (m->owned[t])
+		mkc_free_buf(m->buf[t]);
+	m->owned[t] = 0;
+	m->buf[t] = ptr;
+	return 0;
+}
+
+static int
+mkc_read_file(const char *path, uint8_t **data, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -1;
+	int rc = -1;
+	if (fseek(f, 0, SEEK_END) == 0) {
+		long n = ftell(f);
+		if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (*data = (uint8_t *)malloc((size_t)n + 1))) {
+			*size = (size_t)n;
+			rc = fread(*data, 1, (size_t)n, f) == (size_t)n ? 0 : -1;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+/* Copies one initializer's bytes into the weight buffer it belongs to. */
+static int
+mkc_load_bytes(mkc_host *m, int t, const mkc_rt_tensor *pt, const char *dir, void *dst)
+{
+	const mkc_rt_tensor_info *ti = &mkc_tensors[t];
+	size_t want = (size_t)mkc_numel(m, t, 0) * (size_t)ti->esize;
+	if (pt->external) {
+		char path[4096];
+		size_t dl = strlen(dir), ln = (size_t)(pt->location.end - pt->location.p);
+		if (dl + ln + 2 > sizeof path) {
+			mkc_seterr(m, "weight '%s': its external data path is too long", ti->name);
+			return -1;
+		}
+		memcpy(path, dir, dl);
+		path[dl] = '/';
+		memcpy(path + dl + 1, pt->location.p, ln);
+		path[dl + 1 + ln] = 0;
+		FILE *f = fopen(path, "rb");
+		if (!f) {
+			mkc_seterr(m, "%s: cannot open (weight '%s')", path, ti->name);
+			return -1;
+		}
+		int ok = fseek(f, (long)pt->offset, SEEK_SET) == 0 && fread(dst, 1, want, f) == want;
+		fclose(f);
+		if (!ok) {
+			mkc_seterr(m, "%s: too short for weight '%s'", path, ti->name);
+			return -1;
+		}
+		return 0;
+	}
+	if (pt->raw.p) {
+		if ((size_t)(pt->raw.end - pt->raw.p) != want) {
+			mkc_seterr(m, "weight '%s' holds %zu bytes, not %zu", ti->name,
+				   (size_t)(pt->raw.end - pt->raw.p), want);
+			return -1;
+		}
+		memcpy(dst, pt->raw.p, want);
+		return 0;
+	}
+	if (mkc_rt_unpack_typed(pt, dst, mkc_numel(m, t, 0), ti->esize)) {
+		mkc_seterr(m, "weight '%s': cannot read its typed data", ti->name);
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads one initializer into host memory and stores it in its buffer. */
+static int
+mkc_load_one(mkc_host *m, int t, const mkc_rt_tensor *pt, const char *dir)
+{
+	size_t want = (size_t)mkc_numel(m, t, 0) * (size_t)mkc_tensors[t].esize;
+	void *tmp = malloc(want ? want : 1);
+	if (!tmp) {
+		mkc_seterr(m, "out of memory reading weight '%s'", mkc_tensors[t].name);
+		return -1;
+	}
+	int rc = mkc_load_bytes(m, t, pt, dir, tmp);
+	if (rc == 0)
+		rc = mkc_store(m, m->buf[t], tmp, want);
+	free(tmp);
+	return rc;
+}
+
+/* Fills every weight that is not embedded from the ONNX file's initializers. */
+static int
+mkc_load_weights(mkc_host *m, const char *path)
+{
+	uint8_t *data;
+	size_t size;
+	if (mkc_read_file(path, &data, &size)) {
+		mkc_seterr(m, "%s: cannot read", path);
+		return -1;
+	}
+	char dir[4096] = ".";
+	const char *slash = strrchr(path, '/');
+	if (slash && (size_t)(slash - path) < sizeof dir) {
+		memcpy(dir, path, (size_t)(slash - path));
+		dir[slash - path] = 0;
+	}
+	unsigned char found[MKC_NTENSORS] = {0};
+	mkc_rt_pb b = {data, data + size}, g = {NULL, NULL}, sub;
+	int f, w, rc = 0;
+	uint64_t v;
+	while (b.p < b.end && !mkc_rt_field(&b, &f, &w, &sub, &v))
+		if (f == 7 && w == 2)
+			g = sub;
+	while (g.p && g.p < g.end && rc == 0) {
+		if (mkc_rt_field(&g, &f, &w, &sub, &v)) {
+			rc = -1;
+			mkc_seterr(m, "%s: malformed model", path);
+			break;
+		}
+		if (f != 5 || w != 2)
+			continue;
+		mkc_rt_tensor pt;
+		if (mkc_rt_parse_tensor(sub, &pt))
+			continue;
+		for (int t = 0; t < MKC_NTENSORS; t++)
+			if (mkc_tensors[t].kind == MKC_RT_WEIGHT && !mkc_tensors[t].data &&
+			    m->owned[t] && mkc_rt_name_is(pt.name, mkc_tensors[t].name)) {
+				rc = mkc_load_one(m, t, &pt, dir);
+				found[t] = 1;
+				break;
+			}
+	}
+	free(data);
+	for (int t = 0; t < MKC_NTENSORS && rc == 0; t++)
+		if (mkc_tensors[t].kind == MKC_RT_WEIGHT && !mkc_tensors[t].data && m->owned[t] &&
+		    !found[t]) {
+			mkc_seterr(m, "%s: no initializer '%s'", path, mkc_tensors[t].name);
+			rc = -1;
+		}
+	return rc;
+}
