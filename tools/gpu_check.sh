@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu_check.sh: the CUDA checks, run on the GPU machine from the repo root
 # with build/mkc built beforehand (it needs libcjson: put libcjson.so.1 in
-# .carry/lib). Writes logs under $OUT (or /tmp/mkc_gpu) and ends with a
+# .carry/lib). COMMIT names the commit in the logs (the device copy is not
+# a git checkout). Writes logs under $OUT (or /tmp/mkc_gpu) and ends with a
 # short table.
 #   1. mkc test --target cuda on every golden model, 100 steps each (every
 #      step compared, so a race shows up as a moving result);
@@ -12,7 +13,7 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/.carry/lib:${LD_LIBRARY_PATH:-}"
 models="tests/models/tiny_llama_decode_op18 tests/models/tiny_llama_decode_op23 tests/models/hand/small_mlp"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
-git rev-parse HEAD 2>/dev/null | tee "$out/commit.txt"
+echo "commit ${COMMIT:-unknown}" | tee "$out/commit.txt"
 
 build/mkc test --target cuda --steps 100 $models >"$out/cuda_test.log" 2>&1
 test_rc=$?
@@ -22,9 +23,10 @@ work=$(sed -n 's/^mkc: kept //p' "$out/keep.log" | tail -1)
 mem_rc=-1
 race_rc=-1
 if [ -n "$work" ] && [ -x "$work/run" ]; then
-	(cd "$work" && compute-sanitizer --tool memcheck --error-exitcode 9 ./run) >"$out/memcheck.log" 2>&1
+	# from the repo root: the harness loads weights by the model's relative path
+	compute-sanitizer --tool memcheck --error-exitcode 9 "$work/run" >"$out/memcheck.log" 2>&1
 	mem_rc=$?
-	(cd "$work" && compute-sanitizer --tool racecheck --error-exitcode 9 ./run) >"$out/racecheck.log" 2>&1
+	compute-sanitizer --tool racecheck --error-exitcode 9 "$work/run" >"$out/racecheck.log" 2>&1
 	race_rc=$?
 fi
 
