@@ -32,7 +32,7 @@ LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o \
 	$(BUILD)/obj/gen/runtime_text.o
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all test check-models sanitize conformance format lint clean help
+.PHONY: all test check-models conformance sanitize conformance format lint clean help
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/mkc  ## build $(BUILD)/mkc
@@ -77,8 +77,11 @@ $(BUILD)/mkc: $(BUILD)/obj/compiler/main.o $(BUILD)/libmkc.a
 $(BUILD)/test_mkc: $(TEST_OBJ) $(BUILD)/libmkc.a
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
 
-test: $(BUILD)/mkc $(BUILD)/test_mkc check-models  ## run every test that needs no GPU
+test: $(BUILD)/mkc $(BUILD)/test_mkc check-models conformance  ## run every test that needs no GPU
 	MKC=$(BUILD)/mkc $(BUILD)/test_mkc -j2
+
+conformance: $(BUILD)/mkc  ## ONNX node tests of every supported op, on the C target
+	python3 tools/conformance.py --mkc $(BUILD)/mkc
 
 check-models:  ## check that tests/models/hand is what its generator makes
 	@d=$$(mktemp -d) && python3 tests/models/gen_models.py $$d >/dev/null && \

@@ -171,8 +171,9 @@ emit_elementwise(mkc_emitter *e, const mkc_node *n, int row)
 	const char *expr = isf ? ew_table[row].fexpr : ew_table[row].iexpr;
 	if (!expr)
 		return unsupported(e, n, "no form of this op for its input type");
-	if (n->nin > 3 || (n->op == MKC_OP_MAX && n->nin != 2) || (n->op == MKC_OP_MIN && n->nin != 2))
-		return unsupported(e, n, "Max and Min of more than two inputs");
+	bool variadic = n->op == MKC_OP_MAX || n->op == MKC_OP_MIN;
+	if (n->nin > 3 && !variadic)
+		return unsupported(e, n, "more than three operands");
 	int nin = n->op == MKC_OP_CASTLIKE || n->op == MKC_OP_EXPAND ? 1 : n->nin;
 	const char *ct = isf ? "float" : "int64_t";
 	decl_all(e, n);
@@ -187,7 +188,16 @@ emit_elementwise(mkc_emitter *e, const mkc_node *n, int row)
 	fprintf(f, "\t\ty[oy] = (%s)(", mkc_ctype(e, y->dtype));
 	if (y->dtype == MKC_DT_BOOL && (n->op == MKC_OP_CAST || n->op == MKC_OP_CASTLIKE))
 		fputs("a0 != 0", f);
-	else
+	else if (variadic) {
+		/* Max and Min of any number: fold the operands left to right */
+		const char *fn = n->op == MKC_OP_MAX ? (isf ? "fmaxf" : "mkc_rt_imax")
+						     : (isf ? "fminf" : "mkc_rt_imin");
+		for (int i = 1; i < nin; i++)
+			fprintf(f, "%s(", fn);
+		fputs("a0", f);
+		for (int i = 1; i < nin; i++)
+			fprintf(f, ", a%d)", i);
+	} else
 		for (const char *s = expr; *s; s++) {
 			if (s[0] == '$' && s[1] >= '0' && s[1] <= '2')
 				fprintf(f, "a%c", *++s);
@@ -414,11 +424,8 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
 	bool layer = n->op == MKC_OP_LAYER_NORM;
-	int nout = 0;
-	for (int i = 0; i < n->nout; i++)
-		nout += n->out[i] != NULL;
-	if (nout != 1)
-		return unsupported(e, n, "the mean and inverse deviation outputs");
+	if (!layer && n->nout > 1)
+		return unsupported(e, n, "RMSNormalization with more than one output");
 	int axis = row_axis(e->p->g, n, -1);
 	float eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
 	char fe[48];
@@ -433,8 +440,14 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 		fputs("\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tmean += px[j];\n\t\tmean /= (float)len;\n", f);
 	fprintf(f, "\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tss += (px[j] - mean) * (px[j] - mean);\n"
 		"\t\tfloat inv = 1.0f / sqrtf(ss / (float)len + %s);\n"
-		"\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tpy[j] = (px[j] - mean) * inv * x1[j %% wn]%s;\n\t}\n",
+		"\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tpy[j] = (px[j] - mean) * inv * x1[j %% wn]%s;\n",
 		flit(fe, eps), layer && n->nin > 2 && n->in[2] ? " + x2[j % wn]" : "");
+	/* LayerNormalization's optional outputs: the mean and 1 / deviation per row */
+	if (n->nout > 1 && n->out[1])
+		fprintf(f, "\t\ty1[mkc_rt_dot(idx, y1_s, %d)] = mean;\n", n->out[0]->rank);
+	if (n->nout > 2 && n->out[2])
+		fprintf(f, "\t\ty2[mkc_rt_dot(idx, y2_s, %d)] = inv;\n", n->out[0]->rank);
+	fputs("\t}\n", f);
 	return 0;
 }
 

@@ -31,6 +31,9 @@ static const char usage[] =
 	"  --dump-after=PASS  print the IR after PASS: the graph after load, infer\n"
 	"                     or dce; the task plan after tile, deps, events,\n"
 	"                     schedule or verify\n"
+	"  --const NAME=FILE  make graph input NAME a constant: the serialised\n"
+	"                     TensorProto in FILE (shapes and axes that arrive as\n"
+	"                     inputs must be known at compile time)\n"
 	"  --workers N        persistent workers to schedule for (default 8)\n"
 	"  --max-dim N        largest value of every symbolic dimension (past_len)\n"
 	"                     the emitted code accepts (default 4096)\n"
@@ -49,6 +52,8 @@ typedef struct {
 	int workers;
 	int64_t max_dim;
 	const char *command_line;
+	const char *consts[64];   /* NAME=FILE.pb */
+	int nconsts;
 } options;
 
 
@@ -103,6 +108,10 @@ parse_args(int argc, char **argv, int from, options *o)
 				o->target = v;
 			else
 				o->name = v;
+		} else if (strcmp(a, "--const") == 0) {
+			if (i + 1 >= argc || !strchr(argv[i + 1], '=') || o->nconsts == 64)
+				return bad_usage("%s needs NAME=FILE.pb", a);
+			o->consts[o->nconsts++] = argv[++i];
 		} else if (strncmp(a, "--dump-after=", 13) == 0) {
 			o->dump_after = a + 13;
 			if (!mkc_pass_known(o->dump_after))
@@ -135,6 +144,21 @@ report(mkc_ctx *c)
 		fputs(c->errors, stderr);
 }
 
+/* --const NAME=FILE.pb: graph inputs that become constants. */
+static int
+bind_consts(mkc_graph *g, const options *o)
+{
+	for (int i = 0; i < o->nconsts; i++) {
+		const char *eq = strchr(o->consts[i], '=');
+		char *name = mkc_arena_strndup(g->ctx->arena, o->consts[i], (size_t)(eq - o->consts[i]));
+		mkc_tensor *v = mkc_arena_alloc(g->ctx->arena, sizeof *v);
+		if (mkc_onnx_read_tensor(g->ctx, eq + 1, v) != 0 ||
+		    mkc_graph_bind_input(g, name, v) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int
 compile(const options *o)
 {
@@ -142,6 +166,8 @@ compile(const options *o)
 	c->verbose = o->verbose;
 	int rc = 1;
 	mkc_graph *g = mkc_load_model(c, o->model);
+	if (g && bind_consts(g, o) != 0)
+		goto out;
 	mkc_plan *p = NULL;
 	mkc_driver_options d = {o->workers, o->dump_after};
 	if (!g || mkc_run_passes(g, &d, &p) != 0)

@@ -36,6 +36,7 @@ typedef struct {
 	double tol;
 	bool tsan, keep, verbose;
 	int drop_wait;   /* testing mkc itself: a task whose wait is removed */
+	bool bind_consts;
 } test_options;
 
 static int
@@ -167,7 +168,7 @@ write_harness(const char *dir, mkc_graph *g, const int64_t *sym, const test_opti
 	if (!f)
 		return -1;
 	fprintf(f, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include \"model.h\"\n%s\n"
-		"static void *\nload(const char *p, size_t n)\n{\n\tvoid *b = malloc(n ? n : 1);\n"
+		"static __attribute__((unused)) void *\nload(const char *p, size_t n)\n{\n\tvoid *b = malloc(n ? n : 1);\n"
 		"\tFILE *f = fopen(p, \"rb\");\n\tif (!b || !f || fread(b, 1, n, f) != n) {\n"
 		"\t\tfprintf(stderr, \"cannot read %%s\\n\", p);\n\t\texit(3);\n\t}\n\tfclose(f);\n"
 		"\tvoid *d = DEV_ALLOC(n);\n\tTO_DEV(d, b, n);\n\tfree(b);\n\treturn d;\n}\n\n"
@@ -189,8 +190,9 @@ write_harness(const char *dir, mkc_graph *g, const int64_t *sym, const test_opti
 	}
 	fprintf(f, "\tfor (int s = 0; s < %d; s++) {\n", o->steps);
 	for (int i = 0; i < g->outputs.n; i++)
-		fprintf(f, "\t\tPOISON(out[%d], %zu);   /* NaN where unwritten */\n", i,
-			bytes_at(MKC_OUTPUT(g, i), sym));
+		if (bytes_at(MKC_OUTPUT(g, i), sym))
+			fprintf(f, "\t\tPOISON(out[%d], %zu);   /* NaN where unwritten */\n", i,
+				bytes_at(MKC_OUTPUT(g, i), sym));
 	fputs("\t\tif (model_step(m, in, out, dims)) {\n\t\t\tfprintf(stderr, \"step %d: %s\\n\", s, model_last_error(m));\n"
 	      "\t\t\treturn 2;\n\t\t}\n", f);
 	for (int i = 0; i < g->outputs.n; i++) {
@@ -243,8 +245,8 @@ compare(const mkc_tensor *ref, const void *got, size_t nbytes, double tol, doubl
 
 /* One test_data_set folder; prints its line. 0 pass, -1 fail. */
 static int
-run_case(mkc_ctx *c, mkc_graph *g, const char *model, const char *casedir, const char *work,
-	 const test_options *o)
+run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, const char *model,
+	 const char *casedir, const char *work, const test_options *o)
 {
 	char why[1024] = "", path[4096];
 	int nin = g->inputs.n, nout = g->outputs.n;
@@ -253,17 +255,29 @@ run_case(mkc_ctx *c, mkc_graph *g, const char *model, const char *casedir, const
 	int64_t *sym = mkc_arena_alloc(c->arena, (size_t)(g->syms.n + 1) * sizeof *sym);
 	double worst = 0;
 	int rc = -1;
-	for (int i = 0; i < nin; i++) {
-		snprintf(path, sizeof path, "%s/input_%d.pb", casedir, i);
-		if (mkc_onnx_read_tensor(c, path, &in[i]) != 0) {
+	for (int k = 0, i = 0; k < ninputs; k++) {
+		mkc_tensor v;
+		snprintf(path, sizeof path, "%s/input_%d.pb", casedir, k);
+		if (mkc_onnx_read_tensor(c, path, &v) != 0) {
 			snprintf(why, sizeof why, "%s", c->errors ? c->errors : "cannot read an input");
 			goto done;
 		}
+		if (inputs[k]->kind == MKC_TK_WEIGHT) {
+			/* bound at compile time: this case must hold the same value */
+			if (v.nbytes != inputs[k]->nbytes || memcmp(v.data, inputs[k]->data, v.nbytes)) {
+				snprintf(why, sizeof why, "input '%s' differs from the value bound at compile time",
+					 inputs[k]->name);
+				goto done;
+			}
+			continue;
+		}
+		in[i] = v;
 		snprintf(path, sizeof path, "%s/in%d.bin", work, i);
 		if (write_file(path, in[i].data, in[i].nbytes) != 0) {
 			snprintf(why, sizeof why, "cannot write %s", path);
 			goto done;
 		}
+		i++;
 	}
 	for (int i = 0; i < nout; i++) {
 		snprintf(path, sizeof path, "%s/output_%d.pb", casedir, i);
@@ -332,6 +346,28 @@ done:
 	return rc;
 }
 
+/*
+ * Binds every graph input that an op needs at compile time (a Reshape's
+ * shape, a Slice's starts) to its value in test_data_set_0, and says so.
+ */
+static int
+bind_consts(mkc_ctx *c, mkc_graph *g, const char *dir, mkc_tensor **inputs, int ninputs)
+{
+	for (int k = 0; k < ninputs; k++) {
+		if (!mkc_graph_needs_const(g, inputs[k]))
+			continue;
+		char path[4096];
+		snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, k);
+		mkc_tensor *v = mkc_arena_alloc(c->arena, sizeof *v);
+		if (mkc_onnx_read_tensor(c, path, v) != 0 ||
+		    mkc_graph_bind_input(g, inputs[k]->name, v) != 0)
+			return -1;
+		printf("note %s: input '%s' bound at compile time to its value in test_data_set_0\n",
+		       dir, inputs[k]->name);
+	}
+	return 0;
+}
+
 static int
 cmp_str(const void *a, const void *b)
 {
@@ -358,7 +394,19 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 	bool cuda = strcmp(o->target, "cuda") == 0;
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, cuda ? "cu" : "c"),
 			       "model", "mkc test", 4096, 4096};
-	bool ok = (g = mkc_load_model(c, model)) && mkc_run_passes(g, &d, &p) == 0;
+	bool ok = (g = mkc_load_model(c, model)) != NULL;
+	mkc_tensor **inputs = NULL;
+	int ninputs = 0;
+	if (ok) {
+		/* remember the inputs as the test data numbers them */
+		ninputs = g->inputs.n;
+		inputs = mkc_arena_alloc(c->arena, (size_t)(ninputs + 1) * sizeof *inputs);
+		for (int i = 0; i < ninputs; i++)
+			inputs[i] = MKC_INPUT(g, i);
+		if (o->bind_consts)
+			ok = bind_consts(c, g, dir, inputs, ninputs) == 0;
+	}
+	ok = ok && mkc_run_passes(g, &d, &p) == 0;
 	if (ok && o->drop_wait >= 0 && o->drop_wait < p->tasks.n) {
 		/* after verify, on purpose: the emitted code is now unsafe */
 		MKC_TASK(p, o->drop_wait)->nwaits = 0;
@@ -385,7 +433,7 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 		(*failed)++;
 	}
 	for (int i = 0; i < n; i++)
-		*(run_case(c, g, model, cases[i], work, o) == 0 ? passed : failed) += 1;
+		*(run_case(c, g, inputs, ninputs, model, cases[i], work, o) == 0 ? passed : failed) += 1;
 	if (!o->keep) {
 		char cmd[4200];
 		snprintf(cmd, sizeof cmd, "rm -rf %s", work);
@@ -408,6 +456,8 @@ static const char test_usage[] =
 	"  --tolerance T   largest relative L2 error (default 1e-5)\n"
 	"  --tsan          build the emitted code with ThreadSanitizer\n"
 	"  --keep          keep the scratch folders (their paths go to stderr)\n"
+	"  --bind-consts   bind inputs that must be known at compile time (shapes,\n"
+	"                  axes) to their values in test_data_set_0, and say so\n"
 	"  --drop-wait T   testing mkc itself: remove task T's wait after the\n"
 	"                  schedule proof, so that the race tests must fail\n"
 	"  --target T      c (the default; builds with cc) or cuda (builds with\n"
@@ -416,7 +466,7 @@ static const char test_usage[] =
 int
 mkc_test_main(int argc, char **argv)
 {
-	test_options o = {"c", 0, 0, 3, 0, 1e-5, false, false, false, -1};
+	test_options o = {"c", 0, 0, 3, 0, 1e-5, false, false, false, -1, false};
 	const char **dirs = calloc((size_t)argc, sizeof *dirs);
 	int ndirs = 0;
 	if (!dirs)
@@ -439,6 +489,8 @@ mkc_test_main(int argc, char **argv)
 			o.drop_wait = (int)strtol(argv[++i], &end, 10);
 		else if (!strcmp(a, "--target") && has)
 			o.target = argv[++i];
+		else if (!strcmp(a, "--bind-consts"))
+			o.bind_consts = true;
 		else if (!strcmp(a, "--tsan"))
 			o.tsan = true;
 		else if (!strcmp(a, "--keep"))

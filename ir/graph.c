@@ -7,11 +7,11 @@
 
 /* the fold column is a function name or 0; "0" is the only 2-byte spelling */
 static const mkc_op_info op_table[MKC_OP_COUNT] = {
-#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld) \
-	[MKC_OP_##e] = {nm, dom, i0, i1, o0, o1, sizeof(#fld) > 2},
+#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin) \
+	[MKC_OP_##e] = {nm, dom, i0, i1, o0, o1, sizeof(#fld) > 2, cin},
 #include "ops.def"
 #undef OP
-	[MKC_OP_UNKNOWN] = {"(unknown)", "", 0, -1, 0, -1},
+	[MKC_OP_UNKNOWN] = {"(unknown)", "", 0, -1, 0, -1, false, 0},
 };
 
 const mkc_op_info *
@@ -559,4 +559,47 @@ mkc_tensor_is_const(const mkc_tensor *t)
 {
 	return t->data != NULL || t->symval != NULL ||
 	       (t->kind == MKC_TK_WEIGHT && t->nbytes == 0);
+}
+
+int
+mkc_graph_bind_input(mkc_graph *g, const char *name, const mkc_tensor *value)
+{
+	mkc_tensor *t = mkc_graph_find(g, name);
+	int at = -1;
+	for (int i = 0; i < g->inputs.n; i++)
+		if (MKC_INPUT(g, i) == t)
+			at = i;
+	if (!t || at < 0)
+		return mkc_error(g->ctx, "%s: no graph input is called '%s'", g->path, name);
+	if (t->dtype != value->dtype || t->rank != value->rank)
+		return mkc_error(g->ctx, "%s: input '%s' is %s of rank %d; the value given is %s of rank %d",
+				 g->path, name, mkc_dtype_name(t->dtype), t->rank,
+				 mkc_dtype_name(value->dtype), value->rank);
+	for (int i = 0; i < t->rank; i++) {
+		if (mkc_dim_is_const(t->shape[i]) && !mkc_dim_eq(t->shape[i], value->shape[i]))
+			return mkc_error(g->ctx, "%s: input '%s' dim %d is %lld; the value has %lld",
+					 g->path, name, i, (long long)t->shape[i].c,
+					 (long long)value->shape[i].c);
+		t->shape[i] = value->shape[i];
+	}
+	t->kind = MKC_TK_WEIGHT;
+	t->data = value->data;
+	t->nbytes = value->nbytes;
+	for (int i = at + 1; i < g->inputs.n; i++)
+		g->inputs.v[i - 1] = g->inputs.v[i];
+	g->inputs.n--;
+	return 0;
+}
+
+bool
+mkc_graph_needs_const(const mkc_graph *g, const mkc_tensor *t)
+{
+	for (int i = 0; i < g->nodes.n; i++) {
+		const mkc_node *n = MKC_NODE(g, i);
+		unsigned mask = mkc_op_info_of(n->op)->const_inputs;
+		for (int j = 0; j < n->nin && j < 32; j++)
+			if (n->in[j] == t && (mask >> j & 1))
+				return true;
+	}
+	return false;
 }

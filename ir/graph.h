@@ -33,7 +33,7 @@ typedef enum {
 } mkc_dtype;
 
 typedef enum {
-#define OP(e, name, dom, i0, i1, o0, o1, inf, fld) MKC_OP_##e,
+#define OP(e, name, dom, i0, i1, o0, o1, inf, fld, cin) MKC_OP_##e,
 #include "ops.def"
 #undef OP
 	MKC_OP_UNKNOWN,   /* read but not in the op table */
@@ -44,6 +44,7 @@ typedef struct {
 	const char *name, *domain;
 	int min_in, max_in, min_out, max_out;
 	bool folds;   /* has a constant evaluator */
+	unsigned const_inputs;   /* bit i: input i must be known at compile time */
 } mkc_op_info;
 
 const mkc_op_info *mkc_op_info_of(mkc_op op);
@@ -173,6 +174,17 @@ mkc_node *mkc_graph_add_node(mkc_graph *g, const char *name, const char *domain,
 int mkc_graph_sym(mkc_graph *g, const char *name);   /* find or add */
 int64_t mkc_graph_opset(const mkc_graph *g, const char *domain); /* 0: absent */
 int mkc_graph_sort(mkc_graph *g);
+
+/*
+ * Makes graph input `name` a constant with the given value (type and rank
+ * must match the declaration; its dims become the value's). An ahead-of-time
+ * compiler needs shapes, axes and the like at compile time: `mkc --const`
+ * and `mkc test --bind-consts` use this. 0, or -1 with an error.
+ */
+int mkc_graph_bind_input(mkc_graph *g, const char *name, const mkc_tensor *value);
+
+/* True if some node reads t where its op needs a compile-time value. */
+bool mkc_graph_needs_const(const mkc_graph *g, const mkc_tensor *t);
 void mkc_graph_count_uses(mkc_graph *g);
 
 #define MKC_TENSOR(g, i) ((mkc_tensor *)(g)->tensors.v[i])

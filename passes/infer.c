@@ -943,7 +943,7 @@ infer_attention(mkc_graph *g, mkc_node *n)
 }
 
 static infer_fn *const rules[MKC_OP_COUNT] = {
-#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld) [MKC_OP_##e] = inf,
+#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin) [MKC_OP_##e] = inf,
 #include "ops.def"
 #undef OP
 };
@@ -984,13 +984,14 @@ infer_node(mkc_graph *g, mkc_node *n)
 			declared[ndecl++] = *n->out[i];
 	if (rules[n->op](g, n) != 0)
 		return -1;
+	/* folding first: a float Range learns its length only there */
+	int folded = mkc_fold_node(g, n);
+	if (folded < 0)
+		return -1;
 	for (int i = 0, d = 0; i < n->nout && d < ndecl; i++)
 		if (n->out[i] && n->out[i]->kind == MKC_TK_OUTPUT)
 			if (check_declared(g, n->out[i], &declared[d++]) != 0)
 				return -1;
-	int folded = mkc_fold_node(g, n);
-	if (folded < 0)
-		return -1;
 	if (folded) {
 		n->dead = true;
 		for (int i = 0; i < n->nout; i++)

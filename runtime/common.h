@@ -265,3 +265,15 @@ mkc_rt_bmap(const int64_t *d, const int64_t *s, int xr, int r, int64_t *out)
 	}
 	out[r] = 0;
 }
+
+static inline MKC_HD int64_t MKC_UNUSED
+mkc_rt_imax(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+static inline MKC_HD int64_t MKC_UNUSED
+mkc_rt_imin(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}

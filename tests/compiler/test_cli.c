@@ -196,3 +196,26 @@ Test(cli, output_and_header_are_written)
 	unlink(h);
 	cr_assert_eq(rmdir(dir), 0, "only the two files were written");
 }
+
+Test(cli, const_binds_a_shape_input)
+{
+	const char *dir = "/usr/share/libonnx-testdata/data/node/test_reshape_reordered_all_dims";
+	char model[256], shape[256];
+	snprintf(model, sizeof model, "%s/model.onnx", dir);
+	snprintf(shape, sizeof shape, "shape=%s/test_data_set_0/input_1.pb", dir);
+	mkc_result *r = mkc_run(model, NULL);
+	cr_assert_eq(r->status, 1, "without --const the shape is unknown");
+	cr_assert(strstr(r->err, "must be an integer tensor known at compile time"), "%s", r->err);
+	r = mkc_run(model, "--const", shape, NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	r = mkc_run(model, "--const", "nosuch=x.pb", NULL);
+	cr_assert_eq(r->status, 1);
+	cr_assert(strstr(r->err, "x.pb: cannot read"), "%s", r->err);
+	snprintf(shape, sizeof shape, "data=%s/test_data_set_0/input_1.pb", dir);
+	r = mkc_run(model, "--const", shape, NULL);
+	cr_assert_eq(r->status, 1);
+	cr_assert(strstr(r->err, "input 'data' is float32 of rank 3; the value given is int64 of rank 1"),
+		  "%s", r->err);
+	r = mkc_run(model, "--const", "shape", NULL);
+	cr_assert_eq(r->status, 2);
+}

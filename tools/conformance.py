@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Runs the ONNX backend node tests that Debian ships (libonnx-testdata) for
+every op in ir/ops.def, through `mkc test --bind-consts` on the C target.
+
+    python3 tools/conformance.py [--mkc build/mkc] [--data DIR] [--jobs N]
+                                 [--update]
+
+Every test of a supported op must pass, except those listed in
+tests/conformance/expected_failures.txt, each with the reason; a listed test
+that passes is an error too, so the list stays true. The per-op results are
+written to tests/conformance/RESULTS.md (with --update) or compared with it.
+Exit status 0 only when everything matches.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXPECTED = os.path.join(ROOT, "tests/conformance/expected_failures.txt")
+RESULTS = os.path.join(ROOT, "tests/conformance/RESULTS.md")
+
+# Test folder names are the op's name in snake case, except these.
+PREFIX = {"MatMul": "matmul", "IsNaN": "isnan", "CastLike": "castlike",
+          "ConstantOfShape": "constantofshape", "LessOrEqual": "less_equal",
+          "GreaterOrEqual": "greater_equal", "RMSNormalization": "rms_normalization",
+          "And": "and", "Or": "or"}
+# Folders that share a prefix but test another op.
+OTHER_OPS = ("gather_elements", "reduce_sum_square", "softmax_cross_entropy",
+             "split_to_sequence", "constant_pad", "less_equal", "greater_equal",
+             "reduce_max_bool")
+
+
+def ops_of_table():
+    ops = []
+    for line in open(os.path.join(ROOT, "ir/ops.def")):
+        m = re.match(r'OP\(\w+, "(\w+)", "(.*?)"', line)
+        if m and m.group(2) == "":
+            ops.append(m.group(1))
+    return ops
+
+
+def prefix_of(op):
+    return PREFIX.get(op) or re.sub(r"(?<!^)(?=[A-Z])", "_", op).lower()
+
+
+def tests_of(op, names):
+    p = prefix_of(op)
+    found = []
+    for n in names:
+        rest = n[len("test_"):]
+        if not rest.startswith(p) or n.endswith("_expanded"):
+            continue
+        tail = rest[len(p):]
+        if tail and not (tail[0] == "_" or tail[0].isdigit()):
+            continue
+        if any(rest.startswith(o) and not p.startswith(o) for o in OTHER_OPS):
+            continue
+        found.append(n)
+    return found
+
+
+def run_chunk(mkc, data, chunk):
+    cmd = [mkc, "test", "--bind-consts", "--steps", "1"] + [os.path.join(data, t) for t in chunk]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    results = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"(PASS|FAIL) (\S+?)(?:/test_data_set_\d+)?: ?(.*)", line)
+        if m:
+            name = os.path.basename(m.group(2))
+            ok = m.group(1) == "PASS"
+            prev = results.get(name)
+            results[name] = (ok and (prev is None or prev[0]), m.group(3) if not ok else "")
+    return results
+
+
+def load_expected():
+    exp = {}
+    for line in open(EXPECTED):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            name, _, why = line.partition(" ")
+            exp[name] = why.strip()
+    return exp
+
+
+def table(ops, by_op, results):
+    lines = ["# Conformance: ONNX node tests (libonnx-testdata) on the C target", "",
+             "Written by `python3 tools/conformance.py --update`; `make conformance` checks it.",
+             "Failures listed in expected_failures.txt, each with its reason.", "",
+             "| op | passed | tests |", "| --- | --- | --- |"]
+    for op in ops:
+        ts = by_op[op]
+        ok = sum(1 for t in ts if results.get(t, (False,))[0])
+        lines.append(f"| {op} | {ok} | {len(ts)} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mkc", default=os.path.join(ROOT, "build/mkc"))
+    ap.add_argument("--data", default="/usr/share/libonnx-testdata/data/node")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--update", action="store_true")
+    args = ap.parse_args(argv[1:])
+    names = sorted(os.listdir(args.data))
+    ops = ops_of_table()
+    by_op = {op: tests_of(op, names) for op in ops}
+    todo = sorted({t for ts in by_op.values() for t in ts})
+    chunks = [todo[i::args.jobs] for i in range(args.jobs)]
+    results = {}
+    with ThreadPoolExecutor(args.jobs) as pool:
+        for r in pool.map(lambda c: run_chunk(args.mkc, args.data, c), chunks):
+            results.update(r)
+    expected = load_expected()
+    bad = []
+    for t in todo:
+        ok, why = results.get(t, (False, "no result"))
+        if not ok and t not in expected:
+            bad.append(f"FAIL {t}: {why}")
+        if ok and t in expected:
+            bad.append(f"PASS {t}, listed as an expected failure: take it off the list")
+    for t in expected:
+        if t not in todo:
+            bad.append(f"{t} is listed as an expected failure but is not a test of a supported op")
+    text = table(ops, by_op, results)
+    if args.update:
+        open(RESULTS, "w").write(text)
+    elif open(RESULTS).read() != text:
+        bad.append("tests/conformance/RESULTS.md is out of date: run tools/conformance.py --update")
+    npass = sum(1 for t in todo if results.get(t, (False,))[0])
+    for b in bad:
+        print(b)
+    print(f"conformance: {len(todo)} node tests of {len(ops)} ops: {npass} pass, "
+          f"{len(todo) - npass} fail ({len(expected)} expected)")
+    print(f"{npass} passed, {len(todo) - npass - len(expected)} failed" if not bad
+          else f"{npass} passed, {len(bad)} failed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
