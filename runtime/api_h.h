@@ -14,6 +14,10 @@
  * $P_input_name and $P_output_name give; dims holds the value of
  * each symbolic dimension ($P_dim_name), at most $P_max_dim.
  */
+#ifdef __cplusplus
+extern "C" {   /* C linkage, also when the .cu file is compiled as C++ */
+#endif
+
 typedef struct $P $P;
 
 typedef struct {
@@ -38,3 +42,7 @@ const char *$P_output_name(int i);
 int $P_num_dims(void);
 const char *$P_dim_name(int i);
 int64_t $P_max_dim(int i);
+
+#ifdef __cplusplus
+}
+#endif
