@@ -42,6 +42,9 @@ const char *$P_output_name(int i);
 int $P_num_dims(void);
 const char *$P_dim_name(int i);
 int64_t $P_max_dim(int i);
+/* Shape of input or output i for the given dims: writes shape[], returns the rank. */
+int $P_input_shape(int i, const int64_t *dims, int64_t *shape);
+int $P_output_shape(int i, const int64_t *dims, int64_t *shape);
 
 #ifdef __cplusplus
 }

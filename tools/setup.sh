@@ -20,10 +20,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # onnx and numpy regenerate tests/models/hand (make test checks that the
-# committed models are what the generator makes).
-if ! python3 -c 'import onnx, numpy' 2>/dev/null; then
-	echo "setup: installing onnx and numpy from PyPI"
-	python3 -m pip install -q onnx numpy 2>/dev/null ||
-		python3 -m pip install -q --break-system-packages onnx numpy
+# committed models are what the generator makes); onnxruntime is the
+# reference the decode example is compared with.
+if ! python3 -c "import onnx, numpy, onnxruntime" 2>/dev/null; then
+	echo "setup: installing onnx, numpy and onnxruntime from PyPI"
+	python3 -m pip install -q onnx numpy onnxruntime 2>/dev/null ||
+		python3 -m pip install -q --break-system-packages onnx numpy onnxruntime
 fi
 echo "setup: done"

@@ -68,3 +68,23 @@ const char *$P_output_name(int i) { return i >= 0 && i < MKC_NOUTPUTS ? mkc_tens
 int $P_num_dims(void) { return MKC_NSYMS; }
 const char *$P_dim_name(int i) { return i >= 0 && i < MKC_NSYMS ? mkc_sym_names[i] : NULL; }
 int64_t $P_max_dim(int i) { return i >= 0 && i < MKC_NSYMS ? mkc_sym_max[i] : -1; }
+
+static int
+$P_shape(int t, const int64_t *dims, int64_t *shape)
+{
+	for (int d = 0; d < mkc_tensors[t].rank; d++)
+		shape[d] = mkc_rt_dimv(mkc_tensors[t].dims[d], dims);
+	return mkc_tensors[t].rank;
+}
+
+int
+$P_input_shape(int i, const int64_t *dims, int64_t *shape)
+{
+	return i >= 0 && i < MKC_NINPUTS ? $P_shape(mkc_inputs[i], dims, shape) : -1;
+}
+
+int
+$P_output_shape(int i, const int64_t *dims, int64_t *shape)
+{
+	return i >= 0 && i < MKC_NOUTPUTS ? $P_shape(mkc_outputs[i], dims, shape) : -1;
+}

@@ -94,3 +94,43 @@ Test(golden, emitted_cuda_builds_for_sm_90a, .timeout = 300)
 		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: %s", models[i], out);
 	}
 }
+
+/*
+ * examples/decode.c, built against the C output of each Llama export, must
+ * produce the same greedy tokens as onnxruntime running the same file
+ * (tools/ort_decode.py), and say so twice in a row.
+ */
+static void
+decode_matches_onnxruntime(const char *model)
+{
+	const char *bin = getenv("MKC") ? getenv("MKC") : "build/mkc";
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && %s %s -o $d/llama.c --workers 4 && "
+		 "cc -std=c11 -O1 -Wall -Wextra -Werror -pthread -I$d -o $d/decode examples/decode.c "
+		 "$d/llama.c -lm && $d/decode %s 24 7 && $d/decode %s 24 7 && "
+		 "python3 tools/ort_decode.py %s 24 7; rc=$?; rm -rf $d; exit $rc",
+		 bin, model, model, model, model);
+	FILE *p = popen(cmd, "r");
+	size_t n = fread(out, 1, sizeof out - 1, p);
+	out[n] = 0;
+	int st = pclose(p);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+	/* three "tokens:" lines: mkc twice, then onnxruntime */
+	char *a = strstr(out, "tokens:"), *b = a ? strstr(a + 1, "tokens:") : NULL;
+	char *c = b ? strstr(b + 1, "tokens:") : NULL;
+	cr_assert(a && b && c, "%s", out);
+	size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n"), lc = strcspn(c, "\n");
+	cr_assert(la == lb && !strncmp(a, b, la), "two runs differ: %s", out);
+	cr_assert(la == lc && !strncmp(a, c, la), "mkc and onnxruntime differ: %s", out);
+}
+
+Test(golden, decode_example_matches_onnxruntime_op18, .timeout = 300)
+{
+	decode_matches_onnxruntime("tests/models/tiny_llama_decode_op18/model.onnx");
+}
+
+Test(golden, decode_example_matches_onnxruntime_op23, .timeout = 300)
+{
+	decode_matches_onnxruntime("tests/models/tiny_llama_decode_op23/model.onnx");
+}
