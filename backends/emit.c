@@ -12,6 +12,7 @@
  *   the tile functions, mkc_run_task, mkc_fill_symvals; the public API.
  */
 #include "emit.h"
+#include "../ir/numeric.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -208,23 +209,32 @@ emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
 		if (embedded(t, o)) {
 			char nm[32];
 			snprintf(nm, sizeof nm, "mkc_data_%d", i);
-			put_bytes(f, nm, t->data, t->nbytes);
+			if (t->storage == MKC_DT_BFLOAT16) {
+				int64_t n = (int64_t)(t->nbytes / 4);
+				uint16_t *b = mkc_arena_alloc(g->ctx->arena, (size_t)n * 2 + 2);
+				for (int64_t k = 0; k < n; k++)
+					b[k] = mkc_float_to_bf16(((const float *)t->data)[k]);
+				put_bytes(f, nm, b, (size_t)n * 2);
+			} else {
+				put_bytes(f, nm, t->data, t->nbytes);
+			}
 		}
 	}
 	fprintf(f, "\nstatic const mkc_rt_tensor_info mkc_tensors[MKC_NTENSORS] = {\n");
 	for (int i = 0; i < ntensors; i++) {
 		const mkc_tensor *t = by_index[i];
 		int kind = rt_kind(t);
-		fprintf(f, "\t{\"%s\", %d, %zu, %d, %d, {", t->name, (int)t->dtype,
-			mkc_dtype_size(t->dtype), t->rank, kind);
+		mkc_dtype st = t->storage ? t->storage : t->dtype;
+		fprintf(f, "\t{\"%s\", %d, %zu, %d, %d, {", t->name, (int)st, mkc_dtype_size(st),
+			t->rank, kind);
 		for (int d = 0; d < t->rank; d++) {
 			fputs(d ? ", " : "", f);
 			put_dim(f, t->shape[d]);
 		}
 		if (embedded(t, o))
-			fprintf(f, "}, mkc_data_%d},\n", i);
+			fprintf(f, "}, mkc_data_%d, %d},\n", i, (int)t->dtype);
 		else
-			fprintf(f, "}, NULL},\n");
+			fprintf(f, "}, NULL, %d},\n", (int)t->dtype);
 	}
 	fputs("};\n", f);
 	return 0;

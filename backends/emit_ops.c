@@ -67,11 +67,26 @@ unsupported(mkc_emitter *e, const mkc_node *n, const char *why)
 }
 
 /* Declares pointer, dims and strides of one tensor. */
+/* A weight kept as bf16 is read through mkc_rt_bf16; everything else directly. */
+static bool
+is_bf16(const mkc_tensor *t)
+{
+	return t && t->storage == MKC_DT_BFLOAT16;
+}
+
+/* "x1[i]" or "mkc_rt_bf16(x1[i])": an element of input k as float. */
+static const char *
+rd(char *buf, const mkc_node *n, int k, const char *index)
+{
+	snprintf(buf, 128, is_bf16(n->in[k]) ? "mkc_rt_bf16(x%d[%s])" : "x%d[%s]", k, index);
+	return buf;
+}
+
 static void
 decl(mkc_emitter *e, const char *var, const mkc_tensor *t, bool out)
 {
 	FILE *f = e->f;
-	const char *ct = mkc_ctype(e, t->dtype);
+	const char *ct = is_bf16(t) ? "uint16_t" : mkc_ctype(e, t->dtype);
 	fprintf(f, "\t%s%s *%s MKC_UNUSED = (%s%s *)m->buf[%d];\n", out ? "" : "const ", ct, var,
 		out ? "" : "const ", ct, e->index[t->id]);
 	fprintf(f, "\tconst int64_t %s_d[%d] MKC_UNUSED = {", var, t->rank + 1);
@@ -311,7 +326,8 @@ emit_gather(mkc_emitter *e, const mkc_node *n)
 		fprintf(f, "\t\to += idx[%d] * x0_s[%d];\n", d, d);
 	for (int d = (int)axis + 1; d < x->rank; d++)
 		fprintf(f, "\t\to += idx[%d] * x0_s[%d];\n", d - 1 + ind->rank, d);
-	fputs("\t\ty[oy] = x0[o];\n\t}\n", f);
+	char b[128];
+	fprintf(f, "\t\ty[oy] = %s;\n\t}\n", rd(b, n, 0, "o"));
 	return 0;
 }
 
@@ -342,9 +358,10 @@ emit_matmul(mkc_emitter *e, const mkc_node *n)
 		r - 2, r - 1, b->rank - 1, a->rank - 1, a->rank - 1, b->rank - 2);
 	open_box(f, r);
 	fprintf(f, "\t\tconst float *pa = x0 + mkc_rt_dot(idx, as, %d);\n"
-		"\t\tconst float *pb = x1 + mkc_rt_dot(idx, bs, %d);\n\t\tfloat acc = 0;\n"
-		"\t\tfor (int64_t k = 0; k < K; k++)\n\t\t\tacc += pa[k * ak] * pb[k * bk];\n"
-		"\t\ty[oy] = acc;\n\t}\n", r, r);
+		"\t\tconst %s *pb = x1 + mkc_rt_dot(idx, bs, %d);\n\t\tfloat acc = 0;\n"
+		"\t\tfor (int64_t k = 0; k < K; k++)\n\t\t\tacc += pa[k * ak] * %s;\n"
+		"\t\ty[oy] = acc;\n\t}\n", r, is_bf16(b) ? "uint16_t" : "float", r,
+		is_bf16(b) ? "mkc_rt_bf16(pb[k * bk])" : "pb[k * bk]");
 	return 0;
 }
 
@@ -363,10 +380,12 @@ emit_gemm(mkc_emitter *e, const mkc_node *n)
 	if (c)
 		fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x2_d, x2_s, %d, 2, cs);\n", n->in[2]->rank);
 	open_box(f, 2);
+	bool wb = is_bf16(n->in[1]);
 	fprintf(f, "\t\tconst float *pa = x0 + mkc_rt_dot(idx, as, 2);\n"
-		"\t\tconst float *pb = x1 + mkc_rt_dot(idx, bs, 2);\n\t\tfloat acc = 0;\n"
-		"\t\tfor (int64_t k = 0; k < K; k++)\n\t\t\tacc += pa[k * ak] * pb[k * bk];\n"
-		"\t\ty[oy] = %s * acc", flit(fa, alpha));
+		"\t\tconst %s *pb = x1 + mkc_rt_dot(idx, bs, 2);\n\t\tfloat acc = 0;\n"
+		"\t\tfor (int64_t k = 0; k < K; k++)\n\t\t\tacc += pa[k * ak] * %s;\n"
+		"\t\ty[oy] = %s * acc", wb ? "uint16_t" : "float",
+		wb ? "mkc_rt_bf16(pb[k * bk])" : "pb[k * bk]", flit(fa, alpha));
 	if (c)
 		fprintf(f, " + %s * x2[mkc_rt_dot(idx, cs, 2)]", flit(fa, beta));
 	fputs(";\n\t}\n", f);
@@ -428,7 +447,8 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 		return unsupported(e, n, "RMSNormalization with more than one output");
 	int axis = row_axis(e->p->g, n, -1);
 	float eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
-	char fe[48];
+	char fe[48], sb[128], bb[128];
+	bool bias = layer && n->nin > 2 && n->in[2];
 	decl_all(e, n);
 	/* scale and bias are indexed by the element's place in the row: they
 	 * hold the whole row, or one value (infer checked they broadcast) */
@@ -440,8 +460,8 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 		fputs("\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tmean += px[j];\n\t\tmean /= (float)len;\n", f);
 	fprintf(f, "\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tss += (px[j] - mean) * (px[j] - mean);\n"
 		"\t\tfloat inv = 1.0f / sqrtf(ss / (float)len + %s);\n"
-		"\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tpy[j] = (px[j] - mean) * inv * x1[j %% wn]%s;\n",
-		flit(fe, eps), layer && n->nin > 2 && n->in[2] ? " + x2[j % wn]" : "");
+		"\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tpy[j] = (px[j] - mean) * inv * %s%s%s;\n",
+		flit(fe, eps), rd(sb, n, 1, "j % wn"), bias ? " + " : "", bias ? rd(bb, n, 2, "j % wn") : "");
 	/* LayerNormalization's optional outputs: the mean and 1 / deviation per row */
 	if (n->nout > 1 && n->out[1])
 		fprintf(f, "\t\ty1[mkc_rt_dot(idx, y1_s, %d)] = mean;\n", n->out[0]->rank);

@@ -13,6 +13,7 @@ typedef struct {
 static const pass passes[] = {
 	{"infer", mkc_pass_infer, NULL},
 	{"dce", mkc_pass_dce, NULL},
+	{"weights", mkc_pass_weights_bf16, NULL},
 	{"tile", NULL, mkc_pass_tile},
 	{"deps", NULL, mkc_pass_deps},
 	{"events", NULL, mkc_pass_events},
@@ -49,6 +50,8 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		return -1;
 	for (int i = 0; i < NPASSES; i++) {
 		const pass *ps = &passes[i];
+		if (ps->graph == mkc_pass_weights_bf16 && !o->bf16_weights)
+			continue;
 		mkc_progress(g->ctx, "pass %s", ps->name);
 		if (ps->plan && !p)
 			p = mkc_plan_create(g, &tp);

@@ -11,6 +11,7 @@
 typedef struct {
 	int workers;             /* 0: the default (8) */
 	const char *dump_after;  /* a pass name, or NULL */
+	bool bf16_weights;       /* store MatMul, Gather and norm weights as bf16 */
 } mkc_driver_options;
 
 bool mkc_pass_known(const char *name);   /* "load" and every pass */

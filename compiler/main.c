@@ -28,12 +28,14 @@ static const char usage[] =
 	"                     (.cu: cuda, .hip: hip, .c: c)\n"
 	"  --target T         cuda, hip or c, whatever OUT is called\n"
 	"  --name NAME        prefix of the emitted API (default: OUT's stem)\n"
-	"  --dump-after=PASS  print the IR after PASS: the graph after load, infer\n"
-	"                     or dce; the task plan after tile, deps, events,\n"
+	"  --dump-after=PASS  print the IR after PASS: the graph after load, infer,\n"
+	"                     dce or weights; the task plan after tile, deps, events,\n"
 	"                     schedule or verify\n"
 	"  --const NAME=FILE  make graph input NAME a constant: the serialised\n"
 	"                     TensorProto in FILE (shapes and axes that arrive as\n"
 	"                     inputs must be known at compile time)\n"
+	"  --weights T        f32 (default) or bf16: store the matrices, embedding\n"
+	"                     tables and norm scales as bf16 (float32 arithmetic)\n"
 	"  --workers N        persistent workers to schedule for (default 8)\n"
 	"  --max-dim N        largest value of every symbolic dimension (past_len)\n"
 	"                     the emitted code accepts (default 4096)\n"
@@ -53,6 +55,7 @@ typedef struct {
 	int64_t max_dim;
 	const char *command_line;
 	const char *consts[64];   /* NAME=FILE.pb */
+	bool bf16;
 	int nconsts;
 } options;
 
@@ -108,6 +111,10 @@ parse_args(int argc, char **argv, int from, options *o)
 				o->target = v;
 			else
 				o->name = v;
+		} else if (strcmp(a, "--weights") == 0) {
+			if (i + 1 >= argc || (strcmp(argv[i + 1], "bf16") && strcmp(argv[i + 1], "f32")))
+				return bad_usage("%s takes f32 or bf16", a);
+			o->bf16 = !strcmp(argv[++i], "bf16");
 		} else if (strcmp(a, "--const") == 0) {
 			if (i + 1 >= argc || !strchr(argv[i + 1], '=') || o->nconsts == 64)
 				return bad_usage("%s needs NAME=FILE.pb", a);
@@ -169,7 +176,7 @@ compile(const options *o)
 	if (g && bind_consts(g, o) != 0)
 		goto out;
 	mkc_plan *p = NULL;
-	mkc_driver_options d = {o->workers, o->dump_after};
+	mkc_driver_options d = {o->workers, o->dump_after, o->bf16};
 	if (!g || mkc_run_passes(g, &d, &p) != 0)
 		goto out;
 	if (o->out) {

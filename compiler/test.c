@@ -37,6 +37,7 @@ typedef struct {
 	bool tsan, keep, verbose;
 	int drop_wait;   /* testing mkc itself: a task whose wait is removed */
 	bool bind_consts;
+	bool bf16;
 } test_options;
 
 static int
@@ -390,7 +391,7 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 		mkc_ctx_destroy(c);
 		return;
 	}
-	mkc_driver_options d = {o->workers, NULL};
+	mkc_driver_options d = {o->workers, NULL, o->bf16};
 	bool cuda = strcmp(o->target, "cuda") == 0;
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, cuda ? "cu" : "c"),
 			       "model", "mkc test", 4096, 4096};
@@ -456,6 +457,7 @@ static const char test_usage[] =
 	"  --tolerance T   largest relative L2 error (default 1e-5)\n"
 	"  --tsan          build the emitted code with ThreadSanitizer\n"
 	"  --keep          keep the scratch folders (their paths go to stderr)\n"
+	"  --weights T     f32 (default) or bf16 weights, as mkc --weights\n"
 	"  --bind-consts   bind inputs that must be known at compile time (shapes,\n"
 	"                  axes) to their values in test_data_set_0, and say so\n"
 	"  --drop-wait T   testing mkc itself: remove task T's wait after the\n"
@@ -466,7 +468,7 @@ static const char test_usage[] =
 int
 mkc_test_main(int argc, char **argv)
 {
-	test_options o = {"c", 0, 0, 3, 0, 1e-5, false, false, false, -1, false};
+	test_options o = {"c", 0, 0, 3, 0, 1e-5, false, false, false, -1, false, false};
 	const char **dirs = calloc((size_t)argc, sizeof *dirs);
 	int ndirs = 0;
 	if (!dirs)
@@ -489,7 +491,11 @@ mkc_test_main(int argc, char **argv)
 			o.drop_wait = (int)strtol(argv[++i], &end, 10);
 		else if (!strcmp(a, "--target") && has)
 			o.target = argv[++i];
-		else if (!strcmp(a, "--bind-consts"))
+		else if (!strcmp(a, "--weights") && has) {
+			o.bf16 = !strcmp(argv[++i], "bf16");
+			if (!o.bf16 && strcmp(argv[i], "f32"))
+				end = "x";
+		} else if (!strcmp(a, "--bind-consts"))
 			o.bind_consts = true;
 		else if (!strcmp(a, "--tsan"))
 			o.tsan = true;

@@ -28,6 +28,7 @@
 
 int mkc_pass_infer(mkc_graph *g);
 int mkc_pass_dce(mkc_graph *g);
+int mkc_pass_weights_bf16(mkc_graph *g);   /* passes/weights.c; only with --weights bf16 */
 
 int mkc_pass_tile(mkc_plan *p);
 int mkc_pass_deps(mkc_plan *p);

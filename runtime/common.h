@@ -208,10 +208,32 @@ enum { MKC_RT_ACT, MKC_RT_INPUT, MKC_RT_OUTPUT, MKC_RT_WEIGHT, MKC_RT_SYMVAL };
 
 typedef struct {
 	const char *name;
-	int dtype, esize, rank, kind;
+	int dtype, esize, rank, kind;   /* dtype and esize as stored (ONNX numbering) */
 	mkc_rt_dim dims[8];
 	const void *data;   /* embedded bytes, or NULL */
+	int fdtype;         /* the model file's type, when storage differs (bf16 weights) */
 } mkc_rt_tensor_info;
+
+/* bfloat16 storage: widen on load; narrow, rounding to nearest even. */
+static inline MKC_HD float MKC_UNUSED
+mkc_rt_bf16(uint16_t b)
+{
+	uint32_t x = (uint32_t)b << 16;
+	float f;
+	memcpy(&f, &x, 4);
+	return f;
+}
+
+static inline uint16_t MKC_UNUSED
+mkc_rt_to_bf16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	if ((x & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((x >> 16) | 0x40);
+	x += 0x7fffu + ((x >> 16) & 1);
+	return (uint16_t)(x >> 16);
+}
 
 /* Row-major strides of dims d[0..r); s[r] = 0. */
 static inline MKC_HD void MKC_UNUSED

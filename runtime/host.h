@@ -79,10 +79,10 @@ mkc_read_file(const char *path, uint8_t **data, size_t *size)
 
 /* Copies one initializer's bytes into the weight buffer it belongs to. */
 static int
-mkc_load_bytes(mkc_host *m, int t, const mkc_rt_tensor *pt, const char *dir, void *dst)
+mkc_load_bytes(mkc_host *m, const mkc_rt_tensor_info *ti, const mkc_rt_tensor *pt,
+	       const char *dir, void *dst, int64_t n)
 {
-	const mkc_rt_tensor_info *ti = &mkc_tensors[t];
-	size_t want = (size_t)mkc_numel(m, t, 0) * (size_t)ti->esize;
+	size_t want = (size_t)n * (size_t)ti->esize;
 	if (pt->external) {
 		char path[4096];
 		size_t dl = strlen(dir), ln = (size_t)(pt->location.end - pt->location.p);
@@ -116,24 +116,36 @@ mkc_load_bytes(mkc_host *m, int t, const mkc_rt_tensor *pt, const char *dir, voi
 		memcpy(dst, pt->raw.p, want);
 		return 0;
 	}
-	if (mkc_rt_unpack_typed(pt, dst, mkc_numel(m, t, 0), ti->esize)) {
+	if (mkc_rt_unpack_typed(pt, dst, n, ti->esize)) {
 		mkc_seterr(m, "weight '%s': cannot read its typed data", ti->name);
 		return -1;
 	}
 	return 0;
 }
 
-/* Reads one initializer into host memory and stores it in its buffer. */
+/*
+ * Reads one initializer into host memory and stores it in its buffer; a
+ * float32 weight kept as bf16 is narrowed on the way.
+ */
 static int
 mkc_load_one(mkc_host *m, int t, const mkc_rt_tensor *pt, const char *dir)
 {
-	size_t want = (size_t)mkc_numel(m, t, 0) * (size_t)mkc_tensors[t].esize;
-	void *tmp = malloc(want ? want : 1);
+	const mkc_rt_tensor_info *ti = &mkc_tensors[t];
+	int64_t n = mkc_numel(m, t, 0);
+	int narrow = ti->fdtype == 1 && ti->dtype == 16;
+	size_t want = (size_t)n * (size_t)ti->esize, read = narrow ? (size_t)n * 4 : want;
+	void *tmp = malloc(read ? read : 1);
 	if (!tmp) {
-		mkc_seterr(m, "out of memory reading weight '%s'", mkc_tensors[t].name);
+		mkc_seterr(m, "out of memory reading weight '%s'", ti->name);
 		return -1;
 	}
-	int rc = mkc_load_bytes(m, t, pt, dir, tmp);
+	mkc_rt_tensor_info file = *ti;   /* as the file holds it */
+	if (narrow)
+		file.esize = 4;
+	int rc = mkc_load_bytes(m, &file, pt, dir, tmp, n);
+	if (rc == 0 && narrow)
+		for (int64_t i = 0; i < n; i++)
+			((uint16_t *)tmp)[i] = mkc_rt_to_bf16(((const float *)tmp)[i]);
 	if (rc == 0)
 		rc = mkc_store(m, m->buf[t], tmp, want);
 	free(tmp);

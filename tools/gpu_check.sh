@@ -18,6 +18,20 @@ echo "commit ${COMMIT:-unknown}" | tee "$out/commit.txt"
 build/mkc test --target cuda --steps 100 $models >"$out/cuda_test.log" 2>&1
 test_rc=$?
 
+build/mkc test --target cuda --steps 100 --weights bf16 --tolerance 1e-2 $models >"$out/cuda_bf16.log" 2>&1
+bf16_rc=$?
+
+# the decode example on the GPU against onnxruntime on the same files
+for m in tiny_llama_decode_op18 tiny_llama_decode_op23; do
+	d=$(mktemp -d)
+	build/mkc tests/models/$m/model.onnx -o $d/llama.cu --workers 8 &&
+	nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -c $d/llama.cu -o $d/llama.o &&
+	cc -DDECODE_CUDA -I$d -I/usr/local/cuda/include -c examples/decode.c -o $d/decode.o &&
+	nvcc -o $d/decode $d/decode.o $d/llama.o &&
+	$d/decode tests/models/$m/model.onnx 32 7 >"$out/decode_$m.log" 2>&1
+	python3 tools/ort_decode.py tests/models/$m/model.onnx 32 7 >"$out/ort_$m.log" 2>&1
+done
+
 build/mkc test --target cuda --steps 2 --keep tests/models/tiny_llama_decode_op23 >"$out/keep.log" 2>&1
 work=$(sed -n 's/^mkc: kept //p' "$out/keep.log" | tail -1)
 mem_rc=-1
@@ -33,7 +47,15 @@ fi
 echo
 echo "== mkc test --target cuda (100 steps) =="
 cat "$out/cuda_test.log"
+echo "== mkc test --target cuda --weights bf16 (100 steps, tolerance 1e-2) =="
+cat "$out/cuda_bf16.log"
+echo "== examples/decode.c on the GPU vs onnxruntime (32 tokens from token 7) =="
+for m in tiny_llama_decode_op18 tiny_llama_decode_op23; do
+	a=$(grep '^tokens' "$out/decode_$m.log"); b=$(grep '^tokens' "$out/ort_$m.log")
+	[ -n "$a" ] && [ "$a" = "$b" ] && same=identical || same=DIFFERENT
+	echo "$m: $same; $(grep '^steps' "$out/decode_$m.log")"
+done
 echo "== compute-sanitizer =="
 printf '%-12s exit %s  %s\n' memcheck "$mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' racecheck "$race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck.log" 2>/dev/null)"
-exit $test_rc
+[ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ]

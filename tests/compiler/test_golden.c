@@ -134,3 +134,14 @@ Test(golden, decode_example_matches_onnxruntime_op23, .timeout = 300)
 {
 	decode_matches_onnxruntime("tests/models/tiny_llama_decode_op23/model.onnx");
 }
+
+/* bf16 weights: within 1e-2 of the float32 reference, and visibly not float32. */
+Test(golden, bf16_weights, .timeout = 300)
+{
+	cr_assert_eq(mkc_test("--weights bf16 --tolerance 1e-2 tests/models/tiny_llama_decode_op18 "
+			      "tests/models/tiny_llama_decode_op23"), 0, "%s", out);
+	cr_assert(strstr(out, "2 passed, 0 failed"), "%s", out);
+	cr_assert_eq(mkc_test("--weights bf16 tests/models/tiny_llama_decode_op23"), 1,
+		     "bf16 weights cannot meet float32's 1e-5: %s", out);
+	cr_assert_eq(mkc_test("--weights fp8 tests/models/tiny_llama_decode_op23"), 2, "%s", out);
+}
