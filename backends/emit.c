@@ -24,7 +24,7 @@ static const char *const c_runtime[] = {mkc_rt_c_exec, mkc_rt_host, NULL};
 static const char *const cuda_runtime[] = {mkc_rt_cuda_exec, mkc_rt_host, NULL};
 
 #define STD_HEADERS "#include <math.h>\n#include <stdarg.h>\n#include <stdint.h>\n" \
-	"#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+	"#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <sys/stat.h>\n"
 
 const mkc_target mkc_target_c = {
 	.name = "c",
@@ -173,11 +173,18 @@ rt_kind(const mkc_tensor *t)
 	return 0;
 }
 
-/* Folded values and small initializers go into the file itself. */
+/*
+ * Folded values and small initializers go into the file itself; so do all
+ * inline initializers of a model that is not binary ONNX (the run-time
+ * loader reads ONNX protobuf and files of their own, not JSON).
+ */
 static bool
-embedded(const mkc_tensor *t, const mkc_emit_options *o)
+embedded(const mkc_graph *g, const mkc_tensor *t, const mkc_emit_options *o)
 {
-	return rt_kind(t) == 3 && (!t->initializer || (int64_t)t->nbytes <= o->embed_limit);
+	size_t n = strlen(g->path);
+	bool onnx = n > 5 && strcmp(g->path + n - 5, ".onnx") == 0;
+	return rt_kind(t) == 3 && (!t->initializer || (int64_t)t->nbytes <= o->embed_limit ||
+				   (!t->ext_file && !onnx));
 }
 
 static void
@@ -190,6 +197,16 @@ put_bytes(FILE *f, const char *name, const void *data, size_t n)
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "%s%u,", i % 24 ? "" : "\n\t", b[i]);
 	fputs(n ? "\n};\n" : "0};\n", f);
+}
+
+/* A weight file's name relative to the model's folder (where the loader looks). */
+static const char *
+relative(const mkc_graph *g, const char *path)
+{
+	size_t n = strlen(g->dir);
+	if (strncmp(path, g->dir, n) == 0 && path[n] == '/')
+		return path + n + 1;
+	return path;
 }
 
 static int
@@ -206,10 +223,10 @@ emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
 		if (!mkc_ctype(e, t->dtype))
 			return mkc_error(g->ctx, "%s: tensor '%s' is %s, which the %s target does not handle yet",
 					 g->path, t->name, mkc_dtype_name(t->dtype), e->t->name);
-		if (embedded(t, o)) {
+		if (embedded(g, t, o)) {
 			char nm[32];
 			snprintf(nm, sizeof nm, "mkc_data_%d", i);
-			if (t->storage == MKC_DT_BFLOAT16) {
+			if (t->storage == MKC_DT_BFLOAT16 && t->file_dtype != MKC_DT_BFLOAT16) {
 				int64_t n = (int64_t)(t->nbytes / 4);
 				uint16_t *b = mkc_arena_alloc(g->ctx->arena, (size_t)n * 2 + 2);
 				for (int64_t k = 0; k < n; k++)
@@ -231,10 +248,14 @@ emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
 			fputs(d ? ", " : "", f);
 			put_dim(f, t->shape[d]);
 		}
-		if (embedded(t, o))
-			fprintf(f, "}, mkc_data_%d, %d},\n", i, (int)t->dtype);
+		int fdt = (int)(t->file_dtype ? t->file_dtype : t->dtype);
+		if (embedded(g, t, o))
+			fprintf(f, "}, mkc_data_%d, %d, NULL, 0},\n", i, fdt);
+		else if (t->ext_file && rt_kind(t) == 3)
+			fprintf(f, "}, NULL, %d, \"%s\", %llu},\n", fdt, relative(g, t->ext_file),
+				(unsigned long long)t->ext_offset);
 		else
-			fprintf(f, "}, NULL, %d},\n", (int)t->dtype);
+			fprintf(f, "}, NULL, %d, NULL, 0},\n", fdt);
 	}
 	fputs("};\n", f);
 	return 0;

@@ -36,6 +36,8 @@ static const char usage[] =
 	"                     inputs must be known at compile time)\n"
 	"  --weights T        f32 (default) or bf16: store the matrices, embedding\n"
 	"                     tables and norm scales as bf16 (float32 arithmetic)\n"
+	"  --embed-limit N    initializers up to N bytes go into OUT itself; larger\n"
+	"                     ones are read from the model's files (default 4096)\n"
 	"  --workers N        persistent workers to schedule for (default 8)\n"
 	"  --max-dim N        largest value of every symbolic dimension (past_len)\n"
 	"                     the emitted code accepts (default 4096)\n"
@@ -56,6 +58,7 @@ typedef struct {
 	const char *command_line;
 	const char *consts[64];   /* NAME=FILE.pb */
 	bool bf16;
+	long long embed_limit;
 	int nconsts;
 } options;
 
@@ -89,7 +92,12 @@ parse_args(int argc, char **argv, int from, options *o)
 {
 	for (int i = from; i < argc; i++) {
 		const char *a = argv[i];
-		if (strcmp(a, "--workers") == 0 || strcmp(a, "--max-dim") == 0) {
+		if (strcmp(a, "--embed-limit") == 0) {
+			char *end = "";
+			o->embed_limit = i + 1 < argc ? strtoll(argv[++i], &end, 10) : -1;
+			if (o->embed_limit < 0 || *end)
+				return bad_usage("%s needs a byte count", a);
+		} else if (strcmp(a, "--workers") == 0 || strcmp(a, "--max-dim") == 0) {
 			char *end = "";
 			long long v = i + 1 < argc ? strtoll(argv[++i], &end, 10) : 0;
 			bool w = a[2] == 'w';
@@ -192,7 +200,7 @@ compile(const options *o)
 			.prefix = o->name,
 			.command_line = o->command_line,
 			.max_dim = o->max_dim ? o->max_dim : 4096,
-			.embed_limit = 4096,
+			.embed_limit = o->embed_limit,
 		};
 		if (mkc_emit(p, t, &eo) != 0)
 			goto out;
@@ -341,6 +349,7 @@ main(int argc, char **argv)
 	if (strcmp(argv[1], "test") == 0)
 		return mkc_test_main(argc, argv);
 	options o = {0};
+	o.embed_limit = 4096;
 	int rc = parse_args(argc, argv, 1, &o);
 	if (rc)
 		return rc;

@@ -38,6 +38,7 @@ typedef struct {
 	int drop_wait;   /* testing mkc itself: a task whose wait is removed */
 	bool bind_consts;
 	bool bf16;
+	long long embed_limit;
 } test_options;
 
 static int
@@ -394,7 +395,7 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 	mkc_driver_options d = {o->workers, NULL, o->bf16};
 	bool cuda = strcmp(o->target, "cuda") == 0;
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, cuda ? "cu" : "c"),
-			       "model", "mkc test", 4096, 4096};
+			       "model", "mkc test", 4096, o->embed_limit};
 	bool ok = (g = mkc_load_model(c, model)) != NULL;
 	mkc_tensor **inputs = NULL;
 	int ninputs = 0;
@@ -458,6 +459,7 @@ static const char test_usage[] =
 	"  --tsan          build the emitted code with ThreadSanitizer\n"
 	"  --keep          keep the scratch folders (their paths go to stderr)\n"
 	"  --weights T     f32 (default) or bf16 weights, as mkc --weights\n"
+	"  --embed-limit N initializers up to N bytes go into the file (default 4096)\n"
 	"  --bind-consts   bind inputs that must be known at compile time (shapes,\n"
 	"                  axes) to their values in test_data_set_0, and say so\n"
 	"  --drop-wait T   testing mkc itself: remove task T's wait after the\n"
@@ -468,7 +470,7 @@ static const char test_usage[] =
 int
 mkc_test_main(int argc, char **argv)
 {
-	test_options o = {"c", 0, 0, 3, 0, 1e-5, false, false, false, -1, false, false};
+	test_options o = {"c", 0, 0, 3, 0, 1e-5, false, false, false, -1, false, false, 4096};
 	const char **dirs = calloc((size_t)argc, sizeof *dirs);
 	int ndirs = 0;
 	if (!dirs)
@@ -495,7 +497,9 @@ mkc_test_main(int argc, char **argv)
 			o.bf16 = !strcmp(argv[++i], "bf16");
 			if (!o.bf16 && strcmp(argv[i], "f32"))
 				end = "x";
-		} else if (!strcmp(a, "--bind-consts"))
+		} else if (!strcmp(a, "--embed-limit") && has)
+			o.embed_limit = strtoll(argv[++i], &end, 10);
+		else if (!strcmp(a, "--bind-consts"))
 			o.bind_consts = true;
 		else if (!strcmp(a, "--tsan"))
 			o.tsan = true;
@@ -514,7 +518,8 @@ mkc_test_main(int argc, char **argv)
 			dirs[ndirs++] = a;
 			continue;
 		}
-		if (*end || o.steps < 1 || o.threads < 0 || o.workers < 0 || o.tol <= 0) {
+		if (*end || o.steps < 1 || o.threads < 0 || o.workers < 0 || o.tol <= 0 ||
+		    o.embed_limit < 0) {
 			fprintf(stderr, "mkc test: bad value for %s\n", a);
 			free(dirs);
 			return 2;

@@ -99,7 +99,14 @@ typedef struct mkc_tensor {
 	const void *data;
 	size_t nbytes;
 	bool initializer;          /* the model file holds the bytes (by name) */
-	const char *ext_file;      /* external data file, NULL when inline */
+	mkc_dtype storage;         /* weights kept in another type (bf16); 0: dtype */
+	mkc_dtype file_dtype;      /* type of the bytes in data and the file; 0: dtype */
+	/*
+	 * A weight whose bytes sit in a file of their own (ONNX external data,
+	 * safetensors): the path as opened (below the model's folder) and the
+	 * offset of the first byte. The emitted code reads them from there.
+	 */
+	const char *ext_file;
 	uint64_t ext_offset;
 
 	/* Integer values that may be symbolic (folded shape arithmetic). */

@@ -211,7 +211,9 @@ typedef struct {
 	int dtype, esize, rank, kind;   /* dtype and esize as stored (ONNX numbering) */
 	mkc_rt_dim dims[8];
 	const void *data;   /* embedded bytes, or NULL */
-	int fdtype;         /* the model file's type, when storage differs (bf16 weights) */
+	int fdtype;         /* the type of the bytes in the model's files */
+	const char *file;   /* a file of its own below the model's folder, or NULL */
+	int64_t offset;     /* where its bytes start in that file */
 } mkc_rt_tensor_info;
 
 /* bfloat16 storage: widen on load; narrow, rounding to nearest even. */

@@ -123,6 +123,31 @@ mkc_load_bytes(mkc_host *m, const mkc_rt_tensor_info *ti, const mkc_rt_tensor *p
 	return 0;
 }
 
+/* A weight in a file of its own (external data, safetensors): offset and size are known. */
+static int
+mkc_load_file(mkc_host *m, const mkc_rt_tensor_info *ti, const char *dir, void *dst, size_t n)
+{
+	char path[4096];
+	size_t dl = strlen(dir), fl = strlen(ti->file);
+	if (dl + fl + 2 > sizeof path) {
+		mkc_seterr(m, "weight '%s': its file's path is too long", ti->name);
+		return -1;
+	}
+	memcpy(path, dir, dl);
+	path[dl] = '/';
+	memcpy(path + dl + 1, ti->file, fl + 1);
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		mkc_seterr(m, "%s: cannot open (weight '%s')", path, ti->name);
+		return -1;
+	}
+	int ok = fseek(f, (long)ti->offset, SEEK_SET) == 0 && fread(dst, 1, n, f) == n;
+	fclose(f);
+	if (!ok)
+		mkc_seterr(m, "%s: too short for weight '%s'", path, ti->name);
+	return ok ? 0 : -1;
+}
+
 /*
  * Reads one initializer into host memory and stores it in its buffer; a
  * float32 weight kept as bf16 is narrowed on the way.
@@ -142,7 +167,8 @@ mkc_load_one(mkc_host *m, int t, const mkc_rt_tensor *pt, const char *dir)
 	mkc_rt_tensor_info file = *ti;   /* as the file holds it */
 	if (narrow)
 		file.esize = 4;
-	int rc = mkc_load_bytes(m, &file, pt, dir, tmp, n);
+	int rc = pt ? mkc_load_bytes(m, &file, pt, dir, tmp, n)
+		    : mkc_load_file(m, &file, dir, tmp, read);
 	if (rc == 0 && narrow)
 		for (int64_t i = 0; i < n; i++)
 			((uint16_t *)tmp)[i] = mkc_rt_to_bf16(((const float *)tmp)[i]);
@@ -152,21 +178,47 @@ mkc_load_one(mkc_host *m, int t, const mkc_rt_tensor *pt, const char *dir)
 	return rc;
 }
 
-/* Fills every weight that is not embedded from the ONNX file's initializers. */
+static int
+mkc_needs_load(const mkc_host *m, int t)
+{
+	return mkc_tensors[t].kind == MKC_RT_WEIGHT && !mkc_tensors[t].data && m->owned[t];
+}
+
+/*
+ * Fills every weight that is not embedded: those in files of their own
+ * (external data, safetensors) from there, the rest from the ONNX file's
+ * initializers. PATH is the .onnx file, or the model's folder when every
+ * weight has a file of its own (a Hugging Face folder).
+ */
 static int
 mkc_load_weights(mkc_host *m, const char *path)
 {
-	uint8_t *data;
-	size_t size;
-	if (mkc_read_file(path, &data, &size)) {
-		mkc_seterr(m, "%s: cannot read", path);
-		return -1;
-	}
 	char dir[4096] = ".";
+	struct stat st;
+	int is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 	const char *slash = strrchr(path, '/');
-	if (slash && (size_t)(slash - path) < sizeof dir) {
+	if (is_dir && strlen(path) < sizeof dir)
+		memcpy(dir, path, strlen(path) + 1);
+	else if (!is_dir && slash && (size_t)(slash - path) < sizeof dir) {
 		memcpy(dir, path, (size_t)(slash - path));
 		dir[slash - path] = 0;
+	}
+	int left = 0;
+	for (int t = 0; t < MKC_NTENSORS; t++) {
+		if (!mkc_needs_load(m, t))
+			continue;
+		if (!mkc_tensors[t].file)
+			left++;
+		else if (mkc_load_one(m, t, NULL, dir))
+			return -1;
+	}
+	if (!left)
+		return 0;
+	uint8_t *data;
+	size_t size;
+	if (is_dir || mkc_read_file(path, &data, &size)) {
+		mkc_seterr(m, "%s: cannot read the ONNX file that holds %d weight(s)", path, left);
+		return -1;
 	}
 	unsigned char found[MKC_NTENSORS] = {0};
 	mkc_rt_pb b = {data, data + size}, g = {NULL, NULL}, sub;
@@ -187,8 +239,8 @@ mkc_load_weights(mkc_host *m, const char *path)
 		if (mkc_rt_parse_tensor(sub, &pt))
 			continue;
 		for (int t = 0; t < MKC_NTENSORS; t++)
-			if (mkc_tensors[t].kind == MKC_RT_WEIGHT && !mkc_tensors[t].data &&
-			    m->owned[t] && mkc_rt_name_is(pt.name, mkc_tensors[t].name)) {
+			if (mkc_needs_load(m, t) && !mkc_tensors[t].file &&
+			    mkc_rt_name_is(pt.name, mkc_tensors[t].name)) {
 				rc = mkc_load_one(m, t, &pt, dir);
 				found[t] = 1;
 				break;
@@ -196,8 +248,7 @@ mkc_load_weights(mkc_host *m, const char *path)
 	}
 	free(data);
 	for (int t = 0; t < MKC_NTENSORS && rc == 0; t++)
-		if (mkc_tensors[t].kind == MKC_RT_WEIGHT && !mkc_tensors[t].data && m->owned[t] &&
-		    !found[t]) {
+		if (mkc_needs_load(m, t) && !mkc_tensors[t].file && !found[t]) {
 			mkc_seterr(m, "%s: no initializer '%s'", path, mkc_tensors[t].name);
 			rc = -1;
 		}

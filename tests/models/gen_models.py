@@ -293,6 +293,34 @@ def gen_small_mlp(outdir):
                 numpy_helper.from_array(mlp_reference(p), "y").SerializeToString())
 
 
+def gen_small_mlp_ext(outdir):
+    """small_mlp with its weights as external data in weights.bin (W2 first,
+    with a gap, so that offsets matter), the same test data."""
+    p = mlp_weights()
+    folder = os.path.join(outdir, "small_mlp_ext")
+    blob, inits, at = bytearray(), [], 0
+    for k in ("W2", "W1", "b1"):
+        data = p[k].astype("<f4").tobytes()
+        blob += data + b"\xff" * 64   # NaN bytes between tensors
+        inits.append(external(k, list(p[k].shape), "weights.bin", offset=at, length=len(data)))
+        at += len(data) + 64
+    write_bytes(os.path.join(folder, "weights.bin"), bytes(blob))
+    n = helper.make_node
+    nodes = [n("MatMul", ["x", "W1"], ["h0"], name="mm1"),
+             n("Add", ["h0", "b1"], ["h"], name="add_b1"),
+             n("Sigmoid", ["h"], ["s"], name="sigmoid"),
+             n("Mul", ["h", "s"], ["m"], name="mul_silu"),
+             n("MatMul", ["m", "W2"], ["y"], name="mm2")]
+    graph = helper.make_graph(nodes, "small_mlp_ext", [value_info("x", F32, [1, 8])],
+                              [value_info("y", F32, [1, 4])], initializer=inits)
+    write_model(folder, "model.onnx", make_model(graph))
+    data = os.path.join(folder, "test_data_set_0")
+    write_bytes(os.path.join(data, "input_0.pb"),
+                numpy_helper.from_array(p["x"], "x").SerializeToString())
+    write_bytes(os.path.join(data, "output_0.pb"),
+                numpy_helper.from_array(mlp_reference(p), "y").SerializeToString())
+
+
 # -------------------------------------------------------------- bad inputs
 
 def gen_raw_garbage(outdir, storage_bytes):
@@ -497,6 +525,7 @@ def main(argv):
     gen_symbolic_product(outdir)
     gen_matmul_mismatch(outdir)
     gen_small_mlp(outdir)
+    gen_small_mlp_ext(outdir)
     gen_raw_garbage(outdir, storage_bytes)
     gen_unknown_op(outdir)
     gen_dangling(outdir)
