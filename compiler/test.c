@@ -39,6 +39,8 @@ typedef struct {
 	bool bind_consts;
 	bool bf16;
 	long long embed_limit;
+	int stall_event;   /* testing mkc itself: an event whose threshold is raised */
+	double timeout;    /* the watchdog, seconds */
 } test_options;
 
 static int
@@ -174,10 +176,10 @@ write_harness(const char *dir, mkc_graph *g, const int64_t *sym, const test_opti
 		"\tFILE *f = fopen(p, \"rb\");\n\tif (!b || !f || fread(b, 1, n, f) != n) {\n"
 		"\t\tfprintf(stderr, \"cannot read %%s\\n\", p);\n\t\texit(3);\n\t}\n\tfclose(f);\n"
 		"\tvoid *d = DEV_ALLOC(n);\n\tTO_DEV(d, b, n);\n\tfree(b);\n\treturn d;\n}\n\n"
-		"int\nmain(void)\n{\n\tmodel *m;\n\tmodel_options opt = {%d, %uu, 20.0};\n"
+		"int\nmain(void)\n{\n\tmodel *m;\n\tmodel_options opt = {%d, %uu, %g};\n"
 		"\tif (model_create(&m, &opt) || model_load_weights(m, \"%s\")) {\n"
 		"\t\tfprintf(stderr, \"%%s\\n\", model_last_error(m));\n\t\treturn 2;\n\t}\n",
-		cuda ? harness_cuda : harness_c, o->threads, o->shuffle, model_path);
+		cuda ? harness_cuda : harness_c, o->threads, o->shuffle, o->timeout, model_path);
 	fprintf(f, "\tconst int64_t dims[%d] = {", g->syms.n + 1);
 	for (int s = 0; s < g->syms.n; s++)
 		fprintf(f, "%lld, ", (long long)sym[s]);
@@ -376,6 +378,29 @@ cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/*
+ * The model in a test folder: model.onnx, else model.json, else the folder
+ * itself (a Hugging Face folder). A path to a model file names the model,
+ * and its folder holds the cases.
+ */
+static const char *
+model_of(mkc_ctx *c, const char **dir)
+{
+	struct stat st;
+	if (stat(*dir, &st) == 0 && S_ISREG(st.st_mode)) {
+		const char *model = *dir, *slash = strrchr(model, '/');
+		*dir = slash ? mkc_arena_strndup(c->arena, model, (size_t)(slash - model)) : ".";
+		return model;
+	}
+	const char *names[] = {"model.onnx", "model.json"};
+	for (int i = 0; i < 2; i++) {
+		char *p = mkc_arena_printf(c->arena, "%s/%s", *dir, names[i]);
+		if (stat(p, &st) == 0)
+			return p;
+	}
+	return *dir;
+}
+
 /* Compiles DIR and runs each of its cases; adds to the counts. */
 static void
 test_dir(const char *dir, const test_options *o, int *passed, int *failed)
@@ -383,7 +408,7 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 	mkc_ctx *c = mkc_ctx_create();
 	c->verbose = o->verbose;
 	char work[] = "/tmp/mkc_test_XXXXXX";
-	char *model = mkc_arena_printf(c->arena, "%s/model.onnx", dir);
+	const char *model = model_of(c, &dir);
 	mkc_graph *g = NULL;
 	mkc_plan *p = NULL;
 	if (!mkdtemp(work)) {
@@ -409,6 +434,11 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 			ok = bind_consts(c, g, dir, inputs, ninputs) == 0;
 	}
 	ok = ok && mkc_run_passes(g, &d, &p) == 0;
+	if (ok && o->stall_event >= 0 && o->stall_event < p->events.n) {
+		/* after verify, on purpose: the event can never fire */
+		MKC_EVENT(p, o->stall_event)->threshold++;
+		fprintf(stderr, "mkc test: raised the threshold of event %d\n", o->stall_event);
+	}
 	if (ok && o->drop_wait >= 0 && o->drop_wait < p->tasks.n) {
 		/* after verify, on purpose: the emitted code is now unsafe */
 		MKC_TASK(p, o->drop_wait)->nwaits = 0;
@@ -462,15 +492,18 @@ static const char test_usage[] =
 	"  --embed-limit N initializers up to N bytes go into the file (default 4096)\n"
 	"  --bind-consts   bind inputs that must be known at compile time (shapes,\n"
 	"                  axes) to their values in test_data_set_0, and say so\n"
+	"  --timeout S     the watchdog: seconds a wait may take (default 20)\n"
 	"  --drop-wait T   testing mkc itself: remove task T's wait after the\n"
 	"                  schedule proof, so that the race tests must fail\n"
+	"  --stall-event E testing mkc itself: raise event E's threshold after the\n"
+	"                  proof, so that the watchdog must name the stuck task\n"
 	"  --target T      c (the default; builds with cc) or cuda (builds with\n"
 	"                  nvcc for sm_90a and needs an NVIDIA GPU to run)\n";
 
 int
 mkc_test_main(int argc, char **argv)
 {
-	test_options o = {"c", 0, 0, 3, 0, 1e-5, false, false, false, -1, false, false, 4096};
+	test_options o = {"c", 0, 0, 3, 0, 1e-5, false, false, false, -1, false, false, 4096, -1, 20};
 	const char **dirs = calloc((size_t)argc, sizeof *dirs);
 	int ndirs = 0;
 	if (!dirs)
@@ -499,6 +532,10 @@ mkc_test_main(int argc, char **argv)
 				end = "x";
 		} else if (!strcmp(a, "--embed-limit") && has)
 			o.embed_limit = strtoll(argv[++i], &end, 10);
+		else if (!strcmp(a, "--stall-event") && has)
+			o.stall_event = (int)strtol(argv[++i], &end, 10);
+		else if (!strcmp(a, "--timeout") && has)
+			o.timeout = strtod(argv[++i], &end);
 		else if (!strcmp(a, "--bind-consts"))
 			o.bind_consts = true;
 		else if (!strcmp(a, "--tsan"))
@@ -519,7 +556,7 @@ mkc_test_main(int argc, char **argv)
 			continue;
 		}
 		if (*end || o.steps < 1 || o.threads < 0 || o.workers < 0 || o.tol <= 0 ||
-		    o.embed_limit < 0) {
+		    o.embed_limit < 0 || o.timeout <= 0) {
 			fprintf(stderr, "mkc test: bad value for %s\n", a);
 			free(dirs);
 			return 2;

@@ -32,6 +32,16 @@ for m in tiny_llama_decode_op18 tiny_llama_decode_op23; do
 	python3 tools/ort_decode.py tests/models/$m/model.onnx 32 7 >"$out/ort_$m.log" 2>&1
 done
 
+# the watchdog: a stalled event must end the step with an error, not hang
+build/mkc test --target cuda --steps 1 --stall-event 10 --timeout 1 tests/models/tiny_llama_decode_op23 >"$out/watchdog.log" 2>&1
+# more workers than the GPU can hold at once must be refused, not launched
+build/mkc tests/models/tiny_llama_decode_op23 -o /tmp/many.cu --workers 4096 >"$out/many.log" 2>&1 &&
+cp examples/decode.c /tmp/ && nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -c /tmp/many.cu -o /tmp/many.o >>"$out/many.log" 2>&1 &&
+sed 's/llama/many/g' examples/decode.c > /tmp/many_decode.c &&
+cc -DDECODE_CUDA -I/tmp -I/usr/local/cuda/include -c /tmp/many_decode.c -o /tmp/many_decode.o >>"$out/many.log" 2>&1 &&
+nvcc -o /tmp/many /tmp/many_decode.o /tmp/many.o >>"$out/many.log" 2>&1 &&
+/tmp/many tests/models/tiny_llama_decode_op23/model.onnx 2 >>"$out/many.log" 2>&1
+
 build/mkc test --target cuda --steps 2 --keep tests/models/tiny_llama_decode_op23 >"$out/keep.log" 2>&1
 work=$(sed -n 's/^mkc: kept //p' "$out/keep.log" | tail -1)
 mem_rc=-1
@@ -55,6 +65,10 @@ for m in tiny_llama_decode_op18 tiny_llama_decode_op23; do
 	[ -n "$a" ] && [ "$a" = "$b" ] && same=identical || same=DIFFERENT
 	echo "$m: $same; $(grep '^steps' "$out/decode_$m.log")"
 done
+echo "== watchdog (event 10 stalled, 1 s) =="
+grep -h 'FAIL\|passed' "$out/watchdog.log"
+echo "== 4096 workers =="
+tail -2 "$out/many.log"
 echo "== compute-sanitizer =="
 printf '%-12s exit %s  %s\n' memcheck "$mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' racecheck "$race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck.log" 2>/dev/null)"

@@ -149,3 +149,20 @@ Test(golden, bf16_weights, .timeout = 300)
 		     "bf16 weights cannot meet float32's 1e-5: %s", out);
 	cr_assert_eq(mkc_test("--weights fp8 tests/models/tiny_llama_decode_op23"), 2, "%s", out);
 }
+
+/* A stalled event must end the step with an error naming a waiting task, not hang. */
+Test(golden, watchdog_names_the_stuck_task, .timeout = 120)
+{
+	cr_assert_eq(mkc_test("--stall-event 10 --timeout 1 --steps 1 "
+			      "tests/models/tiny_llama_decode_op23"), 1, "%s", out);
+	cr_assert(strstr(out, "raised the threshold of event 10"), "%s", out);
+	cr_assert(strstr(out, "watchdog: task "), "%s", out);
+	cr_assert(strstr(out, "waited 1.0 s on event"), "%s", out);
+}
+
+/* The folder's model may be ONNX-JSON, or named by its path. */
+Test(golden, json_model_through_mkc_test, .timeout = 300)
+{
+	cr_assert_eq(mkc_test("tests/models/tiny_llama_decode_op18/model.json"), 0, "%s", out);
+	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
+}
