@@ -40,9 +40,10 @@ all: $(BUILD)/mkc  ## build $(BUILD)/mkc
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-$(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h: $(ONNX_PROTO)
+# one run makes both files (a grouped target), even under make -j
+$(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h &: $(ONNX_PROTO)
 	@mkdir -p $(BUILD)/gen
-	cp $(ONNX_PROTO) $(BUILD)/gen/onnx.proto
+	cp -f $(ONNX_PROTO) $(BUILD)/gen/onnx.proto
 	cd $(BUILD)/gen && $(PROTOC_C) --c_out=. onnx.proto
 
 $(BUILD)/gen/runtime_text.c: $(RUNTIME) tools/embed.sh
@@ -83,11 +84,15 @@ test: $(BUILD)/mkc $(BUILD)/test_mkc check-models conformance  ## run every test
 conformance: $(BUILD)/mkc  ## ONNX node tests of every supported op, on the C target
 	python3 tools/conformance.py --mkc $(BUILD)/mkc
 
-check-models:  ## check that tests/models/hand is what its generator makes
+check-models:  ## check that tests/models/hand, hf and hf_bad are what their generators make
 	@d=$$(mktemp -d) && python3 tests/models/gen_models.py $$d >/dev/null && \
 	for f in $$(cd $$d && find . -type f ! -name README.md); do \
 		cmp -s $$d/$$f tests/models/hand/$$f || { echo "check-models: $$f differs from what gen_models.py makes"; rm -rf $$d; exit 1; }; \
 	done; rm -rf $$d; echo "check-models: tests/models/hand matches gen_models.py"
+	@d=$$(mktemp -d) && python3 tests/models/gen_hf.py $$d >/dev/null && \
+	for f in $$(cd $$d && find hf hf_bad -type f) $$(cd tests/models && find hf hf_bad -type f); do \
+		cmp -s $$d/$$f tests/models/$$f || { echo "check-models: tests/models/$$f differs from what gen_hf.py makes"; rm -rf $$d; exit 1; }; \
+	done; rm -rf $$d; echo "check-models: tests/models/hf and hf_bad match gen_hf.py"
 
 sanitize:  ## run the tests under AddressSanitizer and UBSan
 	$(MAKE) BUILD=build/san SAN=1 test

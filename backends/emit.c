@@ -249,13 +249,14 @@ emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
 			put_dim(f, t->shape[d]);
 		}
 		int fdt = (int)(t->file_dtype ? t->file_dtype : t->dtype);
+		long long at = e->p->mem_off ? (long long)e->p->mem_off[t->id] : -1;
 		if (embedded(g, t, o))
-			fprintf(f, "}, mkc_data_%d, %d, NULL, 0},\n", i, fdt);
+			fprintf(f, "}, mkc_data_%d, %d, NULL, 0, -1},\n", i, fdt);
 		else if (t->ext_file && rt_kind(t) == 3)
-			fprintf(f, "}, NULL, %d, \"%s\", %llu},\n", fdt, relative(g, t->ext_file),
+			fprintf(f, "}, NULL, %d, \"%s\", %llu, -1},\n", fdt, relative(g, t->ext_file),
 				(unsigned long long)t->ext_offset);
 		else
-			fprintf(f, "}, NULL, %d, NULL, 0},\n", fdt);
+			fprintf(f, "}, NULL, %d, NULL, 0, %lld},\n", fdt, at);
 	}
 	fputs("};\n", f);
 	return 0;
@@ -285,7 +286,7 @@ emit_syms(mkc_emitter *e, const mkc_emit_options *o)
 		fprintf(f, "\"%s\", ", MKC_SYM(g, i));
 	fprintf(f, "NULL};\nstatic const int64_t mkc_sym_max[MKC_NSYMS + 1] = {");
 	for (int i = 0; i < g->syms.n; i++)
-		fprintf(f, "%lld, ", (long long)o->max_dim);
+		fprintf(f, "%lld, ", (long long)(e->p->tp.max_dim ? e->p->tp.max_dim : o->max_dim));
 	fprintf(f, "0};\n");
 }
 
@@ -419,8 +420,9 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 	int ntensors = number_tensors(e);
 	fprintf(f, "\n#define MKC_NSYMS %d\n#define MKC_NTENSORS %d\n#define MKC_NTASKS %d\n"
 		"#define MKC_NEVENTS %d\n#define MKC_NWORKERS %d\n#define MKC_NINPUTS %d\n"
-		"#define MKC_NOUTPUTS %d\n", g->syms.n, ntensors, p->tasks.n, p->events.n,
-		p->tp.nworkers, g->inputs.n, g->outputs.n);
+		"#define MKC_NOUTPUTS %d\n#define MKC_ARENA_BYTES %lldLL\n", g->syms.n, ntensors,
+		p->tasks.n, p->events.n, p->tp.nworkers, g->inputs.n, g->outputs.n,
+		(long long)p->arena_bytes);
 	emit_syms(e, o);
 	if (emit_tensors(e, ntensors, o) != 0)
 		return -1;

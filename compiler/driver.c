@@ -15,6 +15,7 @@ static const pass passes[] = {
 	{"dce", mkc_pass_dce, NULL},
 	{"weights", mkc_pass_weights_bf16, NULL},
 	{"tile", NULL, mkc_pass_tile},
+	{"memory", NULL, mkc_pass_memory},
 	{"deps", NULL, mkc_pass_deps},
 	{"events", NULL, mkc_pass_events},
 	{"schedule", NULL, mkc_pass_schedule},
@@ -41,6 +42,8 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		.nworkers = o->workers ? o->workers : 8,
 		.min_tile_elems = 4096,
 		.matmul_tile_cols = 64,
+		.max_dim = o->max_dim,
+		.no_reuse = o->no_reuse,
 	};
 	mkc_plan *p = NULL;
 	const char *dump = o->dump_after;

@@ -184,7 +184,7 @@ compile(const options *o)
 	if (g && bind_consts(g, o) != 0)
 		goto out;
 	mkc_plan *p = NULL;
-	mkc_driver_options d = {o->workers, o->dump_after, o->bf16};
+	mkc_driver_options d = {o->workers, o->dump_after, o->bf16, o->max_dim, false};
 	if (!g || mkc_run_passes(g, &d, &p) != 0)
 		goto out;
 	if (o->out) {

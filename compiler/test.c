@@ -41,6 +41,7 @@ typedef struct {
 	long long embed_limit;
 	int stall_event;   /* testing mkc itself: an event whose threshold is raised */
 	double timeout;    /* the watchdog, seconds */
+	bool no_reuse;
 } test_options;
 
 static int
@@ -417,7 +418,7 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 		mkc_ctx_destroy(c);
 		return;
 	}
-	mkc_driver_options d = {o->workers, NULL, o->bf16};
+	mkc_driver_options d = {o->workers, NULL, o->bf16, 0, o->no_reuse};
 	bool cuda = strcmp(o->target, "cuda") == 0;
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, cuda ? "cu" : "c"),
 			       "model", "mkc test", 4096, o->embed_limit};
@@ -490,6 +491,7 @@ static const char test_usage[] =
 	"  --keep          keep the scratch folders (their paths go to stderr)\n"
 	"  --weights T     f32 (default) or bf16 weights, as mkc --weights\n"
 	"  --embed-limit N initializers up to N bytes go into the file (default 4096)\n"
+	"  --no-reuse      give every intermediate a buffer of its own\n"
 	"  --bind-consts   bind inputs that must be known at compile time (shapes,\n"
 	"                  axes) to their values in test_data_set_0, and say so\n"
 	"  --timeout S     the watchdog: seconds a wait may take (default 20)\n"
@@ -503,7 +505,8 @@ static const char test_usage[] =
 int
 mkc_test_main(int argc, char **argv)
 {
-	test_options o = {"c", 0, 0, 3, 0, 1e-5, false, false, false, -1, false, false, 4096, -1, 20};
+	test_options o = {"c", 0, 0, 3, 0, 1e-5, false, false, false, -1, false, false, 4096, -1, 20,
+			  false};
 	const char **dirs = calloc((size_t)argc, sizeof *dirs);
 	int ndirs = 0;
 	if (!dirs)
@@ -536,6 +539,8 @@ mkc_test_main(int argc, char **argv)
 			o.stall_event = (int)strtol(argv[++i], &end, 10);
 		else if (!strcmp(a, "--timeout") && has)
 			o.timeout = strtod(argv[++i], &end);
+		else if (!strcmp(a, "--no-reuse"))
+			o.no_reuse = true;
 		else if (!strcmp(a, "--bind-consts"))
 			o.bind_consts = true;
 		else if (!strcmp(a, "--tsan"))

@@ -14,8 +14,8 @@
  * the dependency and verify passes err on the safe side.
  *
  * The plan lives in the graph's arena. Passes fill it in this order:
- * tile (tasks, regions), deps (predecessors), events, schedule (workers and
- * queues), verify (the proof).
+ * tile (tasks, regions), memory (where intermediates live), deps
+ * (predecessors), events, schedule (workers and queues), verify (the proof).
  */
 #ifndef MKC_TASK_H
 #define MKC_TASK_H
@@ -59,6 +59,8 @@ typedef struct {
 	int nworkers;
 	int64_t min_tile_elems;    /* elementwise tiles are at least this big */
 	int64_t matmul_tile_cols;  /* output columns per weight-streaming tile */
+	int64_t max_dim;           /* every symbol's largest value (0: 4096) */
+	bool no_reuse;             /* memory: every intermediate gets its own buffer */
 } mkc_target_params;
 
 typedef struct mkc_plan {
@@ -68,6 +70,16 @@ typedef struct mkc_plan {
 	mkc_task ***queues;        /* queues[w][i]: worker w's i-th task */
 	int *qlen;
 	int64_t nedges;
+	/*
+	 * memory: intermediates share one arena. mem_off[tensor id] is the
+	 * byte offset of an intermediate in it (-1: a buffer of its own),
+	 * mem_size its bytes at the symbols' maxima; alias[id] lists the other
+	 * tensors whose bytes overlap its own (they must be ordered too).
+	 */
+	int64_t *mem_off, *mem_size;
+	int64_t arena_bytes;
+	int **alias;
+	int *nalias;
 } mkc_plan;
 
 #define MKC_TASK(p, i) ((mkc_task *)(p)->tasks.v[i])

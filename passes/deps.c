@@ -5,13 +5,17 @@
  * provides: for every task, the sorted list of earlier tasks it must wait
  *           for: each earlier task that writes a region this one reads
  *           (RAW) or writes (WAW), or reads a region this one writes (WAR),
- *           where the regions overlap (mkc_box_overlap). Reads after reads
- *           give no edge, and neither do disjoint tiles of one tensor.
+ *           where the regions overlap (mkc_box_overlap), less the edges a
+ *           chain of others already implies. Reads after reads give no
+ *           edge, and neither do disjoint tiles of one tensor.
  *
  * Accesses are bucketed by tensor, so only accesses of the same tensor are
- * compared. Tensors never alias yet (views are copies), so a region names
- * its memory exactly; a memory planner that lets buffers share space must
- * compare regions by their place in that space instead.
+ * compared, box by box. Intermediates that the memory pass placed on the
+ * same bytes (plan->alias) are compared too, whole tensor against whole
+ * tensor: a write of the new one after a read or write of the old one is a
+ * dependency, whatever the boxes.
+ *
+ * requires also: memory (when it ran; without it nothing aliases).
  */
 #include "passes.h"
 #include "task.h"
@@ -32,6 +36,48 @@ cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * Transitive reduction: an edge q -> t is dropped when another predecessor
+ * of t already comes after q (q is in that one's ancestor set). Ancestor
+ * sets are bit rows, built in task order, which is topological. Fewer
+ * edges mean smaller events and fewer signals, and the ordering is the
+ * same: verify checks it from the regions, not from these lists.
+ */
+static void
+reduce(mkc_plan *p)
+{
+	mkc_arena *a = p->g->ctx->arena;
+	int nt = p->tasks.n, words = (nt + 63) / 64;
+	uint64_t *anc = mkc_arena_alloc(a, (size_t)nt * (size_t)words * 8 + 8);
+	int64_t kept = 0;
+	for (int i = 0; i < nt; i++) {
+		mkc_task *t = MKC_TASK(p, i);
+		uint64_t *row = anc + (size_t)i * (size_t)words;
+		for (int k = 0; k < t->npreds; k++) {
+			const uint64_t *pr = anc + (size_t)t->preds[k] * (size_t)words;
+			for (int w = 0; w < words; w++)
+				row[w] |= pr[w];
+			row[t->preds[k] / 64] |= (uint64_t)1 << (t->preds[k] % 64);
+		}
+		int n = 0;
+		for (int k = 0; k < t->npreds; k++) {
+			int q = t->preds[k];
+			bool implied = false;
+			for (int j = 0; j < t->npreds && !implied; j++) {
+				const uint64_t *other = anc + (size_t)t->preds[j] * (size_t)words;
+				implied = j != k && (other[q / 64] >> (q % 64) & 1);
+			}
+			if (!implied)
+				t->preds[n++] = q;
+		}
+		t->npreds = n;
+		kept += n;
+	}
+	mkc_progress(p->g->ctx, "deps: %lld edges after dropping %lld implied ones",
+		     (long long)kept, (long long)(p->nedges - kept));
+	p->nedges = kept;
+}
+
 int
 mkc_pass_deps(mkc_plan *p)
 {
@@ -49,15 +95,20 @@ mkc_pass_deps(mkc_plan *p)
 			bool w = k >= t->nreads;
 			const mkc_region *r = w ? &t->writes[k - t->nreads] : &t->reads[k];
 			MKC_ASSERT(r->t->id >= 0);
-			mkc_vec *v = &by_tensor[r->t->id];
-			for (int j = 0; j < v->n; j++) {
-				access *x = v->v[j];
-				if (x->task == t || (!w && !x->write) || seen[x->task->id] == i)
-					continue;
-				if (!mkc_box_overlap(r->t->rank, &r->box, &x->r->box))
-					continue;
-				seen[x->task->id] = i;
-				buf[n++] = x->task->id;
+			int id = r->t->id, na = p->nalias ? p->nalias[id] : 0;
+			for (int al = -1; al < na; al++) {
+				/* the tensor itself, then the ones sharing its bytes */
+				bool same = al < 0;
+				mkc_vec *v = &by_tensor[same ? id : p->alias[id][al]];
+				for (int j = 0; j < v->n; j++) {
+					access *x = v->v[j];
+					if (x->task == t || (!w && !x->write) || seen[x->task->id] == i)
+						continue;
+					if (same && !mkc_box_overlap(r->t->rank, &r->box, &x->r->box))
+						continue;
+					seen[x->task->id] = i;
+					buf[n++] = x->task->id;
+				}
 			}
 		}
 		/* record this task's accesses after the search: no self edges */
@@ -76,5 +127,6 @@ mkc_pass_deps(mkc_plan *p)
 	}
 	mkc_progress(g->ctx, "deps: %lld edges between %d tasks", (long long)p->nedges,
 		     p->tasks.n);
+	reduce(p);
 	return 0;
 }

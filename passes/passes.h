@@ -13,6 +13,7 @@
  *
  * Then, on a plan (ir/task.h) made from the graph:
  *   tile      nodes into tasks with the regions they read and write
+ *   memory    intermediates placed in one arena, reusing freed space
  *   deps      exact predecessor lists from overlapping regions
  *   events    predecessor sets into counters with thresholds
  *   schedule  tasks onto per-worker queues in one topological order
@@ -31,6 +32,7 @@ int mkc_pass_dce(mkc_graph *g);
 int mkc_pass_weights_bf16(mkc_graph *g);   /* passes/weights.c; only with --weights bf16 */
 
 int mkc_pass_tile(mkc_plan *p);
+int mkc_pass_memory(mkc_plan *p);
 int mkc_pass_deps(mkc_plan *p);
 int mkc_pass_events(mkc_plan *p);
 int mkc_pass_schedule(mkc_plan *p);

@@ -9,8 +9,9 @@
  *   2. the queues cannot deadlock: executing them with the event rule
  *      (a task starts when each event it waits on has reached its
  *      threshold) runs every task;
- *   3. every pair of tasks whose regions of one tensor overlap, at least
- *      one of them writing, is ordered the way the graph orders them: the
+ *   3. every pair of tasks whose regions of one tensor overlap, or that
+ *      touch two intermediates placed on overlapping bytes, at least one
+ *      of them writing, is ordered the way the graph orders them: the
  *      later task is reachable from the earlier one through "signals an
  *      event this task waits on" and "comes before it in the same queue".
  *
@@ -185,13 +186,40 @@ unordered(mkc_plan *p, const mkc_task *x, const mkc_region *rx, bool wx,
 		wy ? "writes" : "reads", by, y->id, x->id);
 }
 
+typedef struct {
+	const mkc_task *t;
+	const mkc_region *r;
+	bool w;
+} acc;
+
+/* The later of two conflicting accesses must happen after the earlier. */
+static bool
+misordered(mkc_plan *p, reach *r, const acc *x, const acc *y)
+{
+	const acc *first = x->t->id < y->t->id ? x : y;
+	const acc *second = first == x ? y : x;
+	if (before(r, first->t->id, second->t->id))
+		return false;
+	unordered(p, first->t, first->r, first->w, second->t, second->r, second->w);
+	return true;
+}
+
+/* Two intermediates whose places in the arena overlap (computed afresh here). */
+static bool
+shares_bytes(const mkc_plan *p, int a, int b)
+{
+	if (p->mem_off[a] < 0 || p->mem_off[b] < 0)
+		return false;
+	return p->mem_off[a] < p->mem_off[b] + p->mem_size[b] &&
+	       p->mem_off[b] < p->mem_off[a] + p->mem_size[a];
+}
+
 /* Step 3: every conflicting pair is ordered as the task order says. */
 static int
 check_conflicts(mkc_plan *p, reach *r)
 {
 	mkc_graph *g = p->g;
 	mkc_arena *a = g->ctx->arena;
-	typedef struct { const mkc_task *t; const mkc_region *r; bool w; } acc;
 	mkc_vec *by_tensor = mkc_arena_alloc(a, (size_t)(g->tensors.n + 1) * sizeof *by_tensor);
 	for (int i = 0; i < p->tasks.n; i++) {
 		mkc_task *t = MKC_TASK(p, i);
@@ -213,14 +241,25 @@ check_conflicts(mkc_plan *p, reach *r)
 					continue;
 				if (!mkc_box_overlap(x->r->t->rank, &x->r->box, &y->r->box))
 					continue;
-				const acc *first = x->t->id < y->t->id ? x : y;
-				const acc *second = first == x ? y : x;
-				if (!before(r, first->t->id, second->t->id))
-					return unordered(p, first->t, first->r, first->w,
-							 second->t, second->r, second->w);
+				if (misordered(p, r, x, y))
+					return -1;
 			}
 		}
 	}
+	/* tensors placed on overlapping bytes: every access pair with a write */
+	if (p->mem_off)
+		for (int a1 = 0; a1 < g->tensors.n; a1++)
+			for (int a2 = a1 + 1; a2 < g->tensors.n; a2++) {
+				if (!shares_bytes(p, a1, a2))
+					continue;
+				const mkc_vec *v1 = &by_tensor[a1], *v2 = &by_tensor[a2];
+				for (int i = 0; i < v1->n; i++)
+					for (int j = 0; j < v2->n; j++) {
+						const acc *x = v1->v[i], *y = v2->v[j];
+						if ((x->w || y->w) && x->t != y->t && misordered(p, r, x, y))
+							return -1;
+					}
+			}
 	return 0;
 }
 

@@ -214,6 +214,7 @@ typedef struct {
 	int fdtype;         /* the type of the bytes in the model's files */
 	const char *file;   /* a file of its own below the model's folder, or NULL */
 	int64_t offset;     /* where its bytes start in that file */
+	int64_t arena_off;  /* an intermediate's place in the shared arena, or -1 */
 } mkc_rt_tensor_info;
 
 /* bfloat16 storage: widen on load; narrow, rounding to nearest even. */

@@ -29,6 +29,7 @@
 struct mkc_model {
 	void *buf[MKC_NTENSORS];
 	unsigned char owned[MKC_NTENSORS];
+	void *arena;                /* the intermediates, placed by the memory pass */
 	int64_t sym[MKC_NSYMS + 1];
 	_Atomic uint64_t counter[MKC_NEVENTS + 1];
 	uint64_t epoch;
@@ -219,10 +220,18 @@ mkc_model_create(struct mkc_model **out, int nthreads, unsigned shuffle_seed,
 		mkc_seterr(m, "out of memory");
 		return -1;
 	}
+	if (!(m->arena = calloc(1, MKC_ARENA_BYTES ? MKC_ARENA_BYTES : 1))) {
+		mkc_seterr(m, "out of memory for the %lld-byte arena", (long long)MKC_ARENA_BYTES);
+		return -1;
+	}
 	for (int t = 0; t < MKC_NTENSORS; t++) {
 		const mkc_rt_tensor_info *ti = &mkc_tensors[t];
 		if (ti->kind == MKC_RT_INPUT || ti->kind == MKC_RT_OUTPUT)
 			continue;   /* the caller's buffers, given at each step */
+		if (ti->arena_off >= 0) {
+			m->buf[t] = (char *)m->arena + ti->arena_off;
+			continue;
+		}
 		if (ti->data) {
 			m->buf[t] = (void *)ti->data;
 			continue;
@@ -247,6 +256,7 @@ mkc_model_destroy(struct mkc_model *m)
 	for (int t = 0; t < MKC_NTENSORS; t++)
 		if (m->owned[t])
 			free(m->buf[t]);
+	free(m->arena);
 	free(m->order);
 	free(m);
 }

@@ -46,6 +46,7 @@ struct mkc_cuda_host {
 	unsigned char owned[MKC_NTENSORS];
 	int64_t sym[MKC_NSYMS + 1];
 	struct mkc_model *dev;      /* the device copy of the tile view */
+	void *arena;                /* the intermediates, placed by the memory pass */
 	unsigned long long *counter;
 	int *status;
 	unsigned long long epoch;
@@ -153,10 +154,16 @@ mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double tim
 		return -1;
 	}
 	m->timeout_cycles = (long long)(m->timeout_s * (double)khz * 1000.0);
+	if (MKC_CUDA(m, cudaMalloc(&m->arena, MKC_ARENA_BYTES ? MKC_ARENA_BYTES : 1)))
+		return -1;
 	for (int t = 0; t < MKC_NTENSORS; t++) {
 		const mkc_rt_tensor_info *ti = &mkc_tensors[t];
 		if (ti->kind == MKC_RT_INPUT || ti->kind == MKC_RT_OUTPUT)
 			continue;   /* the caller's device buffers, given at each step */
+		if (ti->arena_off >= 0) {
+			m->buf[t] = (char *)m->arena + ti->arena_off;
+			continue;
+		}
 		size_t bytes = (size_t)mkc_numel(m, t, 1) * (size_t)ti->esize;
 		if (MKC_CUDA(m, cudaMalloc(&m->buf[t], bytes ? bytes : 1)))
 			return -1;
@@ -181,6 +188,7 @@ mkc_model_destroy(mkc_host *m)
 	for (int t = 0; t < MKC_NTENSORS; t++)
 		if (m->owned[t])
 			cudaFree(m->buf[t]);
+	cudaFree(m->arena);
 	cudaFree(m->counter);
 	cudaFree(m->status);
 	cudaFree(m->dev);

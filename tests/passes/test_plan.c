@@ -48,9 +48,10 @@ graph_of(const char *path)
 static mkc_plan *
 tiled(mkc_graph *g, int workers)
 {
-	mkc_target_params tp = {workers, 4096, 64};
+	mkc_target_params tp = {.nworkers = workers, .min_tile_elems = 4096, .matmul_tile_cols = 64};
 	mkc_plan *p = mkc_plan_create(g, &tp);
 	cr_assert_eq(mkc_pass_tile(p), 0, "%s", errs());
+	cr_assert_eq(mkc_pass_memory(p), 0, "%s", errs());
 	cr_assert_eq(mkc_pass_deps(p), 0, "%s", errs());
 	return p;
 }
@@ -320,4 +321,40 @@ Test(plan, boxes_overlap_only_when_not_provably_apart)
 	cr_assert(mkc_box_overlap(1, &b, &c), "[p,p+1) and [3,5) may meet");
 	mkc_box e = {{mkc_dim_const(5)}, {mkc_dim_const(5)}};
 	cr_assert_not(mkc_box_overlap(1, &e, &c), "an empty box meets nothing");
+}
+
+/* The memory pass reuses space, and verify sees through the sharing. */
+Test(plan, memory_reuse_is_ordered_and_checked)
+{
+	mkc_plan *p = plan_of(MODEL("tiny_llama_decode_op23/model.onnx"), 8);
+	cr_assert_eq(mkc_pass_verify(p), 0, "%s", errs());
+	mkc_graph *g = p->g;
+	int64_t own = 0;
+	int shared = 0;
+	for (int i = 0; i < g->tensors.n; i++) {
+		own += p->mem_off[i] >= 0 ? p->mem_size[i] : 0;
+		shared += p->nalias[i] > 0;
+	}
+	cr_assert_lt(p->arena_bytes, own, "the arena (%lld) is smaller than the sum (%lld)",
+		     (long long)p->arena_bytes, (long long)own);
+	cr_assert_gt(shared, 10);
+	/* two intermediates live at once put on the same bytes: verify refuses */
+	mkc_tensor *a = mkc_graph_find(g, "linear"), *b = mkc_graph_find(g, "linear_1");
+	cr_assert(p->mem_off[a->id] >= 0 && p->mem_off[b->id] >= 0);
+	cr_assert_neq(p->mem_off[a->id], p->mem_off[b->id]);
+	p->mem_off[b->id] = p->mem_off[a->id];
+	cr_assert_eq(mkc_pass_verify(p), -1, "verify missed overlapping live tensors");
+	cr_assert(strstr(errs(), "nothing orders"), "%s", errs());
+}
+
+Test(plan, no_reuse_gives_every_intermediate_its_own_bytes)
+{
+	mkc_graph *g = graph_of(MODEL("tiny_llama_decode_op23/model.onnx"));
+	mkc_target_params tp = {.nworkers = 8, .min_tile_elems = 4096, .matmul_tile_cols = 64,
+				.no_reuse = true};
+	mkc_plan *p = mkc_plan_create(g, &tp);
+	cr_assert_eq(mkc_pass_tile(p), 0);
+	cr_assert_eq(mkc_pass_memory(p), 0);
+	for (int i = 0; i < g->tensors.n; i++)
+		cr_assert_eq(p->nalias[i], 0, "%s shares bytes", MKC_TENSOR(g, i)->name);
 }
