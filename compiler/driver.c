@@ -64,7 +64,7 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		if (ps->graph && here)
 			mkc_dump_graph(stdout, g);
 		if (ps->plan && here)
-			mkc_dump_plan(stdout, p);
+			(o->dump_dot ? mkc_dump_plan_dot : mkc_dump_plan)(stdout, p);
 		if (ps->graph && mkc_verify_graph(g, true) != 0)
 			return -1;
 	}

@@ -11,6 +11,7 @@
 typedef struct {
 	int workers;             /* 0: the default (8) */
 	const char *dump_after;  /* a pass name, or NULL */
+	bool dump_dot;           /* plans as Graphviz rather than text */
 	bool bf16_weights;       /* store MatMul, Gather and norm weights as bf16 */
 	int64_t max_dim;         /* every symbol's largest value (0: 4096) */
 	bool no_reuse;           /* every intermediate in a buffer of its own */

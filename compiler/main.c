@@ -38,6 +38,8 @@ static const char usage[] =
 	"                     tables and norm scales as bf16 (float32 arithmetic)\n"
 	"  --embed-limit N    initializers up to N bytes go into OUT itself; larger\n"
 	"                     ones are read from the model's files (default 4096)\n"
+	"  --dump-format F    text (default), or dot: a task plan as a Graphviz\n"
+	"                     graph of tasks and dependencies\n"
 	"  --workers N        persistent workers to schedule for (default 8)\n"
 	"  --max-dim N        largest value of every symbolic dimension (past_len)\n"
 	"                     the emitted code accepts (default 4096)\n"
@@ -57,7 +59,7 @@ typedef struct {
 	int64_t max_dim;
 	const char *command_line;
 	const char *consts[64];   /* NAME=FILE.pb */
-	bool bf16;
+	bool bf16, dump_dot;
 	long long embed_limit;
 	int nconsts;
 } options;
@@ -127,6 +129,10 @@ parse_args(int argc, char **argv, int from, options *o)
 			if (i + 1 >= argc || !strchr(argv[i + 1], '=') || o->nconsts == 64)
 				return bad_usage("%s needs NAME=FILE.pb", a);
 			o->consts[o->nconsts++] = argv[++i];
+		} else if (strcmp(a, "--dump-format") == 0) {
+			if (i + 1 >= argc || (strcmp(argv[i + 1], "text") && strcmp(argv[i + 1], "dot")))
+				return bad_usage("%s takes text or dot", a);
+			o->dump_dot = !strcmp(argv[++i], "dot");
 		} else if (strncmp(a, "--dump-after=", 13) == 0) {
 			o->dump_after = a + 13;
 			if (!mkc_pass_known(o->dump_after))
@@ -184,7 +190,7 @@ compile(const options *o)
 	if (g && bind_consts(g, o) != 0)
 		goto out;
 	mkc_plan *p = NULL;
-	mkc_driver_options d = {o->workers, o->dump_after, o->bf16, o->max_dim, false};
+	mkc_driver_options d = {o->workers, o->dump_after, o->dump_dot, o->bf16, o->max_dim, false};
 	if (!g || mkc_run_passes(g, &d, &p) != 0)
 		goto out;
 	if (o->out) {

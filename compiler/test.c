@@ -418,7 +418,7 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 		mkc_ctx_destroy(c);
 		return;
 	}
-	mkc_driver_options d = {o->workers, NULL, o->bf16, 0, o->no_reuse};
+	mkc_driver_options d = {o->workers, NULL, false, o->bf16, 0, o->no_reuse};
 	bool cuda = strcmp(o->target, "cuda") == 0;
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, cuda ? "cu" : "c"),
 			       "model", "mkc test", 4096, o->embed_limit};

@@ -123,3 +123,24 @@ mkc_dump_plan(FILE *f, const mkc_plan *p)
 		fputc('\n', f);
 	}
 }
+
+/* The plan as a Graphviz digraph: a box per task, an edge per dependency. */
+void
+mkc_dump_plan_dot(FILE *f, const mkc_plan *p)
+{
+	fprintf(f, "digraph plan {\n\tnode [shape=box, fontsize=10];\n");
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		fprintf(f, "\tt%d [label=\"%d: %s\\n%s %d/%d", i, i, t->node->name, t->node->op_type,
+			t->tile, t->ntiles);
+		if (t->worker >= 0)
+			fprintf(f, "\\nworker %d", t->worker);
+		fputs("\"];\n", f);
+	}
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		for (int k = 0; k < t->npreds; k++)
+			fprintf(f, "\tt%d -> t%d;\n", t->preds[k], i);
+	}
+	fputs("}\n", f);
+}

@@ -97,4 +97,7 @@ bool mkc_box_overlap(int rank, const mkc_box *a, const mkc_box *b);
 /* Text dump (tasks, events, queues), for --dump-after. */
 void mkc_dump_plan(FILE *f, const mkc_plan *p);
 
+/* The same as a Graphviz digraph (--dump-format dot): tasks and dependencies. */
+void mkc_dump_plan_dot(FILE *f, const mkc_plan *p);
+
 #endif

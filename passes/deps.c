@@ -38,10 +38,13 @@ cmp_int(const void *a, const void *b)
 
 /*
  * Transitive reduction: an edge q -> t is dropped when another predecessor
- * of t already comes after q (q is in that one's ancestor set). Ancestor
- * sets are bit rows, built in task order, which is topological. Fewer
- * edges mean smaller events and fewer signals, and the ordering is the
- * same: verify checks it from the regions, not from these lists.
+ * of t already comes after q. Ancestor sets are bit rows, built in task
+ * order (topological). Taking t's predecessors latest first, with U the
+ * union of the ancestors of those kept so far, q is implied exactly when
+ * q is in U: whatever implies q is later than q, and was kept or is itself
+ * inside U. t's own row is then U. Fewer edges mean smaller events and
+ * fewer signals; the ordering is the same, and verify checks it from the
+ * regions, not from these lists.
  */
 static void
 reduce(mkc_plan *p)
@@ -50,26 +53,24 @@ reduce(mkc_plan *p)
 	int nt = p->tasks.n, words = (nt + 63) / 64;
 	uint64_t *anc = mkc_arena_alloc(a, (size_t)nt * (size_t)words * 8 + 8);
 	int64_t kept = 0;
+	char *keep = mkc_arena_alloc(a, (size_t)nt + 1);
 	for (int i = 0; i < nt; i++) {
 		mkc_task *t = MKC_TASK(p, i);
 		uint64_t *row = anc + (size_t)i * (size_t)words;
-		for (int k = 0; k < t->npreds; k++) {
-			const uint64_t *pr = anc + (size_t)t->preds[k] * (size_t)words;
+		for (int k = t->npreds - 1; k >= 0; k--) {   /* preds are sorted */
+			int q = t->preds[k];
+			keep[k] = !((row[q / 64] >> (q % 64)) & 1);
+			if (!keep[k])
+				continue;
+			const uint64_t *pr = anc + (size_t)q * (size_t)words;
 			for (int w = 0; w < words; w++)
 				row[w] |= pr[w];
-			row[t->preds[k] / 64] |= (uint64_t)1 << (t->preds[k] % 64);
+			row[q / 64] |= (uint64_t)1 << (q % 64);
 		}
 		int n = 0;
-		for (int k = 0; k < t->npreds; k++) {
-			int q = t->preds[k];
-			bool implied = false;
-			for (int j = 0; j < t->npreds && !implied; j++) {
-				const uint64_t *other = anc + (size_t)t->preds[j] * (size_t)words;
-				implied = j != k && (other[q / 64] >> (q % 64) & 1);
-			}
-			if (!implied)
-				t->preds[n++] = q;
-		}
+		for (int k = 0; k < t->npreds; k++)
+			if (keep[k])
+				t->preds[n++] = t->preds[k];
 		t->npreds = n;
 		kept += n;
 	}
