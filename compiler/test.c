@@ -222,7 +222,7 @@ compare(const mkc_tensor *ref, const void *got, size_t nbytes, double tol, doubl
 	}
 	int64_t n = (int64_t)(nbytes / (mkc_dtype_size(ref->dtype) ? mkc_dtype_size(ref->dtype) : 1));
 	if (!mkc_dtype_is_float(ref->dtype)) {
-		*err = memcmp(got, ref->data, nbytes) ? 1 : 0;
+		*err = nbytes && memcmp(got, ref->data, nbytes) ? 1 : 0;
 		if (*err)
 			snprintf(why, wn, "'%s' differs from the reference", ref->name);
 		return *err ? -1 : 0;
@@ -269,7 +269,8 @@ run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, const char 
 		}
 		if (inputs[k]->kind == MKC_TK_WEIGHT) {
 			/* bound at compile time: this case must hold the same value */
-			if (v.nbytes != inputs[k]->nbytes || memcmp(v.data, inputs[k]->data, v.nbytes)) {
+			if (v.nbytes != inputs[k]->nbytes ||
+			    (v.nbytes && memcmp(v.data, inputs[k]->data, v.nbytes))) {
 				snprintf(why, sizeof why, "input '%s' differs from the value bound at compile time",
 					 inputs[k]->name);
 				goto done;

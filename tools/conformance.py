@@ -65,6 +65,10 @@ def tests_of(op, names):
 def run_chunk(mkc, data, chunk):
     cmd = [mkc, "test", "--bind-consts", "--steps", "1"] + [os.path.join(data, t) for t in chunk]
     r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode not in (0, 1) or not re.search(r"^\d+ passed, \d+ failed$", r.stdout, re.M):
+        # mkc itself stopped early (a crash, a sanitizer report): show why
+        print(f"mkc test ended without its summary (exit {r.returncode}):\n{r.stderr[-3000:]}",
+              file=sys.stderr)
     results = {}
     for line in r.stdout.splitlines():
         m = re.match(r"(PASS|FAIL) (\S+?)(?:/test_data_set_\d+)?: ?(.*)", line)
