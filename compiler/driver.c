@@ -12,6 +12,7 @@ typedef struct {
 
 static const pass passes[] = {
 	{"infer", mkc_pass_infer, NULL},
+	{"canon", mkc_pass_canon, NULL},
 	{"dce", mkc_pass_dce, NULL},
 	{"weights", mkc_pass_weights_bf16, NULL},
 	{"tile", NULL, mkc_pass_tile},

@@ -8,6 +8,11 @@
  *           of every tensor the constant evaluator can compute (bytes, or
  *           symbolic integers in terms of the input symbols); nodes whose
  *           outputs all became constant are marked dead.
+ *   canon   requires: infer. provides: the decomposed RMSNorm, RoPE and
+ *           attention of real exports as RMSNormalization, RotaryEmbedding
+ *           and Attention (opset 23) nodes; Attention reading grouped
+ *           key/value heads without copies; duplicate attribute-free nodes
+ *           merged; replaced nodes marked dead; topological order kept.
  *   dce     requires: infer. provides: no dead nodes, no node whose outputs
  *           nobody reads; tensor use counts.
  *
@@ -28,6 +33,7 @@
 #include "../ir/task.h"
 
 int mkc_pass_infer(mkc_graph *g);
+int mkc_pass_canon(mkc_graph *g);
 int mkc_pass_dce(mkc_graph *g);
 int mkc_pass_weights_bf16(mkc_graph *g);   /* passes/weights.c; only with --weights bf16 */
 

@@ -8,32 +8,13 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "fixture.h"
 #include "frontend.h"
 #include "passes.h"
 
 #define MODEL(p) "tests/models/" p
 
-static mkc_ctx *ctx;
-
-static void
-setup(void)
-{
-	ctx = mkc_ctx_create();
-}
-
-static void
-teardown(void)
-{
-	mkc_ctx_destroy(ctx);
-}
-
 TestSuite(plan, .init = setup, .fini = teardown);
-
-static const char *
-errs(void)
-{
-	return ctx->errors ? ctx->errors : "";
-}
 
 static mkc_graph *
 graph_of(const char *path)

@@ -1,0 +1,348 @@
+/*
+ * test_canon.c - canonicalisation: the opset-18 Llama export comes out as
+ * the same fused graph as the opset-23 one, still computes the same values,
+ * and each pattern is left alone when any check it relies on fails (a
+ * second reader, a different epsilon position, Slice bounds that are not
+ * half, a Softmax over another axis, a mask without the NaN guard).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "../mkc_run.h"
+#include "fixture.h"
+#include "frontend.h"
+#include "passes.h"
+
+#define LLAMA18 "tests/models/tiny_llama_decode_op18"
+#define LLAMA23 "tests/models/tiny_llama_decode_op23"
+
+TestSuite(canon, .init = setup, .fini = teardown);
+
+static mkc_graph *
+loaded(const char *dir)
+{
+	mkc_graph *g = mkc_load_model(ctx, mkc_arena_printf(ctx->arena, "%s/model.onnx", dir));
+	cr_assert_not_null(g, "%s", errs());
+	return g;
+}
+
+static void
+infer(mkc_graph *g)
+{
+	cr_assert_eq(mkc_pass_infer(g), 0, "%s", errs());
+}
+
+/* canon and dce, with the IR checker after each, as the driver runs them */
+static mkc_graph *
+canonical(mkc_graph *g)
+{
+	cr_assert_eq(mkc_pass_canon(g), 0, "%s", errs());
+	cr_assert_eq(mkc_verify_graph(g, true), 0, "%s", errs());
+	cr_assert_eq(mkc_pass_dce(g), 0, "%s", errs());
+	cr_assert_eq(mkc_verify_graph(g, true), 0, "%s", errs());
+	return g;
+}
+
+static mkc_graph *
+canonical_model(const char *dir)
+{
+	mkc_graph *g = loaded(dir);
+	infer(g);
+	return canonical(g);
+}
+
+static int
+count_op(const mkc_graph *g, mkc_op op)
+{
+	int k = 0;
+	for (int i = 0; i < g->nodes.n; i++)
+		k += MKC_NODE(g, i)->op == op;
+	return k;
+}
+
+static mkc_node *
+node_named(mkc_graph *g, const char *name)
+{
+	for (int i = 0; i < g->nodes.n; i++)
+		if (strcmp(MKC_NODE(g, i)->name, name) == 0)
+			return MKC_NODE(g, i);
+	cr_assert_fail("no node '%s'", name);
+	return NULL;
+}
+
+static void
+make_output(mkc_graph *g, const char *name)
+{
+	mkc_tensor *t = mkc_graph_find(g, name);
+	cr_assert_not_null(t, "no tensor '%s'", name);
+	t->kind = MKC_TK_OUTPUT;
+	mkc_vec_push(ctx->arena, &g->outputs, t);
+}
+
+/* The fused blocks of the two Llama exports, counted in one graph. */
+static void
+expect_fused(const mkc_graph *g, int rms, int rope, int attn)
+{
+	cr_expect_eq(count_op(g, MKC_OP_RMS_NORM), rms);
+	cr_expect_eq(count_op(g, MKC_OP_ROTARY), rope);
+	cr_expect_eq(count_op(g, MKC_OP_ATTENTION), attn);
+}
+
+Test(canon, both_llama_exports_give_the_same_graph)
+{
+	mkc_graph *a = canonical_model(LLAMA18), *b = canonical_model(LLAMA23);
+	/* op by op the same, but for the mask: see below */
+	for (int op = 0; op < MKC_OP_COUNT; op++) {
+		int want = count_op(b, (mkc_op)op) + (op == MKC_OP_WHERE);
+		cr_expect_eq(count_op(a, (mkc_op)op), want, "%s: %d in op18's graph, %d in op23's",
+			     mkc_op_info_of((mkc_op)op)->name, count_op(a, (mkc_op)op),
+			     count_op(b, (mkc_op)op));
+	}
+	cr_expect_eq(a->nodes.n, 70);
+	cr_expect_eq(b->nodes.n, 69);
+	expect_fused(a, 5, 4, 2);
+	cr_expect_eq(count_op(a, MKC_OP_MATMUL), 16);
+	/* one Cos and one Sin of the frequencies, shared by every RoPE */
+	cr_expect_eq(count_op(a, MKC_OP_COS), 1);
+	cr_expect_eq(count_op(b, MKC_OP_SIN), 1);
+	/* the only Expand left builds the mask: no copies of key/value heads */
+	cr_expect_eq(count_op(a, MKC_OP_EXPAND), 1);
+	cr_expect_eq(count_op(b, MKC_OP_EXPAND), 1);
+	for (int i = 0; i < 2; i++) {
+		mkc_graph *g = i ? b : a;
+		mkc_node *n = node_named(g, "node_scaled_dot_product_attention");
+		cr_assert_eq(n->op, MKC_OP_ATTENTION);
+		cr_expect_str_eq(n->in[1]->name, "present.0.key");
+		cr_expect_str_eq(n->in[2]->name, "present.0.value");
+		cr_expect_float_eq(mkc_node_attr_float(n, "scale", 0), 1 / sqrtf(32), 1e-7);
+	}
+	/*
+	 * The op18 export masks with Where(mask, 0, -3.4e38): kept as a float
+	 * mask, since a row masked entirely averages V there but would give 0
+	 * with the bool mask the op23 export passes.
+	 */
+	mkc_node *at = node_named(a, "node_scaled_dot_product_attention");
+	cr_expect_eq(at->in[3]->dtype, MKC_DT_FLOAT);
+	cr_expect_eq(at->in[3]->producer->op, MKC_OP_WHERE);
+	cr_expect_str_eq(node_named(b, "node_scaled_dot_product_attention")->in[3]->name, "expand");
+	/* fused nodes keep the names of the nodes they end in */
+	cr_expect_eq(node_named(a, "node_mul_32")->op, MKC_OP_RMS_NORM);
+	cr_expect_float_eq(mkc_node_attr_float(node_named(a, "node_mul_32"), "epsilon", 0), 1e-5f,
+			   1e-12);
+	mkc_node *rope = node_named(a, "node_add_34");
+	cr_expect_eq(rope->op, MKC_OP_ROTARY);
+	cr_expect_str_eq(rope->in[0]->name, "transpose_1");
+	cr_expect_str_eq(rope->in[1]->producer->op_type, "Cos");
+	cr_expect_str_eq(rope->in[1]->producer->in[0]->name, "transpose");
+	char b1[64];
+	cr_expect_str_eq(mkc_shape_str(a, rope->in[1], b1, sizeof b1), "[1,1,16]");
+}
+
+Test(canon, a_mask_of_minus_infinity_becomes_the_bool_mask)
+{
+	mkc_graph *a = loaded(LLAMA18);
+	infer(a);
+	mkc_tensor *fill = node_named(a, "node_Where_141")->in[2];
+	float *v = mkc_arena_alloc(ctx->arena, sizeof *v);
+	*v = -INFINITY;
+	fill->data = v;
+	canonical(a);
+	mkc_graph *b = canonical_model(LLAMA23);
+	for (int op = 0; op < MKC_OP_COUNT; op++)
+		cr_expect_eq(count_op(a, (mkc_op)op), count_op(b, (mkc_op)op), "%s",
+			     mkc_op_info_of((mkc_op)op)->name);
+	cr_expect_str_eq(node_named(a, "node_scaled_dot_product_attention")->in[3]->name, "expand");
+}
+
+/* `mkc test` compiles through the driver, canon included */
+Test(canon, fused_models_still_match_their_reference, .timeout = 300)
+{
+	mkc_result *r = mkc_run("test", LLAMA18, LLAMA23, NULL);
+	cr_assert_eq(r->status, 0, "%s%s", r->out, r->err);
+	cr_assert(strstr(r->out, "2 passed, 0 failed\n"), "%s", r->out);
+	r = mkc_run("test", "--shuffle", "5", "--threads", "8", LLAMA18, NULL);
+	cr_assert_eq(r->status, 0, "%s%s", r->out, r->err);
+	cr_assert(strstr(r->out, "1 passed, 0 failed\n"), "%s", r->out);
+}
+
+/* Patterns left alone. */
+
+Test(canon, an_interior_tensor_read_elsewhere_stops_the_rewrite)
+{
+	mkc_graph *g = loaded(LLAMA18);
+	/* a graph output inside the first RMSNorm; a node reading the first
+	 * RoPE's rotate_half; another reading the first Softmax */
+	make_output(g, "rsqrt");
+	for (int i = 0; i < 2; i++) {
+		const char *in = i ? "val_144" : "cat_5", *out = i ? "probs" : "rotated";
+		mkc_node *n = mkc_graph_add_node(g, out, "", "Identity", 1, 1, 0);
+		n->in[0] = mkc_graph_find(g, in);
+		n->out[0] = mkc_graph_tensor(g, out);
+		n->out[0]->producer = n;
+		make_output(g, out);
+	}
+	infer(g);
+	canonical(g);
+	expect_fused(g, 4, 3, 1);
+	cr_expect_eq(node_named(g, "node_mul_32")->op, MKC_OP_MUL);
+	cr_expect_eq(node_named(g, "node_add_34")->op, MKC_OP_ADD);
+	cr_expect_eq(node_named(g, "node_scaled_dot_product_attention")->op, MKC_OP_MATMUL);
+	cr_expect_eq(node_named(g, "node_scaled_dot_product_attention_1")->op, MKC_OP_ATTENTION);
+}
+
+Test(canon, slices_that_are_not_halves_are_not_rope)
+{
+	mkc_graph *g = loaded(LLAMA18);
+	/* q[..., :15] and q[..., 15:]: shapes still fit (17 + 15 = 32) */
+	mkc_tensor *t = mkc_graph_tensor(g, "fifteen");
+	int64_t *v = mkc_arena_alloc(ctx->arena, sizeof *v);
+	*v = 15;
+	t->kind = MKC_TK_WEIGHT;
+	t->dtype = MKC_DT_INT64;
+	t->rank = 1;
+	t->shape[0] = mkc_dim_const(1);
+	t->data = v;
+	t->nbytes = 8;
+	node_named(g, "node_slice_1")->in[2] = t;
+	node_named(g, "node_slice_2")->in[1] = t;
+	infer(g);
+	canonical(g);
+	expect_fused(g, 5, 3, 2);
+	cr_expect_eq(node_named(g, "node_add_34")->op, MKC_OP_ADD);
+}
+
+Test(canon, softmax_over_another_axis_is_not_attention)
+{
+	mkc_graph *g = loaded(LLAMA18);
+	mkc_attr *axis = (mkc_attr *)mkc_node_attr(node_named(g, "node_Softmax_144"), "axis");
+	cr_assert_not_null(axis);
+	axis->i = 2;
+	infer(g);
+	canonical(g);
+	expect_fused(g, 5, 4, 1);
+	cr_expect_eq(count_op(g, MKC_OP_SOFTMAX), 1);
+	/* the first layer's key/value head copies stay for its MatMuls */
+	cr_expect_eq(count_op(g, MKC_OP_EXPAND), 3);
+}
+
+Test(canon, a_mask_without_the_nan_guard_is_not_attention)
+{
+	mkc_graph *g = loaded(LLAMA18);
+	mkc_node *pv = node_named(g, "node_scaled_dot_product_attention");
+	pv->in[0] = mkc_graph_find(g, "val_144");   /* skip Where(IsNaN(p), 0, p) */
+	infer(g);
+	/* the guard's IsNaN still reads p until dce: that alone would stop the match */
+	cr_assert_eq(mkc_pass_dce(g), 0, "%s", errs());
+	cr_assert_eq(count_op(g, MKC_OP_ISNAN), 1);
+	canonical(g);
+	expect_fused(g, 5, 4, 1);
+	cr_expect_eq(pv->op, MKC_OP_MATMUL);
+}
+
+/*
+ * RMSNorm built by hand over x [2, 8] with weight w [8]: the forms that are
+ * one, and the ones that are not.
+ */
+typedef enum {
+	RMS_RECIPROCAL, RMS_DIV, RMS_SQUARE_BY_MUL,
+	RMS_EPS_AFTER_SQRT, RMS_MEAN_OVER_ROWS, RMS_CUBED, RMS_NO_WEIGHT,
+} rms_form;
+
+static mkc_tensor *
+tensor(mkc_graph *g, const char *name, mkc_tensor_kind kind, int rank, int64_t d0, int64_t d1)
+{
+	mkc_tensor *t = mkc_graph_tensor(g, name);
+	t->kind = kind;
+	t->dtype = MKC_DT_FLOAT;
+	t->rank = rank;
+	t->shape[0] = mkc_dim_const(d0);
+	t->shape[1] = mkc_dim_const(d1);
+	return t;
+}
+
+static mkc_tensor *
+scalar(mkc_graph *g, const char *name, mkc_dtype dt, double v)
+{
+	mkc_tensor *t = mkc_graph_tensor(g, name);
+	t->kind = MKC_TK_WEIGHT;
+	t->dtype = dt;
+	t->rank = 0;
+	t->nbytes = mkc_dtype_size(dt);
+	void *d = mkc_arena_alloc(ctx->arena, 8);
+	if (dt == MKC_DT_FLOAT)
+		*(float *)d = (float)v;
+	else
+		*(int64_t *)d = (int64_t)v;
+	t->data = d;
+	return t;
+}
+
+static mkc_tensor *
+op(mkc_graph *g, const char *op_type, const char *out, mkc_tensor *a, mkc_tensor *b)
+{
+	mkc_node *n = mkc_graph_add_node(g, mkc_arena_printf(ctx->arena, "node_%s", out), "",
+					 op_type, b ? 2 : 1, 1, 0);
+	n->in[0] = a;
+	n->in[1] = b;
+	n->out[0] = mkc_graph_tensor(g, out);
+	n->out[0]->producer = n;
+	return n->out[0];
+}
+
+static mkc_graph *
+rms_graph(rms_form form)
+{
+	mkc_graph *g = mkc_graph_create(ctx, "rms.onnx");
+	g->nopsets = 1;
+	g->opsets = mkc_arena_alloc(ctx->arena, sizeof *g->opsets);
+	g->opsets[0] = (mkc_opset){"", 18};
+	mkc_tensor *x = tensor(g, "x", MKC_TK_INPUT, 2, 2, 8);
+	mkc_vec_push(ctx->arena, &g->inputs, x);
+	mkc_tensor *w = tensor(g, "w", MKC_TK_WEIGHT, 1, 8, 0);
+	w->data = mkc_arena_alloc(ctx->arena, 8 * sizeof(float));
+	w->nbytes = 8 * sizeof(float);
+	mkc_tensor *axes = scalar(g, "axes", MKC_DT_INT64, form == RMS_MEAN_OVER_ROWS ? 0 : -1);
+	axes->rank = 1;
+	axes->shape[0] = mkc_dim_const(1);
+	mkc_tensor *eps = scalar(g, "eps", MKC_DT_FLOAT, 1e-6);
+	mkc_tensor *power = scalar(g, "p", MKC_DT_FLOAT, form == RMS_CUBED ? 3 : 2);
+	mkc_tensor *sq = form == RMS_SQUARE_BY_MUL ? op(g, "Mul", "sq", x, x)
+						   : op(g, "Pow", "sq", x, power);
+	mkc_tensor *mean = op(g, "ReduceMean", "mean", sq, axes);
+	mkc_tensor *rms = form == RMS_EPS_AFTER_SQRT
+				  ? op(g, "Add", "rms", op(g, "Sqrt", "root", mean, NULL), eps)
+				  : op(g, "Sqrt", "rms", op(g, "Add", "shifted", eps, mean), NULL);
+	mkc_tensor *y = form == RMS_DIV
+				? op(g, "Div", "normed", x, rms)
+				: op(g, "Mul", "normed", op(g, "Reciprocal", "inv", rms, NULL), x);
+	if (form != RMS_NO_WEIGHT)
+		y = op(g, "Mul", "y", y, w);
+	make_output(g, y->name);
+	infer(g);
+	return g;
+}
+
+Test(canon, rmsnorm_forms)
+{
+	const struct {
+		rms_form form;
+		int fused;
+	} cases[] = {
+		{RMS_RECIPROCAL, 1}, {RMS_DIV, 1}, {RMS_SQUARE_BY_MUL, 1}, {RMS_EPS_AFTER_SQRT, 0},
+		{RMS_MEAN_OVER_ROWS, 0}, {RMS_CUBED, 0}, {RMS_NO_WEIGHT, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		mkc_graph *g = canonical(rms_graph(cases[i].form));
+		int form = (int)cases[i].form;
+		cr_expect_eq(count_op(g, MKC_OP_RMS_NORM), cases[i].fused, "form %d", form);
+		if (!cases[i].fused)
+			continue;
+		cr_expect_eq(g->nodes.n, 1, "form %d", form);
+		mkc_node *n = MKC_NODE(g, 0);
+		cr_expect_str_eq(n->name, "node_y");
+		cr_expect_str_eq(n->in[0]->name, "x");
+		cr_expect_str_eq(n->in[1]->name, "w");
+		cr_expect_float_eq(mkc_node_attr_float(n, "epsilon", 0), 1e-6f, 1e-13);
+	}
+}
