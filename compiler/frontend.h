@@ -25,6 +25,14 @@ mkc_graph *mkc_onnx_load(mkc_ctx *c, const char *path);
  */
 mkc_graph *mkc_onnx_json_load(mkc_ctx *c, const char *path);
 
+/*
+ * A Hugging Face model folder: config.json (model_type llama, qwen2 or
+ * qwen3) and model.safetensors, or model.safetensors.index.json and its
+ * shards; the graph of one decode step with a KV cache, with the interface
+ * of the decode-step ONNX exports (compiler/hf.c). NULL on error.
+ */
+mkc_graph *mkc_hf_load(mkc_ctx *c, const char *dir);
+
 /* A serialised TensorProto (test data's input_K.pb); 0 or -1. */
 int mkc_onnx_read_tensor(mkc_ctx *c, const char *path, mkc_tensor *t);
 

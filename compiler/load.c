@@ -21,12 +21,21 @@ mkc_load_model(mkc_ctx *c, const char *path)
 		return NULL;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		/* an ONNX backend-test folder holds model.onnx */
+		/* an ONNX backend-test folder holds model.onnx; a Hugging Face
+		 * folder config.json */
 		char *p = mkc_arena_printf(c->arena, "%s/model.onnx", path);
 		if (stat(p, &st) == 0)
 			return mkc_onnx_load(c, p);
-		mkc_error(c, "%s: a folder without model.onnx (Hugging Face folders are not read yet)", path);
+		p = mkc_arena_printf(c->arena, "%s/config.json", path);
+		if (stat(p, &st) == 0)
+			return mkc_hf_load(c, path);
+		mkc_error(c, "%s: a folder without model.onnx or config.json (a Hugging Face model)", path);
 		return NULL;
+	}
+	if (strcmp(path, "config.json") == 0 || ends_with(path, "/config.json")) {
+		/* a Hugging Face model named by its config */
+		size_t n = strlen(path) - strlen("config.json");
+		return mkc_hf_load(c, n ? mkc_arena_strndup(c->arena, path, n - 1) : ".");
 	}
 	if (ends_with(path, ".json"))
 		return mkc_onnx_json_load(c, path);

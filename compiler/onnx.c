@@ -19,16 +19,13 @@
  * ops outside the op table are kept (mkc info reports them); the compile
  * driver refuses them.
  */
+#include "files.h"
 #include "reader.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "mkc reads ONNX tensors as little-endian bytes; port the byte swaps first"
@@ -59,72 +56,15 @@ str(const char *s)
 	return s ? s : "";
 }
 
-/* Mapped files stay mapped until the arena goes. */
-typedef struct {
-	void *base;
-	size_t size;
-} mapping;
-
-static void
-unmap(void *arg)
-{
-	mapping *m = arg;
-	if (m->base)
-		munmap(m->base, m->size);
-}
-
-/*
- * Maps a whole file read-only. Returns 0, or -1 with *err set to a reason.
- * An empty file maps to (NULL, 0).
- */
-static int
-map_file(mkc_arena *a, const char *path, const void **data, size_t *size,
-	 const char **err)
-{
-	int fd = open(path, O_RDONLY);
-	if (fd < 0) {
-		*err = strerror(errno);
-		return -1;
-	}
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		*err = strerror(errno);
-		close(fd);
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		*err = S_ISDIR(st.st_mode) ? "is a folder" : "not a regular file";
-		close(fd);
-		return -1;
-	}
-	*size = (size_t)st.st_size;
-	*data = NULL;
-	if (*size) {
-		void *p = mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (p == MAP_FAILED) {
-			*err = strerror(errno);
-			close(fd);
-			return -1;
-		}
-		mapping *m = mkc_arena_alloc(a, sizeof *m);
-		m->base = p;
-		m->size = *size;
-		mkc_arena_on_destroy(a, unmap, m);
-		*data = p;
-	}
-	close(fd);
-	return 0;
-}
-
 static int
 fail(reader *r, const char *fmt, ...)
 {
-	char msg[768];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	int rc = mkc_verror_at(r->c, mkc_arena_printf(r->c->arena, "%s: %s: ", r->g->path, r->what),
+			       fmt, ap);
 	va_end(ap);
-	return mkc_error(r->c, "%s: %s: %s", r->g->path, r->what, msg);
+	return rc;
 }
 
 /*
@@ -185,7 +125,7 @@ read_external(reader *r, const Onnx__TensorProto *tp, size_t want,
 	const void *data;
 	size_t size;
 	const char *err;
-	if (map_file(r->c->arena, path, &data, &size, &err) != 0)
+	if (mkc_file_map(r->c->arena, path, &data, &size, &err) != 0)
 		return fail(r, "external data file '%s': %s", path, err);
 	if (offset > size || size - offset < want)
 		return fail(r, "external data file '%s' holds %zu bytes, too short for %zu bytes at offset %llu",
@@ -642,11 +582,8 @@ mkc_onnx_read_model(mkc_ctx *c, const char *path, mkc_onnx_decoder *decode)
 {
 	const void *bytes;
 	size_t size;
-	const char *err;
-	if (map_file(c->arena, path, &bytes, &size, &err) != 0) {
-		mkc_error(c, "%s: cannot read: %s", path, err);
+	if (mkc_file_read(c, path, &bytes, &size) != 0)
 		return NULL;
-	}
 	if (size == 0) {
 		mkc_error(c, "%s: the file is empty", path);
 		return NULL;
@@ -676,9 +613,8 @@ mkc_onnx_read_tensor(mkc_ctx *c, const char *path, mkc_tensor *t)
 {
 	const void *bytes;
 	size_t size;
-	const char *err;
-	if (map_file(c->arena, path, &bytes, &size, &err) != 0)
-		return mkc_error(c, "%s: cannot read: %s", path, err);
+	if (mkc_file_read(c, path, &bytes, &size) != 0)
+		return -1;
 	ProtobufCAllocator alloc = {pb_alloc, pb_free, c->arena};
 	Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&alloc, size, bytes);
 	if (!tp)

@@ -27,6 +27,7 @@
  *   m.json: initializer 'w': field 'rawData' is not valid base64
  *   m.json: node 'n1' (Add): field 'input' must be an array of strings (it is a string)
  */
+#include "files.h"
 #include "reader.h"
 
 #include <cjson/cJSON.h>
@@ -161,22 +162,6 @@ jfail(jreader *r, const frame *f, const char *fmt, ...)
 			 has_field ? "field '" : "", field.b, has_field ? "' " : "", msg);
 }
 
-static const char *
-json_kind(const cJSON *v)
-{
-	if (cJSON_IsNumber(v))
-		return "a number";
-	if (cJSON_IsString(v))
-		return "a string";
-	if (cJSON_IsObject(v))
-		return "an object";
-	if (cJSON_IsArray(v))
-		return "an array";
-	if (cJSON_IsBool(v))
-		return "a boolean";
-	return "null";
-}
-
 /* What a field's values must be: "a string", or "strings" for a list. */
 static const char *
 noun(const ProtobufCFieldDescriptor *fd, bool plural)
@@ -200,7 +185,7 @@ static int
 wrong_type(jreader *r, const frame *f, const cJSON *v,
 	   const ProtobufCFieldDescriptor *fd)
 {
-	return jfail(r, f, "must be %s (it is %s)", noun(fd, false), json_kind(v));
+	return jfail(r, f, "must be %s (it is %s)", noun(fd, false), mkc_json_kind(v));
 }
 
 /* ----------------------------------------------------------- values */
@@ -445,7 +430,7 @@ decode_repeated(jreader *r, const frame *f, const cJSON *v,
 {
 	if (!cJSON_IsArray(v))
 		return jfail(r, f, "must be an array of %s (it is %s)", noun(fd, true),
-			     json_kind(v));
+			     mkc_json_kind(v));
 	size_t n = (size_t)cJSON_GetArraySize(v), esz = value_size(fd->type);
 	uint8_t *elems = mkc_arena_alloc(r->c->arena, n * esz);
 	int i = 0;
@@ -542,57 +527,17 @@ decode_message(jreader *r, const frame *f, const cJSON *obj,
 
 /* ------------------------------------------------------------- file */
 
-static int
-line_of(const char *text, const char *at)
-{
-	int line = 1;
-	for (const char *p = text; p < at; p++)
-		line += *p == '\n';
-	return line;
-}
-
-/* The JSON tree, or NULL with an error naming the line it goes wrong on. */
-static cJSON *
-parse_json(mkc_ctx *c, const char *path, const char *bytes, size_t size)
-{
-	if (memchr(bytes, 0, size)) {
-		mkc_error(c, "%s: not valid JSON: it holds a NUL byte", path);
-		return NULL;
-	}
-	/* a terminated copy, so that no reading can run past the mapping */
-	char *text = malloc(size + 1);
-	if (!text) {
-		mkc_error(c, "%s: out of memory for %zu bytes of JSON", path, size);
-		return NULL;
-	}
-	memcpy(text, bytes, size);
-	text[size] = 0;
-	const char *end = text;
-	cJSON *root = cJSON_ParseWithLengthOpts(text, size, &end, false);
-	if (root) {
-		end += strspn(end, " \t\r\n");
-		if (end != text + size) {
-			cJSON_Delete(root);
-			root = NULL;
-		}
-	}
-	if (!root)
-		mkc_error(c, "%s: not valid JSON near line %d", path, line_of(text, end));
-	free(text);
-	return root;
-}
-
 static Onnx__ModelProto *
 decode_model(mkc_ctx *c, const char *path, const void *bytes, size_t size)
 {
-	cJSON *root = parse_json(c, path, bytes, size);
+	cJSON *root = mkc_json_parse(c, path, bytes, size);
 	if (!root)
 		return NULL;
 	jreader r = {c, path};
 	Onnx__ModelProto *m = NULL;
 	if (!cJSON_IsObject(root)) {
 		mkc_error(c, "%s: not an ONNX model: the JSON is %s, not an object", path,
-			  json_kind(root));
+			  mkc_json_kind(root));
 	} else {
 		m = new_message(&r, &onnx__model_proto__descriptor);
 		if (decode_message(&r, NULL, root, &onnx__model_proto__descriptor, m) != 0)

@@ -11,7 +11,13 @@ set -u
 out=${OUT:-/tmp/mkc_gpu}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/.carry/lib:${LD_LIBRARY_PATH:-}"
-models="tests/models/tiny_llama_decode_op18 tests/models/tiny_llama_decode_op23 tests/models/hand/small_mlp"
+models="tests/models/tiny_llama_decode_op18 tests/models/tiny_llama_decode_op23 tests/models/hand/small_mlp
+	tests/models/hand/small_mlp_ext tests/models/tiny_llama_decode_op18/model.json"
+# Hugging Face folders (the bf16 one's reference uses the same bf16 weights)
+hf=""
+for d in tests/models/tiny_llama_hf tests/models/hf/*; do
+	[ -f "$d/config.json" ] && hf="$hf $d"
+done
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 echo "commit ${COMMIT:-unknown}" | tee "$out/commit.txt"
 
@@ -20,6 +26,11 @@ test_rc=$?
 
 build/mkc test --target cuda --steps 100 --weights bf16 --tolerance 1e-2 $models >"$out/cuda_bf16.log" 2>&1
 bf16_rc=$?
+hf_rc=0
+if [ -n "$hf" ]; then
+	build/mkc test --target cuda --steps 20 $hf >"$out/cuda_hf.log" 2>&1
+	hf_rc=$?
+fi
 
 # the decode example on the GPU against onnxruntime on the same files
 for m in tiny_llama_decode_op18 tiny_llama_decode_op23; do
@@ -59,6 +70,8 @@ echo "== mkc test --target cuda (100 steps) =="
 cat "$out/cuda_test.log"
 echo "== mkc test --target cuda --weights bf16 (100 steps, tolerance 1e-2) =="
 cat "$out/cuda_bf16.log"
+echo "== mkc test --target cuda on Hugging Face folders (20 steps) =="
+cat "$out/cuda_hf.log" 2>/dev/null
 echo "== examples/decode.c on the GPU vs onnxruntime (32 tokens from token 7) =="
 for m in tiny_llama_decode_op18 tiny_llama_decode_op23; do
 	a=$(grep '^tokens' "$out/decode_$m.log"); b=$(grep '^tokens' "$out/ort_$m.log")
@@ -72,4 +85,4 @@ tail -2 "$out/many.log"
 echo "== compute-sanitizer =="
 printf '%-12s exit %s  %s\n' memcheck "$mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' racecheck "$race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck.log" 2>/dev/null)"
-[ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ]
+[ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ]
