@@ -95,7 +95,7 @@ check-models:  ## check that tests/models/hand, hf and hf_bad are what their gen
 	done; rm -rf $$d; echo "check-models: tests/models/hf and hf_bad match gen_hf.py"
 
 sanitize:  ## run the tests under AddressSanitizer and UBSan
-	$(MAKE) BUILD=build/san SAN=1 test
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(MAKE) BUILD=build/san SAN=1 test
 
 format:  ## reformat the C sources with clang-format
 	clang-format -i $(LIB_SRC) compiler/main.c $(TEST_SRC) $(wildcard ir/*.h compiler/*.h passes/*.h)

@@ -60,6 +60,14 @@ typedef struct {
 /* Writes the body of node n's tile function; -1 with an error if unsupported. */
 int mkc_emit_node(mkc_emitter *e, const mkc_node *n);
 
+/*
+ * Model text made safe for the emitted file: inside a string literal
+ * (backslash, quote, '%' and control bytes escaped; '%' doubled when the
+ * literal is a printf format), or inside a comment ("*" "/" broken up).
+ */
+const char *mkc_cstr(mkc_arena *a, const char *s, bool format);
+const char *mkc_ccomment(mkc_arena *a, const char *s);
+
 /* A dimension as a C expression over m->sym[]: "(1 + 1 * m->sym[0])". */
 char *mkc_dimx(const mkc_graph *g, mkc_dim d, char *buf, size_t n);
 

@@ -321,7 +321,8 @@ emit_gather(mkc_emitter *e, const mkc_node *n)
 		"\t\tif (j < 0 || j >= x0_d[%lld]) {\n"
 		"\t\t\tMKC_FAIL(m, \"node '%s' (Gather): index %%lld is out of range\", (long long)j);\n"
 		"\t\t\treturn;\n\t\t}\n\t\tint64_t o = j * x0_s[%lld];\n",
-		(long long)axis, ind->rank, (long long)axis, (long long)axis, n->name, (long long)axis);
+		(long long)axis, ind->rank, (long long)axis, (long long)axis,
+		mkc_cstr(e->p->g->ctx->arena, n->name, true), (long long)axis);
 	for (int d = 0; d < axis; d++)
 		fprintf(f, "\t\to += idx[%d] * x0_s[%d];\n", d, d);
 	for (int d = (int)axis + 1; d < x->rank; d++)

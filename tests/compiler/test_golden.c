@@ -188,3 +188,10 @@ Test(golden, json_model_through_mkc_test, .timeout = 300)
 	cr_assert_eq(mkc_test("tests/models/tiny_llama_decode_op18/model.json"), 0, "%s", out);
 	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
 }
+
+/* Model names that C would misread unless escaped: quotes, backslashes, '%', comment ends. */
+Test(golden, hostile_names_are_escaped, .timeout = 120)
+{
+	cr_assert_eq(mkc_test("--embed-limit 0 tests/models/hand/escape_names"), 0, "%s", out);
+	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
+}

@@ -321,6 +321,26 @@ def gen_small_mlp_ext(outdir):
                 numpy_helper.from_array(mlp_reference(p), "y").SerializeToString())
 
 
+def gen_escape_names(outdir):
+    """Names with quotes, backslashes, '%', '?' and comment ends, which the
+    emitted C must escape in string literals and comments."""
+    folder = os.path.join(outdir, "escape_names")
+    wname, iname, oname = 'w"\\?x', "ids%d*/", 'y */ "q"\\'
+    w = np.arange(12, dtype=np.float32).reshape(4, 3)
+    node = helper.make_node("Gather", [wname, iname], [oname], name='g */ "quote" \\back %s ??=')
+    graph = helper.make_graph([node], "escape_names",
+                              [value_info(iname, TensorProto.INT64, [2])],
+                              [value_info(oname, F32, [2, 3])],
+                              initializer=[numpy_helper.from_array(w, wname)])
+    write_model(folder, "model.onnx", make_model(graph))
+    data = os.path.join(folder, "test_data_set_0")
+    ids = np.array([3, 1], np.int64)
+    write_bytes(os.path.join(data, "input_0.pb"),
+                numpy_helper.from_array(ids, iname).SerializeToString())
+    write_bytes(os.path.join(data, "output_0.pb"),
+                numpy_helper.from_array(w[ids], oname).SerializeToString())
+
+
 # -------------------------------------------------------------- bad inputs
 
 def gen_raw_garbage(outdir, storage_bytes):
@@ -526,6 +546,7 @@ def main(argv):
     gen_matmul_mismatch(outdir)
     gen_small_mlp(outdir)
     gen_small_mlp_ext(outdir)
+    gen_escape_names(outdir)
     gen_raw_garbage(outdir, storage_bytes)
     gen_unknown_op(outdir)
     gen_dangling(outdir)
