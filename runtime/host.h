@@ -254,3 +254,26 @@ mkc_load_weights(mkc_host *m, const char *path)
 		}
 	return rc;
 }
+
+/*
+ * The start of every step: symbol values checked against the compiled
+ * maxima, the caller's input and output buffers put in place.
+ */
+static int
+mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
+	       const int64_t *dims)
+{
+	for (int s = 0; s < MKC_NSYMS; s++) {
+		if (dims[s] < 0 || dims[s] > mkc_sym_max[s]) {
+			mkc_seterr(m, "%s = %lld is outside 0..%lld (the compiled maximum)",
+				   mkc_sym_names[s], (long long)dims[s], (long long)mkc_sym_max[s]);
+			return -1;
+		}
+		m->sym[s] = dims[s];
+	}
+	for (int i = 0; i < MKC_NINPUTS; i++)
+		m->buf[mkc_inputs[i]] = (void *)inputs[i];
+	for (int i = 0; i < MKC_NOUTPUTS; i++)
+		m->buf[mkc_outputs[i]] = outputs[i];
+	return 0;
+}

@@ -64,6 +64,8 @@ static void
 mkc_seterr(mkc_host *m, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static int64_t mkc_numel(const mkc_host *m, int t, int use_max);
+static int mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
+			  const int64_t *dims);
 
 /* What a tile function calls when the data is bad (a Gather index). */
 #define MKC_FAIL(m, ...) mkc_fail(m, __VA_ARGS__)
@@ -265,19 +267,7 @@ static int
 mkc_step(struct mkc_model *m, const void *const *inputs, void *const *outputs,
 	 const int64_t *dims)
 {
-	for (int s = 0; s < MKC_NSYMS; s++) {
-		if (dims[s] < 0 || dims[s] > mkc_sym_max[s]) {
-			mkc_seterr(m, "%s = %lld is outside 0..%lld (the compiled maximum)",
-				 mkc_sym_names[s], (long long)dims[s], (long long)mkc_sym_max[s]);
-			return -1;
-		}
-		m->sym[s] = dims[s];
-	}
-	for (int i = 0; i < MKC_NINPUTS; i++)
-		m->buf[mkc_inputs[i]] = (void *)inputs[i];
-	for (int i = 0; i < MKC_NOUTPUTS; i++)
-		m->buf[mkc_outputs[i]] = outputs[i];
-	return mkc_exec_step(m);
+	return mkc_begin_step(m, inputs, outputs, dims) ? -1 : mkc_exec_step(m);
 }
 
 /* Hooks for runtime/host.h: host memory is the buffer memory here. */

@@ -61,6 +61,8 @@ static void
 mkc_seterr(mkc_host *m, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static int64_t mkc_numel(const mkc_host *m, int t, int use_max);
+static int mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
+			  const int64_t *dims);
 
 static int
 mkc_cuda_check(mkc_host *m, cudaError_t e, const char *what, int line)
@@ -199,18 +201,8 @@ mkc_model_destroy(mkc_host *m)
 static int
 mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int64_t *dims)
 {
-	for (int s = 0; s < MKC_NSYMS; s++) {
-		if (dims[s] < 0 || dims[s] > mkc_sym_max[s]) {
-			mkc_seterr(m, "%s = %lld is outside 0..%lld (the compiled maximum)",
-				   mkc_sym_names[s], (long long)dims[s], (long long)mkc_sym_max[s]);
-			return -1;
-		}
-		m->sym[s] = dims[s];
-	}
-	for (int i = 0; i < MKC_NINPUTS; i++)
-		m->buf[mkc_inputs[i]] = (void *)inputs[i];
-	for (int i = 0; i < MKC_NOUTPUTS; i++)
-		m->buf[mkc_outputs[i]] = outputs[i];
+	if (mkc_begin_step(m, inputs, outputs, dims))
+		return -1;
 	struct mkc_model view;
 	memcpy(view.buf, m->buf, sizeof view.buf);
 	memcpy(view.sym, m->sym, sizeof view.sym);

@@ -20,31 +20,14 @@
 #define HAVE_LSAN 1
 #endif
 
+#include "../fixture.h"
+
 #define MODELS "tests/models/"
 #define MODEL_PATH(p) MODELS p
 #define HAND(f) MODEL_PATH("hand/" f)
 #define LLAMA18 MODEL_PATH("tiny_llama_decode_op18")
 #define LLAMA23 MODEL_PATH("tiny_llama_decode_op23")
 
-static mkc_ctx *ctx;
-
-static void
-setup(void)
-{
-	ctx = mkc_ctx_create();
-}
-
-static void
-teardown(void)
-{
-	mkc_ctx_destroy(ctx);
-}
-
-static const char *
-errs(void)
-{
-	return ctx->errors ? ctx->errors : "(no errors)";
-}
 
 static mkc_graph *
 load(const char *path)

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../mkc_run.h"
-#include "fixture.h"
+#include "../fixture.h"
 #include "frontend.h"
 #include "passes.h"
 

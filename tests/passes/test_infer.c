@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "fixture.h"
+#include "../fixture.h"
 #include "frontend.h"
 #include "passes.h"
 

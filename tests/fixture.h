@@ -1,5 +1,5 @@
 /*
- * fixture.h - the Criterion fixture of the pass tests: a fresh mkc context
+ * fixture.h - the Criterion fixture of the unit tests: a fresh mkc context
  * for every test, destroyed after it with every graph made in it. Include it
  * in one test file each (its functions are static), then
  *
@@ -9,7 +9,7 @@
 #ifndef MKC_TEST_FIXTURE_H
 #define MKC_TEST_FIXTURE_H
 
-#include "../../ir/base.h"
+#include "../ir/base.h"
 
 static mkc_ctx *ctx;
 
