@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Token parity between transformers and mkc on the GPU machine.
+
+    python3 tools/parity_hf.py OUTDIR [--steps N] [--only NAME]
+
+For each configuration below: make the model with transformers from its
+config with random weights (seeded), save it as a Hugging Face folder,
+decode N greedy tokens with transformers (eager, on the GPU), then compile
+the folder with mkc for CUDA, build examples/decode.c against it, decode
+the same tokens, and compare. Prints one line per configuration: tokens
+identical or where they first differ, and the time per step of each.
+
+Needs torch and transformers (the GPU machine has them), nvcc, and
+build/mkc (with libcjson on LD_LIBRARY_PATH).
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import torch
+import transformers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+SMALL = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8,
+             num_key_value_heads=2, head_dim=32, intermediate_size=512, vocab_size=1024,
+             rms_norm_eps=1e-5, max_position_embeddings=4096)
+LLAMA_1B = dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32,
+                num_key_value_heads=8, head_dim=64, intermediate_size=8192,
+                vocab_size=128256, rms_norm_eps=1e-5, max_position_embeddings=131072,
+                tie_word_embeddings=True,
+                rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=32.0,
+                                     low_freq_factor=1.0, high_freq_factor=4.0,
+                                     original_max_position_embeddings=8192))
+
+
+def rope(theta):
+    # transformers 5 spells it rope_parameters (the shared config.json does too)
+    return dict(rope_parameters=dict(rope_type="default", rope_theta=theta))
+
+CONFIGS = [
+    # name, family, config, dtype, weight std
+    ("llama_small_f32", "llama", dict(SMALL, tie_word_embeddings=True, **rope(500000.0)),
+     torch.float32, 0.05),
+    ("llama_small_untied_f32", "llama", dict(SMALL, tie_word_embeddings=False,
+                                              num_key_value_heads=4, **rope(10000.0)),
+     torch.float32, 0.05),
+    ("qwen3_small_f32", "qwen3", dict(SMALL, tie_word_embeddings=False, **rope(1000000.0)),
+     torch.float32, 0.05),
+    ("qwen3_small2_f32", "qwen3", dict(SMALL, hidden_size=384, num_attention_heads=6,
+                                        num_key_value_heads=3, head_dim=64,
+                                        tie_word_embeddings=True, **rope(1000000.0)),
+     torch.float32, 0.05),
+    ("llama_1b_bf16", "llama", LLAMA_1B, torch.bfloat16, 0.02),
+]
+
+
+def make_model(family, cfg, dtype, std, seed=0):
+    torch.manual_seed(seed)
+    if family == "llama":
+        config, cls = transformers.LlamaConfig(**cfg), transformers.LlamaForCausalLM
+    else:
+        config, cls = transformers.Qwen3Config(**cfg), transformers.Qwen3ForCausalLM
+    model = cls(config)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.uniform_(0.8, 1.2)
+            else:
+                p.normal_(0.0, std)
+    return model.to(dtype).eval()
+
+
+@torch.no_grad()
+def hf_greedy(model, first, steps):
+    model = model.cuda()
+    ids = torch.tensor([[first]], device="cuda")
+    past, toks, times = None, [first], []
+    for t in range(steps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        out = model(input_ids=ids, position_ids=torch.tensor([[t]], device="cuda"),
+                    past_key_values=past, use_cache=True)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+        past = out.past_key_values
+        tok = int(out.logits[0, -1].float().argmax())
+        toks.append(tok)
+        ids = torch.tensor([[tok]], device="cuda")
+    model.cpu()
+    return toks, sum(times[1:]) / max(1, len(times) - 1)
+
+
+def run(cmd, log, timeout):
+    with open(log, "w") as f:
+        return subprocess.run(cmd, shell=True, stdout=f, stderr=subprocess.STDOUT,
+                              timeout=timeout).returncode
+
+
+def mkc_greedy(folder, first, steps, workers):
+    log = os.path.join(folder, "mkc.log")
+    cu = os.path.join(folder, "llama.cu")
+    cmds = [
+        f"{ROOT}/build/mkc {folder} -o {cu} --workers {workers}",
+        f"nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -c {cu} -o {folder}/llama.o",
+        f"cc -DDECODE_CUDA -I{folder} -I/usr/local/cuda/include -c {ROOT}/examples/decode.c "
+        f"-o {folder}/decode.o",
+        f"nvcc -o {folder}/decode {folder}/decode.o {folder}/llama.o",
+    ]
+    for c in cmds:
+        t0 = time.time()
+        rc = run(c, log, 900)
+        if rc:
+            return None, None, (f"failed ({rc}) after {time.time() - t0:.0f} s: {c}\n"
+                                + open(log).read()[-600:])
+        print(f"  {time.time() - t0:6.1f} s  {c.split()[0].split('/')[-1]}", flush=True)
+    r = subprocess.run([f"{folder}/decode", folder, str(steps), str(first)],
+                       capture_output=True, text=True, timeout=900)
+    toks = per = None
+    for line in r.stdout.splitlines():
+        if line.startswith("tokens:"):
+            toks = [int(x) for x in line.split()[1:]]
+        if line.startswith("steps:"):
+            per = float(line.split("mean of the rest")[1].split("ms")[0]) / 1e3
+    return toks, per, (r.stderr[-400:] if r.returncode else "")
+
+
+def main(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("outdir")
+    ap.add_argument("--steps", type=int, default=64)
+    ap.add_argument("--first", type=int, default=7)
+    ap.add_argument("--workers", type=int, default=132)
+    ap.add_argument("--only", help="comma-separated configuration names")
+    args = ap.parse_args(argv[1:])
+    os.makedirs(args.outdir, exist_ok=True)
+    print(f"transformers {transformers.__version__}, torch {torch.__version__}, "
+          f"{torch.cuda.get_device_name()}", flush=True)
+    ok = True
+    for name, family, cfg, dtype, std in CONFIGS:
+        if args.only and name not in args.only.split(","):
+            continue
+        folder = os.path.join(args.outdir, name)
+        model = make_model(family, cfg, dtype, std)
+        model.save_pretrained(folder, safe_serialization=True)
+        ref, hf_per = hf_greedy(model, args.first, args.steps)
+        del model
+        torch.cuda.empty_cache()
+        toks, mkc_per, err = mkc_greedy(folder, args.first, args.steps, args.workers)
+        if toks is None:
+            print(f"{name}: mkc {err}", flush=True)
+            ok = False
+            continue
+        same = toks == ref
+        where = next((i for i, (a, b) in enumerate(zip(toks, ref)) if a != b), None)
+        verdict = f"{args.steps} tokens identical" if same else \
+            f"differ from token {where}: mkc {toks[where:where + 4]} hf {ref[where:where + 4]}"
+        print(f"{name}: {verdict}; per step: mkc {mkc_per * 1e3:.3f} ms, "
+              f"transformers eager {hf_per * 1e3:.3f} ms", flush=True)
+        ok &= same
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
