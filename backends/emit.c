@@ -32,6 +32,7 @@ const mkc_target mkc_target_c = {
 		   "#include <pthread.h>\n#include <sched.h>\n#include <stdatomic.h>\n#include <time.h>\n",
 	.runtime = c_runtime,
 	.fn_qual = "static",
+	.node_qual = "",
 	.table_qual = "static const",
 	.api = mkc_rt_c_api,
 	.half_types = false,
@@ -43,6 +44,7 @@ const mkc_target mkc_target_cuda = {
 	.headers = "#include <cuda_runtime.h>\n" STD_HEADERS,
 	.runtime = cuda_runtime,
 	.fn_qual = "static __device__",
+	.node_qual = " __noinline__",
 	.table_qual = "static __device__ const",
 	.api = mkc_rt_c_api,
 	.half_types = false,
@@ -397,29 +399,52 @@ emit_nodes(mkc_emitter *e)
 	for (int i = 0; i < g->nodes.n; i++) {
 		const mkc_node *n = MKC_NODE(g, i);
 		mkc_arena *a = g->ctx->arena;
-		fprintf(f, "\n/* ONNX node '%s' (%s%s%s) */\n%s void\nmkc_node_%d(struct mkc_model *m, "
+		fprintf(f, "\n/* ONNX node '%s' (%s%s%s) */\n%s%s void\nmkc_node_%d(struct mkc_model *m, "
 			"const int64_t *lo, const int64_t *hi)\n{\n", mkc_ccomment(a, n->name),
 			mkc_ccomment(a, n->domain), *n->domain ? "." : "", mkc_ccomment(a, n->op_type),
-			e->t->fn_qual, i);
+			e->t->fn_qual, e->t->node_qual, i);
 		if (mkc_emit_node(e, n) != 0)
 			return -1;
 		fputs("}\n", f);
 	}
-	fprintf(f, "\n%s void\nmkc_run_task(struct mkc_model *m, int task)\n{\n"
-		"\tint64_t lo[%d], hi[%d];\n\tswitch (task) {\n", e->t->fn_qual, MKC_MAX_RANK, MKC_MAX_RANK);
+	/*
+	 * Each task's output box is data (c + k * sym per bound), and the switch
+	 * is over nodes, not tasks: a 1B-sized plan has 8000 tasks but 400
+	 * nodes, and a switch of 8000 inlined calls takes nvcc longer than
+	 * anyone should wait.
+	 */
+	const char *q = e->t->table_qual;
+	fprintf(f, "\n%s int mkc_task_node[MKC_NTASKS] MKC_UNUSED = {", q);
+	for (int i = 0; i < p->tasks.n; i++)
+		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", MKC_TASK(p, i)->node->id);
+	fprintf(f, "\n};\n%s int mkc_task_box_start[MKC_NTASKS + 1] MKC_UNUSED = {", q);
+	int nb = 0;
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", nb);
+		nb += 2 * (t->node->out[0] ? t->node->out[0]->rank : 0);
+	}
+	fprintf(f, " %d\n};\n%s mkc_rt_dim mkc_task_box[%d] MKC_UNUSED = {", nb, q, nb + 1);
 	for (int i = 0; i < p->tasks.n; i++) {
 		const mkc_task *t = MKC_TASK(p, i);
 		int rank = t->node->out[0] ? t->node->out[0]->rank : 0;
-		fprintf(f, "\tcase %d:\n", i);
+		fputs("\n\t", f);
 		for (int d = 0; d < rank; d++) {
-			char lo[96], hi[96];
-			fprintf(f, "\t\tlo[%d] = %s; hi[%d] = %s;\n", d,
-				mkc_dimx(g, t->out.lo[d], lo, sizeof lo), d,
-				mkc_dimx(g, t->out.hi[d], hi, sizeof hi));
+			put_dim(f, t->out.lo[d]);
+			fputs(", ", f);
+			put_dim(f, t->out.hi[d]);
+			fputs(", ", f);
 		}
-		fprintf(f, "\t\tmkc_node_%d(m, lo, hi);\n\t\tbreak;\n", t->node->id);
 	}
-	fprintf(f, "\t}\n\t(void)lo;\n\t(void)hi;\n}\n");
+	fprintf(f, "\n\t{0, 0, -1}\n};\n\n%s void\nmkc_run_task(struct mkc_model *m, int task)\n{\n"
+		"\tint64_t lo[%d], hi[%d];\n\tconst int b = mkc_task_box_start[task];\n"
+		"\tfor (int d = 0; d < (mkc_task_box_start[task + 1] - b) / 2; d++) {\n"
+		"\t\tlo[d] = mkc_rt_dimv(mkc_task_box[b + 2 * d], m->sym);\n"
+		"\t\thi[d] = mkc_rt_dimv(mkc_task_box[b + 2 * d + 1], m->sym);\n\t}\n"
+		"\tswitch (mkc_task_node[task]) {\n", e->t->fn_qual, MKC_MAX_RANK, MKC_MAX_RANK);
+	for (int i = 0; i < g->nodes.n; i++)
+		fprintf(f, "\tcase %d:\n\t\tmkc_node_%d(m, lo, hi);\n\t\tbreak;\n", i, i);
+	fprintf(f, "\t}\n}\n");
 	return 0;
 }
 

@@ -23,6 +23,7 @@ typedef struct {
 	const char *headers;        /* #include lines at the top */
 	const char *const *runtime; /* texts after the tables, NULL-terminated */
 	const char *fn_qual;        /* declares a tile function: "static" */
+	const char *node_qual;      /* added for node bodies: " __noinline__" on GPUs */
 	const char *table_qual;     /* declares a table the workers read */
 	const char *api;            /* the public API's implementation */
 	bool half_types;            /* float16 / bfloat16 tensors supported */
