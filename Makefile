@@ -84,7 +84,7 @@ test: $(BUILD)/mkc $(BUILD)/test_mkc check-models conformance  ## run every test
 conformance: $(BUILD)/mkc  ## ONNX node tests of every supported op, on the C target
 	python3 tools/conformance.py --mkc $(BUILD)/mkc
 
-check-models:  ## check that tests/models/hand, hf and hf_bad are what their generators make
+check-models:  ## check that the generated test models are what their generators make
 	@d=$$(mktemp -d) && python3 tests/models/gen_models.py $$d >/dev/null && \
 	for f in $$(cd $$d && find . -type f ! -name README.md); do \
 		cmp -s $$d/$$f tests/models/hand/$$f || { echo "check-models: $$f differs from what gen_models.py makes"; rm -rf $$d; exit 1; }; \
@@ -93,6 +93,10 @@ check-models:  ## check that tests/models/hand, hf and hf_bad are what their gen
 	for f in $$(cd $$d && find hf hf_bad -type f) $$(cd tests/models && find hf hf_bad -type f); do \
 		cmp -s $$d/$$f tests/models/$$f || { echo "check-models: tests/models/$$f differs from what gen_hf.py makes"; rm -rf $$d; exit 1; }; \
 	done; rm -rf $$d; echo "check-models: tests/models/hf and hf_bad match gen_hf.py"
+	@d=$$(mktemp -d) && python3 tests/models/gen_qwen3_onnx.py $$d >/dev/null && \
+	for f in $$(cd $$d && find . -type f); do \
+		cmp -s $$d/$$f tests/models/qwen3_tiny_onnx/$$f || { echo "check-models: qwen3_tiny_onnx/$$f differs from what gen_qwen3_onnx.py makes"; rm -rf $$d; exit 1; }; \
+	done; rm -rf $$d; echo "check-models: tests/models/qwen3_tiny_onnx matches gen_qwen3_onnx.py"
 
 sanitize:  ## run the tests under AddressSanitizer and UBSan
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(MAKE) BUILD=build/san SAN=1 test

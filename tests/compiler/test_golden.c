@@ -195,3 +195,11 @@ Test(golden, hostile_names_are_escaped, .timeout = 120)
 	cr_assert_eq(mkc_test("--embed-limit 0 tests/models/hand/escape_names"), 0, "%s", out);
 	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
 }
+
+/* One Qwen3 model through all three frontends: the same outputs, the same reference. */
+Test(golden, three_frontends_agree_on_qwen3, .timeout = 300)
+{
+	cr_assert_eq(mkc_test("tests/models/hf/qwen3_tiny tests/models/qwen3_tiny_onnx/model.onnx "
+			      "tests/models/qwen3_tiny_onnx/model.json"), 0, "%s", out);
+	cr_assert(strstr(out, "3 passed, 0 failed"), "%s", out);
+}
