@@ -444,7 +444,7 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
 	bool layer = n->op == MKC_OP_LAYER_NORM;
-	if (!layer && n->nout > 1)
+	if (n->op == MKC_OP_RMS_NORM && n->nout > 1)
 		return unsupported(e, n, "RMSNormalization with more than one output");
 	int axis = row_axis(e->p->g, n, -1);
 	float eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
@@ -463,16 +463,53 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 		"\t\tfloat inv = 1.0f / sqrtf(ss / (float)len + %s);\n"
 		"\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tpy[j] = (px[j] - mean) * inv * %s%s%s;\n",
 		flit(fe, eps), rd(sb, n, 1, "j % wn"), bias ? " + " : "", bias ? rd(bb, n, 2, "j % wn") : "");
-	/* LayerNormalization's optional outputs: the mean and 1 / deviation per row */
+	/* optional outputs per row: LayerNormalization's mean and 1 / deviation,
+	 * SimplifiedLayerNormalization's 1 / deviation */
 	if (n->nout > 1 && n->out[1])
-		fprintf(f, "\t\ty1[mkc_rt_dot(idx, y1_s, %d)] = mean;\n", n->out[0]->rank);
+		fprintf(f, "\t\ty1[mkc_rt_dot(idx, y1_s, %d)] = %s;\n", n->out[0]->rank,
+			layer ? "mean" : "inv");
 	if (n->nout > 2 && n->out[2])
 		fprintf(f, "\t\ty2[mkc_rt_dot(idx, y2_s, %d)] = inv;\n", n->out[0]->rank);
 	fputs("\t}\n", f);
 	return 0;
 }
 
-/* RotaryEmbedding (opset 23): X 4-D [B, H, S, D], or 3-D with num_heads. */
+/*
+ * SkipSimplifiedLayerNormalization (com.microsoft), one whole tile: per row
+ * of the last axis, s = input + skip (+ bias), written to output 3 when it
+ * is wanted; then s scaled by 1 / sqrt(mean(s^2) + epsilon) and gamma.
+ */
+static int
+emit_skip_norm(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	char fe[48], gb[128], bb[128];
+	bool bias = n->nin > 3 && n->in[3], keep = n->nout > 3 && n->out[3];
+	float eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
+	decl_all(e, n);
+	open_rows(e, n, n->out[0]->rank - 1, false);
+	fprintf(f, "\t\tconst float *pa = x0 + oy, *pb = x1 + oy;\n\t\tfloat *py = y + oy;\n"
+		"\t\tfloat *ps = %s;\n\t\tfloat ss = 0;\n"
+		"\t\tfor (int64_t j = 0; j < len; j++) {\n\t\t\tps[j] = pa[j] + pb[j]%s%s;\n"
+		"\t\t\tss += ps[j] * ps[j];\n\t\t}\n"
+		"\t\tfloat inv = 1.0f / sqrtf(ss / (float)len + %s);\n"
+		"\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tpy[j] = ps[j] * inv * %s;\n",
+		keep ? "y3 + oy" : "py", bias ? " + " : "", bias ? rd(bb, n, 3, "j") : "",
+		flit(fe, eps), rd(gb, n, 2, "j"));
+	if (n->nout > 2 && n->out[2])
+		fprintf(f, "\t\ty2[mkc_rt_dot(idx, y2_s, %d)] = inv;\n", n->out[0]->rank);
+	if (n->nout > 1 && n->out[1])
+		fprintf(f, "\t\ty1[mkc_rt_dot(idx, y1_s, %d)] = 0;\n", n->out[0]->rank);
+	fputs("\t}\n", f);
+	return 0;
+}
+
+/*
+ * RotaryEmbedding: opset 23 takes (X, cos, sin, position_ids?); the
+ * com.microsoft op takes (X, position_ids, cos_cache, sin_cache), where a
+ * one-element position_ids is the first position of every sequence.
+ * X is 4-D [B, H, S, D], or 3-D with num_heads.
+ */
 static int
 emit_rotary(mkc_emitter *e, const mkc_node *n)
 {
@@ -481,7 +518,9 @@ emit_rotary(mkc_emitter *e, const mkc_node *n)
 	bool inter = mkc_node_attr_int(n, "interleaved", 0);
 	int64_t heads = mkc_node_attr_int(n, "num_heads", 0);
 	int64_t rot = mkc_node_attr_int(n, "rotary_embedding_dim", 0);
-	bool pos = n->nin > 3 && n->in[3];
+	bool ms = n->op == MKC_OP_MS_ROTARY;
+	bool pos = ms || (n->nin > 3 && n->in[3]);
+	int ic = ms ? 2 : 1, is = ms ? 3 : 2, ip = ms ? 1 : 3;   /* cos, sin, positions */
 	if (x->rank == 3 && heads <= 0)
 		return unsupported(e, n, "3-D input without num_heads");
 	if (x->rank != 3 && x->rank != 4)
@@ -498,9 +537,14 @@ emit_rotary(mkc_emitter *e, const mkc_node *n)
 		"\t\tconst int64_t b = q / (H * S), h = q / S %% H, s = q %% S;\n"
 		"\t\tconst float *px = x0 + b * sb + h * sh + s * ss;\n"
 		"\t\tfloat *py = y + b * sb + h * sh + s * ss;\n", (long long)rot, (long long)rot);
+	if (pos && n->in[ip]->rank == 2)
+		fprintf(f, "\t\tconst int64_t row = (int64_t)x%d[b * x%d_s[0] + s * x%d_s[1]];\n",
+			ip, ip, ip);
+	else if (pos)
+		fprintf(f, "\t\tconst int64_t row = (int64_t)x%d[0] + s;\n", ip);
 	if (pos)
-		fputs("\t\tconst int64_t row = (int64_t)x3[b * x3_s[0] + s * x3_s[1]];\n"
-		      "\t\tconst float *pc = x1 + row * x1_s[0], *ps = x2 + row * x2_s[0];\n", f);
+		fprintf(f, "\t\tconst float *pc = x%d + row * x%d_s[0], *ps = x%d + row * x%d_s[0];\n",
+			ic, ic, is, is);
 	else
 		fputs("\t\tconst float *pc = x1 + b * x1_s[0] + s * x1_s[1];\n"
 		      "\t\tconst float *ps = x2 + b * x2_s[0] + s * x2_s[1];\n", f);
@@ -748,8 +792,11 @@ mkc_emit_node(mkc_emitter *e, const mkc_node *n)
 	case MKC_OP_REDUCE_SUM:
 	case MKC_OP_REDUCE_MAX: return emit_reduce(e, n);
 	case MKC_OP_RMS_NORM:
-	case MKC_OP_LAYER_NORM: return emit_norm(e, n);
-	case MKC_OP_ROTARY: return emit_rotary(e, n);
+	case MKC_OP_LAYER_NORM:
+	case MKC_OP_MS_SIMPLIFIED_LN: return emit_norm(e, n);
+	case MKC_OP_MS_SKIP_SIMPLIFIED_LN: return emit_skip_norm(e, n);
+	case MKC_OP_ROTARY:
+	case MKC_OP_MS_ROTARY: return emit_rotary(e, n);
 	case MKC_OP_ATTENTION: return emit_attention(e, n);
 	default: return unsupported(e, n, "no code generator for this op");
 	}

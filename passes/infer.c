@@ -867,6 +867,39 @@ infer_norm(mkc_graph *g, mkc_node *n)
 }
 
 /*
+ * SkipSimplifiedLayerNormalization (com.microsoft): RMSNorm of input + skip
+ * (+ bias) over the last axis. Outputs: the result, mean (unused by RMS
+ * norm), inverse deviation, and the sum itself.
+ */
+static int
+infer_skip_norm(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *x = n->in[0];
+	if (x->rank < 1)
+		return mkc_node_error(g, n, "input must have rank 1 or more");
+	for (int i = 1; i < n->nin; i++) {
+		const mkc_tensor *w = n->in[i];
+		if (!w)
+			continue;
+		bool whole = i == 1;   /* skip has the input's shape; gamma and bias the last axis */
+		if (whole ? w->rank != x->rank : w->rank != 1)
+			return mkc_node_error(g, n, "'%s' must be %s", w->name,
+					      whole ? "shaped like the input" : "1-D");
+		if (!mkc_dim_eq(w->shape[w->rank - 1], x->shape[x->rank - 1]))
+			return mkc_node_error(g, n, "'%s' does not match the hidden size", w->name);
+	}
+	copy_out(n, 0, x, x->dtype);
+	mkc_dim s[MKC_MAX_RANK];
+	memcpy(s, x->shape, sizeof(mkc_dim) * (size_t)x->rank);
+	s[x->rank - 1] = mkc_dim_const(1);
+	for (int i = 1; i < 3 && i < n->nout; i++)
+		set_out(n, i, MKC_DT_FLOAT, x->rank, s);
+	if (n->nout > 3)
+		copy_out(n, 3, x, x->dtype);
+	return 0;
+}
+
+/*
  * Attention (opset 23): Q, K, V as [B, heads, seq, head] or, with q_num_heads
  * and kv_num_heads, as [B, seq, heads * head]; optional mask, past key and
  * past value. Outputs Y, present key, present value, and QK^T.

@@ -52,6 +52,8 @@ mapping_of(const mkc_node *n)
 	case MKC_OP_SOFTMAX:
 	case MKC_OP_RMS_NORM:
 		return MAP_ROWS;
+	case MKC_OP_MS_SIMPLIFIED_LN:
+		return n->nout == 1 ? MAP_ROWS : MAP_WHOLE;
 	case MKC_OP_GATHER:
 		return mkc_node_attr_int(n, "axis", 0) == 0 && n->in[0]->rank == 2
 			       ? MAP_GATHER : MAP_WHOLE;

@@ -26,6 +26,7 @@ takes_bf16(const mkc_node *n, int input)
 		return input == 0;
 	case MKC_OP_RMS_NORM:
 	case MKC_OP_LAYER_NORM:
+	case MKC_OP_MS_SIMPLIFIED_LN:
 		return input >= 1;
 	default:
 		return false;

@@ -105,8 +105,9 @@ Test(golden, bad_options_and_folders)
 Test(golden, emitted_cuda_builds_for_sm_90a, .timeout = 300)
 {
 	const char *bin = getenv("MKC") ? getenv("MKC") : "build/mkc";
-	const char *models[] = {"tiny_llama_decode_op18", "tiny_llama_decode_op23", "hand/small_mlp"};
-	for (int i = 0; i < 3; i++) {
+	const char *models[] = {"tiny_llama_decode_op18", "tiny_llama_decode_op23", "hand/small_mlp",
+				"hand/contrib_skip_simplified_ln", "hand/contrib_rotary"};
+	for (int i = 0; i < 5; i++) {
 		char cmd[1024];
 		snprintf(cmd, sizeof cmd,
 			 "d=$(mktemp -d) && %s tests/models/%s -o $d/m.cu && "
@@ -202,4 +203,13 @@ Test(golden, three_frontends_agree_on_qwen3, .timeout = 300)
 	cr_assert_eq(mkc_test("tests/models/hf/qwen3_tiny tests/models/qwen3_tiny_onnx/model.onnx "
 			      "tests/models/qwen3_tiny_onnx/model.json"), 0, "%s", out);
 	cr_assert(strstr(out, "3 passed, 0 failed"), "%s", out);
+}
+
+/* onnxruntime's contrib ops (onnxruntime-genai exports) against onnxruntime's own outputs. */
+Test(golden, contrib_ops_match_onnxruntime, .timeout = 300)
+{
+	cr_assert_eq(mkc_test("--shuffle 2 --threads 4 tests/models/hand/contrib_simplified_ln "
+			      "tests/models/hand/contrib_skip_simplified_ln tests/models/hand/contrib_rotary "
+			      "tests/models/hand/contrib_rotary_interleaved"), 0, "%s", out);
+	cr_assert(strstr(out, "4 passed, 0 failed"), "%s", out);
 }

@@ -341,6 +341,70 @@ def gen_escape_names(outdir):
                 numpy_helper.from_array(w[ids], oname).SerializeToString())
 
 
+def write_case(folder, model, feeds):
+    """model.onnx and test_data_set_0 with onnxruntime's outputs as the reference."""
+    import onnxruntime as ort
+    write_model(folder, "model.onnx", model)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    outs = sess.run(None, feeds)
+    data = os.path.join(folder, "test_data_set_0")
+    for k, i in enumerate(sess.get_inputs()):
+        write_bytes(os.path.join(data, "input_%d.pb" % k),
+                    numpy_helper.from_array(feeds[i.name], i.name).SerializeToString())
+    for k, (o, v) in enumerate(zip(sess.get_outputs(), outs)):
+        write_bytes(os.path.join(data, "output_%d.pb" % k),
+                    numpy_helper.from_array(v, o.name).SerializeToString())
+
+
+def contrib_model(name, node, inputs, outputs, inits=()):
+    graph = helper.make_graph([node], name, inputs, outputs, initializer=list(inits))
+    return make_model(graph, [("com.microsoft", 1)])
+
+
+def gen_contrib(outdir):
+    """The onnxruntime contrib ops of onnxruntime-genai exports, with
+    onnxruntime's own outputs as the reference."""
+    rng = np.random.default_rng(11)
+    f = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    n = helper.make_node
+    x, scale = f(2, 3, 16), f(16)
+    write_case(os.path.join(outdir, "contrib_simplified_ln"), contrib_model(
+        "contrib_simplified_ln",
+        n("SimplifiedLayerNormalization", ["x", "scale"], ["y", "inv_std"], name="sln",
+          axis=-1, epsilon=1e-5),
+        [value_info("x", F32, [2, 3, 16])],
+        [value_info("y", F32, [2, 3, 16]), value_info("inv_std", F32, [2, 3, 1])],
+        [numpy_helper.from_array(scale, "scale")]), {"x": x})
+    a, b, g, bias = f(1, 2, 16), f(1, 2, 16), f(16), f(16)
+    write_case(os.path.join(outdir, "contrib_skip_simplified_ln"), contrib_model(
+        "contrib_skip_simplified_ln",
+        n("SkipSimplifiedLayerNormalization", ["a", "b", "gamma", "bias"],
+          ["y", "", "", "sum"], name="skip_sln", domain="com.microsoft", epsilon=1e-6),
+        [value_info("a", F32, [1, 2, 16]), value_info("b", F32, [1, 2, 16])],
+        [value_info("y", F32, [1, 2, 16]), value_info("sum", F32, [1, 2, 16])],
+        [numpy_helper.from_array(g, "gamma"), numpy_helper.from_array(bias, "bias")]),
+        {"a": a, "b": b})
+    theta = 1.0 / 10000 ** (np.arange(0, 8, 2) / 8)
+    ang = np.arange(16)[:, None] * theta[None, :]
+    cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    caches = [numpy_helper.from_array(cos, "cos_cache"), numpy_helper.from_array(sin, "sin_cache")]
+    q = f(1, 3, 32)   # [batch, sequence, heads * head_dim], 4 heads of 8
+    write_case(os.path.join(outdir, "contrib_rotary"), contrib_model(
+        "contrib_rotary",
+        n("RotaryEmbedding", ["q", "pos", "cos_cache", "sin_cache"], ["y"], name="rope",
+          domain="com.microsoft", num_heads=4, interleaved=0),
+        [value_info("q", F32, [1, 3, 32]), value_info("pos", TensorProto.INT64, [1, 3])],
+        [value_info("y", F32, [1, 3, 32])], caches),
+        {"q": q, "pos": np.array([[5, 6, 9]], np.int64)})
+    write_case(os.path.join(outdir, "contrib_rotary_interleaved"), contrib_model(
+        "contrib_rotary_interleaved",
+        n("RotaryEmbedding", ["q", "pos", "cos_cache", "sin_cache"], ["y"], name="rope",
+          domain="com.microsoft", num_heads=4, interleaved=1),
+        [value_info("q", F32, [1, 3, 32]), value_info("pos", TensorProto.INT64, [1, 3])],
+        [value_info("y", F32, [1, 3, 32])], caches),
+        {"q": q, "pos": np.array([[2, 3, 4]], np.int64)})
+
+
 # -------------------------------------------------------------- bad inputs
 
 def gen_raw_garbage(outdir, storage_bytes):
@@ -547,6 +611,7 @@ def main(argv):
     gen_small_mlp(outdir)
     gen_small_mlp_ext(outdir)
     gen_escape_names(outdir)
+    gen_contrib(outdir)
     gen_raw_garbage(outdir, storage_bytes)
     gen_unknown_op(outdir)
     gen_dangling(outdir)
