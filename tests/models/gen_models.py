@@ -389,20 +389,15 @@ def gen_contrib(outdir):
     cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
     caches = [numpy_helper.from_array(cos, "cos_cache"), numpy_helper.from_array(sin, "sin_cache")]
     q = f(1, 3, 32)   # [batch, sequence, heads * head_dim], 4 heads of 8
-    write_case(os.path.join(outdir, "contrib_rotary"), contrib_model(
-        "contrib_rotary",
-        n("RotaryEmbedding", ["q", "pos", "cos_cache", "sin_cache"], ["y"], name="rope",
-          domain="com.microsoft", num_heads=4, interleaved=0),
-        [value_info("q", F32, [1, 3, 32]), value_info("pos", TensorProto.INT64, [1, 3])],
-        [value_info("y", F32, [1, 3, 32])], caches),
-        {"q": q, "pos": np.array([[5, 6, 9]], np.int64)})
-    write_case(os.path.join(outdir, "contrib_rotary_interleaved"), contrib_model(
-        "contrib_rotary_interleaved",
-        n("RotaryEmbedding", ["q", "pos", "cos_cache", "sin_cache"], ["y"], name="rope",
-          domain="com.microsoft", num_heads=4, interleaved=1),
-        [value_info("q", F32, [1, 3, 32]), value_info("pos", TensorProto.INT64, [1, 3])],
-        [value_info("y", F32, [1, 3, 32])], caches),
-        {"q": q, "pos": np.array([[2, 3, 4]], np.int64)})
+    for name, interleaved, pos in (("contrib_rotary", 0, [5, 6, 9]),
+                                   ("contrib_rotary_interleaved", 1, [2, 3, 4])):
+        write_case(os.path.join(outdir, name), contrib_model(
+            name,
+            n("RotaryEmbedding", ["q", "pos", "cos_cache", "sin_cache"], ["y"], name="rope",
+              domain="com.microsoft", num_heads=4, interleaved=interleaved),
+            [value_info("q", F32, [1, 3, 32]), value_info("pos", TensorProto.INT64, [1, 3])],
+            [value_info("y", F32, [1, 3, 32])], caches),
+            {"q": q, "pos": np.array([pos], np.int64)})
 
 
 # -------------------------------------------------------------- bad inputs
