@@ -483,7 +483,7 @@ static const char test_usage[] =
 	"usage: mkc test [options] DIR...\n"
 	"  Compiles each DIR/model.onnx with the C target, runs it on every\n"
 	"  DIR/test_data_set_*, and compares the outputs with the references.\n"
-	"  --threads N     worker threads (default: as many as scheduled)\n"
+	"  --threads N     threads for --shuffle (static queues get one thread each)\n"
 	"  --workers N     persistent workers to schedule for (default 8)\n"
 	"  --shuffle SEED  one shared queue in a random topological order\n"
 	"  --steps N       steps per case, each compared (default 3)\n"

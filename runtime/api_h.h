@@ -21,7 +21,8 @@ extern "C" {   /* C linkage, also when the .cu file is compiled as C++ */
 typedef struct $P $P;
 
 typedef struct {
-	int nthreads;           /* workers to run (0: as compiled) */
+	int nthreads;           /* threads for the shuffled queue (0: one per worker);
+	                           static queues always get one thread each */
 	unsigned shuffle_seed;  /* nonzero: one shared queue in a random
 	                           topological order (race testing) */
 	double timeout_s;       /* watchdog per wait (0: 10 s) */

@@ -132,13 +132,14 @@ mkc_worker(void *arg)
 		}
 		return NULL;
 	}
-	/* static queues: worker w runs queues w, w + nthreads, ... */
-	for (int q = a->worker; q < MKC_NWORKERS; q += m->nthreads)
-		for (int i = mkc_queue_start[q]; i < mkc_queue_start[q + 1]; i++) {
-			if (atomic_load_explicit(&m->failed, memory_order_relaxed))
-				return NULL;
-			mkc_exec_task(m, mkc_queue[i]);
-		}
+	/* static queues: one thread per queue, as the schedule proof assumes
+	 * (a thread that ran two queues one after the other could wait in the
+	 * first for a task of the second) */
+	for (int i = mkc_queue_start[a->worker]; i < mkc_queue_start[a->worker + 1]; i++) {
+		if (atomic_load_explicit(&m->failed, memory_order_relaxed))
+			return NULL;
+		mkc_exec_task(m, mkc_queue[i]);
+	}
 	return NULL;
 }
 
@@ -215,7 +216,8 @@ mkc_model_create(struct mkc_model **out, int nthreads, unsigned shuffle_seed,
 	*out = m;
 	if (!m)
 		return -1;
-	m->nthreads = nthreads > 0 ? nthreads : MKC_NWORKERS;
+	/* the shared test queue runs on any number of threads; static queues on one each */
+	m->nthreads = shuffle_seed && nthreads > 0 ? nthreads : MKC_NWORKERS;
 	m->shuffle_seed = shuffle_seed;
 	m->timeout_s = timeout_s > 0 ? timeout_s : 10.0;
 	if (shuffle_seed && !(m->order = calloc(MKC_NTASKS + 1, sizeof *m->order))) {

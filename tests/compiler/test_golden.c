@@ -214,3 +214,14 @@ Test(golden, contrib_ops_match_onnxruntime, .timeout = 300)
 			      "tests/models/hand/contrib_rotary_interleaved"), 0, "%s", out);
 	cr_assert(strstr(out, "4 passed, 0 failed"), "%s", out);
 }
+
+/*
+ * More queues than requested threads: every static queue still gets a
+ * thread of its own (one thread running two queues in turn can wait in the
+ * first on a task of the second: this failed before).
+ */
+Test(golden, more_workers_than_threads, .timeout = 120)
+{
+	cr_assert_eq(mkc_test("--workers 64 --threads 2 --timeout 5 --steps 2 "
+			      "tests/models/tiny_llama_decode_op23"), 0, "%s", out);
+}
