@@ -41,6 +41,7 @@ static const char usage[] =
 	"  --dump-format F    text (default), or dot: a task plan as a Graphviz\n"
 	"                     graph of tasks and dependencies\n"
 	"  --workers N        persistent workers to schedule for (default 8)\n"
+	"  --no-reuse         give every intermediate tensor memory of its own\n"
 	"  --max-dim N        largest value of every symbolic dimension (past_len)\n"
 	"                     the emitted code accepts (default 4096)\n"
 	"  -v, --verbose      report progress on stderr\n"
@@ -59,7 +60,7 @@ typedef struct {
 	int64_t max_dim;
 	const char *command_line;
 	const char *consts[64];   /* NAME=FILE.pb */
-	bool bf16, dump_dot;
+	bool bf16, dump_dot, no_reuse;
 	long long embed_limit;
 	int nconsts;
 } options;
@@ -138,6 +139,8 @@ parse_args(int argc, char **argv, int from, options *o)
 			if (!mkc_pass_known(o->dump_after))
 				return bad_usage("--dump-after: no pass is called '%s' (see --help)",
 						 o->dump_after);
+		} else if (strcmp(a, "--no-reuse") == 0) {
+			o->no_reuse = true;
 		} else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
 			o->verbose = 1;
 		} else if (a[0] == '-' && a[1]) {
@@ -190,7 +193,8 @@ compile(const options *o)
 	if (g && bind_consts(g, o) != 0)
 		goto out;
 	mkc_plan *p = NULL;
-	mkc_driver_options d = {o->workers, o->dump_after, o->dump_dot, o->bf16, o->max_dim, false};
+	mkc_driver_options d = {o->workers, o->dump_after, o->dump_dot, o->bf16, o->max_dim,
+				o->no_reuse};
 	if (!g || mkc_run_passes(g, &d, &p) != 0)
 		goto out;
 	if (o->out) {

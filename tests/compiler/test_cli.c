@@ -233,3 +233,12 @@ Test(cli, plan_dumps_as_text_and_dot)
 	r = mkc_run(MODEL("hand/small_mlp"), "--dump-format", "svg", NULL);
 	cr_assert_eq(r->status, 2);
 }
+
+Test(cli, no_reuse_option)
+{
+	mkc_result *r = mkc_run(MODEL("tiny_llama_decode_op23"), "--no-reuse", "-v", NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	cr_assert(strstr(r->err, "0 reuse space"), "%s", r->err);
+	r = mkc_run(MODEL("tiny_llama_decode_op23"), "-v", NULL);
+	cr_assert_null(strstr(r->err, " 0 reuse space"), "%s", r->err);
+}
