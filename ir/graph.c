@@ -355,6 +355,15 @@ mkc_graph_find(const mkc_graph *g, const char *name)
 	return mkc_map_get(&g->by_name, name);
 }
 
+mkc_node *
+mkc_graph_find_node(const mkc_graph *g, const char *name)
+{
+	for (int i = 0; i < g->nodes.n; i++)
+		if (strcmp(MKC_NODE(g, i)->name, name) == 0)
+			return MKC_NODE(g, i);
+	return NULL;
+}
+
 mkc_tensor *
 mkc_graph_tensor(mkc_graph *g, const char *name)
 {

@@ -176,6 +176,7 @@ struct mkc_graph {
 mkc_graph *mkc_graph_create(mkc_ctx *c, const char *path);
 mkc_tensor *mkc_graph_tensor(mkc_graph *g, const char *name);   /* find or add */
 mkc_tensor *mkc_graph_find(const mkc_graph *g, const char *name);
+mkc_node *mkc_graph_find_node(const mkc_graph *g, const char *name);   /* NULL if none */
 mkc_node *mkc_graph_add_node(mkc_graph *g, const char *name, const char *domain,
 			     const char *op_type, int nin, int nout, int nattr);
 int mkc_graph_sym(mkc_graph *g, const char *name);   /* find or add */

@@ -1,11 +1,13 @@
 /*
  * mkc_run.h - runs the mkc command for the command-line tests, capturing
  * its exit status, stdout and stderr. The binary comes from $MKC (make test
- * sets it), else build/mkc. Include it in one test file only each; its
- * functions are static.
+ * sets it), else build/mkc; or runs any shell command with its output
+ * captured. Its functions are static (and marked unused: a file may need
+ * only one of them).
  *
  *   mkc_result *r = mkc_run("info", "model.onnx", NULL);
  *   cr_assert_eq(r->status, 0, "%s", r->err);
+ *   int rc = mkc_shell("make something", buf, sizeof buf);   // stdout + stderr
  */
 #ifndef MKC_RUN_H
 #define MKC_RUN_H
@@ -22,6 +24,26 @@ typedef struct {
 	char out[65536], err[8192];
 } mkc_result;
 
+static const char *
+mkc_bin(void)
+{
+	return getenv("MKC") ? getenv("MKC") : "build/mkc";
+}
+
+/* Runs cmd through the shell; its stdout and stderr go to out. Its exit status, or -1. */
+static __attribute__((unused)) int
+mkc_shell(const char *cmd, char *out, size_t n)
+{
+	char full[8192];
+	snprintf(full, sizeof full, "%s 2>&1", cmd);
+	FILE *p = popen(full, "r");
+	cr_assert_not_null(p, "cannot run %s", cmd);
+	size_t k = fread(out, 1, n - 1, p);
+	out[k] = 0;
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 static void
 mkc_slurp(const char *path, char *buf, size_t n)
 {
@@ -33,12 +55,12 @@ mkc_slurp(const char *path, char *buf, size_t n)
 }
 
 /* Runs mkc with a NULL-terminated argument list; the result is reused. */
-static mkc_result *
+static __attribute__((unused)) mkc_result *
 mkc_run(const char *first, ...)
 {
 	static mkc_result r;
 	const char *argv[32];
-	const char *bin = getenv("MKC") ? getenv("MKC") : "build/mkc";
+	const char *bin = mkc_bin();
 	int argc = 0;
 	argv[argc++] = bin;
 	va_list ap;

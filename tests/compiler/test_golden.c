@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "../mkc_run.h"
+
 #define GOLDEN "tests/models/tiny_llama_decode_op18 tests/models/tiny_llama_decode_op23 " \
 	       "tests/models/hand/small_mlp tests/models/hand/small_mlp_ext"
 
@@ -19,15 +21,9 @@ static char out[1 << 16];
 static int
 mkc_test(const char *args)
 {
-	const char *bin = getenv("MKC") ? getenv("MKC") : "build/mkc";
 	char cmd[1024];
-	snprintf(cmd, sizeof cmd, "%s test %s 2>&1", bin, args);
-	FILE *p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	size_t n = fread(out, 1, sizeof out - 1, p);
-	out[n] = 0;
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	snprintf(cmd, sizeof cmd, "%s test %s", mkc_bin(), args);
+	return mkc_shell(cmd, out, sizeof out);
 }
 
 Test(golden, all_pass_on_the_c_target, .timeout = 300)
@@ -60,19 +56,16 @@ Test(golden, thread_sanitizer, .timeout = 300)
 static int
 first_attention_task(void)
 {
-	const char *bin = getenv("MKC") ? getenv("MKC") : "build/mkc";
 	char cmd[512];
-	snprintf(cmd, sizeof cmd, "%s tests/models/tiny_llama_decode_op23 --dump-after=tile 2>/dev/null",
-		 bin);
-	FILE *p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	char line[512];
+	snprintf(cmd, sizeof cmd, "%s tests/models/tiny_llama_decode_op23 --dump-after=tile", mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	const char *at = strstr(out, "(Attention)");
+	cr_assert_not_null(at, "no Attention task in the plan");
+	while (at > out && at[-1] != '\n')
+		at--;
 	int task = -1;
-	while (fgets(line, sizeof line, p))
-		if (task < 0 && strstr(line, "(Attention)"))
-			sscanf(line, "task %d", &task);
-	pclose(p);
-	cr_assert_geq(task, 0, "no Attention task in the plan");
+	sscanf(at, "task %d", &task);
+	cr_assert_geq(task, 0, "%.200s", at);
 	return task;
 }
 
@@ -105,7 +98,6 @@ Test(golden, bad_options_and_folders)
 /* CI has nvcc but no GPU: the emitted CUDA must at least build, warnings as errors. */
 Test(golden, emitted_cuda_builds_for_sm_90a, .timeout = 300)
 {
-	const char *bin = getenv("MKC") ? getenv("MKC") : "build/mkc";
 	const char *models[] = {"tiny_llama_decode_op18", "tiny_llama_decode_op23", "hand/small_mlp",
 				"hand/contrib_skip_simplified_ln", "hand/contrib_rotary"};
 	for (int i = 0; i < 5; i++) {
@@ -113,13 +105,9 @@ Test(golden, emitted_cuda_builds_for_sm_90a, .timeout = 300)
 		snprintf(cmd, sizeof cmd,
 			 "d=$(mktemp -d) && %s tests/models/%s -o $d/m.cu && "
 			 "nvcc -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall,-Wextra "
-			 "-Werror all-warnings -c $d/m.cu -o $d/m.o 2>&1; rc=$?; rm -rf $d; exit $rc",
-			 bin, models[i]);
-		FILE *p = popen(cmd, "r");
-		size_t n = fread(out, 1, sizeof out - 1, p);
-		out[n] = 0;
-		int st = pclose(p);
-		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: %s", models[i], out);
+			 "-Werror all-warnings -c $d/m.cu -o $d/m.o; rc=$?; rm -rf $d; exit $rc",
+			 mkc_bin(), models[i]);
+		cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s: %s", models[i], out);
 	}
 }
 
@@ -131,19 +119,14 @@ Test(golden, emitted_cuda_builds_for_sm_90a, .timeout = 300)
 static void
 decode_matches_onnxruntime(const char *model)
 {
-	const char *bin = getenv("MKC") ? getenv("MKC") : "build/mkc";
 	char cmd[2048];
 	snprintf(cmd, sizeof cmd,
 		 "d=$(mktemp -d) && %s %s -o $d/llama.c --workers 4 && "
 		 "cc -std=c11 -O1 -Wall -Wextra -Werror -pthread -I$d -o $d/decode examples/decode.c "
 		 "$d/llama.c -lm && $d/decode %s 24 7 && $d/decode %s 24 7 && "
 		 "python3 tools/ort_decode.py %s 24 7; rc=$?; rm -rf $d; exit $rc",
-		 bin, model, model, model, model);
-	FILE *p = popen(cmd, "r");
-	size_t n = fread(out, 1, sizeof out - 1, p);
-	out[n] = 0;
-	int st = pclose(p);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+		 mkc_bin(), model, model, model, model);
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
 	/* three "tokens:" lines: mkc twice, then onnxruntime */
 	char *a = strstr(out, "tokens:"), *b = a ? strstr(a + 1, "tokens:") : NULL;
 	char *c = b ? strstr(b + 1, "tokens:") : NULL;

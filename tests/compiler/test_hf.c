@@ -74,14 +74,7 @@ static char out[1 << 16];
 static int
 shell(const char *cmd)
 {
-	char full[4096];
-	snprintf(full, sizeof full, "%s 2>&1", cmd);
-	FILE *p = popen(full, "r");
-	cr_assert_not_null(p);
-	size_t n = fread(out, 1, sizeof out - 1, p);
-	out[n] = 0;
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return mkc_shell(cmd, out, sizeof out);
 }
 
 static int
@@ -127,11 +120,9 @@ Test(hf_graph, interface_of_the_op23_export)
 static const mkc_node *
 node(const mkc_graph *g, const char *name)
 {
-	for (int i = 0; i < g->nodes.n; i++)
-		if (strcmp(MKC_NODE(g, i)->name, name) == 0)
-			return MKC_NODE(g, i);
-	cr_assert_fail("no node '%s'", name);
-	return NULL;
+	mkc_node *n = mkc_graph_find_node(g, name);
+	cr_assert_not_null(n, "no node '%s'", name);
+	return n;
 }
 
 Test(hf_graph, nodes_named_from_the_weights)

@@ -49,11 +49,9 @@ tensor(const mkc_graph *g, const char *name)
 static mkc_node *
 node(const mkc_graph *g, const char *name)
 {
-	for (int i = 0; i < g->nodes.n; i++)
-		if (strcmp(MKC_NODE(g, i)->name, name) == 0)
-			return MKC_NODE(g, i);
-	cr_assert_fail("no node '%s'", name);
-	return NULL;
+	mkc_node *n = mkc_graph_find_node(g, name);
+	cr_assert_not_null(n, "no node '%s'", name);
+	return n;
 }
 
 static void
