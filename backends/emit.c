@@ -212,16 +212,14 @@ rt_kind(const mkc_tensor *t)
 
 /*
  * Folded values and small initializers go into the file itself; so do all
- * inline initializers of a model that is not binary ONNX (the run-time
- * loader reads ONNX protobuf and files of their own, not JSON).
+ * inline initializers of a model the run-time loader cannot read them back
+ * from (it reads ONNX protobuf and files of their own, not JSON).
  */
 static bool
 embedded(const mkc_graph *g, const mkc_tensor *t, const mkc_emit_options *o)
 {
-	size_t n = strlen(g->path);
-	bool onnx = n > 5 && strcmp(g->path + n - 5, ".onnx") == 0;
 	return rt_kind(t) == 3 && (!t->initializer || (int64_t)t->nbytes <= o->embed_limit ||
-				   (!t->ext_file && !onnx));
+				   (!t->ext_file && !g->protobuf_weights));
 }
 
 static void

@@ -605,7 +605,10 @@ mkc_onnx_read_model(mkc_ctx *c, const char *path, mkc_onnx_decoder *decode)
 mkc_graph *
 mkc_onnx_load(mkc_ctx *c, const char *path)
 {
-	return mkc_onnx_read_model(c, path, unpack_model);
+	mkc_graph *g = mkc_onnx_read_model(c, path, unpack_model);
+	if (g)
+		g->protobuf_weights = true;
+	return g;
 }
 
 int

@@ -164,6 +164,8 @@ struct mkc_graph {
 	mkc_ctx *ctx;
 	const char *path;          /* the model file, for messages */
 	const char *dir;           /* its folder: external data must stay inside */
+	bool protobuf_weights;     /* inline initializers can be read back from path
+	                              by name (a binary ONNX file) */
 	const char *name;
 	int64_t ir_version;
 	const char *producer;
