@@ -12,6 +12,7 @@
  *   mkc model.onnx -o llama.c --name llama
  *   cc -O2 -pthread -o decode examples/decode.c llama.c -lm     (C target)
  *   ./decode model.onnx 16 1            (16 tokens after token 1)
+ *   ./decode model.onnx 16 1 lg.f32     (and every step's logits, float32, to lg.f32)
  *
  * With -DDECODE_CUDA and a model compiled to llama.cu, the buffers live on
  * the GPU (cc -DDECODE_CUDA -c decode.c && nvcc -o decode decode.o llama.o).
@@ -86,7 +87,7 @@ int
 main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: decode MODEL.onnx STEPS [FIRST_TOKEN]\n");
+		fprintf(stderr, "usage: decode MODEL.onnx STEPS [FIRST_TOKEN [LOGITS_FILE]]\n");
 		return 2;
 	}
 	int steps = atoi(argv[2]);
@@ -133,6 +134,11 @@ main(int argc, char **argv)
 		return 2;
 	}
 	float *host = malloc(vocab * sizeof *host);
+	FILE *lf = argc > 4 ? fopen(argv[4], "wb") : NULL;
+	if (argc > 4 && !lf) {
+		fprintf(stderr, "decode: cannot write %s\n", argv[4]);
+		return 2;
+	}
 	double total = 0, first = 0;
 	printf("tokens: %lld", (long long)tok);
 	for (int t = 0; t < steps; t++) {
@@ -147,6 +153,10 @@ main(int argc, char **argv)
 		if (t == 0)
 			first = dt;
 		TO_HOST(host, out[logits], vocab * sizeof *host);
+		if (lf && fwrite(host, sizeof *host, vocab, lf) != vocab) {
+			fprintf(stderr, "decode: cannot write %s\n", argv[4]);
+			return 2;
+		}
 		size_t best = 0;
 		for (size_t v = 1; v < vocab; v++)
 			if (host[v] > host[best])
@@ -163,6 +173,8 @@ main(int argc, char **argv)
 	printf("\nsteps: %d, first %.3f ms, mean of the rest %.3f ms per step\n", steps,
 	       first * 1e3, steps > 1 ? (total - first) / (steps - 1) * 1e3 : first * 1e3);
 	free(host);
+	if (lf)
+		fclose(lf);
 	llama_destroy(m);
 	return 0;
 }

@@ -12,7 +12,8 @@ out=${OUT:-/tmp/mkc_gpu}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/.carry/lib:${LD_LIBRARY_PATH:-}"
 models="tests/models/tiny_llama_decode_op18 tests/models/tiny_llama_decode_op23 tests/models/hand/small_mlp
-	tests/models/hand/small_mlp_ext tests/models/tiny_llama_decode_op18/model.json"
+	tests/models/hand/small_mlp_ext tests/models/tiny_llama_decode_op18/model.json
+	tests/models/qwen3_tiny_onnx/model.onnx tests/models/qwen3_tiny_onnx/model.json"
 # Hugging Face folders (the bf16 one's reference uses the same bf16 weights)
 hf=""
 for d in tests/models/tiny_llama_hf tests/models/hf/*; do

@@ -77,7 +77,7 @@ def make_model(family, cfg, dtype, std, seed=0):
 def hf_greedy(model, first, steps):
     model = model.cuda()
     ids = torch.tensor([[first]], device="cuda")
-    past, toks, times = None, [first], []
+    past, toks, times, logits = None, [first], [], []
     for t in range(steps):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
@@ -86,11 +86,32 @@ def hf_greedy(model, first, steps):
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
         past = out.past_key_values
-        tok = int(out.logits[0, -1].float().argmax())
+        lg = out.logits[0, -1].float()
+        logits.append(lg.cpu())
+        tok = int(lg.argmax())
         toks.append(tok)
         ids = torch.tensor([[tok]], device="cuda")
     model.cpu()
-    return toks, sum(times[1:]) / max(1, len(times) - 1)
+    return toks, sum(times[1:]) / max(1, len(times) - 1), torch.stack(logits)
+
+
+def bf16_agree(toks):
+    return f"@@ of {len(toks)} tokens equal to mkc's"
+
+
+def logit_error(path, ref, toks, ref_toks):
+    """Largest |mkc - reference| / max |reference| over the steps where both
+    were fed the same tokens (all of them when the tokens agree)."""
+    import numpy as np
+    got = np.fromfile(path, dtype=np.float32).reshape(-1, ref.shape[1])
+    n = min(len(got), len(ref))
+    for i in range(1, n):
+        if toks[i] != ref_toks[i]:
+            n = i + 1   # step i's logits were computed from the same prefix
+            break
+    r = ref[:n].numpy()
+    e = np.abs(got[:n] - r).max(axis=1) / np.abs(r).max(axis=1)
+    return f"max relative error {e.max():.2e} over {n} steps (worst step {int(e.argmax())})"
 
 
 def run(cmd, log, timeout):
@@ -116,7 +137,8 @@ def mkc_greedy(folder, first, steps, workers):
             return None, None, (f"failed ({rc}) after {time.time() - t0:.0f} s: {c}\n"
                                 + open(log).read()[-600:])
         print(f"  {time.time() - t0:6.1f} s  {c.split()[0].split('/')[-1]}", flush=True)
-    r = subprocess.run([f"{folder}/decode", folder, str(steps), str(first)],
+    r = subprocess.run([f"{folder}/decode", folder, str(steps), str(first),
+                        f"{folder}/logits.f32"],
                        capture_output=True, text=True, timeout=900)
     toks = per = None
     for line in r.stdout.splitlines():
@@ -145,7 +167,17 @@ def main(argv):
         folder = os.path.join(args.outdir, name)
         model = make_model(family, cfg, dtype, std)
         model.save_pretrained(folder, safe_serialization=True)
-        ref, hf_per = hf_greedy(model, args.first, args.steps)
+        # The reference computes in float32. A bf16 model's weights are bf16
+        # in the folder (mkc reads them as they are and computes in float32),
+        # so its reference is the same bf16 weights widened to float32; the
+        # model run in bf16 arithmetic is reported beside it for information.
+        note = ""
+        if dtype != torch.float32:
+            bf_toks, bf_per, _ = hf_greedy(model, args.first, args.steps)
+            note = (f"; transformers in bf16 arithmetic: {bf16_agree(bf_toks)} "
+                    f"({bf_per * 1e3:.3f} ms per step)")
+            model = model.float()
+        ref, hf_per, ref_logits = hf_greedy(model, args.first, args.steps)
         del model
         torch.cuda.empty_cache()
         toks, mkc_per, err = mkc_greedy(folder, args.first, args.steps, args.workers)
@@ -153,12 +185,15 @@ def main(argv):
             print(f"{name}: mkc {err}", flush=True)
             ok = False
             continue
+        if note:
+            note = note.replace("@@", str(sum(a == b for a, b in zip(bf_toks, toks))))
         same = toks == ref
         where = next((i for i, (a, b) in enumerate(zip(toks, ref)) if a != b), None)
         verdict = f"{args.steps} tokens identical" if same else \
             f"differ from token {where}: mkc {toks[where:where + 4]} hf {ref[where:where + 4]}"
-        print(f"{name}: {verdict}; per step: mkc {mkc_per * 1e3:.3f} ms, "
-              f"transformers eager {hf_per * 1e3:.3f} ms", flush=True)
+        err = logit_error(os.path.join(folder, "logits.f32"), ref_logits, toks, ref)
+        print(f"{name}: {verdict}; logits: {err}; per step: mkc {mkc_per * 1e3:.3f} ms, "
+              f"transformers eager float32 {hf_per * 1e3:.3f} ms{note}", flush=True)
         ok &= same
     return 0 if ok else 1
 
