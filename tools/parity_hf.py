@@ -14,6 +14,7 @@ Needs torch and transformers (the GPU machine has them), nvcc, and
 build/mkc (with libcjson on LD_LIBRARY_PATH).
 """
 import argparse
+import copy
 import os
 import subprocess
 import sys
@@ -58,6 +59,10 @@ CONFIGS = [
 
 
 def make_model(family, cfg, dtype, std, seed=0):
+    """The model in float32. For a bf16 configuration the parameters are
+    rounded to bf16 (and the folder is saved in bf16), but buffers such as
+    the rotary inv_freq stay float32, as they are in a bf16 checkpoint
+    loaded for float32 inference."""
     torch.manual_seed(seed)
     if family == "llama":
         config, cls = transformers.LlamaConfig(**cfg), transformers.LlamaForCausalLM
@@ -70,7 +75,9 @@ def make_model(family, cfg, dtype, std, seed=0):
                 p.uniform_(0.8, 1.2)
             else:
                 p.normal_(0.0, std)
-    return model.to(dtype).eval()
+            if dtype != torch.float32:
+                p.copy_(p.to(dtype).float())
+    return model.eval()
 
 
 @torch.no_grad()
@@ -166,17 +173,21 @@ def main(argv):
             continue
         folder = os.path.join(args.outdir, name)
         model = make_model(family, cfg, dtype, std)
-        model.save_pretrained(folder, safe_serialization=True)
+        if dtype == torch.float32:
+            model.save_pretrained(folder, safe_serialization=True)
+        else:
+            copy.deepcopy(model).to(dtype).save_pretrained(folder, safe_serialization=True)
         # The reference computes in float32. A bf16 model's weights are bf16
         # in the folder (mkc reads them as they are and computes in float32),
         # so its reference is the same bf16 weights widened to float32; the
         # model run in bf16 arithmetic is reported beside it for information.
         note = ""
         if dtype != torch.float32:
-            bf_toks, bf_per, _ = hf_greedy(model, args.first, args.steps)
+            bf = copy.deepcopy(model).to(dtype)
+            bf_toks, bf_per, _ = hf_greedy(bf, args.first, args.steps)
+            del bf
             note = (f"; transformers in bf16 arithmetic: {bf16_agree(bf_toks)} "
                     f"({bf_per * 1e3:.3f} ms per step)")
-            model = model.float()
         ref, hf_per, ref_logits = hf_greedy(model, args.first, args.steps)
         del model
         torch.cuda.empty_cache()
