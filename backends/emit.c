@@ -207,6 +207,8 @@ rt_kind(const mkc_tensor *t)
 		return 4;
 	if (t->kind == MKC_TK_WEIGHT && t->nbytes == 0)
 		return 3;   /* an empty weight */
+	if (t->kind == MKC_TK_STATE)
+		return 5;
 	return 0;
 }
 
@@ -288,15 +290,23 @@ emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
 		int fdt = (int)(t->file_dtype ? t->file_dtype : t->dtype);
 		long long at = e->p->mem_off ? (long long)e->p->mem_off[t->id] : -1;
 		if (embedded(g, t, o))
-			fprintf(f, "}, mkc_data_%d, %d, NULL, 0, -1},\n", i, fdt);
+			fprintf(f, "}, mkc_data_%d, %d, NULL, 0, -1", i, fdt);
 		else if (t->ext_file && rt_kind(t) == 3)
-			fprintf(f, "}, NULL, %d, \"%s\", %llu, -1},\n", fdt,
+			fprintf(f, "}, NULL, %d, \"%s\", %llu, -1", fdt,
 				mkc_cstr(a, relative(g, t->ext_file), false),
 				(unsigned long long)t->ext_offset);
 		else
-			fprintf(f, "}, NULL, %d, NULL, 0, %lld},\n", fdt, at);
+			fprintf(f, "}, NULL, %d, NULL, 0, %lld", fdt, at);
+		fprintf(f, ", %d, %lld},\n", t->cap ? t->cap_axis : -1, (long long)t->cap);
 	}
 	fputs("};\n", f);
+	fprintf(f, "\nstatic const mkc_rt_cache mkc_caches[MKC_NCACHES + 1] MKC_UNUSED = {\n");
+	for (int i = 0; i < g->states.n; i++) {
+		const mkc_state *st = MKC_STATE(g, i);
+		fprintf(f, "\t{%d, \"%s\", %d, %lld},\n", e->index[st->cache->id],
+			mkc_cstr(a, st->past, false), st->sym, (long long)st->nnew);
+	}
+	fputs("\t{-1, NULL, -1, 0}\n};\n", f);
 	return 0;
 }
 
@@ -314,6 +324,41 @@ emit_io(mkc_emitter *e)
 	fprintf(f, "-1};\n");
 }
 
+/* The graph input or output called name with the given type and shape [1,..,1,x], or -1. */
+static int
+find_io(const mkc_vec *v, const char *name, mkc_dtype dt, bool last_free)
+{
+	for (int i = 0; i < v->n; i++) {
+		const mkc_tensor *t = v->v[i];
+		if (strcmp(t->name, name) || t->dtype != dt || t->rank < 1)
+			continue;
+		for (int d = 0; d < t->rank; d++)
+			if (!mkc_dim_is_const(t->shape[d]) ||
+			    (t->shape[d].c != 1 && !(last_free && d == t->rank - 1)))
+				return -1;
+		return i;
+	}
+	return -1;
+}
+
+/*
+ * What $P_generate needs: which input takes the token and which the
+ * position, and which output holds the logits (-1: none, and generate
+ * says so at run time).
+ */
+static void
+emit_generate_io(mkc_emitter *e)
+{
+	mkc_graph *g = e->p->g;
+	int ids = find_io(&g->inputs, "input_ids", MKC_DT_INT64, false);
+	int pos = find_io(&g->inputs, "position_ids", MKC_DT_INT64, false);
+	int lg = find_io(&g->outputs, "logits", MKC_DT_FLOAT, true);
+	int64_t vocab = lg >= 0 ? MKC_OUTPUT(g, lg)->shape[MKC_OUTPUT(g, lg)->rank - 1].c : 0;
+	fprintf(e->f, "\n#define MKC_GEN_IDS %d\n#define MKC_GEN_POS %d\n#define MKC_GEN_LOGITS %d\n"
+		"#define MKC_GEN_VOCAB %lldLL\n#define MKC_CAN_GENERATE %d\n", ids, pos, lg,
+		(long long)vocab, ids >= 0 && lg >= 0);
+}
+
 static void
 emit_syms(mkc_emitter *e, const mkc_emit_options *o)
 {
@@ -323,8 +368,14 @@ emit_syms(mkc_emitter *e, const mkc_emit_options *o)
 	for (int i = 0; i < g->syms.n; i++)
 		fprintf(f, "\"%s\", ", mkc_cstr(g->ctx->arena, MKC_SYM(g, i), false));
 	fprintf(f, "NULL};\nstatic const int64_t mkc_sym_max[MKC_NSYMS + 1] = {");
-	for (int i = 0; i < g->syms.n; i++)
-		fprintf(f, "%lld, ", (long long)(e->p->tp.max_dim ? e->p->tp.max_dim : o->max_dim));
+	for (int i = 0; i < g->syms.n; i++) {
+		int64_t mx = e->p->tp.max_dim ? e->p->tp.max_dim : o->max_dim;
+		/* a symbol that counts cache positions stops where the cache is full */
+		for (int k = 0; k < g->states.n; k++)
+			if (MKC_STATE(g, k)->sym == i && g->kv_cap - MKC_STATE(g, k)->nnew < mx)
+				mx = g->kv_cap - MKC_STATE(g, k)->nnew;
+		fprintf(f, "%lld, ", (long long)mx);
+	}
 	fprintf(f, "0};\n");
 }
 
@@ -486,13 +537,14 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 	int ntensors = number_tensors(e);
 	fprintf(f, "\n#define MKC_NSYMS %d\n#define MKC_NTENSORS %d\n#define MKC_NTASKS %d\n"
 		"#define MKC_NEVENTS %d\n#define MKC_NWORKERS %d\n#define MKC_NINPUTS %d\n"
-		"#define MKC_NOUTPUTS %d\n#define MKC_ARENA_BYTES %lldLL\n", g->syms.n, ntensors,
-		p->tasks.n, p->events.n, p->tp.nworkers, g->inputs.n, g->outputs.n,
-		(long long)p->arena_bytes);
+		"#define MKC_NOUTPUTS %d\n#define MKC_ARENA_BYTES %lldLL\n#define MKC_NCACHES %d\n",
+		g->syms.n, ntensors, p->tasks.n, p->events.n, p->tp.nworkers, g->inputs.n,
+		g->outputs.n, (long long)p->arena_bytes, g->states.n);
 	emit_syms(e, o);
 	if (emit_tensors(e, ntensors, o) != 0)
 		return -1;
 	emit_io(e);
+	emit_generate_io(e);
 	emit_schedule(e);
 	fprintf(f, "\nstruct mkc_model;\n%s void mkc_run_task(struct mkc_model *m, int task);\n"
 		"%s void mkc_fill_symvals(struct mkc_model *m);\n", e->t->fn_qual, e->t->fn_qual);

@@ -94,8 +94,15 @@ decl(mkc_emitter *e, const char *var, const mkc_tensor *t, bool out)
 		char b[96];
 		fprintf(f, "%s, ", mkc_dimx(e->p->g, t->shape[i], b, sizeof b));
 	}
-	fprintf(f, "0};\n\tint64_t %s_s[%d] MKC_UNUSED;\n\tmkc_rt_strides(%s_d, %d, %s_s);\n",
-		var, t->rank + 1, var, t->rank, var);
+	fprintf(f, "0};\n\tint64_t %s_s[%d] MKC_UNUSED;\n", var, t->rank + 1);
+	if (t->cap) {
+		/* a KV cache: laid out for cap positions, of which dims[cap_axis] are in use */
+		fprintf(f, "\tint64_t %s_l[%d];\n\tmemcpy(%s_l, %s_d, sizeof %s_l);\n\t%s_l[%d] = %lld;\n"
+			"\tmkc_rt_strides(%s_l, %d, %s_s);\n", var, t->rank + 1, var, var, var, var,
+			t->cap_axis, (long long)t->cap, var, t->rank, var);
+	} else {
+		fprintf(f, "\tmkc_rt_strides(%s_d, %d, %s_s);\n", var, t->rank, var);
+	}
 }
 
 static void
@@ -638,6 +645,21 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 	return 0;
 }
 
+/*
+ * CacheAppend: the new positions into the cache, at past_len along the
+ * cache axis. The box is those positions; the input is dense.
+ */
+static int
+emit_cache_append(mkc_emitter *e, const mkc_node *n)
+{
+	const mkc_tensor *y = n->out[0];
+	decl_all(e, n);
+	open_box(e->f, y->rank);
+	fprintf(e->f, "\t\tidx[%d] -= lo[%d];\n\t\ty[oy] = x0[mkc_rt_dot(idx, x0_s, %d)];\n\t}\n",
+		y->cap_axis, y->cap_axis, y->rank);
+	return 0;
+}
+
 /* ReduceMean, ReduceSum, ReduceMax: one whole tile; output element f is the
  * f-th combination of the kept axes, so the output is written densely. */
 static int
@@ -798,6 +820,7 @@ mkc_emit_node(mkc_emitter *e, const mkc_node *n)
 	case MKC_OP_ROTARY:
 	case MKC_OP_MS_ROTARY: return emit_rotary(e, n);
 	case MKC_OP_ATTENTION: return emit_attention(e, n);
+	case MKC_OP_CACHE_APPEND: return emit_cache_append(e, n);
 	default: return unsupported(e, n, "no code generator for this op");
 	}
 }

@@ -14,6 +14,7 @@ static const pass passes[] = {
 	{"infer", mkc_pass_infer, NULL},
 	{"canon", mkc_pass_canon, NULL},
 	{"dce", mkc_pass_dce, NULL},
+	{"state", mkc_pass_state, NULL},
 	{"weights", mkc_pass_weights_bf16, NULL},
 	{"tile", NULL, mkc_pass_tile},
 	{"memory", NULL, mkc_pass_memory},
@@ -52,13 +53,18 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		mkc_dump_graph(stdout, g);
 	if (mkc_verify_graph(g, false) != 0)
 		return -1;
+	g->kv_cap = o->kv_io ? 0 : o->max_seq ? o->max_seq : o->max_dim ? o->max_dim : 4096;
 	for (int i = 0; i < NPASSES; i++) {
 		const pass *ps = &passes[i];
 		if (ps->graph == mkc_pass_weights_bf16 && !o->bf16_weights)
 			continue;
 		mkc_progress(g->ctx, "pass %s", ps->name);
-		if (ps->plan && !p)
+		if (ps->plan && !p) {
+			/* buffers that grow with the cache must hold all of it */
+			if (g->states.n && g->kv_cap > (tp.max_dim ? tp.max_dim : 4096))
+				tp.max_dim = g->kv_cap;
 			p = mkc_plan_create(g, &tp);
+		}
 		if (ps->graph ? ps->graph(g) != 0 : ps->plan(p) != 0)
 			return -1;
 		bool here = dump && strcmp(dump, ps->name) == 0;

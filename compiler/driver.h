@@ -15,6 +15,8 @@ typedef struct {
 	bool bf16_weights;       /* store MatMul, Gather and norm weights as bf16 */
 	int64_t max_dim;         /* every symbol's largest value (0: 4096) */
 	bool no_reuse;           /* every intermediate in a buffer of its own */
+	int64_t max_seq;         /* positions a KV cache holds (0: max_dim) */
+	bool kv_io;              /* keep past/present as inputs and outputs */
 } mkc_driver_options;
 
 bool mkc_pass_known(const char *name);   /* "load" and every pass */

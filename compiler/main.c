@@ -44,6 +44,10 @@ static const char usage[] =
 	"  --no-reuse         give every intermediate tensor memory of its own\n"
 	"  --max-dim N        largest value of every symbolic dimension (past_len)\n"
 	"                     the emitted code accepts (default 4096)\n"
+	"  --max-seq N        positions each KV cache holds (default: --max-dim);\n"
+	"                     past_len may then reach N minus the new positions\n"
+	"  --kv-io            keep the KV cache as inputs and outputs (past_* in,\n"
+	"                     present_* out) instead of state the model owns\n"
 	"  -v, --verbose      report progress on stderr\n"
 	"  -h, --help         this text\n"
 	"  --version          mkc's version\n"
@@ -57,10 +61,10 @@ typedef struct {
 	const char *model, *out, *target, *name, *dump_after;
 	int verbose;
 	int workers;
-	int64_t max_dim;
+	int64_t max_dim, max_seq;
 	const char *command_line;
 	const char *consts[64];   /* NAME=FILE.pb */
-	bool bf16, dump_dot, no_reuse;
+	bool bf16, dump_dot, no_reuse, kv_io;
 	long long embed_limit;
 	int nconsts;
 } options;
@@ -100,6 +104,13 @@ parse_args(int argc, char **argv, int from, options *o)
 			o->embed_limit = i + 1 < argc ? strtoll(argv[++i], &end, 10) : -1;
 			if (o->embed_limit < 0 || *end)
 				return bad_usage("%s needs a byte count", a);
+		} else if (strcmp(a, "--max-seq") == 0) {
+			char *end = "";
+			o->max_seq = i + 1 < argc ? strtoll(argv[++i], &end, 10) : 0;
+			if (o->max_seq < 2 || o->max_seq > (1LL << 40) || *end)
+				return bad_usage("%s needs a position count of at least 2", a);
+		} else if (strcmp(a, "--kv-io") == 0) {
+			o->kv_io = true;
 		} else if (strcmp(a, "--workers") == 0 || strcmp(a, "--max-dim") == 0) {
 			char *end = "";
 			long long v = i + 1 < argc ? strtoll(argv[++i], &end, 10) : 0;
@@ -194,7 +205,7 @@ compile(const options *o)
 		goto out;
 	mkc_plan *p = NULL;
 	mkc_driver_options d = {o->workers, o->dump_after, o->dump_dot, o->bf16, o->max_dim,
-				o->no_reuse};
+				o->no_reuse, o->max_seq, o->kv_io};
 	if (!g || mkc_run_passes(g, &d, &p) != 0)
 		goto out;
 	if (o->out) {

@@ -42,6 +42,8 @@ typedef struct {
 	int stall_event;   /* testing mkc itself: an event whose threshold is raised */
 	double timeout;    /* the watchdog, seconds */
 	bool no_reuse;
+	bool kv_io;        /* past/present as inputs and outputs, not a cache */
+	int64_t max_seq;
 } test_options;
 
 static int
@@ -87,12 +89,10 @@ read_all(const char *path, size_t *n)
 	return p;
 }
 
-/* Symbol values from the inputs' real shapes. */
+/* Symbol values from the inputs' real shapes (sym[] holds -1 or the caches' counts). */
 static int
 bind_syms(mkc_graph *g, mkc_tensor *in, int nin, int64_t *sym, char *why, size_t wn)
 {
-	for (int s = 0; s < g->syms.n; s++)
-		sym[s] = -1;
 	for (int i = 0; i < nin; i++) {
 		const mkc_tensor *decl = MKC_INPUT(g, i);
 		if (in[i].rank != decl->rank) {
@@ -163,6 +163,31 @@ bytes_at(const mkc_tensor *t, const int64_t *sym)
 	return (size_t)numel_at(t, sym) * mkc_dtype_size(t->dtype);
 }
 
+/* The state that replaced graph input or output t, or -1. */
+static int
+state_of(const mkc_graph *g, const mkc_tensor *t)
+{
+	for (int i = 0; i < g->states.n; i++)
+		if (MKC_STATE(g, i)->cache == t || !strcmp(MKC_STATE(g, i)->past, t->name))
+			return i;
+	return -1;
+}
+
+/* Bytes of cache c's positions in use, dense. */
+static size_t
+cache_bytes(const mkc_graph *g, int c, const int64_t *sym)
+{
+	const mkc_state *st = MKC_STATE(g, c);
+	size_t n = bytes_at(st->cache, sym);
+	return n / (size_t)(sym[st->sym] + st->nnew) * (size_t)sym[st->sym];
+}
+
+/*
+ * The harness: before every step it loads each KV cache with the test
+ * data's past (the model appends in place, so a repeated step must start
+ * from the same past), runs the step, and writes every output and every
+ * cache (read back with its new positions) to files.
+ */
 static int
 write_harness(const char *dir, mkc_graph *g, const int64_t *sym, const test_options *o,
 	      const char *model_path, bool cuda)
@@ -177,6 +202,10 @@ write_harness(const char *dir, mkc_graph *g, const int64_t *sym, const test_opti
 		"\tFILE *f = fopen(p, \"rb\");\n\tif (!b || !f || fread(b, 1, n, f) != n) {\n"
 		"\t\tfprintf(stderr, \"cannot read %%s\\n\", p);\n\t\texit(3);\n\t}\n\tfclose(f);\n"
 		"\tvoid *d = DEV_ALLOC(n);\n\tTO_DEV(d, b, n);\n\tfree(b);\n\treturn d;\n}\n\n"
+		"static __attribute__((unused)) int\nsave(const char *dir, const char *what, int i, int s, const void *d, size_t n)\n{\n"
+		"\tchar p[4200];\n\tvoid *h = malloc(n + 1);\n\tsnprintf(p, sizeof p, \"%%s/%%s%%d.%%d.bin\", dir, what, i, s);\n"
+		"\tTO_HOST(h, d, n);\n\tFILE *f = fopen(p, \"wb\");\n\tint bad = !h || !f || fwrite(h, 1, n, f) != n;\n"
+		"\tif (f)\n\t\tfclose(f);\n\tfree(h);\n\treturn bad;\n}\n\n"
 		"int\nmain(void)\n{\n\tmodel *m;\n\tmodel_options opt = {%d, %uu, %g};\n"
 		"\tif (model_create(&m, &opt) || model_load_weights(m, \"%s\")) {\n"
 		"\t\tfprintf(stderr, \"%%s\\n\", model_last_error(m));\n\t\treturn 2;\n\t}\n",
@@ -184,29 +213,37 @@ write_harness(const char *dir, mkc_graph *g, const int64_t *sym, const test_opti
 	fprintf(f, "\tconst int64_t dims[%d] = {", g->syms.n + 1);
 	for (int s = 0; s < g->syms.n; s++)
 		fprintf(f, "%lld, ", (long long)sym[s]);
-	fprintf(f, "0};\n\tconst void *in[%d];\n\tvoid *out[%d], *host[%d];\n", g->inputs.n + 1,
-		g->outputs.n + 1, g->outputs.n + 1);
+	fprintf(f, "0};\n\tconst void *in[%d];\n\tvoid *out[%d], *cache[%d], *past[%d];\n"
+		"\t(void)cache;\n\t(void)past;\n",
+		g->inputs.n + 1, g->outputs.n + 1, g->states.n + 1, g->states.n + 1);
 	for (int i = 0; i < g->inputs.n; i++)
 		fprintf(f, "\tin[%d] = load(\"%s/in%d.bin\", %zu);\n", i, dir, i,
 			bytes_at(MKC_INPUT(g, i), sym));
-	for (int i = 0; i < g->outputs.n; i++) {
-		size_t n = bytes_at(MKC_OUTPUT(g, i), sym);
-		fprintf(f, "\tout[%d] = DEV_ALLOC(%zu);\n\thost[%d] = malloc(%zu);\n", i, n + 1, i, n + 1);
+	for (int i = 0; i < g->outputs.n; i++)
+		fprintf(f, "\tout[%d] = DEV_ALLOC(%zu);\n", i, bytes_at(MKC_OUTPUT(g, i), sym) + 1);
+	for (int c = 0; c < g->states.n; c++) {
+		size_t n = bytes_at(MKC_STATE(g, c)->cache, sym);
+		fprintf(f, "\tpast[%d] = load(\"%s/past%d.bin\", %zu);\n\tcache[%d] = DEV_ALLOC(%zu);\n",
+			c, dir, c, cache_bytes(g, c, sym), c, n + 1);
 	}
 	fprintf(f, "\tfor (int s = 0; s < %d; s++) {\n", o->steps);
+	for (int c = 0; c < g->states.n; c++)
+		fprintf(f, "\t\tif (model_cache_load(m, %d, past[%d], %lld)) {\n"
+			"\t\t\tfprintf(stderr, \"cache %d: %%s\\n\", model_last_error(m));\n\t\t\treturn 2;\n\t\t}\n"
+			"\t\tPOISON(cache[%d], %zu);\n", c, c, (long long)sym[MKC_STATE(g, c)->sym], c, c,
+			bytes_at(MKC_STATE(g, c)->cache, sym));
 	for (int i = 0; i < g->outputs.n; i++)
 		if (bytes_at(MKC_OUTPUT(g, i), sym))
 			fprintf(f, "\t\tPOISON(out[%d], %zu);   /* NaN where unwritten */\n", i,
 				bytes_at(MKC_OUTPUT(g, i), sym));
 	fputs("\t\tif (model_step(m, in, out, dims)) {\n\t\t\tfprintf(stderr, \"step %d: %s\\n\", s, model_last_error(m));\n"
 	      "\t\t\treturn 2;\n\t\t}\n", f);
-	for (int i = 0; i < g->outputs.n; i++) {
-		size_t n = bytes_at(MKC_OUTPUT(g, i), sym);
-		fprintf(f, "\t\tTO_HOST(host[%d], out[%d], %zu);\n\t\tchar p%d[4200];\n"
-			"\t\tsnprintf(p%d, sizeof p%d, \"%s/out%d.%%d.bin\", s);\n"
-			"\t\tFILE *f%d = fopen(p%d, \"wb\");\n\t\tif (!f%d || fwrite(host[%d], 1, %zu, f%d) != %zu)\n"
-			"\t\t\treturn 3;\n\t\tfclose(f%d);\n", i, i, n, i, i, i, dir, i, i, i, i, i, n, i, n, i);
-	}
+	for (int i = 0; i < g->outputs.n; i++)
+		fprintf(f, "\t\tif (save(\"%s\", \"out\", %d, s, out[%d], %zu))\n\t\t\treturn 3;\n", dir, i, i,
+			bytes_at(MKC_OUTPUT(g, i), sym));
+	for (int c = 0; c < g->states.n; c++)
+		fprintf(f, "\t\tif (model_cache_read(m, %d, cache[%d]) || save(\"%s\", \"cache\", %d, s, cache[%d], %zu))\n"
+			"\t\t\treturn 3;\n", c, c, dir, c, c, bytes_at(MKC_STATE(g, c)->cache, sym));
 	fputs("\t}\n\tmodel_destroy(m);\n\treturn 0;\n}\n", f);
 	return fclose(f);
 }
@@ -250,16 +287,19 @@ compare(const mkc_tensor *ref, const void *got, size_t nbytes, double tol, doubl
 
 /* One test_data_set folder; prints its line. 0 pass, -1 fail. */
 static int
-run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, const char *model,
-	 const char *casedir, const char *work, const test_options *o)
+run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, mkc_tensor **outputs,
+	 int noutputs, const char *model, const char *casedir, const char *work,
+	 const test_options *o)
 {
 	char why[1024] = "", path[4096];
-	int nin = g->inputs.n, nout = g->outputs.n;
+	int nin = g->inputs.n;
 	mkc_tensor *in = mkc_arena_alloc(c->arena, (size_t)(nin + 1) * sizeof *in);
-	mkc_tensor *ref = mkc_arena_alloc(c->arena, (size_t)(nout + 1) * sizeof *ref);
+	mkc_tensor *ref = mkc_arena_alloc(c->arena, (size_t)(noutputs + 1) * sizeof *ref);
 	int64_t *sym = mkc_arena_alloc(c->arena, (size_t)(g->syms.n + 1) * sizeof *sym);
 	double worst = 0;
 	int rc = -1;
+	for (int s = 0; s < g->syms.n; s++)
+		sym[s] = -1;
 	for (int k = 0, i = 0; k < ninputs; k++) {
 		mkc_tensor v;
 		snprintf(path, sizeof path, "%s/input_%d.pb", casedir, k);
@@ -277,6 +317,23 @@ run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, const char 
 			}
 			continue;
 		}
+		int st = state_of(g, inputs[k]);
+		if (st >= 0) {
+			/* a past the model now keeps as a cache: loaded by the harness */
+			const mkc_state *ms = MKC_STATE(g, st);
+			if (v.rank != ms->cache->rank) {
+				snprintf(why, sizeof why, "input '%s' has rank %d, the model says %d",
+					 inputs[k]->name, v.rank, ms->cache->rank);
+				goto done;
+			}
+			sym[ms->sym] = v.shape[ms->axis].c;
+			snprintf(path, sizeof path, "%s/past%d.bin", work, st);
+			if (write_file(path, v.data, v.nbytes) != 0) {
+				snprintf(why, sizeof why, "cannot write %s", path);
+				goto done;
+			}
+			continue;
+		}
 		in[i] = v;
 		snprintf(path, sizeof path, "%s/in%d.bin", work, i);
 		if (write_file(path, in[i].data, in[i].nbytes) != 0) {
@@ -285,7 +342,7 @@ run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, const char 
 		}
 		i++;
 	}
-	for (int i = 0; i < nout; i++) {
+	for (int i = 0; i < noutputs; i++) {
 		snprintf(path, sizeof path, "%s/output_%d.pb", casedir, i);
 		if (mkc_onnx_read_tensor(c, path, &ref[i]) != 0) {
 			snprintf(why, sizeof why, "%s", c->errors ? c->errors : "cannot read an output");
@@ -326,9 +383,15 @@ run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, const char 
 		goto done;
 	}
 	for (int s = 0; s < o->steps; s++)
-		for (int i = 0; i < nout; i++) {
+		for (int i = 0; i < noutputs; i++) {
 			size_t n;
-			snprintf(path, sizeof path, "%s/out%d.%d.bin", work, i, s);
+			int st = state_of(g, outputs[i]), k = 0;
+			while (st < 0 && k < g->outputs.n && MKC_OUTPUT(g, k) != outputs[i])
+				k++;
+			if (st >= 0)
+				snprintf(path, sizeof path, "%s/cache%d.%d.bin", work, st, s);
+			else
+				snprintf(path, sizeof path, "%s/out%d.%d.bin", work, k, s);
 			void *got = read_all(path, &n);
 			double err = 0;
 			int bad = !got || compare(&ref[i], got, n, o->tol, &err, why, sizeof why);
@@ -343,8 +406,8 @@ run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, const char 
 	rc = 0;
 done:
 	if (rc == 0)
-		printf("PASS %s: %d outputs x %d steps, relative error <= %.2g\n", casedir, nout,
-		       o->steps, worst);
+		printf("PASS %s: %d outputs x %d steps, relative error <= %.2g%s\n", casedir, noutputs,
+		       o->steps, worst, g->states.n ? " (KV caches in place)" : "");
 	else
 		printf("FAIL %s: %s\n", casedir, why);
 	fflush(stdout);
@@ -419,19 +482,24 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 		mkc_ctx_destroy(c);
 		return;
 	}
-	mkc_driver_options d = {o->workers, NULL, false, o->bf16, 0, o->no_reuse};
+	mkc_driver_options d = {.workers = o->workers, .bf16_weights = o->bf16,
+				.no_reuse = o->no_reuse, .max_seq = o->max_seq, .kv_io = o->kv_io};
 	bool cuda = strcmp(o->target, "cuda") == 0;
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, cuda ? "cu" : "c"),
 			       "model", "mkc test", 4096, o->embed_limit};
 	bool ok = (g = mkc_load_model(c, model)) != NULL;
-	mkc_tensor **inputs = NULL;
-	int ninputs = 0;
+	mkc_tensor **inputs = NULL, **outputs = NULL;
+	int ninputs = 0, noutputs = 0;
 	if (ok) {
-		/* remember the inputs as the test data numbers them */
+		/* remember the inputs and outputs as the test data numbers them */
 		ninputs = g->inputs.n;
+		noutputs = g->outputs.n;
 		inputs = mkc_arena_alloc(c->arena, (size_t)(ninputs + 1) * sizeof *inputs);
+		outputs = mkc_arena_alloc(c->arena, (size_t)(noutputs + 1) * sizeof *outputs);
 		for (int i = 0; i < ninputs; i++)
 			inputs[i] = MKC_INPUT(g, i);
+		for (int i = 0; i < noutputs; i++)
+			outputs[i] = MKC_OUTPUT(g, i);
 		if (o->bind_consts)
 			ok = bind_consts(c, g, dir, inputs, ninputs) == 0;
 	}
@@ -467,7 +535,8 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 		(*failed)++;
 	}
 	for (int i = 0; i < n; i++)
-		*(run_case(c, g, inputs, ninputs, model, cases[i], work, o) == 0 ? passed : failed) += 1;
+		*(run_case(c, g, inputs, ninputs, outputs, noutputs, model, cases[i], work, o) == 0
+			  ? passed : failed) += 1;
 	if (!o->keep) {
 		char cmd[4200];
 		snprintf(cmd, sizeof cmd, "rm -rf %s", work);
@@ -493,6 +562,10 @@ static const char test_usage[] =
 	"  --weights T     f32 (default) or bf16 weights, as mkc --weights\n"
 	"  --embed-limit N initializers up to N bytes go into the file (default 4096)\n"
 	"  --no-reuse      give every intermediate a buffer of its own\n"
+	"  --kv-io         keep past/present as inputs and outputs (by default the\n"
+	"                  model keeps its KV caches; the harness loads the test\n"
+	"                  data's past into them and reads them back after a step)\n"
+	"  --max-seq N     positions each KV cache holds (default 4096)\n"
 	"  --bind-consts   bind inputs that must be known at compile time (shapes,\n"
 	"                  axes) to their values in test_data_set_0, and say so\n"
 	"  --timeout S     the watchdog: seconds a wait may take (default 20)\n"
@@ -506,8 +579,8 @@ static const char test_usage[] =
 int
 mkc_test_main(int argc, char **argv)
 {
-	test_options o = {"c", 0, 0, 3, 0, 1e-5, false, false, false, -1, false, false, 4096, -1, 20,
-			  false};
+	test_options o = {.target = "c", .steps = 3, .tol = 1e-5, .drop_wait = -1,
+			  .embed_limit = 4096, .stall_event = -1, .timeout = 20};
 	const char **dirs = calloc((size_t)argc, sizeof *dirs);
 	int ndirs = 0;
 	if (!dirs)
@@ -540,8 +613,12 @@ mkc_test_main(int argc, char **argv)
 			o.stall_event = (int)strtol(argv[++i], &end, 10);
 		else if (!strcmp(a, "--timeout") && has)
 			o.timeout = strtod(argv[++i], &end);
+		else if (!strcmp(a, "--max-seq") && has)
+			o.max_seq = strtoll(argv[++i], &end, 10);
 		else if (!strcmp(a, "--no-reuse"))
 			o.no_reuse = true;
+		else if (!strcmp(a, "--kv-io"))
+			o.kv_io = true;
 		else if (!strcmp(a, "--bind-consts"))
 			o.bind_consts = true;
 		else if (!strcmp(a, "--tsan"))
@@ -562,7 +639,7 @@ mkc_test_main(int argc, char **argv)
 			continue;
 		}
 		if (*end || o.steps < 1 || o.threads < 0 || o.workers < 0 || o.tol <= 0 ||
-		    o.embed_limit < 0 || o.timeout <= 0) {
+		    o.embed_limit < 0 || o.timeout <= 0 || o.max_seq < 0) {
 			fprintf(stderr, "mkc test: bad value for %s\n", a);
 			free(dirs);
 			return 2;

@@ -1,8 +1,9 @@
 /*
  * decode.c - greedy decoding with a model compiled by mkc, as a user's
  * serving code would drive it: one llama_step per token, the argmax of the
- * logits fed back as the next token, each step's present key/value buffers
- * becoming the next step's past ones.
+ * logits fed back as the next token. The model keeps its KV cache (mkc's
+ * default): each step appends one position in place, so the only inputs are
+ * the token and its position, and dims is NULL (the cache counts past_len).
  *
  * It works with any decode-step export that has the shared exports'
  * interface: inputs input_ids [1,1], position_ids [1,1],
@@ -16,6 +17,7 @@
  *
  * With -DDECODE_CUDA and a model compiled to llama.cu, the buffers live on
  * the GPU (cc -DDECODE_CUDA -c decode.c && nvcc -o decode decode.o llama.o).
+ * examples/generate.c runs the whole loop inside one kernel launch instead.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -93,8 +95,12 @@ main(int argc, char **argv)
 	int steps = atoi(argv[2]);
 	int64_t tok = argc > 3 ? atoll(argv[3]) : 1;
 	int nin = llama_num_inputs(), nout = llama_num_outputs();
-	if (llama_num_dims() != 1 || nin > MAXIO || nout > MAXIO || steps < 1) {
-		fprintf(stderr, "decode: expects one symbolic dimension (past_len) and STEPS >= 1\n");
+	if (nin > MAXIO || nout > MAXIO || steps < 1) {
+		fprintf(stderr, "decode: STEPS must be at least 1\n");
+		return 2;
+	}
+	if (llama_num_caches() == 0) {
+		fprintf(stderr, "decode: the model keeps no KV cache (compiled with --kv-io?)\n");
 		return 2;
 	}
 	llama *m;
@@ -102,35 +108,32 @@ main(int argc, char **argv)
 		return fail(m, "create");
 	if (llama_load_weights(m, argv[1]))
 		return fail(m, "load_weights");
-	/* every buffer sized for the last step; present i becomes past i */
-	int64_t maxd[1] = {steps}, shape[16];
 	void *in[MAXIO], *out[MAXIO];
-	int pair[MAXIO], ids = -1, pos = -1, logits = -1;
+	int ids = -1, pos = -1, logits = -1;
 	size_t vocab = 0;
+	int64_t shape[16];
 	for (int i = 0; i < nin; i++) {
 		const char *nm = llama_input_name(i);
-		int r = llama_input_shape(i, maxd, shape);
-		in[i] = dev_alloc(elems(r, shape) * 8);
-		pair[i] = -1;
+		in[i] = dev_alloc(sizeof(int64_t));
 		if (!strcmp(nm, "input_ids"))
 			ids = i;
 		else if (!strcmp(nm, "position_ids"))
 			pos = i;
-		for (int o = 0; o < nout && !strncmp(nm, "past_key_values.", 16); o++)
-			if (!strncmp(llama_output_name(o), "present.", 8) &&
-			    !strcmp(llama_output_name(o) + 8, nm + 16))
-				pair[i] = o;
+		else {
+			fprintf(stderr, "decode: input '%s' is neither input_ids nor position_ids\n", nm);
+			return 2;
+		}
 	}
 	for (int o = 0; o < nout; o++) {
-		int r = llama_output_shape(o, maxd, shape);
+		int r = llama_output_shape(o, NULL, shape);
 		out[o] = dev_alloc(elems(r, shape) * 4);
 		if (!strcmp(llama_output_name(o), "logits")) {
 			logits = o;
 			vocab = (size_t)shape[r - 1];
 		}
 	}
-	if (ids < 0 || pos < 0 || logits < 0) {
-		fprintf(stderr, "decode: the model lacks input_ids, position_ids or logits\n");
+	if (ids < 0 || logits < 0) {
+		fprintf(stderr, "decode: the model lacks input_ids or logits\n");
 		return 2;
 	}
 	float *host = malloc(vocab * sizeof *host);
@@ -142,11 +145,12 @@ main(int argc, char **argv)
 	double total = 0, first = 0;
 	printf("tokens: %lld", (long long)tok);
 	for (int t = 0; t < steps; t++) {
-		int64_t dims[1] = {t}, p = t;
+		int64_t p = llama_cache_len(m);   /* the position of this token */
 		TO_DEV(in[ids], &tok, sizeof tok);
-		TO_DEV(in[pos], &p, sizeof p);
+		if (pos >= 0)
+			TO_DEV(in[pos], &p, sizeof p);
 		double t0 = now();
-		if (llama_step(m, (const void *const *)in, out, dims))
+		if (llama_step(m, (const void *const *)in, out, NULL))
 			return fail(m, "step");
 		double dt = now() - t0;
 		total += dt;
@@ -163,12 +167,6 @@ main(int argc, char **argv)
 				best = v;
 		tok = (int64_t)best;
 		printf(" %lld", (long long)tok);
-		for (int i = 0; i < nin; i++)
-			if (pair[i] >= 0) {   /* the present of this step is the next past */
-				void *x = in[i];
-				in[i] = out[pair[i]];
-				out[pair[i]] = x;
-			}
 	}
 	printf("\nsteps: %d, first %.3f ms, mean of the rest %.3f ms per step\n", steps,
 	       first * 1e3, steps > 1 ? (total - first) / (steps - 1) * 1e3 : first * 1e3);

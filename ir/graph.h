@@ -112,7 +112,28 @@ typedef struct mkc_tensor {
 	/* Integer values that may be symbolic (folded shape arithmetic). */
 	mkc_dim *symval;
 	int64_t nsymval;
+
+	/*
+	 * A KV cache kept as state (passes/state.c): its memory holds cap
+	 * positions along axis cap_axis, of which the shape's symbolic length
+	 * is in use. Strides come from that layout. cap 0: dense as shaped.
+	 */
+	int cap_axis;
+	int64_t cap;
 } mkc_tensor;
+
+/*
+ * A KV cache turned into state: the present output `cache` (now of kind
+ * MKC_TK_STATE, written in place by a CacheAppend node) replaced the pair
+ * past input / present output. The symbol `sym` counts the positions
+ * already in the cache; each step appends `nnew` of them.
+ */
+typedef struct {
+	mkc_tensor *cache;
+	const char *past;          /* the graph input it replaced */
+	int axis, sym;
+	int64_t nnew;
+} mkc_state;
 
 typedef enum {
 	MKC_AT_FLOAT, MKC_AT_INT, MKC_AT_STRING, MKC_AT_TENSOR, MKC_AT_GRAPH,
@@ -173,6 +194,10 @@ struct mkc_graph {
 	int nopsets;
 	mkc_vec tensors, nodes, inputs, outputs, syms;
 	mkc_map by_name;
+	/* passes/state.c: positions a KV cache holds (0: keep past and present
+	 * as inputs and outputs), and the caches it made (mkc_state *) */
+	int64_t kv_cap;
+	mkc_vec states;
 };
 
 mkc_graph *mkc_graph_create(mkc_ctx *c, const char *path);
@@ -202,6 +227,7 @@ void mkc_graph_count_uses(mkc_graph *g);
 #define MKC_INPUT(g, i) ((mkc_tensor *)(g)->inputs.v[i])
 #define MKC_OUTPUT(g, i) ((mkc_tensor *)(g)->outputs.v[i])
 #define MKC_SYM(g, i) ((const char *)(g)->syms.v[i])
+#define MKC_STATE(g, i) ((mkc_state *)(g)->states.v[i])
 
 const mkc_attr *mkc_node_attr(const mkc_node *n, const char *name);
 int64_t mkc_node_attr_int(const mkc_node *n, const char *name, int64_t dflt);

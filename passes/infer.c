@@ -119,6 +119,14 @@ axes_of(mkc_graph *g, mkc_node *n, int input, int64_t *axes, int *naxes)
 	return 0;
 }
 
+/* An op of mkc's own passes found in a model. */
+static int
+infer_internal(mkc_graph *g, mkc_node *n)
+{
+	return mkc_node_error(g, n, "%s is internal to mkc, not an op a model may use",
+			      n->op_type);
+}
+
 /* Elementwise. */
 
 static int

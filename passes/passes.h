@@ -15,6 +15,8 @@
  *           merged; replaced nodes marked dead; topological order kept.
  *   dce     requires: infer. provides: no dead nodes, no node whose outputs
  *           nobody reads; tensor use counts.
+ *   state   requires: dce. provides: past/present KV pairs as caches the
+ *           model owns, appended in place (unless --kv-io).
  *
  * Then, on a plan (ir/task.h) made from the graph:
  *   tile      nodes into tasks with the regions they read and write
@@ -35,6 +37,7 @@
 int mkc_pass_infer(mkc_graph *g);
 int mkc_pass_canon(mkc_graph *g);
 int mkc_pass_dce(mkc_graph *g);
+int mkc_pass_state(mkc_graph *g);          /* passes/state.c: KV caches kept in place */
 int mkc_pass_weights_bf16(mkc_graph *g);   /* passes/weights.c; only with --weights bf16 */
 
 int mkc_pass_tile(mkc_plan *p);

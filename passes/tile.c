@@ -18,7 +18,7 @@
  *     weight; batched MatMul: the outermost batch axis;
  *   - Softmax, the norms and Gather: the axes they do not reduce over;
  *   - anything else, and any node with several outputs: one tile that reads
- *     every input whole.
+ *     every input whole (a CacheAppend writes only the new positions).
  * Tiles never split a symbolic axis: their bounds stay constants there and
  * cover the whole run-time length.
  */
@@ -244,6 +244,13 @@ tile_node(mkc_plan *p, mkc_node *n)
 		mkc_task *t = mkc_plan_add_task(p, n, i, k);
 		if (n->out[0])
 			t->out = tile_box(n->out[0], axis, i, k);
+		if (n->op == MKC_OP_CACHE_APPEND) {
+			/* it writes only the new positions, past_len .. past_len + n */
+			const mkc_tensor *y = n->out[0];
+			bool ok = mkc_dim_sub(y->shape[y->cap_axis], n->in[0]->shape[y->cap_axis],
+					      &t->out.lo[y->cap_axis]);
+			MKC_ASSERT(ok);
+		}
 		add_reads(p, t, m, &t->out);
 		for (int j = 0; j < n->nout; j++) {
 			if (!n->out[j])

@@ -11,8 +11,25 @@
  *   $P_destroy(m);
  *
  * inputs and outputs are dense row-major buffers in the order that
- * $P_input_name and $P_output_name give; dims holds the value of
- * each symbolic dimension ($P_dim_name), at most $P_max_dim.
+ * $P_input_name and $P_output_name give (device memory on a GPU
+ * target); dims holds the value of each symbolic dimension
+ * ($P_dim_name), at most $P_max_dim.
+ *
+ * KV cache: unless compiled with --kv-io, the model keeps each
+ * past/present pair of the export as a cache of its own
+ * ($P_num_caches) holding $P_cache_capacity positions. A step reads
+ * the positions in use, appends the new ones in place and counts them; the
+ * symbol that counted past positions (past_len) takes that count, so dims
+ * may be NULL (or hold -1 there). $P_cache_reset starts a new sequence;
+ * $P_cache_load / $P_cache_read copy a cache in or out (host or device
+ * memory), dense in the shape of the past input with past_len = the count.
+ *
+ * $P_generate decodes greedily: it feeds the n_prompt tokens one per step
+ * and then n_new tokens, each the argmax of the logits before it, writing
+ * those n_new tokens (host memory) to out_tokens; on a GPU target all steps
+ * run in one kernel launch. It needs inputs input_ids [1,1] (int64),
+ * optionally position_ids [1,1] (given the position), only cache-counted
+ * symbols, and an output logits [1,1,vocab].
  */
 #ifdef __cplusplus
 extern "C" {   /* C linkage, also when the .cu file is compiled as C++ */
@@ -33,6 +50,8 @@ int $P_load_weights($P *m, const char *onnx_path);
 int $P_bind($P *m, const char *weight_name, void *data);
 int $P_step($P *m, const void *const *inputs, void *const *outputs,
 	const int64_t *dims);
+int $P_generate($P *m, const int64_t *prompt, int n_prompt, int n_new,
+	int64_t *out_tokens);
 const char *$P_last_error(const $P *m);
 void $P_destroy($P *m);
 
@@ -43,9 +62,19 @@ const char *$P_output_name(int i);
 int $P_num_dims(void);
 const char *$P_dim_name(int i);
 int64_t $P_max_dim(int i);
-/* Shape of input or output i for the given dims: writes shape[], returns the rank. */
+/* Shape of input or output i for the given dims (NULL: the compiled maxima):
+ * writes shape[], returns the rank. */
 int $P_input_shape(int i, const int64_t *dims, int64_t *shape);
 int $P_output_shape(int i, const int64_t *dims, int64_t *shape);
+
+int $P_num_caches(void);
+const char *$P_cache_name(int i);        /* the present output it stands for */
+const char *$P_cache_past_name(int i);   /* the past input it replaced */
+int64_t $P_cache_capacity(void);          /* positions each holds (0: no cache) */
+int64_t $P_cache_len(const $P *m);        /* positions in use */
+int $P_cache_reset($P *m);
+int $P_cache_load($P *m, int i, const void *src, int64_t len);
+int $P_cache_read($P *m, int i, void *dst);
 
 #ifdef __cplusplus
 }

@@ -204,7 +204,7 @@ mkc_rt_unpack_typed(const mkc_rt_tensor *t, void *dst, int64_t count, int elem)
 }
 
 /* What the emitted tensor table says about each tensor. */
-enum { MKC_RT_ACT, MKC_RT_INPUT, MKC_RT_OUTPUT, MKC_RT_WEIGHT, MKC_RT_SYMVAL };
+enum { MKC_RT_ACT, MKC_RT_INPUT, MKC_RT_OUTPUT, MKC_RT_WEIGHT, MKC_RT_SYMVAL, MKC_RT_STATE };
 
 typedef struct {
 	const char *name;
@@ -215,7 +215,17 @@ typedef struct {
 	const char *file;   /* a file of its own below the model's folder, or NULL */
 	int64_t offset;     /* where its bytes start in that file */
 	int64_t arena_off;  /* an intermediate's place in the shared arena, or -1 */
+	int cap_axis;       /* a KV cache: its memory holds cap positions along */
+	int64_t cap;        /* cap_axis (cap 0: dense as the dims say) */
 } mkc_rt_tensor_info;
+
+/* A KV cache the model keeps (passes/state.c). */
+typedef struct {
+	int tensor;         /* index into mkc_tensors */
+	const char *past;   /* the past input it replaced */
+	int sym;            /* the symbol that counts its positions */
+	int64_t nnew;       /* positions each step appends */
+} mkc_rt_cache;
 
 /* bfloat16 storage: widen on load; narrow, rounding to nearest even. */
 static inline MKC_HD float MKC_UNUSED

@@ -5,8 +5,13 @@
  * ONNX file (the wire walker in common.h) through the target's hooks.
  *
  * The target defines before this text: mkc_host (a struct with buf[],
- * owned[], sym[] and err[]), mkc_store (copy host bytes into a buffer) and
- * mkc_free_buf (release a buffer mkc allocated).
+ * owned[], sym[] and err[]), mkc_store (copy host bytes into a buffer),
+ * mkc_copy_rows (a strided copy between buffers, or host memory and a
+ * buffer) and mkc_free_buf (release a buffer mkc allocated).
+ *
+ * KV caches the model keeps (mkc_caches): the symbol that counts their
+ * positions lives in m->sym between steps; a step takes its value from
+ * there, and a successful step adds the positions it appended.
  */
 
 /* Sets the error sentence (for calls outside a step). */
@@ -30,9 +35,22 @@ mkc_numel(const mkc_host *m, int t, int use_max)
 	int64_t n = 1;
 	for (int i = 0; i < ti->rank; i++) {
 		mkc_rt_dim d = ti->dims[i];
-		n *= use_max && d.s >= 0 ? d.c + d.k * mkc_sym_max[d.s] : mkc_rt_dimv(d, m->sym);
+		if (use_max && ti->cap && i == ti->cap_axis)
+			n *= ti->cap;
+		else
+			n *= use_max && d.s >= 0 ? d.c + d.k * mkc_sym_max[d.s] : mkc_rt_dimv(d, m->sym);
 	}
 	return n;
+}
+
+/* The cache whose positions symbol s counts, or -1. */
+static int
+mkc_cache_of_sym(int s)
+{
+	for (int i = 0; i < MKC_NCACHES; i++)
+		if (mkc_caches[i].sym == s)
+			return i;
+	return -1;
 }
 
 static int
@@ -257,13 +275,37 @@ mkc_load_weights(mkc_host *m, const char *path)
 
 /*
  * The start of every step: symbol values checked against the compiled
- * maxima, the caller's input and output buffers put in place.
+ * maxima (a symbol that counts cache positions takes the cache's count),
+ * the caller's input and output buffers put in place. dims may be NULL when
+ * every symbol counts cache positions; an entry of -1 means "the cache's".
  */
 static int
 mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 	       const int64_t *dims)
 {
 	for (int s = 0; s < MKC_NSYMS; s++) {
+		if (mkc_cache_of_sym(s) >= 0) {
+			if (dims && dims[s] >= 0 && dims[s] != m->sym[s]) {
+				mkc_seterr(m, "%s = %lld, but the KV cache holds %lld positions (give -1 "
+					   "to use the cache's count)", mkc_sym_names[s],
+					   (long long)dims[s], (long long)m->sym[s]);
+				return -1;
+			}
+			if (m->sym[s] > mkc_sym_max[s]) {
+				mkc_seterr(m, "the KV cache is full: %lld of %lld positions in use, and "
+					   "a step appends %lld; reset it, or compile with a larger "
+					   "--max-seq", (long long)m->sym[s],
+					   (long long)mkc_tensors[mkc_caches[0].tensor].cap,
+					   (long long)mkc_caches[mkc_cache_of_sym(s)].nnew);
+				return -1;
+			}
+			continue;
+		}
+		if (!dims) {
+			mkc_seterr(m, "dims is NULL, but %s is not counted by a KV cache",
+				   mkc_sym_names[s]);
+			return -1;
+		}
 		if (dims[s] < 0 || dims[s] > mkc_sym_max[s]) {
 			mkc_seterr(m, "%s = %lld is outside 0..%lld (the compiled maximum)",
 				   mkc_sym_names[s], (long long)dims[s], (long long)mkc_sym_max[s]);
@@ -276,4 +318,129 @@ mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 	for (int i = 0; i < MKC_NOUTPUTS; i++)
 		m->buf[mkc_outputs[i]] = outputs[i];
 	return 0;
+}
+
+/* After a step that succeeded: the caches hold the appended positions too. */
+static void
+mkc_end_step(mkc_host *m)
+{
+	for (int s = 0; s < MKC_NSYMS; s++) {
+		int c = mkc_cache_of_sym(s);
+		if (c >= 0)
+			m->sym[s] += mkc_caches[c].nnew;
+	}
+}
+
+/* Bytes per position (everything after the cache axis) and rows (before it). */
+static void
+mkc_cache_geometry(int c, size_t *row, size_t *rows)
+{
+	const mkc_rt_tensor_info *ti = &mkc_tensors[mkc_caches[c].tensor];
+	*row = (size_t)ti->esize;
+	*rows = 1;
+	for (int d = 0; d < ti->rank; d++)
+		if (d < ti->cap_axis)
+			*rows *= (size_t)ti->dims[d].c;
+		else if (d > ti->cap_axis)
+			*row *= (size_t)ti->dims[d].c;
+}
+
+static int
+mkc_cache_check(mkc_host *m, int c)
+{
+	if (c >= 0 && c < MKC_NCACHES)
+		return 0;
+	mkc_seterr(m, "there is no KV cache %d (the model keeps %d)", c, MKC_NCACHES);
+	return -1;
+}
+
+/*
+ * Fills positions 0..len of cache c from src, dense in the shape of the
+ * past input it replaced with past_len = len, and makes len the count of
+ * positions in use (the caches share it).
+ */
+static int
+mkc_cache_load(mkc_host *m, int c, const void *src, int64_t len)
+{
+	if (mkc_cache_check(m, c))
+		return -1;
+	const mkc_rt_tensor_info *ti = &mkc_tensors[mkc_caches[c].tensor];
+	if (len < 0 || len > ti->cap) {
+		mkc_seterr(m, "cannot load %lld positions into KV cache '%s', which holds %lld",
+			   (long long)len, ti->name, (long long)ti->cap);
+		return -1;
+	}
+	size_t row, rows;
+	mkc_cache_geometry(c, &row, &rows);
+	if (len && mkc_copy_rows(m, m->buf[mkc_caches[c].tensor], row * (size_t)ti->cap, src,
+				 row * (size_t)len, row * (size_t)len, rows))
+		return -1;
+	m->sym[mkc_caches[c].sym] = len;
+	return 0;
+}
+
+/* Copies the positions in use of cache c to dst, densely. */
+static int
+mkc_cache_read(mkc_host *m, int c, void *dst)
+{
+	if (mkc_cache_check(m, c))
+		return -1;
+	const mkc_rt_tensor_info *ti = &mkc_tensors[mkc_caches[c].tensor];
+	size_t row, rows, len = (size_t)m->sym[mkc_caches[c].sym];
+	mkc_cache_geometry(c, &row, &rows);
+	return len ? mkc_copy_rows(m, dst, row * len, m->buf[mkc_caches[c].tensor],
+				   row * (size_t)ti->cap, row * len, rows) : 0;
+}
+
+/*
+ * Checks what generate needs; *steps gets the number of steps it runs:
+ * every prompt token, then every new token but the last.
+ */
+static int
+mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
+		   const int64_t *out, int *steps)
+{
+#if !MKC_CAN_GENERATE
+	(void)prompt, (void)n_prompt, (void)n_new, (void)out, (void)steps;
+	mkc_seterr(m, "this model cannot generate: it needs an input input_ids [1,1] (int64) "
+		   "and an output logits [1,1,vocab] (float32)");
+	return -1;
+#else
+	for (int i = 0; i < MKC_NINPUTS; i++)
+		if (i != MKC_GEN_IDS && i != MKC_GEN_POS) {
+			mkc_seterr(m, "this model cannot generate: its input '%s' is neither input_ids "
+				   "nor position_ids", mkc_tensors[mkc_inputs[i]].name);
+			return -1;
+		}
+	for (int s = 0; s < MKC_NSYMS; s++)
+		if (mkc_cache_of_sym(s) < 0) {
+			mkc_seterr(m, "this model cannot generate: %s is not counted by a KV cache "
+				   "(compiled with --kv-io?)", mkc_sym_names[s]);
+			return -1;
+		}
+	if (!prompt || !out || n_prompt < 1 || n_new < 1) {
+		mkc_seterr(m, "generate needs at least one prompt token, one new token and a place "
+			   "for them");
+		return -1;
+	}
+	*steps = n_prompt + n_new - 1;
+	if (MKC_NCACHES) {
+		const mkc_rt_cache *c = &mkc_caches[0];
+		int64_t cap = mkc_tensors[c->tensor].cap, used = m->sym[c->sym];
+		if (used + (int64_t)*steps * c->nnew > cap) {
+			mkc_seterr(m, "the KV cache holds %lld positions; %lld are in use, and %d prompt "
+				   "and %d new tokens need %lld more", (long long)cap, (long long)used,
+				   n_prompt, n_new, (long long)*steps * c->nnew);
+			return -1;
+		}
+	}
+	return 0;
+#endif
+}
+
+/* The position the next step writes: the count of cached positions. */
+static int64_t MKC_UNUSED
+mkc_next_position(const mkc_host *m)
+{
+	return MKC_NCACHES ? m->sym[mkc_caches[0].sym] : 0;
 }

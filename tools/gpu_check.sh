@@ -44,6 +44,27 @@ for m in tiny_llama_decode_op18 tiny_llama_decode_op23; do
 	python3 tools/ort_decode.py tests/models/$m/model.onnx 32 7 >"$out/ort_$m.log" 2>&1
 done
 
+# in-kernel generation (examples/generate.c, one launch) against onnxruntime
+# with explicit past/present, from contexts 1, 100 and 1000 up to one
+# position short of the cache; then a request past the cache
+gen_case() {   # name model prompt n_new max_seq
+	d=$(mktemp -d)
+	build/mkc "$2" -o $d/llama.cu --workers 8 --max-seq "$5" &&
+	nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -c $d/llama.cu -o $d/llama.o &&
+	cc -I$d -I/usr/local/cuda/include -c examples/generate.c -o $d/gen.o &&
+	nvcc -o $d/gen $d/gen.o $d/llama.o &&
+	$d/gen "$2" "$4" "$3" 3 >"$out/gen_$1.log" 2>&1
+	python3 tools/ort_decode.py "$2" "$4" --prompt "$3" >"$out/gen_ort_$1.log" 2>&1
+	[ "$1" = small ] && $d/gen "$2" 4090 seq:10 >"$out/gen_full.log" 2>&1
+	[ "$1" = small ] && compute-sanitizer --tool memcheck --error-exitcode 9 $d/gen "$2" 8 7 >"$out/gen_memcheck.log" 2>&1
+	[ "$1" = small ] && compute-sanitizer --tool racecheck --error-exitcode 9 $d/gen "$2" 8 7 >"$out/gen_racecheck.log" 2>&1
+	rm -rf $d
+}
+gen_case small tests/models/tiny_llama_decode_op18/model.onnx 7 32 4096
+gen_case ctx100 tests/models/tiny_llama_decode_op23/model.onnx seq:100 16 4096
+gen_case ctx1000 tests/models/qwen3_tiny_onnx/model.onnx seq:1000 8 1024
+gen_case nearmax tests/models/export/qwen3_tiny_op18/model.onnx seq:1090 10 1100
+
 # the watchdog: a stalled event must end the step with an error, not hang
 build/mkc test --target cuda --steps 1 --stall-event 10 --timeout 1 tests/models/tiny_llama_decode_op23 >"$out/watchdog.log" 2>&1
 # more workers than the GPU can hold at once must be refused, not launched
@@ -79,6 +100,15 @@ for m in tiny_llama_decode_op18 tiny_llama_decode_op23; do
 	[ -n "$a" ] && [ "$a" = "$b" ] && same=identical || same=DIFFERENT
 	echo "$m: $same; $(grep '^steps' "$out/decode_$m.log")"
 done
+echo "== examples/generate.c (one launch) vs onnxruntime =="
+for c in small ctx100 ctx1000 nearmax; do
+	a=$(grep '^tokens' "$out/gen_$c.log"); b=$(grep '^tokens' "$out/gen_ort_$c.log")
+	[ -n "$a" ] && [ "$a" = "$b" ] && same=identical || same=DIFFERENT
+	echo "$c: $same; $(grep '^generate' "$out/gen_$c.log" | tail -1)"
+done
+echo "past the cache: $(cat "$out/gen_full.log")"
+printf '%-12s %s\n' memcheck "$(grep -m1 'ERROR SUMMARY' "$out/gen_memcheck.log" 2>/dev/null)"
+printf '%-12s %s\n' racecheck "$(grep -m1 -i 'RACECHECK SUMMARY' "$out/gen_racecheck.log" 2>/dev/null)"
 echo "== watchdog (event 10 stalled, 1 s) =="
 grep -h 'FAIL\|passed' "$out/watchdog.log"
 echo "== 4096 workers =="

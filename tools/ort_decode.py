@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Greedy decoding of a decode-step ONNX export with onnxruntime: the
-reference for examples/decode.c (same interface, same loop).
+reference for examples/decode.c and examples/generate.c (same interface,
+same loop).
 
     python3 tools/ort_decode.py MODEL.onnx STEPS [FIRST_TOKEN]
-
-Prints "tokens: t0 t1 ..." like the example does.
+        prints "tokens: FIRST t1 .. tSTEPS" as decode.c does
+    python3 tools/ort_decode.py MODEL.onnx N_NEW --prompt PROMPT
+        feeds PROMPT ("1,2,3", or "seq:N" for the tokens (7 + 13 i) mod 256
+        that generate.c makes up) one token per step, then prints the N_NEW
+        greedy tokens that follow, as generate.c does
 """
 import sys
 
@@ -12,9 +16,18 @@ import numpy as np
 import onnxruntime as ort
 
 
+def parse_prompt(s):
+    if s.startswith("seq:"):
+        return [(7 + 13 * i) % 256 for i in range(int(s[4:]))]
+    return [int(t) for t in s.split(",")]
+
+
 def main(argv):
     path, steps = argv[1], int(argv[2])
-    tok = int(argv[3]) if len(argv) > 3 else 1
+    if len(argv) > 4 and argv[3] == "--prompt":
+        prompt, echo = parse_prompt(argv[4]), False
+    else:
+        prompt, echo = [int(argv[3]) if len(argv) > 3 else 1], True
     s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     past = {}
     for i in s.get_inputs():
@@ -22,14 +35,17 @@ def main(argv):
             shape = [0 if isinstance(d, str) else d for d in i.shape]
             past[i.name] = np.zeros(shape, np.float32)
     names = [o.name for o in s.get_outputs()]
-    out = [tok]
-    for t in range(steps):
-        feed = {"input_ids": np.array([[tok]], np.int64),
+    out = [prompt[0]] if echo else []
+    feed_tok = prompt[0]
+    for t in range(len(prompt) + steps - 1):
+        feed = {"input_ids": np.array([[feed_tok]], np.int64),
                 "position_ids": np.array([[t]], np.int64), **past}
         res = dict(zip(names, s.run(None, feed)))
         tok = int(np.argmax(res["logits"][0, -1]))
-        out.append(tok)
         past = {k: res["present." + k[len("past_key_values."):]] for k in past}
+        if t >= len(prompt) - 1:
+            out.append(tok)
+        feed_tok = prompt[t + 1] if t + 1 < len(prompt) else tok
     print("tokens:", " ".join(map(str, out)))
 
 

@@ -37,6 +37,13 @@ LLAMA_1B = dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32,
                                      original_max_position_embeddings=8192))
 
 
+QWEN3_06B = dict(hidden_size=1024, num_hidden_layers=28, num_attention_heads=16,
+                 num_key_value_heads=8, head_dim=128, intermediate_size=3072,
+                 vocab_size=151936, rms_norm_eps=1e-6, max_position_embeddings=40960,
+                 tie_word_embeddings=True,
+                 rope_parameters=dict(rope_type="default", rope_theta=1000000.0))
+
+
 def rope(theta):
     # transformers 5 spells it rope_parameters (the shared config.json does too)
     return dict(rope_parameters=dict(rope_type="default", rope_theta=theta))
@@ -55,6 +62,7 @@ CONFIGS = [
                                         tie_word_embeddings=True, **rope(1000000.0)),
      torch.float32, 0.05),
     ("llama_1b_bf16", "llama", LLAMA_1B, torch.bfloat16, 0.02),
+    ("qwen3_06b_bf16", "qwen3", QWEN3_06B, torch.bfloat16, 0.02),
 ]
 
 
@@ -136,6 +144,9 @@ def mkc_greedy(folder, first, steps, workers):
         f"cc -DDECODE_CUDA -I{folder} -I/usr/local/cuda/include -c {ROOT}/examples/decode.c "
         f"-o {folder}/decode.o",
         f"nvcc -o {folder}/decode {folder}/decode.o {folder}/llama.o",
+        f"cc -I{folder} -I/usr/local/cuda/include -c {ROOT}/examples/generate.c "
+        f"-o {folder}/generate.o",
+        f"nvcc -o {folder}/generate {folder}/generate.o {folder}/llama.o",
     ]
     for c in cmds:
         t0 = time.time()
@@ -153,7 +164,20 @@ def mkc_greedy(folder, first, steps, workers):
             toks = [int(x) for x in line.split()[1:]]
         if line.startswith("steps:"):
             per = float(line.split("mean of the rest")[1].split("ms")[0]) / 1e3
-    return toks, per, (r.stderr[-400:] if r.returncode else "")
+    if r.returncode:
+        return None, None, r.stderr[-400:]
+    # the same tokens from one launch (examples/generate.c), timed three times
+    g = subprocess.run([f"{folder}/generate", folder, str(steps), str(first), "3"],
+                       capture_output=True, text=True, timeout=900)
+    gen = {"ok": False, "ms": None}
+    for line in g.stdout.splitlines():
+        if line.startswith("tokens:"):
+            gen["ok"] = [int(x) for x in line.split()[1:]] == toks[1:]
+        if line.startswith("generate:"):
+            gen["ms"] = float(line.split(" ms per step")[0].split()[-1])
+    if g.returncode:
+        gen["err"] = g.stderr[-300:]
+    return toks, per, gen
 
 
 def main(argv):
@@ -191,8 +215,9 @@ def main(argv):
         ref, hf_per, ref_logits = hf_greedy(model, args.first, args.steps)
         del model
         torch.cuda.empty_cache()
-        toks, mkc_per, err = mkc_greedy(folder, args.first, args.steps, args.workers)
+        toks, mkc_per, gen = mkc_greedy(folder, args.first, args.steps, args.workers)
         if toks is None:
+            err = gen
             print(f"{name}: mkc {err}", flush=True)
             ok = False
             continue
@@ -203,9 +228,11 @@ def main(argv):
         verdict = f"{args.steps} tokens identical" if same else \
             f"differ from token {where}: mkc {toks[where:where + 4]} hf {ref[where:where + 4]}"
         err = logit_error(os.path.join(folder, "logits.f32"), ref_logits, toks, ref)
-        print(f"{name}: {verdict}; logits: {err}; per step: mkc {mkc_per * 1e3:.3f} ms, "
-              f"transformers eager float32 {hf_per * 1e3:.3f} ms{note}", flush=True)
-        ok &= same
+        g = (f"generate (one launch) {'same tokens' if gen['ok'] else 'OTHER TOKENS'}, "
+             f"{gen['ms']} ms per token" + (f" [{gen['err']}]" if gen.get("err") else ""))
+        print(f"{name}: {verdict}; logits: {err}; per step: mkc step {mkc_per * 1e3:.3f} ms, "
+              f"{g}; transformers eager float32 {hf_per * 1e3:.3f} ms{note}", flush=True)
+        ok &= same and gen["ok"]
     return 0 if ok else 1
 
 

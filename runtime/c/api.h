@@ -43,7 +43,42 @@ $P_bind($P *m, const char *weight_name, void *data)
 int
 $P_step($P *m, const void *const *inputs, void *const *outputs, const int64_t *dims)
 {
-	return $P_status(m, mkc_step(m->m, inputs, outputs, dims));
+	if ($P_status(m, mkc_step(m->m, inputs, outputs, dims)))
+		return -1;
+	mkc_end_step(m->m);
+	return 0;
+}
+
+int
+$P_generate($P *m, const int64_t *prompt, int n_prompt, int n_new, int64_t *out_tokens)
+{
+	return $P_status(m, mkc_generate(m->m, prompt, n_prompt, n_new, out_tokens));
+}
+
+int $P_num_caches(void) { return MKC_NCACHES; }
+const char *$P_cache_name(int i) { return i >= 0 && i < MKC_NCACHES ? mkc_tensors[mkc_caches[i].tensor].name : NULL; }
+const char *$P_cache_past_name(int i) { return i >= 0 && i < MKC_NCACHES ? mkc_caches[i].past : NULL; }
+int64_t $P_cache_capacity(void) { return MKC_NCACHES ? mkc_tensors[mkc_caches[0].tensor].cap : 0; }
+int64_t $P_cache_len(const $P *m) { return MKC_NCACHES ? m->m->sym[mkc_caches[0].sym] : 0; }
+
+int
+$P_cache_reset($P *m)
+{
+	for (int i = 0; i < MKC_NCACHES; i++)
+		m->m->sym[mkc_caches[i].sym] = 0;
+	return 0;
+}
+
+int
+$P_cache_load($P *m, int i, const void *src, int64_t len)
+{
+	return $P_status(m, mkc_cache_load(m->m, i, src, len));
+}
+
+int
+$P_cache_read($P *m, int i, void *dst)
+{
+	return $P_status(m, mkc_cache_read(m->m, i, dst));
 }
 
 const char *
@@ -73,7 +108,7 @@ static int
 $P_shape(int t, const int64_t *dims, int64_t *shape)
 {
 	for (int d = 0; d < mkc_tensors[t].rank; d++)
-		shape[d] = mkc_rt_dimv(mkc_tensors[t].dims[d], dims);
+		shape[d] = mkc_rt_dimv(mkc_tensors[t].dims[d], dims ? dims : mkc_sym_max);
 	return mkc_tensors[t].rank;
 }
 

@@ -272,12 +272,84 @@ mkc_step(struct mkc_model *m, const void *const *inputs, void *const *outputs,
 	return mkc_begin_step(m, inputs, outputs, dims) ? -1 : mkc_exec_step(m);
 }
 
+static int mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
+			      const int64_t *out, int *steps);
+static int64_t mkc_next_position(const mkc_host *m);
+static void mkc_end_step(mkc_host *m);
+
+/* The index of the largest of n floats (the first of equals, as torch.argmax). */
+static int64_t MKC_UNUSED
+mkc_argmax(const float *x, int64_t n)
+{
+	int64_t best = 0;
+	for (int64_t i = 1; i < n; i++)
+		if (x[i] > x[best])
+			best = i;
+	return best;
+}
+
+/*
+ * Greedy decoding on the C target: one step per token, the argmax fed
+ * back from the host (the GPU target keeps the loop inside its kernel).
+ */
+static int
+mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_t *out)
+{
+	int steps;
+#if !MKC_CAN_GENERATE
+	return mkc_generate_check(m, prompt, n_prompt, n_new, out, &steps);   /* says why not */
+#else
+	int rc = 0;
+	if (mkc_generate_check(m, prompt, n_prompt, n_new, out, &steps))
+		return -1;
+	int64_t ids = prompt[0], pos = 0;
+	const void *in[MKC_NINPUTS + 1] = {0};
+	void *outs[MKC_NOUTPUTS + 1] = {0};
+	for (int i = 0; i < MKC_NINPUTS; i++)
+		in[i] = i == MKC_GEN_IDS ? &ids : &pos;
+	for (int o = 0; o < MKC_NOUTPUTS && rc == 0; o++) {
+		size_t bytes = (size_t)mkc_numel(m, mkc_outputs[o], 1) *
+			       (size_t)mkc_tensors[mkc_outputs[o]].esize;
+		if (!(outs[o] = malloc(bytes ? bytes : 1))) {
+			mkc_seterr(m, "out of memory for output '%s'", mkc_tensors[mkc_outputs[o]].name);
+			rc = -1;
+		}
+	}
+	for (int j = 0; j < steps && rc == 0; j++) {
+		pos = mkc_next_position(m);
+		if (mkc_step(m, in, outs, NULL)) {
+			rc = -1;
+			break;
+		}
+		mkc_end_step(m);
+		int64_t tok = mkc_argmax((const float *)outs[MKC_GEN_LOGITS], MKC_GEN_VOCAB);
+		if (j >= n_prompt - 1)
+			out[j - (n_prompt - 1)] = tok;
+		ids = j + 1 < n_prompt ? prompt[j + 1] : tok;
+	}
+	for (int o = 0; o < MKC_NOUTPUTS; o++)
+		free(outs[o]);
+	return rc;
+#endif
+}
+
 /* Hooks for runtime/host.h: host memory is the buffer memory here. */
 static int
 mkc_store(mkc_host *m, void *dst, const void *src, size_t n)
 {
 	(void)m;
 	memcpy(dst, src, n);
+	return 0;
+}
+
+/* rows rows of width bytes, pitch bytes apart in each buffer */
+static int
+mkc_copy_rows(mkc_host *m, void *dst, size_t dpitch, const void *src, size_t spitch,
+	      size_t width, size_t rows)
+{
+	(void)m;
+	for (size_t r = 0; r < rows; r++)
+		memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
 	return 0;
 }
 

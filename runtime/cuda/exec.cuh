@@ -50,6 +50,7 @@ struct mkc_cuda_host {
 	unsigned long long *counter;
 	int *status;
 	unsigned long long epoch;
+	unsigned long long bars;    /* arrivals at generate's barrier so far */
 	double timeout_s;
 	long long timeout_cycles;
 	char err[512];
@@ -83,43 +84,53 @@ mkc_symvals_kernel(struct mkc_model *m)
 		mkc_fill_symvals(m);
 }
 
-static __global__ void __launch_bounds__(MKC_THREADS, 1)
-mkc_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch,
-	   long long timeout_cycles)
+/*
+ * Thread 0 waits until *counter reaches target, then the block goes on;
+ * 0, or 1 when the step failed or the watchdog fired (who = task, or -1
+ * for generate's grid barrier).
+ */
+static __device__ int
+mkc_wait(struct mkc_model *m, unsigned long long *counter, unsigned long long target,
+	 long long timeout_cycles, int who, int ev)
 {
 	__shared__ int stop;
+	if (threadIdx.x == 0) {
+		const long long start = clock64();
+		int ok = 1;
+		while (*(volatile unsigned long long *)counter < target) {
+			if (*(volatile int *)&m->status[0]) {
+				ok = 0;
+				break;
+			}
+			if (clock64() - start > timeout_cycles) {
+				if (atomicCAS(&m->status[0], 0, 1) == 0) {
+					m->status[1] = who;
+					m->status[2] = ev;
+				}
+				ok = 0;
+				break;
+			}
+			__nanosleep(64);
+		}
+		__threadfence();
+		stop = !ok;
+	}
+	__syncthreads();
+	return stop;
+}
+
+/* Block w runs queue w for one step (events count to threshold * epoch). */
+static __device__ int
+mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch,
+	      long long timeout_cycles)
+{
 	const int w = blockIdx.x;
 	for (int i = mkc_queue_start[w]; i < mkc_queue_start[w + 1]; i++) {
 		const int task = mkc_queue[i];
 		const int ev = mkc_task_wait[task];
-		if (ev >= 0) {
-			if (threadIdx.x == 0) {
-				const unsigned long long target =
-					(unsigned long long)mkc_event_threshold[ev] * epoch;
-				const long long start = clock64();
-				int ok = 1;
-				while (*(volatile unsigned long long *)&counter[ev] < target) {
-					if (*(volatile int *)&m->status[0]) {
-						ok = 0;
-						break;
-					}
-					if (clock64() - start > timeout_cycles) {
-						if (atomicCAS(&m->status[0], 0, 1) == 0) {
-							m->status[1] = task;
-							m->status[2] = ev;
-						}
-						ok = 0;
-						break;
-					}
-					__nanosleep(64);
-				}
-				__threadfence();
-				stop = !ok;
-			}
-			__syncthreads();
-			if (stop)
-				return;
-		}
+		if (ev >= 0 && mkc_wait(m, &counter[ev], (unsigned long long)mkc_event_threshold[ev] * epoch,
+					timeout_cycles, task, ev))
+			return 1;
 		mkc_run_task(m, task);
 		__syncthreads();
 		if (threadIdx.x == 0) {
@@ -128,7 +139,113 @@ mkc_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long 
 				atomicAdd(&counter[mkc_task_sig[k]], 1ULL);
 		}
 	}
+	return 0;
 }
+
+static __global__ void __launch_bounds__(MKC_THREADS, 1)
+mkc_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch,
+	   long long timeout_cycles)
+{
+	mkc_run_queue(m, counter, epoch, timeout_cycles);
+}
+
+#if MKC_CAN_GENERATE
+/*
+ * Every block arrives; all go on once all have. The counter after the
+ * events' counts is never reset either: arrival p of this launch waits for
+ * base + p * MKC_NWORKERS.
+ */
+static __device__ int
+mkc_grid_sync(struct mkc_model *m, unsigned long long *bar, unsigned long long target,
+	      long long timeout_cycles)
+{
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		__threadfence();
+		atomicAdd(bar, 1ULL);
+	}
+	return mkc_wait(m, bar, target, timeout_cycles, -1, -1);
+}
+
+/* Block-wide argmax of the logits (the first of equals, as torch.argmax). */
+static __device__ int64_t
+mkc_block_argmax(const float *x, int64_t n)
+{
+	__shared__ float bv[MKC_THREADS];
+	__shared__ int64_t bi[MKC_THREADS];
+	float v = -INFINITY;
+	int64_t at = -1;
+	for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+		if (at < 0 || x[i] > v) {   /* each thread walks upwards: ties keep the first */
+			v = x[i];
+			at = i;
+		}
+	bv[threadIdx.x] = v;
+	bi[threadIdx.x] = at;
+	__syncthreads();
+	for (int s = blockDim.x / 2; s > 0; s /= 2) {
+		const int t = threadIdx.x;
+		if (t < s) {
+			const float o = bv[t + s];
+			const int64_t oi = bi[t + s];
+			if (oi >= 0 && (bi[t] < 0 || o > bv[t] || (o == bv[t] && oi < bi[t]))) {
+				bv[t] = o;
+				bi[t] = oi;
+			}
+		}
+		__syncthreads();
+	}
+	const int64_t r = bi[0];
+	__syncthreads();
+	return r < 0 ? 0 : r;
+}
+
+/* Where generate's kernel finds the token, position and logits buffers. */
+struct mkc_gen_io {
+	int64_t *ids, *pos;          /* pos may be NULL */
+	const float *logits;
+	const int64_t *prompt;       /* device copy */
+	int64_t *out;                /* device buffer for the new tokens */
+	int n_prompt, steps;
+	int sym;                     /* the symbol that counts cache positions, or -1 */
+	int64_t nnew;
+};
+
+/*
+ * Greedy decoding in one launch: step j runs every queue with epoch
+ * epoch0 + j + 1; at its end all blocks meet, block 0 takes the argmax of
+ * the logits, writes the next token and position and advances the cache
+ * count (and the symbolic values that follow it), and all meet again.
+ */
+static __global__ void __launch_bounds__(MKC_THREADS, 1)
+mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch0,
+		    unsigned long long bar0, long long timeout_cycles, struct mkc_gen_io io)
+{
+	unsigned long long *bar = &counter[MKC_NEVENTS];
+	for (int j = 0; j < io.steps; j++) {
+		const unsigned long long arrivals = 2ULL * (unsigned long long)j;
+		if (mkc_run_queue(m, counter, epoch0 + (unsigned long long)j + 1, timeout_cycles) ||
+		    mkc_grid_sync(m, bar, bar0 + (arrivals + 1) * MKC_NWORKERS, timeout_cycles))
+			return;
+		if (blockIdx.x == 0) {
+			const int64_t tok = mkc_block_argmax(io.logits, MKC_GEN_VOCAB);
+			if (threadIdx.x == 0) {
+				if (j >= io.n_prompt - 1)
+					io.out[j - (io.n_prompt - 1)] = tok;
+				io.ids[0] = j + 1 < io.n_prompt ? io.prompt[j + 1] : tok;
+				if (io.sym >= 0)
+					m->sym[io.sym] += io.nnew;
+				if (io.pos)
+					io.pos[0] = io.sym >= 0 ? m->sym[io.sym] : j + 1;
+				mkc_fill_symvals(m);
+				__threadfence();
+			}
+		}
+		if (mkc_grid_sync(m, bar, bar0 + (arrivals + 2) * MKC_NWORKERS, timeout_cycles))
+			return;
+	}
+}
+#endif
 
 static int
 mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double timeout_s)
@@ -197,21 +314,10 @@ mkc_model_destroy(mkc_host *m)
 	free(m);
 }
 
-/* inputs and outputs are device pointers; the step is finished on return. */
+/* After a launch: waits for it, and turns a failure into a sentence. */
 static int
-mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int64_t *dims)
+mkc_finish(mkc_host *m)
 {
-	if (mkc_begin_step(m, inputs, outputs, dims))
-		return -1;
-	struct mkc_model view;
-	memcpy(view.buf, m->buf, sizeof view.buf);
-	memcpy(view.sym, m->sym, sizeof view.sym);
-	view.status = m->status;
-	m->epoch++;
-	if (MKC_CUDA(m, cudaMemcpy(m->dev, &view, sizeof view, cudaMemcpyHostToDevice)))
-		return -1;
-	mkc_symvals_kernel<<<1, 1>>>(m->dev);
-	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS>>>(m->dev, m->counter, m->epoch, m->timeout_cycles);
 	if (MKC_CUDA(m, cudaGetLastError()) || MKC_CUDA(m, cudaDeviceSynchronize()))
 		return -1;
 	int st[4];
@@ -219,7 +325,10 @@ mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int
 		return -1;
 	if (st[0] == 0)
 		return 0;
-	if (st[0] == 1)
+	if (st[0] == 1 && st[1] < 0)
+		mkc_seterr(m, "watchdog: a block waited %.1f s at generate's barrier between steps",
+			   m->timeout_s);
+	else if (st[0] == 1)
 		mkc_seterr(m, "watchdog: task %d (%s) waited %.1f s on event %d", st[1],
 			   mkc_task_name[st[1]], m->timeout_s, st[2]);
 	else
@@ -228,7 +337,101 @@ mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int
 	cudaMemset(m->counter, 0, (MKC_NEVENTS + 1) * sizeof *m->counter);
 	cudaMemset(m->status, 0, 4 * sizeof *m->status);
 	m->epoch = 0;
+	m->bars = 0;
 	return -1;
+}
+
+/* The tile view of the model, copied to the device before a launch. */
+static int
+mkc_upload_view(mkc_host *m)
+{
+	struct mkc_model view;
+	memcpy(view.buf, m->buf, sizeof view.buf);
+	memcpy(view.sym, m->sym, sizeof view.sym);
+	view.status = m->status;
+	return MKC_CUDA(m, cudaMemcpy(m->dev, &view, sizeof view, cudaMemcpyHostToDevice));
+}
+
+/* inputs and outputs are device pointers; the step is finished on return. */
+static int
+mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int64_t *dims)
+{
+	if (mkc_begin_step(m, inputs, outputs, dims) || mkc_upload_view(m))
+		return -1;
+	m->epoch++;
+	mkc_symvals_kernel<<<1, 1>>>(m->dev);
+	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS>>>(m->dev, m->counter, m->epoch, m->timeout_cycles);
+	return mkc_finish(m);
+}
+
+static int mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
+			      const int64_t *out, int *steps);
+static int64_t mkc_next_position(const mkc_host *m);
+
+/*
+ * Greedy decoding, every step in one launch (mkc_generate_kernel). The
+ * model's own device buffers take the inputs and outputs; out is host
+ * memory.
+ */
+static int
+mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_t *out)
+{
+	int steps;
+#if !MKC_CAN_GENERATE
+	return mkc_generate_check(m, prompt, n_prompt, n_new, out, &steps);   /* says why not */
+#else
+	int rc = -1;
+	if (mkc_generate_check(m, prompt, n_prompt, n_new, out, &steps))
+		return -1;
+	void *in[MKC_NINPUTS + 1] = {0}, *outs[MKC_NOUTPUTS + 1] = {0};
+	int64_t *dprompt = NULL, *dout = NULL, first[2] = {prompt[0], mkc_next_position(m)};
+	struct mkc_gen_io io;
+	memset(&io, 0, sizeof io);
+	for (int i = 0; i < MKC_NINPUTS; i++)
+		if (MKC_CUDA(m, cudaMalloc(&in[i], sizeof(int64_t))) ||
+		    MKC_CUDA(m, cudaMemcpy(in[i], &first[i == MKC_GEN_IDS ? 0 : 1], sizeof(int64_t),
+					   cudaMemcpyHostToDevice)))
+			goto out;
+	for (int o = 0; o < MKC_NOUTPUTS; o++) {
+		size_t bytes = (size_t)mkc_numel(m, mkc_outputs[o], 1) *
+			       (size_t)mkc_tensors[mkc_outputs[o]].esize;
+		if (MKC_CUDA(m, cudaMalloc(&outs[o], bytes ? bytes : 1)))
+			goto out;
+	}
+	if (MKC_CUDA(m, cudaMalloc((void **)&dprompt, (size_t)n_prompt * sizeof *dprompt)) ||
+	    MKC_CUDA(m, cudaMalloc((void **)&dout, (size_t)n_new * sizeof *dout)) ||
+	    MKC_CUDA(m, cudaMemcpy(dprompt, prompt, (size_t)n_prompt * sizeof *dprompt,
+				   cudaMemcpyHostToDevice)) ||
+	    mkc_begin_step(m, (const void *const *)in, outs, NULL) || mkc_upload_view(m))
+		goto out;
+	io.ids = (int64_t *)in[MKC_GEN_IDS];
+	io.pos = MKC_GEN_POS >= 0 ? (int64_t *)in[MKC_GEN_POS] : NULL;
+	io.logits = (const float *)outs[MKC_GEN_LOGITS];
+	io.prompt = dprompt;
+	io.out = dout;
+	io.n_prompt = n_prompt;
+	io.steps = steps;
+	io.sym = MKC_NCACHES ? mkc_caches[0].sym : -1;
+	io.nnew = MKC_NCACHES ? mkc_caches[0].nnew : 0;
+	mkc_symvals_kernel<<<1, 1>>>(m->dev);
+	mkc_generate_kernel<<<MKC_NWORKERS, MKC_THREADS>>>(m->dev, m->counter, m->epoch, m->bars,
+							   m->timeout_cycles, io);
+	if (mkc_finish(m))
+		goto out;
+	m->epoch += (unsigned long long)steps;
+	m->bars += 2ULL * (unsigned long long)steps * MKC_NWORKERS;
+	if (io.sym >= 0)
+		m->sym[io.sym] += (int64_t)steps * io.nnew;
+	rc = MKC_CUDA(m, cudaMemcpy(out, dout, (size_t)n_new * sizeof *dout, cudaMemcpyDeviceToHost));
+out:
+	for (int i = 0; i < MKC_NINPUTS; i++)
+		cudaFree(in[i]);
+	for (int o = 0; o < MKC_NOUTPUTS; o++)
+		cudaFree(outs[o]);
+	cudaFree(dprompt);
+	cudaFree(dout);
+	return rc;
+#endif
 }
 
 /* Hooks for runtime/host.h: weights go to device memory. */
@@ -236,6 +439,15 @@ static int
 mkc_store(mkc_host *m, void *dst, const void *src, size_t n)
 {
 	return MKC_CUDA(m, cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
+}
+
+/* rows rows of width bytes, pitch bytes apart; either side may be host
+ * or device memory (unified addressing tells which) */
+static int
+mkc_copy_rows(mkc_host *m, void *dst, size_t dpitch, const void *src, size_t spitch,
+	      size_t width, size_t rows)
+{
+	return MKC_CUDA(m, cudaMemcpy2D(dst, dpitch, src, spitch, width, rows, cudaMemcpyDefault));
 }
 
 static void

@@ -44,6 +44,8 @@ Test(optable, readme_matches_ops_def)
 	load_readme();
 	for (int op = 0; op < MKC_OP_UNKNOWN; op++) {
 		const mkc_op_info *oi = mkc_op_info_of((mkc_op)op);
+		if (!strcmp(oi->domain, "mkc.internal"))
+			continue;   /* made by mkc's passes; the README lists what models may use */
 		int count;
 		const char *p = row_of(oi->name, &count);
 		cr_assert_eq(count, 1, "README lists %s %d times", oi->name, count);

@@ -1,0 +1,192 @@
+/*
+ * state.c - the KV cache as state the compiled model owns.
+ *
+ * requires: infer, canon and dce (shapes known, attention fused, use
+ *           counts current); g->kv_cap > 0 (0: the pass does nothing).
+ * provides: every past/present pair of a decode-step export turned into
+ *           one cache tensor of kind MKC_TK_STATE that holds g->kv_cap
+ *           positions, written in place by a CacheAppend node; the past
+ *           input and present output gone from the graph's interface;
+ *           g->states listing the caches.
+ *
+ * A decode-step export takes the cache as inputs and gives it back one
+ * position longer:
+ *
+ *   past_key_values.0.key [1, 2, past_len, 32] --+
+ *                                                 Concat(axis 2) -> present.0.key
+ *   new key               [1, 2, 1, 32]        --+   [1, 2, past_len + 1, 32]
+ *
+ * and the attention reads present. Copying the whole past in and the whole
+ * present out every step costs as much memory traffic as the weights at long
+ * contexts, so instead the model keeps present in a buffer laid out for
+ * kv_cap positions, the Concat becomes an append of the new positions at
+ * past_len, and past_len becomes the number of positions in the cache, which
+ * the runtime counts. The tensor keeps its logical shape (past_len + 1 along
+ * the axis); only its strides change, so a reader must index through the
+ * strides: the pass converts a pair only when every reader of present is an
+ * attention node reading it as keys or values, whose tile body does.
+ *
+ * An Attention that takes the past itself (inputs 4 and 5) and gives the
+ * present (outputs 1 and 2), as the Hugging Face template and some exports
+ * write it, is first split into the Concat form above.
+ */
+#include "passes.h"
+
+#include <string.h>
+
+static bool
+is_kv_reader(const mkc_node *n, const mkc_tensor *t)
+{
+	if (n->op != MKC_OP_ATTENTION)
+		return false;
+	for (int i = 0; i < n->nin; i++)
+		if (n->in[i] == t && i != 1 && i != 2)
+			return false;
+	return true;
+}
+
+/* The Concat that makes output q from a past input, or NULL. */
+static mkc_node *
+cache_concat(mkc_graph *g, mkc_tensor *q, int *axis, int64_t *nnew)
+{
+	mkc_node *c = q->producer;
+	if (!c || c->op != MKC_OP_CONCAT || c->nin != 2 || !c->in[0] || !c->in[1])
+		return NULL;
+	mkc_tensor *past = c->in[0], *x = c->in[1];
+	if (past->kind != MKC_TK_INPUT || past->nconsumers != 1 || !mkc_dtype_is_float(q->dtype) ||
+	    past->rank != q->rank || x->rank != q->rank)
+		return NULL;
+	int64_t a = mkc_node_attr_int(c, "axis", 0);
+	a = a < 0 ? a + q->rank : a;
+	if (a < 0 || a >= q->rank)
+		return NULL;
+	mkc_dim pl = past->shape[a], n = x->shape[a], sum;
+	/* past holds exactly sym positions; every other axis is fixed */
+	if (pl.sym < 0 || pl.k != 1 || pl.c != 0 || !mkc_dim_is_const(n) || n.c < 1 ||
+	    !mkc_dim_add(pl, n, &sum) || !mkc_dim_eq(sum, q->shape[a]))
+		return NULL;
+	for (int d = 0; d < q->rank; d++)
+		if (d != a && !mkc_dim_is_const(q->shape[d]))
+			return NULL;
+	for (int i = 0; i < g->nodes.n; i++) {
+		const mkc_node *r = MKC_NODE(g, i);
+		for (int k = 0; k < r->nin; k++)
+			if (r->in[k] == q && !is_kv_reader(r, q))
+				return NULL;
+	}
+	*axis = (int)a;
+	*nnew = n.c;
+	return c;
+}
+
+static bool
+is_graph_output(const mkc_graph *g, const mkc_tensor *t)
+{
+	for (int i = 0; i < g->outputs.n; i++)
+		if (MKC_OUTPUT(g, i) == t)
+			return true;
+	return false;
+}
+
+/* Attention(q, k, v, mask, past_k, past_v) -> (y, present_k, present_v) into
+ * present = Concat(past, new) along the sequence axis, and an Attention
+ * that reads present. */
+static void
+split_attention(mkc_graph *g, mkc_node *n)
+{
+	if (n->nin < 6 || n->nout < 3 || n->in[0]->rank != 4)
+		return;
+	for (int k = 0; k < 2; k++) {
+		mkc_tensor *past = n->in[4 + k], *present = n->out[1 + k];
+		if (!past || !present || past->kind != MKC_TK_INPUT || past->nconsumers != 1 ||
+		    !is_graph_output(g, present))
+			return;
+	}
+	mkc_arena *a = g->ctx->arena;
+	for (int k = 0; k < 2; k++) {
+		mkc_node *c = mkc_graph_add_node(g, mkc_arena_printf(a, "%s/%s_concat", n->name,
+								       k ? "value" : "key"),
+						 "", "Concat", 2, 1, 1);
+		c->in[0] = n->in[4 + k];
+		c->in[1] = n->in[1 + k];
+		c->out[0] = n->out[1 + k];
+		c->out[0]->producer = c;
+		c->attr[0] = (mkc_attr){.name = "axis", .type = MKC_AT_INT, .i = 2};
+		n->in[1 + k] = c->out[0];
+		n->in[4 + k] = NULL;
+		n->out[1 + k] = NULL;
+	}
+	n->nin = n->in[3] ? 4 : 3;
+	n->nout = n->nout > 3 && n->out[3] ? 4 : 1;
+}
+
+static void
+drop(mkc_vec *v, const void *x)
+{
+	int k = 0;
+	for (int i = 0; i < v->n; i++)
+		if (v->v[i] != x)
+			v->v[k++] = v->v[i];
+	v->n = k;
+}
+
+int
+mkc_pass_state(mkc_graph *g)
+{
+	if (g->kv_cap <= 0)
+		return 0;
+	mkc_arena *a = g->ctx->arena;
+	int nn = g->nodes.n;
+	for (int i = 0; i < nn; i++)
+		if (MKC_NODE(g, i)->op == MKC_OP_ATTENTION)
+			split_attention(g, MKC_NODE(g, i));
+	if (g->nodes.n != nn) {
+		if (mkc_graph_sort(g) != 0)
+			return -1;
+		mkc_graph_count_uses(g);
+	}
+	int sym = -1;
+	for (int i = 0; i < g->outputs.n; i++) {
+		mkc_tensor *q = MKC_OUTPUT(g, i);
+		int axis;
+		int64_t nnew;
+		mkc_node *c = cache_concat(g, q, &axis, &nnew);
+		if (!c)
+			continue;
+		mkc_tensor *past = c->in[0];
+		int s = past->shape[axis].sym;
+		if (sym >= 0 && s != sym)
+			return mkc_error(g->ctx, "%s: KV caches '%s' and '%s' count positions in different "
+					 "symbols (%s, %s); compile with --kv-io", g->path,
+					 MKC_STATE(g, 0)->cache->name, q->name, MKC_SYM(g, sym),
+					 MKC_SYM(g, s));
+		if (g->kv_cap < nnew + 1)
+			return mkc_error(g->ctx, "%s: --max-seq %lld leaves no room for the %lld new "
+					 "position(s) of '%s'", g->path, (long long)g->kv_cap,
+					 (long long)nnew, q->name);
+		sym = s;
+		mkc_state *st = mkc_arena_alloc(a, sizeof *st);
+		*st = (mkc_state){q, past->name, axis, s, nnew};
+		mkc_vec_push(a, &g->states, st);
+		c->op = MKC_OP_CACHE_APPEND;
+		c->op_type = "CacheAppend";
+		c->domain = "mkc.internal";
+		c->in[0] = c->in[1];
+		c->nin = 1;
+		past->nconsumers = 0;
+		q->kind = MKC_TK_STATE;
+		q->cap_axis = axis;
+		q->cap = g->kv_cap;
+	}
+	for (int i = 0; i < g->states.n; i++) {
+		mkc_state *st = MKC_STATE(g, i);
+		drop(&g->outputs, st->cache);
+		mkc_tensor *past = mkc_graph_find(g, st->past);
+		drop(&g->inputs, past);
+		past->kind = MKC_TK_INTERMEDIATE;   /* read by nothing now */
+	}
+	if (g->states.n)
+		mkc_progress(g->ctx, "state: %d KV caches of %lld positions kept in place; %s counts them",
+			     g->states.n, (long long)g->kv_cap, MKC_SYM(g, sym));
+	return 0;
+}

@@ -1,0 +1,119 @@
+/*
+ * test_generate.c - the KV cache kept as state and in-call generation, on
+ * the C target: examples/generate.c against the C output of Llama (opset 18
+ * and 23 exports) and Qwen3 (a hand-made opset-23 graph and an opset-18
+ * export) must give the same greedy tokens as onnxruntime running the same
+ * file with explicit past/present tensors, from contexts of 1, 100 and 1000
+ * tokens up to one position short of the compiled cache; and running past
+ * the cache must be an error that says so, not memory corruption.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../mkc_run.h"
+
+static char out[1 << 16];
+
+/* The "tokens:" line of the first and second half of out must agree. */
+static void
+same_tokens(const char *what)
+{
+	char *a = strstr(out, "tokens:"), *b = a ? strstr(a + 1, "tokens:") : NULL;
+	cr_assert(a && b, "%s: %s", what, out);
+	size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
+	cr_assert(la == lb && !strncmp(a, b, la), "%s: mkc and onnxruntime differ: %s", what, out);
+}
+
+/*
+ * Compiles model with a cache of max_seq positions, generates n_new
+ * tokens after prompt with examples/generate.c (twice: the second run must
+ * repeat the first after a cache reset), and compares with onnxruntime.
+ */
+static void
+generate_matches(const char *model, const char *prompt, int n_new, int max_seq)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && %s %s -o $d/llama.c --workers 2 --max-seq %d && "
+		 "cc -std=c11 -O2 -Wall -Wextra -Werror -pthread -I$d -o $d/gen examples/generate.c "
+		 "$d/llama.c -lm && $d/gen %s %d %s 2 && "
+		 "python3 tools/ort_decode.py %s %d --prompt %s; rc=$?; rm -rf $d; exit $rc",
+		 mkc_bin(), model, max_seq, model, n_new, prompt, model, n_new, prompt);
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	same_tokens(model);
+}
+
+Test(generate, llama_op18_context_1, .timeout = 300)
+{
+	generate_matches("tests/models/tiny_llama_decode_op18/model.onnx", "7", 32, 4096);
+}
+
+Test(generate, llama_op23_context_100, .timeout = 300)
+{
+	generate_matches("tests/models/tiny_llama_decode_op23/model.onnx", "seq:100", 16, 4096);
+}
+
+Test(generate, qwen3_op23_context_1000, .timeout = 300)
+{
+	generate_matches("tests/models/qwen3_tiny_onnx/model.onnx", "seq:1000", 8, 1024);
+}
+
+/* 1090 prompt and 10 new tokens: 1099 steps fill a cache of 1100 but one. */
+Test(generate, qwen3_op18_export_near_the_maximum, .timeout = 300)
+{
+	generate_matches("tests/models/export/qwen3_tiny_op18/model.onnx", "seq:1090", 10, 1100);
+	cr_assert(strstr(out, "cache now 1099 of 1100"), "%s", out);
+}
+
+/* Asking for more positions than the cache holds is refused before any step. */
+Test(generate, past_the_cache_is_an_error, .timeout = 120)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd,
+		 "(d=$(mktemp -d) && %s tests/models/tiny_llama_decode_op23 -o $d/llama.c --max-seq 16 && "
+		 "cc -std=c11 -O1 -pthread -I$d -o $d/gen examples/generate.c $d/llama.c -lm && "
+		 "cc -std=c11 -O1 -pthread -I$d -o $d/dec examples/decode.c $d/llama.c -lm && "
+		 "$d/gen tests/models/tiny_llama_decode_op23/model.onnx 10 seq:10; "
+		 "$d/dec tests/models/tiny_llama_decode_op23/model.onnx 17 7; rm -rf $d)",
+		 mkc_bin());
+	mkc_shell(cmd, out, sizeof out);
+	cr_assert(strstr(out, "generate: the KV cache holds 16 positions; 0 are in use, and 10 prompt "
+			      "and 10 new tokens need 19 more"), "%s", out);
+	/* 16 steps fill it; the 17th is refused with the count */
+	cr_assert(strstr(out, "decode: step: the KV cache is full: 16 of 16 positions in use"),
+		  "%s", out);
+}
+
+/* A cache must hold the new position as well as one past one. */
+Test(generate, max_seq_too_small)
+{
+	mkc_result *r = mkc_run("tests/models/tiny_llama_decode_op23", "--max-seq", "1", NULL);
+	cr_assert_eq(r->status, 2, "%s", r->err);
+	cr_assert(strstr(r->err, "--max-seq needs a position count of at least 2"), "%s", r->err);
+}
+
+/* --kv-io keeps the export's interface: past in, present out. */
+Test(generate, kv_io_keeps_past_and_present, .timeout = 300)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "%s test --kv-io tests/models/tiny_llama_decode_op23 "
+		 "tests/models/tiny_llama_hf", mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "2 passed, 0 failed"), "%s", out);
+	cr_assert_null(strstr(out, "KV caches in place"), "%s", out);
+	snprintf(cmd, sizeof cmd, "%s test tests/models/tiny_llama_decode_op23", mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "(KV caches in place)"), "%s", out);
+}
+
+/* The emitted header says which caches there are. */
+Test(generate, header_lists_the_caches, .timeout = 120)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && %s tests/models/tiny_llama_decode_op18 -o $d/llama.c && "
+		 "grep -c 'present.0.key\\|past_key_values.0.key' $d/llama.c && "
+		 "grep -q 'llama_cache_load' $d/llama.h; rc=$?; rm -rf $d; exit $rc", mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+}
