@@ -164,7 +164,11 @@ mkc_grid_sync(struct mkc_model *m, unsigned long long *bar, unsigned long long t
 		__threadfence();
 		atomicAdd(bar, 1ULL);
 	}
-	return mkc_wait(m, bar, target, timeout_cycles, -1, -1);
+	const int stop = mkc_wait(m, bar, target, timeout_cycles, -1, -1);
+	/* the next wait may come at once (a step's first task): its write of
+	 * the shared stop flag must not overtake this read */
+	__syncthreads();
+	return stop;
 }
 
 /* Block-wide argmax of the logits (the first of equals, as torch.argmax). */
