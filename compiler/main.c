@@ -21,7 +21,7 @@ static const char usage[] =
 	"       mkc test [options] DIR...       run golden tests (mkc test --help)\n"
 	"\n"
 	"MODEL is an .onnx file, an ONNX-JSON .json file, or a folder holding\n"
-	"model.onnx.\n"
+	"model.onnx or a Hugging Face model (config.json and safetensors).\n"
 	"\n"
 	"options:\n"
 	"  -o OUT             output file; its extension picks the target\n"
