@@ -36,6 +36,7 @@ const mkc_target mkc_target_c = {
 	.table_qual = "static const",
 	.api = mkc_rt_c_api,
 	.half_types = false,
+	.warp = 0,
 };
 
 /* The same API text serves CUDA: the runtime under it differs. */
@@ -48,6 +49,7 @@ const mkc_target mkc_target_cuda = {
 	.table_qual = "static __device__ const",
 	.api = mkc_rt_c_api,
 	.half_types = false,
+	.warp = 32,
 };
 
 const mkc_target *

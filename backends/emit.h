@@ -27,6 +27,8 @@ typedef struct {
 	const char *table_qual;     /* declares a table the workers read */
 	const char *api;            /* the public API's implementation */
 	bool half_types;            /* float16 / bfloat16 tensors supported */
+	int warp;                   /* lanes that share one dot product with shuffles and
+	                               vector loads (GPU gemv bodies); 0: one lane an output */
 } mkc_target;
 
 extern const mkc_target mkc_target_c, mkc_target_cuda;

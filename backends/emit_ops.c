@@ -349,6 +349,37 @@ all_float(const mkc_node *n)
 	return n->out[0]->dtype == MKC_DT_FLOAT;
 }
 
+/*
+ * MatMul by a weight [K, N] on a GPU: lane l of the block takes output
+ * element o = l mod P of the tile and slice s = l / P of the K axis (S
+ * slices, P = lanes / S outputs at a time), so that neighbouring lanes read
+ * neighbouring weights of one row and the whole block streams; the slices'
+ * partial sums meet in shared memory.
+ */
+static void
+emit_matmul_split_k(mkc_emitter *e, const mkc_node *n, int r)
+{
+	FILE *f = e->f;
+	bool wb = is_bf16(n->in[1]);
+	fprintf(f, "\t__shared__ float part[MKC_THREADS];\n"
+		"\tint64_t ext[%d], idx[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
+		"\tconst int64_t S = cnt >= MKC_NLANES ? 1 : MKC_NLANES / cnt, P = MKC_NLANES / S;\n"
+		"\tconst int64_t o0 = MKC_LANE %% P, s = MKC_LANE / P;\n"
+		"\tfor (int64_t base = 0; base < cnt; base += P) {\n"
+		"\t\tconst int64_t o = base + o0;\n\t\tfloat acc = 0;\n"
+		"\t\tif (o < cnt && s < S) {\n\t\t\tmkc_rt_unflat(o, lo, ext, %d, idx);\n"
+		"\t\t\tconst float *pa = x0 + mkc_rt_dot(idx, as, %d);\n"
+		"\t\t\tconst %s *pb = x1 + mkc_rt_dot(idx, bs, %d);\n"
+		"\t\t\tfor (int64_t k = s * K / S; k < (s + 1) * K / S; k++)\n"
+		"\t\t\t\tacc += pa[k * ak] * %s;\n\t\t}\n"
+		"\t\tpart[MKC_LANE] = acc;\n\t\t__syncthreads();\n"
+		"\t\tif (s == 0 && o < cnt) {\n"
+		"\t\t\tfor (int64_t t = 1; t < S; t++)\n\t\t\t\tacc += part[t * P + o0];\n"
+		"\t\t\ty[mkc_rt_dot(idx, y_s, %d)] = acc;\n\t\t}\n\t\t__syncthreads();\n\t}\n",
+		r + 1, r + 1, r, r, r, wb ? "uint16_t" : "float", r,
+		wb ? "mkc_rt_bf16(pb[k * bk])" : "pb[k * bk]", r);
+}
+
 static int
 emit_matmul(mkc_emitter *e, const mkc_node *n)
 {
@@ -364,6 +395,10 @@ emit_matmul(mkc_emitter *e, const mkc_node *n)
 		"\tconst int64_t K = x0_d[%d], ak = x0_s[%d], bk = x1_s[%d];\n",
 		r + 1, r + 1, a->rank - 2, r - 2, b->rank - 2, r - 2, r - 2, a->rank - 2, r - 1,
 		r - 2, r - 1, b->rank - 1, a->rank - 1, a->rank - 1, b->rank - 2);
+	if (e->t->warp && b->kind == MKC_TK_WEIGHT && b->rank == 2) {
+		emit_matmul_split_k(e, n, r);
+		return 0;
+	}
 	open_box(f, r);
 	fprintf(f, "\t\tconst float *pa = x0 + mkc_rt_dot(idx, as, %d);\n"
 		"\t\tconst %s *pb = x1 + mkc_rt_dot(idx, bs, %d);\n\t\tfloat acc = 0;\n"
@@ -371,6 +406,48 @@ emit_matmul(mkc_emitter *e, const mkc_node *n)
 		"\t\ty[oy] = acc;\n\t}\n", r, is_bf16(b) ? "uint16_t" : "float", r,
 		is_bf16(b) ? "mkc_rt_bf16(pb[k * bk])" : "pb[k * bk]");
 	return 0;
+}
+
+/*
+ * Gemm by a weight stored [N, K] (transB, as Hugging Face keeps Linear
+ * weights) on a GPU: one warp per output element walks the two contiguous
+ * rows with 16-byte loads (8 bf16 or 4 float32 weights a lane), and a
+ * shuffle reduction sums the lanes. K must be a multiple of 8 or 4.
+ */
+static bool
+gemm_rows_fit(const mkc_emitter *e, const mkc_node *n, bool ta, bool tb)
+{
+	const mkc_tensor *a = n->in[0], *w = n->in[1];
+	if (!e->t->warp || ta || !tb || w->kind != MKC_TK_WEIGHT || a->rank != 2 ||
+	    !mkc_dim_is_const(a->shape[1]))
+		return false;
+	return a->shape[1].c % (is_bf16(w) ? 8 : 4) == 0;
+}
+
+static void
+emit_gemm_rows(mkc_emitter *e, const mkc_node *n, float alpha, float beta)
+{
+	FILE *f = e->f;
+	char fa[48], fb[48];
+	bool wb = is_bf16(n->in[1]), c = n->nin > 2 && n->in[2];
+	int v = wb ? 8 : 4;
+	fprintf(f, "\tconst int64_t K = x0_d[1];\n"
+		"\tconst int64_t lane = MKC_LANE %% %d, warp = MKC_LANE / %d, nwarp = MKC_NLANES / %d;\n"
+		"\tint64_t ext[3], idx[3];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, 2, ext);\n",
+		e->t->warp, e->t->warp, e->t->warp);
+	if (c)
+		fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x2_d, x2_s, %d, 2, cs);\n", n->in[2]->rank);
+	fprintf(f, "\tfor (int64_t f = warp; f < cnt; f += nwarp) {\n\t\tmkc_rt_unflat(f, lo, ext, 2, idx);\n"
+		"\t\tconst float *pa = x0 + idx[0] * x0_s[0];\n"
+		"\t\tconst %s *pb = x1 + idx[1] * x1_s[0];\n\t\tfloat acc = 0;\n"
+		"\t\tfor (int64_t k = lane * %d; k < K; k += %d)\n\t\t\tacc += %s(pa + k, pb + k);\n"
+		"\t\tacc = mkc_rt_warp_sum(acc);\n\t\tif (lane == 0)\n"
+		"\t\t\ty[mkc_rt_dot(idx, y_s, 2)] = %s * acc",
+		wb ? "uint16_t" : "float", v, v * e->t->warp, wb ? "mkc_rt_dot8_bf16" : "mkc_rt_dot4",
+		flit(fa, alpha));
+	if (c)
+		fprintf(f, " + %s * x2[mkc_rt_dot(idx, cs, 2)]", flit(fb, beta));
+	fputs(";\n\t}\n", f);
 }
 
 static int
@@ -381,6 +458,10 @@ emit_gemm(mkc_emitter *e, const mkc_node *n)
 	float alpha = mkc_node_attr_float(n, "alpha", 1), beta = mkc_node_attr_float(n, "beta", 1);
 	char fa[48];
 	decl_all(e, n);
+	if (gemm_rows_fit(e, n, ta, tb)) {
+		emit_gemm_rows(e, n, alpha, beta);
+		return 0;
+	}
 	fprintf(f, "\tconst int64_t as[3] = {x0_s[%d], 0, 0}, bs[3] = {0, x1_s[%d], 0};\n"
 		"\tconst int64_t K = x0_d[%d], ak = x0_s[%d], bk = x1_s[%d];\n",
 		ta, !tb, !ta, !ta, tb);

@@ -227,6 +227,37 @@ typedef struct {
 	int64_t nnew;       /* positions each step appends */
 } mkc_rt_cache;
 
+#if defined(__CUDACC__)
+/* The sum of v over the 32 lanes of a warp, in every lane. */
+static __device__ inline float MKC_UNUSED
+mkc_rt_warp_sum(float v)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+
+/* x[0..8) . w[0..8), w in bf16; one 16-byte load of w, two of x. */
+static __device__ inline float MKC_UNUSED
+mkc_rt_dot8_bf16(const float *x, const uint16_t *w)
+{
+	const uint4 b = *(const uint4 *)w;
+	const float4 p = ((const float4 *)x)[0], q = ((const float4 *)x)[1];
+	return p.x * __uint_as_float(b.x << 16) + p.y * __uint_as_float(b.x & 0xffff0000u) +
+	       p.z * __uint_as_float(b.y << 16) + p.w * __uint_as_float(b.y & 0xffff0000u) +
+	       q.x * __uint_as_float(b.z << 16) + q.y * __uint_as_float(b.z & 0xffff0000u) +
+	       q.z * __uint_as_float(b.w << 16) + q.w * __uint_as_float(b.w & 0xffff0000u);
+}
+
+/* x[0..4) . w[0..4) in float32, 16-byte loads. */
+static __device__ inline float MKC_UNUSED
+mkc_rt_dot4(const float *x, const float *w)
+{
+	const float4 p = *(const float4 *)x, q = *(const float4 *)w;
+	return p.x * q.x + p.y * q.y + p.z * q.z + p.w * q.w;
+}
+#endif
+
 /* bfloat16 storage: widen on load; narrow, rounding to nearest even. */
 static inline MKC_HD float MKC_UNUSED
 mkc_rt_bf16(uint16_t b)

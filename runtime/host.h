@@ -70,6 +70,11 @@ mkc_bind(mkc_host *m, const char *name, void *ptr)
 		mkc_seterr(m, "no weight is called '%s'", name);
 		return -1;
 	}
+	if ((uintptr_t)ptr % 16) {
+		/* GPU tile bodies read weights with 16-byte vector loads */
+		mkc_seterr(m, "weight '%s': the bound memory must be 16-byte aligned", name);
+		return -1;
+	}
 	if (m->owned[t])
 		mkc_free_buf(m->buf[t]);
 	m->owned[t] = 0;
