@@ -370,7 +370,7 @@ emit_matmul_split_k(mkc_emitter *e, const mkc_node *n, int r)
 		"\t\tif (o < cnt && s < S) {\n\t\t\tmkc_rt_unflat(o, lo, ext, %d, idx);\n"
 		"\t\t\tconst float *pa = x0 + mkc_rt_dot(idx, as, %d);\n"
 		"\t\t\tconst %s *pb = x1 + mkc_rt_dot(idx, bs, %d);\n"
-		"\t\t\tfor (int64_t k = s * K / S; k < (s + 1) * K / S; k++)\n"
+		"#pragma unroll 8\n\t\t\tfor (int64_t k = s * K / S; k < (s + 1) * K / S; k++)\n"
 		"\t\t\t\tacc += pa[k * ak] * %s;\n\t\t}\n"
 		"\t\tpart[MKC_LANE] = acc;\n\t\t__syncthreads();\n"
 		"\t\tif (s == 0 && o < cnt) {\n"
@@ -431,16 +431,18 @@ emit_gemm_rows(mkc_emitter *e, const mkc_node *n, float alpha, float beta)
 	char fa[48], fb[48];
 	bool wb = is_bf16(n->in[1]), c = n->nin > 2 && n->in[2];
 	int v = wb ? 8 : 4;
-	fprintf(f, "\tconst int64_t K = x0_d[1];\n"
+	/* K is a constant here: the walk along it unrolls, so a lane has several
+	 * loads in flight (one block per SM holds few warps to hide latency) */
+	fprintf(f, "\tconst int64_t K = %lld;\n"
 		"\tconst int64_t lane = MKC_LANE %% %d, warp = MKC_LANE / %d, nwarp = MKC_NLANES / %d;\n"
 		"\tint64_t ext[3], idx[3];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, 2, ext);\n",
-		e->t->warp, e->t->warp, e->t->warp);
+		(long long)n->in[0]->shape[1].c, e->t->warp, e->t->warp, e->t->warp);
 	if (c)
 		fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x2_d, x2_s, %d, 2, cs);\n", n->in[2]->rank);
 	fprintf(f, "\tfor (int64_t f = warp; f < cnt; f += nwarp) {\n\t\tmkc_rt_unflat(f, lo, ext, 2, idx);\n"
 		"\t\tconst float *pa = x0 + idx[0] * x0_s[0];\n"
 		"\t\tconst %s *pb = x1 + idx[1] * x1_s[0];\n\t\tfloat acc = 0;\n"
-		"\t\tfor (int64_t k = lane * %d; k < K; k += %d)\n\t\t\tacc += %s(pa + k, pb + k);\n"
+		"#pragma unroll 8\n\t\tfor (int64_t k = lane * %d; k < K; k += %d)\n\t\t\tacc += %s(pa + k, pb + k);\n"
 		"\t\tacc = mkc_rt_warp_sum(acc);\n\t\tif (lane == 0)\n"
 		"\t\t\ty[mkc_rt_dot(idx, y_s, 2)] = %s * acc",
 		wb ? "uint16_t" : "float", v, v * e->t->warp, wb ? "mkc_rt_dot8_bf16" : "mkc_rt_dot4",
