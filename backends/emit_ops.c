@@ -743,6 +743,94 @@ emit_cache_append(mkc_emitter *e, const mkc_node *n)
 	return 0;
 }
 
+/*
+ * GroupQueryAttention (com.microsoft), one whole tile, in two phases. First
+ * the present key and value: the past, then the new positions, the keys
+ * rotated (do_rotary) at position seqlens_k + 1 - S + i for new token i.
+ * Then, once every lane's writes are visible, attention of each query
+ * (rotated likewise) over present positions 0 .. P + i (causal), key/value
+ * head = head / (num_heads / kv_num_heads), scores scaled and soft-capped,
+ * an online softmax as in Attention.
+ */
+static void
+emit_gqa_rotate(FILE *f, const char *x, const char *base, bool inter)
+{
+	/* element d of the rotated vector at x[base + ..], with cos/sin rows pc/ps */
+	if (inter)
+		fprintf(f, "(d < R ? (d %% 2 == 0 ? %s[%s + d] * pc[d / 2] - %s[%s + d + 1] * ps[d / 2]\n"
+			"\t\t\t: %s[%s + d] * pc[d / 2] + %s[%s + d - 1] * ps[d / 2]) : %s[%s + d])",
+			x, base, x, base, x, base, x, base, x, base);
+	else
+		fprintf(f, "(d < R ? (d < R / 2 ? %s[%s + d] * pc[d] - %s[%s + d + R / 2] * ps[d]\n"
+			"\t\t\t: %s[%s + d] * pc[d - R / 2] + %s[%s + d - R / 2] * ps[d - R / 2]) : %s[%s + d])",
+			x, base, x, base, x, base, x, base, x, base);
+}
+
+static int
+emit_gqa(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	const mkc_tensor *q = n->in[0];
+	if (n->nout < 3 || !n->out[1] || !n->out[2])
+		return unsupported(e, n, "GroupQueryAttention without both present outputs");
+	int64_t hq = mkc_node_attr_int(n, "num_heads", 0), hk = mkc_node_attr_int(n, "kv_num_heads", 0);
+	int64_t dh = q->shape[2].c / hq;
+	bool rot = mkc_node_attr_int(n, "do_rotary", 0), inter = mkc_node_attr_int(n, "rotary_interleaved", 0);
+	bool past = n->in[3] != NULL;
+	float softcap = mkc_node_attr_float(n, "softcap", 0);
+	const mkc_attr *sa = mkc_node_attr(n, "scale");
+	char fa[48], fb[48];
+	decl_all(e, n);
+	fprintf(f, "\tconst int64_t B = x0_d[0], S = x0_d[1], Hq = %lld, Hk = %lld, D = %lld;\n"
+		"\tconst int64_t P = %s, L = P + S, R = %s;\n\tconst float scale = %s;\n",
+		(long long)hq, (long long)hk, (long long)dh, past ? "x3_d[2]" : "0",
+		rot ? "2 * x7_d[1]" : "0", sa ? flit(fa, sa->f) : "1.0f / sqrtf((float)D)");
+	/* the rotation rows of new token s of batch b: pc, ps (NULL-free when R = 0) */
+	const char *rows = rot ? "\t\tconst int64_t pos = (int64_t)x5[b] + 1 - S + s;\n"
+		"\t\tif (pos < 0 || pos >= x7_d[0]) {\n"
+		"\t\t\tMKC_FAIL(m, \"node '%s' (GroupQueryAttention): position %%lld is outside the "
+		"cos/sin caches\", (long long)pos);\n\t\t\treturn;\n\t\t}\n"
+		"\t\tconst float *pc = x7 + pos * x7_s[0], *ps = x8 + pos * x8_s[0];\n"
+		: "\t\tconst float *pc = NULL, *ps = NULL;\n";
+	const char *nm = mkc_cstr(e->p->g->ctx->arena, n->name, true);
+	/* phase 1: present = past, then the new (rotated) keys and the new values */
+	fputs("\tfor (int64_t o = MKC_LANE; o < B * Hk * L * D; o += MKC_NLANES) {\n"
+	      "\t\tconst int64_t b = o / (Hk * L * D), h = o / (L * D) % Hk, t = o / D % L, d = o % D;\n"
+	      "\t\tconst int64_t at = b * y1_s[0] + h * y1_s[1] + t * y1_s[2] + d;\n", f);
+	if (past)
+		fputs("\t\tif (t < P) {\n\t\t\ty1[at] = x3[b * x3_s[0] + h * x3_s[1] + t * x3_s[2] + d];\n"
+		      "\t\t\ty2[at] = x4[b * x4_s[0] + h * x4_s[1] + t * x4_s[2] + d];\n"
+		      "\t\t\tcontinue;\n\t\t}\n", f);
+	fputs("\t\tconst int64_t s = t - P, kb = b * x1_s[0] + s * x1_s[1] + h * D;\n", f);
+	fprintf(f, rows, nm);
+	fputs("\t\t(void)pc; (void)ps;\n\t\ty1[at] = ", f);
+	emit_gqa_rotate(f, "x1", "kb", inter);
+	fputs(";\n\t\ty2[at] = x2[b * x2_s[0] + s * x2_s[1] + h * D + d];\n\t}\n"
+	      "\tMKC_LANES_SYNC();\n", f);
+	/* phase 2: each lane one output element (b, s, head, d) */
+	fputs("\tfor (int64_t o = MKC_LANE; o < B * S * Hq * D; o += MKC_NLANES) {\n"
+	      "\t\tconst int64_t b = o / (S * Hq * D), s = o / (Hq * D) % S, h = o / D % Hq, dv = o % D;\n"
+	      "\t\tconst int64_t kh = h / (Hq / Hk), qb = b * x0_s[0] + s * x0_s[1] + h * D;\n", f);
+	fprintf(f, rows, nm);
+	fprintf(f, "\t\t(void)pc; (void)ps;\n\t\tfloat qr[%lld];\n\t\tfor (int64_t d = 0; d < D; d++)\n"
+		"\t\t\tqr[d] = ", (long long)dh);
+	emit_gqa_rotate(f, "x0", "qb", inter);
+	fputs(";\n\t\tfloat mx = -INFINITY, sum = 0, acc = 0;\n"
+	      "\t\tfor (int64_t t = 0; t <= P + s; t++) {\n"
+	      "\t\t\tconst float *pk = y1 + b * y1_s[0] + kh * y1_s[1] + t * y1_s[2];\n"
+	      "\t\t\tfloat v = 0;\n\t\t\tfor (int64_t d = 0; d < D; d++)\n\t\t\t\tv += qr[d] * pk[d];\n"
+	      "\t\t\tv *= scale;\n", f);
+	if (softcap > 0)
+		fprintf(f, "\t\t\tv = %s * tanhf(v / %s);\n", flit(fa, softcap), flit(fb, softcap));
+	fputs("\t\t\tconst float nm = fmaxf(mx, v), r = expf(mx - nm), w = expf(v - nm);\n"
+	      "\t\t\tsum = sum * r + w;\n"
+	      "\t\t\tacc = acc * r + w * y2[b * y2_s[0] + kh * y2_s[1] + t * y2_s[2] + dv];\n"
+	      "\t\t\tmx = nm;\n\t\t}\n"
+	      "\t\ty[b * y_s[0] + s * y_s[1] + h * D + dv] = acc / sum;\n\t}\n"
+	      "\t(void)lo; (void)hi;\n", f);
+	return 0;
+}
+
 /* ReduceMean, ReduceSum, ReduceMax: one whole tile; output element f is the
  * f-th combination of the kept axes, so the output is written densely. */
 static int
@@ -885,6 +973,10 @@ mkc_emit_node(mkc_emitter *e, const mkc_node *n)
 	case MKC_OP_GATHER: return emit_gather(e, n);
 	case MKC_OP_RANGE: return emit_range(e, n);
 	case MKC_OP_SPLIT: return emit_split(e, n);
+	case MKC_OP_MS_GQA:   /* int32 seqlens_k and total length beside float tensors */
+		if (n->in[0]->dtype != MKC_DT_FLOAT || n->in[5]->dtype != MKC_DT_INT32)
+			return unsupported(e, n, "float32 query and int32 seqlens_k are what it takes");
+		return emit_gqa(e, n);
 	default: break;
 	}
 	if (!all_float(n))

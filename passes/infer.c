@@ -983,6 +983,63 @@ infer_attention(mkc_graph *g, mkc_node *n)
 	return 0;
 }
 
+/*
+ * GroupQueryAttention (com.microsoft), as onnxruntime-genai exports use it:
+ * query, key, value [B, S, heads * D]; past_key/value [B, kv_heads, P, D];
+ * seqlens_k [B] (int32, the last valid position); total_sequence_length
+ * (int32 scalar); cos_cache, sin_cache with do_rotary. Output [B, S, heads *
+ * D], present_key/value [B, kv_heads, P + S, D]. What mkc reads is a cache
+ * that is not padded and not shared with the past (present is past with the
+ * new positions after it); the forms it does not compute are refused here.
+ */
+static int
+infer_gqa(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *q = n->in[0], *k = n->in[1], *v = n->nin > 2 ? n->in[2] : NULL;
+	const mkc_tensor *pk = n->nin > 3 ? n->in[3] : NULL, *pv = n->nin > 4 ? n->in[4] : NULL;
+	int64_t hq = mkc_node_attr_int(n, "num_heads", 0), hk = mkc_node_attr_int(n, "kv_num_heads", 0);
+	if (!k || !v)
+		return mkc_node_error(g, n, "packed QKV (no key and value inputs) is not supported");
+	if (hq <= 0 || hk <= 0 || hq % hk)
+		return mkc_node_error(g, n, "num_heads %lld must be a positive multiple of kv_num_heads %lld",
+				      (long long)hq, (long long)hk);
+	if (mkc_node_attr_int(n, "local_window_size", -1) != -1 ||
+	    mkc_node_attr_int(n, "smooth_softmax", 0) || mkc_node_attr_int(n, "qk_output", 0) ||
+	    (n->nout > 3 && n->out[3]))
+		return mkc_node_error(g, n, "local_window_size, smooth_softmax and qk_output are not "
+				      "supported");
+	for (int i = 9; i < n->nin; i++)
+		if (n->in[i])
+			return mkc_node_error(g, n, "input %d (position_ids, attention_bias, head_sink) "
+					      "is not supported", i);
+	if (mkc_node_attr_int(n, "do_rotary", 0) && (n->nin < 9 || !n->in[7] || !n->in[8]))
+		return mkc_node_error(g, n, "do_rotary = 1 needs cos_cache and sin_cache");
+	if (q->rank != 3 || k->rank != 3 || v->rank != 3 || !mkc_dim_is_const(q->shape[2]) ||
+	    !mkc_dim_is_const(k->shape[2]) || q->shape[2].c % hq ||
+	    k->shape[2].c != hk * (q->shape[2].c / hq) || !mkc_dim_eq(k->shape[2], v->shape[2]) ||
+	    !mkc_dim_eq(q->shape[1], k->shape[1]))
+		return mkc_node_error(g, n, "query, key and value must be [batch, sequence, heads * "
+				      "head_size] with the same head_size and sequence");
+	mkc_dim d = mkc_dim_const(q->shape[2].c / hq), total = q->shape[1];
+	if (pk || pv) {
+		mkc_dim want[4] = {q->shape[0], mkc_dim_const(hk), pk ? pk->shape[2] : pv->shape[2], d};
+		for (int i = 0; i < 2; i++) {
+			const mkc_tensor *p = i ? pv : pk;
+			if (!p || p->rank != 4 || !mkc_dim_eq(p->shape[1], want[1]) ||
+			    !mkc_dim_eq(p->shape[2], want[2]) || !mkc_dim_eq(p->shape[3], d))
+				return mkc_node_error(g, n, "past_key and past_value must both be [batch, "
+						      "kv_num_heads, past, head_size]");
+		}
+		if (!mkc_dim_add(want[2], q->shape[1], &total))
+			return mkc_node_error(g, n, "past and new lengths mix two symbols");
+	}
+	set_out(n, 0, q->dtype, 3, q->shape);
+	mkc_dim present[4] = {q->shape[0], mkc_dim_const(hk), total, d};
+	for (int i = 1; i < 3 && i < n->nout; i++)
+		set_out(n, i, q->dtype, 4, present);
+	return 0;
+}
+
 static infer_fn *const rules[MKC_OP_COUNT] = {
 #define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin) [MKC_OP_##e] = inf,
 #include "ops.def"

@@ -20,10 +20,12 @@
 #define MKC_HD __host__ __device__
 #define MKC_LANE ((int64_t)threadIdx.x)
 #define MKC_NLANES ((int64_t)blockDim.x)
+#define MKC_LANES_SYNC() __syncthreads()   /* a tile reads what its own lanes wrote */
 #else
 #define MKC_HD
 #define MKC_LANE 0
 #define MKC_NLANES 1
+#define MKC_LANES_SYNC() ((void)0)
 #endif
 
 /* A dimension c + k * sym[s] (s < 0: a constant). */

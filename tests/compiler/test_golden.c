@@ -99,8 +99,9 @@ Test(golden, bad_options_and_folders)
 Test(golden, emitted_cuda_builds_for_sm_90a, .timeout = 300)
 {
 	const char *models[] = {"tiny_llama_decode_op18", "tiny_llama_decode_op23", "hand/small_mlp",
-				"hand/contrib_skip_simplified_ln", "hand/contrib_rotary"};
-	for (int i = 0; i < 5; i++) {
+				"hand/contrib_skip_simplified_ln", "hand/contrib_rotary",
+				"hand/contrib_gqa_two_tokens", "hf/llama_tiny_bf16"};
+	for (int i = 0; i < 7; i++) {
 		char cmd[1024];
 		snprintf(cmd, sizeof cmd,
 			 "d=$(mktemp -d) && %s tests/models/%s -o $d/m.cu && "
@@ -194,8 +195,10 @@ Test(golden, contrib_ops_match_onnxruntime, .timeout = 300)
 {
 	cr_assert_eq(mkc_test("--shuffle 2 --threads 4 tests/models/hand/contrib_simplified_ln "
 			      "tests/models/hand/contrib_skip_simplified_ln tests/models/hand/contrib_rotary "
-			      "tests/models/hand/contrib_rotary_interleaved"), 0, "%s", out);
-	cr_assert(strstr(out, "4 passed, 0 failed"), "%s", out);
+			      "tests/models/hand/contrib_rotary_interleaved tests/models/hand/contrib_gqa "
+			      "tests/models/hand/contrib_gqa_two_tokens "
+			      "tests/models/hand/contrib_gqa_interleaved"), 0, "%s", out);
+	cr_assert(strstr(out, "7 passed, 0 failed"), "%s", out);
 }
 
 /*

@@ -400,6 +400,47 @@ def gen_contrib(outdir):
             {"q": q, "pos": np.array([pos], np.int64)})
 
 
+    gen_gqa(outdir, f)
+
+
+def gen_gqa(outdir, f):
+    """GroupQueryAttention as onnxruntime-genai exports use it (4 query heads,
+    2 key/value heads, head_size 16: onnxruntime wants a multiple of 16 with
+    do_rotary): a decode step over a symbolic past, a step of two tokens
+    over a fixed past, and interleaved rotation with a soft cap."""
+    n = helper.make_node
+    R = 16
+    theta = 1.0 / 10000 ** (np.arange(0, R, 2) / R)
+    ang = np.arange(64)[:, None] * theta[None, :]
+    caches = [numpy_helper.from_array(np.cos(ang).astype(np.float32), "cos_cache"),
+              numpy_helper.from_array(np.sin(ang).astype(np.float32), "sin_cache")]
+    i32 = TensorProto.INT32
+    for name, S, P, inter, softcap in (("contrib_gqa", 1, 7, 0, 0.0),
+                                       ("contrib_gqa_two_tokens", 2, 4, 0, 0.0),
+                                       ("contrib_gqa_interleaved", 1, 5, 1, 8.0)):
+        past = "past_len" if name == "contrib_gqa" else P
+        total = "past_len + 1" if name == "contrib_gqa" else P + S
+        inputs = [value_info("q", F32, [1, S, 64]), value_info("k", F32, [1, S, 32]),
+                  value_info("v", F32, [1, S, 32]),
+                  value_info("past_key", F32, [1, 2, past, 16]),
+                  value_info("past_value", F32, [1, 2, past, 16]),
+                  value_info("seqlens_k", i32, [1]), value_info("total_len", i32, [])]
+        outputs = [value_info("y", F32, [1, S, 64]),
+                   value_info("present_key", F32, [1, 2, total, 16]),
+                   value_info("present_value", F32, [1, 2, total, 16])]
+        node = n("GroupQueryAttention", ["q", "k", "v", "past_key", "past_value", "seqlens_k",
+                                         "total_len", "cos_cache", "sin_cache"],
+                 ["y", "present_key", "present_value"], name="gqa", domain="com.microsoft",
+                 num_heads=4, kv_num_heads=2, do_rotary=1, rotary_interleaved=inter,
+                 softcap=softcap)
+        feeds = {"q": f(1, S, 64), "k": f(1, S, 32), "v": f(1, S, 32),
+                 "past_key": f(1, 2, P, 16), "past_value": f(1, 2, P, 16),
+                 "seqlens_k": np.array([P + S - 1], np.int32),
+                 "total_len": np.array(P + S, np.int32)}
+        write_case(os.path.join(outdir, name),
+                   contrib_model(name, node, inputs, outputs, caches), feeds)
+
+
 # -------------------------------------------------------------- bad inputs
 
 def gen_raw_garbage(outdir, storage_bytes):
