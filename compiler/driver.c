@@ -15,7 +15,7 @@ static const pass passes[] = {
 	{"canon", mkc_pass_canon, NULL},
 	{"dce", mkc_pass_dce, NULL},
 	{"state", mkc_pass_state, NULL},
-	{"weights", mkc_pass_weights_bf16, NULL},
+	{"weights", mkc_pass_weights, NULL},
 	{"tile", NULL, mkc_pass_tile},
 	{"memory", NULL, mkc_pass_memory},
 	{"deps", NULL, mkc_pass_deps},
@@ -53,11 +53,10 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		mkc_dump_graph(stdout, g);
 	if (mkc_verify_graph(g, false) != 0)
 		return -1;
+	g->bf16_weights = o->bf16_weights;
 	g->kv_cap = o->kv_io ? 0 : o->max_seq ? o->max_seq : o->max_dim ? o->max_dim : 4096;
 	for (int i = 0; i < NPASSES; i++) {
 		const pass *ps = &passes[i];
-		if (ps->graph == mkc_pass_weights_bf16 && !o->bf16_weights)
-			continue;
 		mkc_progress(g->ctx, "pass %s", ps->name);
 		if (ps->plan && !p) {
 			/* buffers that grow with the cache must hold all of it */

@@ -198,6 +198,7 @@ struct mkc_graph {
 	 * as inputs and outputs), and the caches it made (mkc_state *) */
 	int64_t kv_cap;
 	mkc_vec states;
+	bool bf16_weights;         /* passes/weights.c: float32 weights stored as bf16 */
 };
 
 mkc_graph *mkc_graph_create(mkc_ctx *c, const char *path);

@@ -38,7 +38,7 @@ int mkc_pass_infer(mkc_graph *g);
 int mkc_pass_canon(mkc_graph *g);
 int mkc_pass_dce(mkc_graph *g);
 int mkc_pass_state(mkc_graph *g);          /* passes/state.c: KV caches kept in place */
-int mkc_pass_weights_bf16(mkc_graph *g);   /* passes/weights.c; only with --weights bf16 */
+int mkc_pass_weights(mkc_graph *g);        /* passes/weights.c: bf16 storage */
 
 int mkc_pass_tile(mkc_plan *p);
 int mkc_pass_memory(mkc_plan *p);

@@ -57,9 +57,11 @@ float32 on the rounded weights. The torch exporter cannot itself give bf16 weigh
 float32 activations (a bf16 model exports bf16 arithmetic throughout), so with
 --bf16-initializers the script rewrites the graph after export: every float32 initializer of
 at least 1024 elements whose values are all bf16-exact becomes a BFLOAT16 initializer
-followed by a Cast to float32 (lossless; halves the file). onnxruntime runs that form, but
-mkc (as of this writing) refuses bfloat16 initializers in an ONNX file ("tensor '...' is
-bfloat16, which the c target does not handle yet"), hence not the default.
+followed by a Cast to float32 (lossless; halves the file). onnxruntime runs that form; mkc
+reads such a weight as a bf16 weight and drops the Cast when every reader of the widened
+weight takes bf16 weights (MatMul, Gemm, Gather, the norms). A tied embedding that the export
+also transposes for the output layer is not such a weight, and mkc then refuses the file
+("tensor '...' is bfloat16, which the c target does not handle yet"), hence not the default.
 
 Needs: torch (the exporter; written for torch 2.11), transformers (written for 5.17:
 DynamicCache(config=...) filled with update(), config `rope_parameters`), onnx,

@@ -211,3 +211,16 @@ Test(golden, more_workers_than_threads, .timeout = 120)
 	cr_assert_eq(mkc_test("--workers 64 --threads 2 --timeout 5 --steps 2 "
 			      "tests/models/tiny_llama_decode_op23"), 0, "%s", out);
 }
+
+/*
+ * bfloat16 initializers widened by Cast (export_hf.py --bf16-initializers):
+ * read as bf16 weights, loaded from the file as they are, the Cast gone;
+ * the result matches onnxruntime.
+ */
+Test(golden, bf16_initializers_without_casts, .timeout = 120)
+{
+	cr_assert_eq(mkc_test("-v --embed-limit 0 tests/models/hand/bf16_initializers"), 0, "%s", out);
+	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
+	cr_assert(strstr(out, "weights: 1 bfloat16 initializers read as bf16 without a Cast"), "%s",
+		  out);
+}

@@ -401,6 +401,29 @@ def gen_contrib(outdir):
 
 
     gen_gqa(outdir, f)
+    gen_bf16_initializers(outdir, f)
+
+
+def gen_bf16_initializers(outdir, f):
+    """A float32 graph whose big weights sit in the file as bfloat16 and are
+    widened by Cast (what export_hf.py --bf16-initializers writes): mkc reads
+    them as bf16 weights and drops the Casts; a small one (the scale) is
+    folded to float32 at compile time."""
+    import ml_dtypes
+    n = helper.make_node
+    bf = lambda name, a: numpy_helper.from_array(a.astype(ml_dtypes.bfloat16), name)
+    w1, w2, sc = f(256, 512) * 0.05, f(128, 512) * 0.05, f(128)
+    nodes = [n("Cast", ["w1_bf16"], ["w1"], to=TensorProto.FLOAT),
+             n("Cast", ["w2_bf16"], ["w2"], to=TensorProto.FLOAT),
+             n("Cast", ["scale_bf16"], ["scale"], to=TensorProto.FLOAT),
+             n("MatMul", ["x", "w1"], ["h"]),
+             n("Gemm", ["h", "w2"], ["g"], transB=1),
+             n("Mul", ["g", "scale"], ["y"])]
+    graph = helper.make_graph(nodes, "bf16_initializers", [value_info("x", F32, [1, 256])],
+                              [value_info("y", F32, [1, 128])],
+                              initializer=[bf("w1_bf16", w1), bf("w2_bf16", w2),
+                                           bf("scale_bf16", sc)])
+    write_case(os.path.join(outdir, "bf16_initializers"), make_model(graph), {"x": f(1, 256)})
 
 
 def gen_gqa(outdir, f):
