@@ -380,6 +380,30 @@ emit_matmul_split_k(mkc_emitter *e, const mkc_node *n, int r)
 		wb ? "mkc_rt_bf16(pb[k * bk])" : "pb[k * bk]", r);
 }
 
+/*
+ * MatMul by a weight stored [N, K] (canon's mkc_trans_b) on a GPU: as Gemm
+ * by [N, K] weights below, a warp per output element along two contiguous
+ * rows, 16-byte loads and a shuffle reduction.
+ */
+static void
+emit_matmul_rows(mkc_emitter *e, const mkc_node *n, int r)
+{
+	FILE *f = e->f;
+	bool wb = is_bf16(n->in[1]);
+	int v = wb ? 8 : 4, w = e->t->warp;
+	fprintf(f, "\tconst int64_t lane = MKC_LANE %% %d, warp = MKC_LANE / %d, nwarp = MKC_NLANES / %d;\n"
+		"\tint64_t ext[%d], idx[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
+		"\t(void)ak; (void)bk;\n"
+		"\tfor (int64_t f = warp; f < cnt; f += nwarp) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
+		"\t\tconst float *pa = x0 + mkc_rt_dot(idx, as, %d);\n"
+		"\t\tconst %s *pb = x1 + idx[%d] * x1_s[0];\n\t\tfloat acc = 0;\n"
+		"\t\tfor (int64_t k = lane * %d; k < K; k += %d)\n\t\t\tacc += %s(pa + k, pb + k);\n"
+		"\t\tacc = mkc_rt_warp_sum(acc);\n\t\tif (lane == 0)\n"
+		"\t\t\ty[mkc_rt_dot(idx, y_s, %d)] = acc;\n\t}\n",
+		w, w, w, r + 1, r + 1, r, r, r, wb ? "uint16_t" : "float", r - 1, v, v * w,
+		wb ? "mkc_rt_dot8_bf16" : "mkc_rt_dot4", r);
+}
+
 static int
 emit_matmul(mkc_emitter *e, const mkc_node *n)
 {
@@ -388,13 +412,21 @@ emit_matmul(mkc_emitter *e, const mkc_node *n)
 	int r = n->out[0]->rank;
 	if (a->rank < 2 || b->rank < 2)
 		return unsupported(e, n, "MatMul of a vector");
+	/* canon's mkc_trans_b: b is stored [N, K] and read by rows */
+	bool tb = mkc_node_attr_int(n, "mkc_trans_b", 0);
 	decl_all(e, n);
 	fprintf(f, "\tint64_t as[%d], bs[%d];\n"
 		"\tmkc_rt_bmap(x0_d, x0_s, %d, %d, as);\n\tmkc_rt_bmap(x1_d, x1_s, %d, %d, bs);\n"
 		"\tas[%d] = x0_s[%d]; as[%d] = 0;\n\tbs[%d] = 0; bs[%d] = x1_s[%d];\n"
 		"\tconst int64_t K = x0_d[%d], ak = x0_s[%d], bk = x1_s[%d];\n",
 		r + 1, r + 1, a->rank - 2, r - 2, b->rank - 2, r - 2, r - 2, a->rank - 2, r - 1,
-		r - 2, r - 1, b->rank - 1, a->rank - 1, a->rank - 1, b->rank - 2);
+		r - 2, r - 1, tb ? b->rank - 2 : b->rank - 1, a->rank - 1, a->rank - 1,
+		tb ? b->rank - 1 : b->rank - 2);
+	const mkc_dim kd = a->shape[a->rank - 1];
+	if (e->t->warp && tb && mkc_dim_is_const(kd) && kd.c % (is_bf16(b) ? 8 : 4) == 0) {
+		emit_matmul_rows(e, n, r);
+		return 0;
+	}
 	if (e->t->warp && b->kind == MKC_TK_WEIGHT && b->rank == 2) {
 		emit_matmul_split_k(e, n, r);
 		return 0;

@@ -7,7 +7,8 @@
  * provides: RMSNormalization, RotaryEmbedding and Attention nodes in place
  *           of the subgraphs that compute them; Attention reading grouped
  *           key/value heads as they are stored rather than copied out per
- *           query head; no two live attribute-free nodes that apply the same
+ *           query head; a MatMul by Transpose(2-D weight) reading the weight
+ *           by rows (attribute mkc_trans_b); no two live attribute-free nodes that apply the same
  *           op to the same inputs; every new tensor typed and shaped; nodes
  *           in topological order. What the rewrites replace is marked dead,
  *           for dce to remove.
@@ -41,7 +42,8 @@
  * for live nodes only (a folded node still lists its inputs) and are
  * updated as nodes die or change inputs.
  *
- * Two clean-ups follow, for both forms of export. Attention with grouped
+ * Clean-ups follow, for both forms of export. A MatMul by Transpose(weight)
+ * (a tied output layer) reads the weight as it is stored. Attention with grouped
  * key/value heads needs no copies: Reshape(Expand(Unsqueeze(kv))) that
  * repeats each head for its query heads is dropped, Attention reading kv
  * itself (head h of the copy is head h / n of kv, exactly how Attention
@@ -747,6 +749,40 @@ merge_duplicates(mkc_graph *g)
 	return merged;
 }
 
+/*
+ * MatMul(a, Transpose(w)) with w a 2-D weight (or a Cast of one), as exports spell an output
+ * layer that shares the embedding table [vocab, hidden]: the MatMul reads w
+ * itself, marked by the internal attribute mkc_trans_b (tile and emit then
+ * walk w's rows), and the Transpose, which would copy the whole table every
+ * step, goes once nothing else reads it.
+ */
+static int
+match_transposed_weight(mkc_graph *g, mkc_node *n)
+{
+	mkc_node *t = def(n->in[1], MKC_OP_TRANSPOSE);
+	static const int swap[2] = {1, 0};
+	if (!t || t->in[0]->rank != 2 || !is_perm(t, 2, swap) || mkc_node_attr(n, "mkc_trans_b") ||
+	    n->in[0]->rank < 2)
+		return 0;
+	/* the weight, or the weight widened from bf16 (passes/weights.c drops that Cast) */
+	mkc_node *c = def(t->in[0], MKC_OP_CAST);
+	if (t->in[0]->kind != MKC_TK_WEIGHT && !(c && c->in[0]->kind == MKC_TK_WEIGHT))
+		return 0;
+	mkc_arena *a = g->ctx->arena;
+	mkc_attr *at = mkc_arena_alloc(a, (size_t)(n->nattr + 2) * sizeof *at);
+	if (n->nattr)
+		memcpy(at, n->attr, (size_t)n->nattr * sizeof *at);
+	at[n->nattr] = (mkc_attr){.name = "mkc_trans_b", .type = MKC_AT_INT, .i = 1};
+	n->attr = at;
+	n->nattr++;
+	n->in[1]->nconsumers--;
+	n->in[1] = t->in[0];
+	n->in[1]->nconsumers++;
+	if (t->out[0]->nconsumers == 0)
+		kill(t);
+	return 1;
+}
+
 int
 mkc_pass_canon(mkc_graph *g)
 {
@@ -768,8 +804,15 @@ mkc_pass_canon(mkc_graph *g)
 		if (!n->dead && n->op == MKC_OP_ATTENTION)
 			grouped += match_grouped_heads(g, n);
 	}
+	int transposed = 0;
+	for (int i = 0; i < g->nodes.n; i++) {
+		mkc_node *n = MKC_NODE(g, i);
+		if (!n->dead && n->op == MKC_OP_MATMUL)
+			transposed += match_transposed_weight(g, n);
+	}
 	int merged = merge_duplicates(g);
 	mkc_progress(g->ctx, "canon: %d RMSNorm, %d RoPE, %d attention, %d reading grouped heads, "
-		     "%d duplicate nodes merged", rms, rope, attn, grouped, merged);
+		     "%d reading a transposed weight, %d duplicate nodes merged", rms, rope, attn,
+		     grouped, transposed, merged);
 	return 0;
 }

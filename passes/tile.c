@@ -165,7 +165,9 @@ matmul_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 				b.hi[i] = ob->hi[j];
 			}
 		}
-		int keep = k == 0 ? x->rank - 2 : x->rank - 1;
+		/* a weight read transposed (canon's mkc_trans_b) keeps its rows */
+		bool tb = k == 1 && mkc_node_attr_int(n, "mkc_trans_b", 0);
+		int keep = k == 0 || tb ? x->rank - 2 : x->rank - 1;
 		int from = k == 0 ? y->rank - 2 : y->rank - 1;
 		b.lo[keep] = ob->lo[from];
 		b.hi[keep] = ob->hi[from];
