@@ -381,27 +381,42 @@ emit_matmul_split_k(mkc_emitter *e, const mkc_node *n, int r)
 }
 
 /*
- * MatMul by a weight stored [N, K] (canon's mkc_trans_b) on a GPU: as Gemm
- * by [N, K] weights below, a warp per output element along two contiguous
- * rows, 16-byte loads and a shuffle reduction.
+ * A product by a weight stored [N, K] (Gemm with transB, as Hugging Face
+ * keeps Linear weights; MatMul with canon's mkc_trans_b) on a GPU: one warp
+ * per output element walks the two contiguous rows, the activations' from
+ * pa and the weight's row idx[r - 1], with 16-byte loads (8 bf16 or 4
+ * float32 weights a lane), and a shuffle reduction sums the lanes; lane 0
+ * stores out (an expression of acc). K is a constant here, so the walk
+ * unrolls and a lane has several loads in flight (one block per SM holds
+ * few warps to hide latency).
  */
+static bool
+rows_fit(const mkc_emitter *e, const mkc_tensor *w, mkc_dim k)
+{
+	return e->t->warp && w->kind == MKC_TK_WEIGHT && mkc_dim_is_const(k) &&
+	       k.c % (is_bf16(w) ? 8 : 4) == 0;
+}
+
 static void
-emit_matmul_rows(mkc_emitter *e, const mkc_node *n, int r)
+emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *pa, const char *out)
 {
 	FILE *f = e->f;
 	bool wb = is_bf16(n->in[1]);
 	int v = wb ? 8 : 4, w = e->t->warp;
-	fprintf(f, "\tconst int64_t lane = MKC_LANE %% %d, warp = MKC_LANE / %d, nwarp = MKC_NLANES / %d;\n"
+	const mkc_tensor *a = n->in[0];
+	fprintf(f, "\tconst int64_t KR = %lld;\n"
+		"\tconst int64_t lane = MKC_LANE %% %d, warp = MKC_LANE / %d, nwarp = MKC_NLANES / %d;\n"
 		"\tint64_t ext[%d], idx[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
-		"\t(void)ak; (void)bk;\n"
 		"\tfor (int64_t f = warp; f < cnt; f += nwarp) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
-		"\t\tconst float *pa = x0 + mkc_rt_dot(idx, as, %d);\n"
+		"\t\tconst float *pa = %s;\n"
 		"\t\tconst %s *pb = x1 + idx[%d] * x1_s[0];\n\t\tfloat acc = 0;\n"
-		"\t\tfor (int64_t k = lane * %d; k < K; k += %d)\n\t\t\tacc += %s(pa + k, pb + k);\n"
+		"#pragma unroll 8\n\t\tfor (int64_t k = lane * %d; k < KR; k += %d)\n"
+		"\t\t\tacc += %s(pa + k, pb + k);\n"
 		"\t\tacc = mkc_rt_warp_sum(acc);\n\t\tif (lane == 0)\n"
-		"\t\t\ty[mkc_rt_dot(idx, y_s, %d)] = acc;\n\t}\n",
-		w, w, w, r + 1, r + 1, r, r, r, wb ? "uint16_t" : "float", r - 1, v, v * w,
-		wb ? "mkc_rt_dot8_bf16" : "mkc_rt_dot4", r);
+		"\t\t\ty[mkc_rt_dot(idx, y_s, %d)] = %s;\n\t}\n",
+		(long long)a->shape[a->rank - 1].c, w, w, w, r + 1, r + 1, r, r, pa,
+		wb ? "uint16_t" : "float", r - 1, v, v * w, wb ? "mkc_rt_dot8_bf16" : "mkc_rt_dot4", r,
+		out);
 }
 
 static int
@@ -422,9 +437,11 @@ emit_matmul(mkc_emitter *e, const mkc_node *n)
 		r + 1, r + 1, a->rank - 2, r - 2, b->rank - 2, r - 2, r - 2, a->rank - 2, r - 1,
 		r - 2, r - 1, tb ? b->rank - 2 : b->rank - 1, a->rank - 1, a->rank - 1,
 		tb ? b->rank - 1 : b->rank - 2);
-	const mkc_dim kd = a->shape[a->rank - 1];
-	if (e->t->warp && tb && mkc_dim_is_const(kd) && kd.c % (is_bf16(b) ? 8 : 4) == 0) {
-		emit_matmul_rows(e, n, r);
+	if (tb && rows_fit(e, b, a->shape[a->rank - 1])) {
+		char pa[64];
+		snprintf(pa, sizeof pa, "x0 + mkc_rt_dot(idx, as, %d)", r);
+		fputs("\t(void)K; (void)ak; (void)bk;\n", f);
+		emit_dot_rows(e, n, r, pa, "acc");
 		return 0;
 	}
 	if (e->t->warp && b->kind == MKC_TK_WEIGHT && b->rank == 2) {
@@ -440,50 +457,6 @@ emit_matmul(mkc_emitter *e, const mkc_node *n)
 	return 0;
 }
 
-/*
- * Gemm by a weight stored [N, K] (transB, as Hugging Face keeps Linear
- * weights) on a GPU: one warp per output element walks the two contiguous
- * rows with 16-byte loads (8 bf16 or 4 float32 weights a lane), and a
- * shuffle reduction sums the lanes. K must be a multiple of 8 or 4.
- */
-static bool
-gemm_rows_fit(const mkc_emitter *e, const mkc_node *n, bool ta, bool tb)
-{
-	const mkc_tensor *a = n->in[0], *w = n->in[1];
-	if (!e->t->warp || ta || !tb || w->kind != MKC_TK_WEIGHT || a->rank != 2 ||
-	    !mkc_dim_is_const(a->shape[1]))
-		return false;
-	return a->shape[1].c % (is_bf16(w) ? 8 : 4) == 0;
-}
-
-static void
-emit_gemm_rows(mkc_emitter *e, const mkc_node *n, float alpha, float beta)
-{
-	FILE *f = e->f;
-	char fa[48], fb[48];
-	bool wb = is_bf16(n->in[1]), c = n->nin > 2 && n->in[2];
-	int v = wb ? 8 : 4;
-	/* K is a constant here: the walk along it unrolls, so a lane has several
-	 * loads in flight (one block per SM holds few warps to hide latency) */
-	fprintf(f, "\tconst int64_t K = %lld;\n"
-		"\tconst int64_t lane = MKC_LANE %% %d, warp = MKC_LANE / %d, nwarp = MKC_NLANES / %d;\n"
-		"\tint64_t ext[3], idx[3];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, 2, ext);\n",
-		(long long)n->in[0]->shape[1].c, e->t->warp, e->t->warp, e->t->warp);
-	if (c)
-		fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x2_d, x2_s, %d, 2, cs);\n", n->in[2]->rank);
-	fprintf(f, "\tfor (int64_t f = warp; f < cnt; f += nwarp) {\n\t\tmkc_rt_unflat(f, lo, ext, 2, idx);\n"
-		"\t\tconst float *pa = x0 + idx[0] * x0_s[0];\n"
-		"\t\tconst %s *pb = x1 + idx[1] * x1_s[0];\n\t\tfloat acc = 0;\n"
-		"#pragma unroll 8\n\t\tfor (int64_t k = lane * %d; k < K; k += %d)\n\t\t\tacc += %s(pa + k, pb + k);\n"
-		"\t\tacc = mkc_rt_warp_sum(acc);\n\t\tif (lane == 0)\n"
-		"\t\t\ty[mkc_rt_dot(idx, y_s, 2)] = %s * acc",
-		wb ? "uint16_t" : "float", v, v * e->t->warp, wb ? "mkc_rt_dot8_bf16" : "mkc_rt_dot4",
-		flit(fa, alpha));
-	if (c)
-		fprintf(f, " + %s * x2[mkc_rt_dot(idx, cs, 2)]", flit(fb, beta));
-	fputs(";\n\t}\n", f);
-}
-
 static int
 emit_gemm(mkc_emitter *e, const mkc_node *n)
 {
@@ -492,8 +465,15 @@ emit_gemm(mkc_emitter *e, const mkc_node *n)
 	float alpha = mkc_node_attr_float(n, "alpha", 1), beta = mkc_node_attr_float(n, "beta", 1);
 	char fa[48];
 	decl_all(e, n);
-	if (gemm_rows_fit(e, n, ta, tb)) {
-		emit_gemm_rows(e, n, alpha, beta);
+	if (!ta && tb && n->in[0]->rank == 2 && rows_fit(e, n->in[1], n->in[0]->shape[1])) {
+		char out[160], fb[48];
+		bool c = n->nin > 2 && n->in[2];
+		if (c)
+			fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x2_d, x2_s, %d, 2, cs);\n",
+				n->in[2]->rank);
+		snprintf(out, sizeof out, "%s * acc%s%s%s", flit(fa, alpha), c ? " + " : "",
+			 c ? flit(fb, beta) : "", c ? " * x2[mkc_rt_dot(idx, cs, 2)]" : "");
+		emit_dot_rows(e, n, 2, "x0 + idx[0] * x0_s[0]", out);
 		return 0;
 	}
 	fprintf(f, "\tconst int64_t as[3] = {x0_s[%d], 0, 0}, bs[3] = {0, x1_s[%d], 0};\n"
