@@ -153,6 +153,16 @@ mkc_vec_push(mkc_arena *a, mkc_vec *v, void *p)
 	v->v[v->n++] = p;
 }
 
+void
+mkc_vec_remove(mkc_vec *v, const void *p)
+{
+	int k = 0;
+	for (int i = 0; i < v->n; i++)
+		if (v->v[i] != p)
+			v->v[k++] = v->v[i];
+	v->n = k;
+}
+
 static uint64_t
 hash(const char *s)
 {

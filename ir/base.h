@@ -50,6 +50,7 @@ typedef struct {
 } mkc_vec;
 
 void mkc_vec_push(mkc_arena *a, mkc_vec *v, void *p);
+void mkc_vec_remove(mkc_vec *v, const void *p);   /* every entry equal to p; order kept */
 
 /* String -> pointer map (open addressing); keys are not copied. */
 typedef struct {

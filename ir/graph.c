@@ -594,21 +594,31 @@ mkc_graph_bind_input(mkc_graph *g, const char *name, const mkc_tensor *value)
 	t->kind = MKC_TK_WEIGHT;
 	t->data = value->data;
 	t->nbytes = value->nbytes;
-	for (int i = at + 1; i < g->inputs.n; i++)
-		g->inputs.v[i - 1] = g->inputs.v[i];
-	g->inputs.n--;
+	mkc_vec_remove(&g->inputs, t);
 	return 0;
+}
+
+bool
+mkc_graph_readers_all(const mkc_graph *g, const mkc_tensor *t,
+		      bool (*ok)(const mkc_node *n, int input))
+{
+	for (int i = 0; i < g->nodes.n; i++) {
+		const mkc_node *n = MKC_NODE(g, i);
+		for (int j = 0; j < n->nin; j++)
+			if (n->in[j] == t && !ok(n, j))
+				return false;
+	}
+	return true;
+}
+
+static bool
+runtime_input(const mkc_node *n, int input)
+{
+	return input >= 32 || !(mkc_op_info_of(n->op)->const_inputs >> input & 1);
 }
 
 bool
 mkc_graph_needs_const(const mkc_graph *g, const mkc_tensor *t)
 {
-	for (int i = 0; i < g->nodes.n; i++) {
-		const mkc_node *n = MKC_NODE(g, i);
-		unsigned mask = mkc_op_info_of(n->op)->const_inputs;
-		for (int j = 0; j < n->nin && j < 32; j++)
-			if (n->in[j] == t && (mask >> j & 1))
-				return true;
-	}
-	return false;
+	return !mkc_graph_readers_all(g, t, runtime_input);
 }

@@ -221,6 +221,10 @@ int mkc_graph_bind_input(mkc_graph *g, const char *name, const mkc_tensor *value
 
 /* True if some node reads t where its op needs a compile-time value. */
 bool mkc_graph_needs_const(const mkc_graph *g, const mkc_tensor *t);
+
+/* True if every node that reads t reads it as an input i with ok(node, i). */
+bool mkc_graph_readers_all(const mkc_graph *g, const mkc_tensor *t,
+			   bool (*ok)(const mkc_node *n, int input));
 void mkc_graph_count_uses(mkc_graph *g);
 
 #define MKC_TENSOR(g, i) ((mkc_tensor *)(g)->tensors.v[i])

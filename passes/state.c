@@ -34,15 +34,11 @@
 
 #include <string.h>
 
+/* An attention reading its keys or values: through the strides, as a cache needs. */
 static bool
-is_kv_reader(const mkc_node *n, const mkc_tensor *t)
+is_kv_input(const mkc_node *n, int input)
 {
-	if (n->op != MKC_OP_ATTENTION)
-		return false;
-	for (int i = 0; i < n->nin; i++)
-		if (n->in[i] == t && i != 1 && i != 2)
-			return false;
-	return true;
+	return n->op == MKC_OP_ATTENTION && (input == 1 || input == 2);
 }
 
 /* The Concat that makes output q from a past input, or NULL. */
@@ -68,24 +64,11 @@ cache_concat(mkc_graph *g, mkc_tensor *q, int *axis, int64_t *nnew)
 	for (int d = 0; d < q->rank; d++)
 		if (d != a && !mkc_dim_is_const(q->shape[d]))
 			return NULL;
-	for (int i = 0; i < g->nodes.n; i++) {
-		const mkc_node *r = MKC_NODE(g, i);
-		for (int k = 0; k < r->nin; k++)
-			if (r->in[k] == q && !is_kv_reader(r, q))
-				return NULL;
-	}
+	if (!mkc_graph_readers_all(g, q, is_kv_input))
+		return NULL;
 	*axis = (int)a;
 	*nnew = n.c;
 	return c;
-}
-
-static bool
-is_graph_output(const mkc_graph *g, const mkc_tensor *t)
-{
-	for (int i = 0; i < g->outputs.n; i++)
-		if (MKC_OUTPUT(g, i) == t)
-			return true;
-	return false;
 }
 
 /* Attention(q, k, v, mask, past_k, past_v) -> (y, present_k, present_v) into
@@ -99,7 +82,7 @@ split_attention(mkc_graph *g, mkc_node *n)
 	for (int k = 0; k < 2; k++) {
 		mkc_tensor *past = n->in[4 + k], *present = n->out[1 + k];
 		if (!past || !present || past->kind != MKC_TK_INPUT || past->nconsumers != 1 ||
-		    !is_graph_output(g, present))
+		    present->kind != MKC_TK_OUTPUT)
 			return;
 	}
 	mkc_arena *a = g->ctx->arena;
@@ -118,16 +101,6 @@ split_attention(mkc_graph *g, mkc_node *n)
 	}
 	n->nin = n->in[3] ? 4 : 3;
 	n->nout = n->nout > 3 && n->out[3] ? 4 : 1;
-}
-
-static void
-drop(mkc_vec *v, const void *x)
-{
-	int k = 0;
-	for (int i = 0; i < v->n; i++)
-		if (v->v[i] != x)
-			v->v[k++] = v->v[i];
-	v->n = k;
 }
 
 int
@@ -180,9 +153,9 @@ mkc_pass_state(mkc_graph *g)
 	}
 	for (int i = 0; i < g->states.n; i++) {
 		mkc_state *st = MKC_STATE(g, i);
-		drop(&g->outputs, st->cache);
+		mkc_vec_remove(&g->outputs, st->cache);
 		mkc_tensor *past = mkc_graph_find(g, st->past);
-		drop(&g->inputs, past);
+		mkc_vec_remove(&g->inputs, past);
 		past->kind = MKC_TK_INTERMEDIATE;   /* read by nothing now */
 	}
 	if (g->states.n)

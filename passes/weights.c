@@ -39,22 +39,6 @@ takes_bf16(const mkc_node *n, int input)
 	}
 }
 
-/* Every reader of t takes bf16 weights there, and t is no graph output. */
-static bool
-read_as_bf16(const mkc_graph *g, const mkc_tensor *t)
-{
-	for (int i = 0; i < g->outputs.n; i++)
-		if (MKC_OUTPUT(g, i) == t)
-			return false;
-	for (int i = 0; i < g->nodes.n; i++) {
-		const mkc_node *nd = MKC_NODE(g, i);
-		for (int j = 0; j < nd->nin; j++)
-			if (nd->in[j] == t && !takes_bf16(nd, j))
-				return false;
-	}
-	return true;
-}
-
 /* Cast(bf16 initializer) -> float32, read as bf16: the initializer, widened by its readers. */
 static int
 drop_bf16_casts(mkc_graph *g)
@@ -64,7 +48,8 @@ drop_bf16_casts(mkc_graph *g)
 		mkc_node *c = MKC_NODE(g, i);
 		mkc_tensor *w = c->op == MKC_OP_CAST ? c->in[0] : NULL, *y = c->out[0];
 		if (w && w->initializer && w->kind == MKC_TK_WEIGHT && w->dtype == MKC_DT_BFLOAT16 &&
-		    w->nconsumers == 1 && y->dtype == MKC_DT_FLOAT && read_as_bf16(g, y)) {
+		    w->nconsumers == 1 && y->dtype == MKC_DT_FLOAT && y->kind != MKC_TK_OUTPUT &&
+		    mkc_graph_readers_all(g, y, takes_bf16)) {
 			for (int a = 0; a < g->nodes.n; a++) {
 				mkc_node *r = MKC_NODE(g, a);
 				for (int j = 0; j < r->nin; j++)
