@@ -24,8 +24,8 @@ LIB_SRC = $(wildcard ir/*.c) $(wildcard passes/*.c) $(wildcard backends/*.c) \
 	$(wildcard backends/*/*.c) $(filter-out compiler/main.c,$(wildcard compiler/*.c))
 GEN_SRC = $(BUILD)/gen/onnx.pb-c.c
 # runtime/ is C text that the emitter writes into every output file
-RUNTIME = runtime/common.h runtime/api_h.h runtime/host.h runtime/c/exec.h runtime/c/api.h \
-	runtime/cuda/exec.cuh
+RUNTIME = runtime/common.h runtime/api_h.h runtime/host.h runtime/profile.h runtime/c/exec.h \
+	runtime/c/api.h runtime/cuda/exec.cuh
 TEST_SRC = $(wildcard tests/*/*.c)
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o \
@@ -51,6 +51,7 @@ $(BUILD)/gen/runtime_text.c: $(RUNTIME) tools/embed.sh
 	{ sh tools/embed.sh mkc_rt_common runtime/common.h; \
 	  sh tools/embed.sh mkc_rt_api_h runtime/api_h.h; \
 	  sh tools/embed.sh mkc_rt_host runtime/host.h; \
+	  sh tools/embed.sh mkc_rt_profile runtime/profile.h; \
 	  sh tools/embed.sh mkc_rt_c_exec runtime/c/exec.h; \
 	  sh tools/embed.sh mkc_rt_c_api runtime/c/api.h; \
 	  sh tools/embed.sh mkc_rt_cuda_exec runtime/cuda/exec.cuh; } > $@

@@ -20,10 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const c_runtime[] = {mkc_rt_c_exec, mkc_rt_host, NULL};
-static const char *const cuda_runtime[] = {mkc_rt_cuda_exec, mkc_rt_host, NULL};
+static const char *const c_runtime[] = {mkc_rt_c_exec, mkc_rt_host, mkc_rt_profile, NULL};
+static const char *const cuda_runtime[] = {mkc_rt_cuda_exec, mkc_rt_host, mkc_rt_profile, NULL};
 
-#define STD_HEADERS "#include <math.h>\n#include <stdarg.h>\n#include <stdint.h>\n" \
+#define STD_HEADERS "#include <errno.h>\n#include <math.h>\n#include <stdarg.h>\n#include <stdint.h>\n" \
 	"#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <sys/stat.h>\n"
 
 const mkc_target mkc_target_c = {
@@ -440,6 +440,67 @@ emit_schedule(mkc_emitter *e)
 	fprintf(f, "\n};\n");
 }
 
+/*
+ * --profile: the host tables runtime/profile.h names tasks with (each
+ * node's name and op; each task's node, tile, event, and the boxes it reads
+ * and writes, for the bytes it moves). Without it nothing is written, and
+ * the runtime's timeline code is compiled out.
+ */
+static void
+emit_profile(mkc_emitter *e, const mkc_emit_options *o)
+{
+	FILE *f = e->f;
+	mkc_plan *p = e->p;
+	mkc_graph *g = p->g;
+	mkc_arena *a = g->ctx->arena;
+	if (o->profile_steps <= 0)
+		return;
+	fprintf(f, "\n#define MKC_PROFILE 1\n#define MKC_PROFILE_STEPS %d\n"
+		"static const char *const mkc_prof_node_name[%d] = {", o->profile_steps, g->nodes.n + 1);
+	for (int i = 0; i < g->nodes.n; i++)
+		fprintf(f, "\n\t\"%s\",", mkc_cstr(a, MKC_NODE(g, i)->name, false));
+	fprintf(f, " NULL\n};\nstatic const char *const mkc_prof_node_op[%d] = {", g->nodes.n + 1);
+	for (int i = 0; i < g->nodes.n; i++) {
+		const mkc_node *n = MKC_NODE(g, i);
+		fprintf(f, "%s\"%s%s%s\",", i % 8 ? " " : "\n\t", mkc_cstr(a, n->domain, false),
+			*n->domain ? "." : "", mkc_cstr(a, n->op_type, false));
+	}
+	fputs(" NULL\n};\nstatic const mkc_rt_prof_task mkc_prof_task[MKC_NTASKS + 1] = {", f);
+	int nr = 0, nd = 0;
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		fprintf(f, "%s{%d, %d, %d, %d, %d},", i % 4 ? " " : "\n\t", t->node->id, t->tile,
+			t->ntiles, t->nwaits ? t->waits[0] : -1, nr);
+		nr += t->nreads + t->nwrites;
+	}
+	fprintf(f, "\n\t{-1, 0, 0, -1, %d}\n};\nstatic const mkc_rt_prof_region mkc_prof_region[%d] = {",
+		nr, nr + 1);
+	for (int i = 0, c = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		for (int k = 0; k < t->nreads + t->nwrites; k++, c++) {
+			const mkc_region *r = k < t->nreads ? &t->reads[k] : &t->writes[k - t->nreads];
+			fprintf(f, "%s{%d, %d, %d},", c % 6 ? " " : "\n\t", e->index[r->t->id],
+				k >= t->nreads, nd);
+			nd += 2 * r->t->rank;
+		}
+	}
+	fprintf(f, "\n\t{-1, 0, %d}\n};\nstatic const mkc_rt_dim mkc_prof_dim[%d] = {", nd, nd + 1);
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		for (int k = 0; k < t->nreads + t->nwrites; k++) {
+			const mkc_region *r = k < t->nreads ? &t->reads[k] : &t->writes[k - t->nreads];
+			fputs("\n\t", f);
+			for (int d = 0; d < r->t->rank; d++) {
+				put_dim(f, r->box.lo[d]);
+				fputs(", ", f);
+				put_dim(f, r->box.hi[d]);
+				fputs(", ", f);
+			}
+		}
+	}
+	fputs("\n\t{0, 0, -1}\n};\n", f);
+}
+
 /* One function per node; mkc_run_task evaluates the task's box and calls it. */
 static int
 emit_nodes(mkc_emitter *e)
@@ -548,6 +609,7 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 	emit_io(e);
 	emit_generate_io(e);
 	emit_schedule(e);
+	emit_profile(e, o);
 	fprintf(f, "\nstruct mkc_model;\n%s void mkc_run_task(struct mkc_model *m, int task);\n"
 		"%s void mkc_fill_symvals(struct mkc_model *m);\n", e->t->fn_qual, e->t->fn_qual);
 	for (const char *const *r = e->t->runtime; *r; r++)

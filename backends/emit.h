@@ -41,13 +41,14 @@ typedef struct {
 	const char *command_line;   /* for the provenance header */
 	int64_t max_dim;            /* compiled maximum of every symbol */
 	int64_t embed_limit;        /* initializers up to this many bytes are embedded */
+	int profile_steps;          /* --profile: steps the timeline keeps (0: no timeline) */
 } mkc_emit_options;
 
 int mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o);
 
 /* Runtime texts, generated from runtime/ at build time. */
-extern const char mkc_rt_common[], mkc_rt_api_h[], mkc_rt_host[], mkc_rt_c_exec[], mkc_rt_c_api[],
-	mkc_rt_cuda_exec[];
+extern const char mkc_rt_common[], mkc_rt_api_h[], mkc_rt_host[], mkc_rt_profile[], mkc_rt_c_exec[],
+	mkc_rt_c_api[], mkc_rt_cuda_exec[];
 
 /*
  * What the tile emitters (emit_ops.c) need to know about the file being

@@ -48,6 +48,11 @@ static const char usage[] =
 	"                     past_len may then reach N minus the new positions\n"
 	"  --kv-io            keep the KV cache as inputs and outputs (past_* in,\n"
 	"                     present_* out) instead of state the model owns\n"
+	"  --profile          record a per-task timeline in the emitted code;\n"
+	"                     NAME_profile_write(m, path) writes the last call's\n"
+	"                     steps as a Chrome trace (Perfetto, chrome://tracing)\n"
+	"  --profile-steps N  steps of one generate call the timeline keeps (the\n"
+	"                     last N; default 8); implies --profile\n"
 	"  -v, --verbose      report progress on stderr\n"
 	"  -h, --help         this text\n"
 	"  --version          mkc's version\n"
@@ -66,6 +71,7 @@ typedef struct {
 	const char *consts[64];   /* NAME=FILE.pb */
 	bool bf16, dump_dot, no_reuse, kv_io;
 	long long embed_limit;
+	int profile_steps;        /* --profile: steps the timeline keeps (0: none) */
 	int nconsts;
 } options;
 
@@ -111,6 +117,14 @@ parse_args(int argc, char **argv, int from, options *o)
 				return bad_usage("%s needs a position count of at least 2", a);
 		} else if (strcmp(a, "--kv-io") == 0) {
 			o->kv_io = true;
+		} else if (strcmp(a, "--profile") == 0) {
+			o->profile_steps = o->profile_steps ? o->profile_steps : 8;
+		} else if (strcmp(a, "--profile-steps") == 0) {
+			char *end = "";
+			long long v = i + 1 < argc ? strtoll(argv[++i], &end, 10) : 0;
+			if (v < 1 || v > 4096 || *end)
+				return bad_usage("%s needs a step count from 1 to 4096", a);
+			o->profile_steps = (int)v;
 		} else if (strcmp(a, "--workers") == 0 || strcmp(a, "--max-dim") == 0) {
 			char *end = "";
 			long long v = i + 1 < argc ? strtoll(argv[++i], &end, 10) : 0;
@@ -222,6 +236,7 @@ compile(const options *o)
 			.command_line = o->command_line,
 			.max_dim = o->max_dim ? o->max_dim : 4096,
 			.embed_limit = o->embed_limit,
+			.profile_steps = o->profile_steps,
 		};
 		if (mkc_emit(p, t, &eo) != 0)
 			goto out;

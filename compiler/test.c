@@ -44,6 +44,7 @@ typedef struct {
 	bool no_reuse;
 	bool kv_io;        /* past/present as inputs and outputs, not a cache */
 	int64_t max_seq;
+	const char *profile;   /* --profile FILE: the last step's timeline */
 } test_options;
 
 static int
@@ -244,7 +245,11 @@ write_harness(const char *dir, mkc_graph *g, const int64_t *sym, const test_opti
 	for (int c = 0; c < g->states.n; c++)
 		fprintf(f, "\t\tif (model_cache_read(m, %d, cache[%d]) || save(\"%s\", \"cache\", %d, s, cache[%d], %zu))\n"
 			"\t\t\treturn 3;\n", c, c, dir, c, c, bytes_at(MKC_STATE(g, c)->cache, sym));
-	fputs("\t}\n\tmodel_destroy(m);\n\treturn 0;\n}\n", f);
+	fputs("\t}\n", f);
+	if (o->profile)
+		fprintf(f, "\tif (model_profile_write(m, \"%s\")) {\n\t\tfprintf(stderr, \"%%s\\n\", "
+			"model_last_error(m));\n\t\treturn 2;\n\t}\n", mkc_cstr(g->ctx->arena, o->profile, false));
+	fputs("\tmodel_destroy(m);\n\treturn 0;\n}\n", f);
 	return fclose(f);
 }
 
@@ -486,7 +491,7 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 				.no_reuse = o->no_reuse, .max_seq = o->max_seq, .kv_io = o->kv_io};
 	bool cuda = strcmp(o->target, "cuda") == 0;
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, cuda ? "cu" : "c"),
-			       "model", "mkc test", 4096, o->embed_limit};
+			       "model", "mkc test", 4096, o->embed_limit, o->profile ? 1 : 0};
 	bool ok = (g = mkc_load_model(c, model)) != NULL;
 	mkc_tensor **inputs = NULL, **outputs = NULL;
 	int ninputs = 0, noutputs = 0;
@@ -566,6 +571,8 @@ static const char test_usage[] =
 	"                  model keeps its KV caches; the harness loads the test\n"
 	"                  data's past into them and reads them back after a step)\n"
 	"  --max-seq N     positions each KV cache holds (default 4096)\n"
+	"  --profile FILE  compile with mkc --profile and write the last step's\n"
+	"                  per-task timeline to FILE (a Chrome trace)\n"
 	"  --bind-consts   bind inputs that must be known at compile time (shapes,\n"
 	"                  axes) to their values in test_data_set_0, and say so\n"
 	"  --timeout S     the watchdog: seconds a wait may take (default 20)\n"
@@ -615,6 +622,8 @@ mkc_test_main(int argc, char **argv)
 			o.timeout = strtod(argv[++i], &end);
 		else if (!strcmp(a, "--max-seq") && has)
 			o.max_seq = strtoll(argv[++i], &end, 10);
+		else if (!strcmp(a, "--profile") && has)
+			o.profile = argv[++i];
 		else if (!strcmp(a, "--no-reuse"))
 			o.no_reuse = true;
 		else if (!strcmp(a, "--kv-io"))

@@ -12,6 +12,8 @@
  *   ./generate model.onnx 64 seq:1000       (a prompt of 1000 made-up tokens,
  *                                             (7 + 13 i) mod 256)
  *   ./generate model.onnx 64 7 3            (then twice more, for timing)
+ *   ./generate model.onnx 64 7 1 trace.json (a file compiled with mkc --profile:
+ *                                             write the timeline of the last run)
  *
  * The same source builds against a C-target llama.c (cc -pthread ... -lm);
  * there the loop runs on the host, one step per token.
@@ -64,8 +66,9 @@ int
 main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: generate MODEL N_NEW PROMPT [REPEATS]\n"
-			"  PROMPT: token ids separated by commas, or seq:N for N made-up tokens\n");
+		fprintf(stderr, "usage: generate MODEL N_NEW PROMPT [REPEATS [TRACE.json]]\n"
+			"  PROMPT: token ids separated by commas, or seq:N for N made-up tokens\n"
+			"  TRACE.json: the last run's per-task timeline (needs mkc --profile)\n");
 		return 2;
 	}
 	int n_new = atoi(argv[2]), repeats = argc > 4 ? atoi(argv[4]) : 1;
@@ -106,6 +109,11 @@ main(int argc, char **argv)
 		       "%.3f ms: %.3f ms per step, %.1f steps/s\n", n_prompt, n_new, steps,
 		       (long long)llama_cache_len(m), (long long)llama_cache_capacity(), dt * 1e3,
 		       dt * 1e3 / steps, steps / dt);
+	}
+	if (argc > 5 && llama_profile_write(m, argv[5])) {
+		fprintf(stderr, "generate: %s\n", llama_last_error(m));
+		llama_destroy(m);
+		return 1;
 	}
 	free(first);
 	free(toks);

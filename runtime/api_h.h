@@ -30,6 +30,12 @@
  * run in one kernel launch. It needs inputs input_ids [1,1] (int64),
  * optionally position_ids [1,1] (given the position), only cache-counted
  * symbols, and an output logits [1,1,vocab].
+ *
+ * $P_profile_write writes a per-task timeline of the last $P_step or
+ * $P_generate (its last steps, as many as mkc --profile-steps kept) as
+ * a Chrome trace-event JSON file (Perfetto, chrome://tracing): one track
+ * per worker, a "wait" slice and a slice per task. Only a file compiled
+ * with mkc --profile records one; otherwise it returns -1.
  */
 #ifdef __cplusplus
 extern "C" {   /* C linkage, also when the .cu file is compiled as C++ */
@@ -52,6 +58,7 @@ int $P_step($P *m, const void *const *inputs, void *const *outputs,
 	const int64_t *dims);
 int $P_generate($P *m, const int64_t *prompt, int n_prompt, int n_new,
 	int64_t *out_tokens);
+int $P_profile_write($P *m, const char *path);
 const char *$P_last_error(const $P *m);
 void $P_destroy($P *m);
 

@@ -229,6 +229,25 @@ typedef struct {
 	int64_t nnew;       /* positions each step appends */
 } mkc_rt_cache;
 
+/*
+ * --profile (runtime/profile.h): each step's slot of the timeline holds
+ * the symbols, two words a worker and four a task; and the tables that
+ * name what each task did.
+ */
+#define MKC_PROF_SLOT_WORDS (MKC_NSYMS + 2 * MKC_NWORKERS + 4 * MKC_NTASKS)
+#define MKC_PROF_WORDS ((size_t)MKC_PROFILE_STEPS * MKC_PROF_SLOT_WORDS)
+
+typedef struct {
+	int node, tile, ntiles;
+	int wait;           /* the event it waits on, or -1 */
+	int region;         /* its first region in mkc_prof_region */
+} mkc_rt_prof_task;
+
+typedef struct {
+	int tensor, write;
+	int dim;            /* lo and hi of each axis from here in mkc_prof_dim */
+} mkc_rt_prof_region;
+
 #if defined(__CUDACC__)
 /* The sum of v over the 32 lanes of a warp, in every lane. */
 static __device__ inline float MKC_UNUSED

@@ -43,6 +43,7 @@ $P_bind($P *m, const char *weight_name, void *data)
 int
 $P_step($P *m, const void *const *inputs, void *const *outputs, const int64_t *dims)
 {
+	mkc_prof_begin(m->m);
 	if ($P_status(m, mkc_step(m->m, inputs, outputs, dims)))
 		return -1;
 	mkc_end_step(m->m);
@@ -52,7 +53,14 @@ $P_step($P *m, const void *const *inputs, void *const *outputs, const int64_t *d
 int
 $P_generate($P *m, const int64_t *prompt, int n_prompt, int n_new, int64_t *out_tokens)
 {
+	mkc_prof_begin(m->m);
 	return $P_status(m, mkc_generate(m->m, prompt, n_prompt, n_new, out_tokens));
+}
+
+int
+$P_profile_write($P *m, const char *path)
+{
+	return $P_status(m, mkc_profile_write(m->m, path));
 }
 
 int $P_num_caches(void) { return MKC_NCACHES; }

@@ -40,6 +40,11 @@ struct mkc_model {
 	atomic_int cursor;
 	atomic_int failed;
 	char err[512];
+#if MKC_PROFILE
+	uint64_t *prof;             /* the timeline (runtime/profile.h) */
+	uint64_t *prof_slot;        /* this step's slot in it */
+	long long prof_count;       /* steps recorded since the last call began */
+#endif
 };
 
 static void
@@ -78,6 +83,21 @@ mkc_now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+#if MKC_PROFILE
+static uint64_t
+mkc_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* stamp k (0 wait began, 1 wait over, 2 signalled, 3 worker) of a task */
+#define MKC_PROF_TASK(m, task, k, v) ((m)->prof_slot[MKC_NSYMS + 2 * MKC_NWORKERS + 4 * (task) + (k)] = (v))
+#else
+#define MKC_PROF_TASK(m, task, k, v) ((void)0)
+#endif
+
 static int
 mkc_wait(struct mkc_model *m, int task, int ev)
 {
@@ -104,13 +124,18 @@ mkc_wait(struct mkc_model *m, int task, int ev)
 }
 
 static void
-mkc_exec_task(struct mkc_model *m, int task)
+mkc_exec_task(struct mkc_model *m, int task, int worker)
 {
+	MKC_PROF_TASK(m, task, 0, mkc_now_ns());
 	if (mkc_task_wait[task] >= 0 && mkc_wait(m, task, mkc_task_wait[task]))
 		return;
+	MKC_PROF_TASK(m, task, 1, mkc_now_ns());
 	mkc_run_task(m, task);
 	for (int k = mkc_task_sig_start[task]; k < mkc_task_sig_start[task + 1]; k++)
 		atomic_fetch_add_explicit(&m->counter[mkc_task_sig[k]], 1, memory_order_release);
+	MKC_PROF_TASK(m, task, 2, mkc_now_ns());
+	MKC_PROF_TASK(m, task, 3, (uint64_t)worker);
+	(void)worker;
 }
 
 typedef struct {
@@ -123,12 +148,18 @@ mkc_worker(void *arg)
 {
 	mkc_worker_arg *a = arg;
 	struct mkc_model *m = a->m;
+#if MKC_PROFILE
+	if (a->worker < MKC_NWORKERS) {
+		m->prof_slot[MKC_NSYMS + 2 * a->worker] = mkc_now_ns();
+		m->prof_slot[MKC_NSYMS + 2 * a->worker + 1] = (uint64_t)-1;   /* no SM */
+	}
+#endif
 	if (m->order) {
 		for (;;) {
 			int i = atomic_fetch_add(&m->cursor, 1);
 			if (i >= MKC_NTASKS || atomic_load(&m->failed))
 				break;
-			mkc_exec_task(m, m->order[i]);
+			mkc_exec_task(m, m->order[i], a->worker);
 		}
 		return NULL;
 	}
@@ -138,7 +169,7 @@ mkc_worker(void *arg)
 	for (int i = mkc_queue_start[a->worker]; i < mkc_queue_start[a->worker + 1]; i++) {
 		if (atomic_load_explicit(&m->failed, memory_order_relaxed))
 			return NULL;
-		mkc_exec_task(m, mkc_queue[i]);
+		mkc_exec_task(m, mkc_queue[i], a->worker);
 	}
 	return NULL;
 }
@@ -183,6 +214,12 @@ mkc_exec_step(struct mkc_model *m)
 		mkc_shuffle_order(m);
 		atomic_store(&m->cursor, 0);
 	}
+#if MKC_PROFILE
+	m->prof_slot = m->prof + (size_t)(m->prof_count++ % MKC_PROFILE_STEPS) * MKC_PROF_SLOT_WORDS;
+	memset(m->prof_slot, 0, MKC_PROF_SLOT_WORDS * sizeof *m->prof_slot);
+	for (int s = 0; s < MKC_NSYMS; s++)
+		m->prof_slot[s] = (uint64_t)m->sym[s];
+#endif
 	int n = m->nthreads;
 	pthread_t th[n];
 	mkc_worker_arg args[n];
@@ -224,6 +261,12 @@ mkc_model_create(struct mkc_model **out, int nthreads, unsigned shuffle_seed,
 		mkc_seterr(m, "out of memory");
 		return -1;
 	}
+#if MKC_PROFILE
+	if (!(m->prof = calloc(MKC_PROF_WORDS, sizeof *m->prof))) {
+		mkc_seterr(m, "out of memory for the profile");
+		return -1;
+	}
+#endif
 	if (!(m->arena = calloc(1, MKC_ARENA_BYTES ? MKC_ARENA_BYTES : 1))) {
 		mkc_seterr(m, "out of memory for the %lld-byte arena", (long long)MKC_ARENA_BYTES);
 		return -1;
@@ -262,6 +305,9 @@ mkc_model_destroy(struct mkc_model *m)
 			free(m->buf[t]);
 	free(m->arena);
 	free(m->order);
+#if MKC_PROFILE
+	free(m->prof);
+#endif
 	free(m);
 }
 
@@ -358,3 +404,14 @@ mkc_free_buf(void *p)
 {
 	free(p);
 }
+
+#if MKC_PROFILE
+#define MKC_PROF_TARGET "c"
+
+static int
+mkc_prof_fetch(mkc_host *m, uint64_t *dst)
+{
+	memcpy(dst, m->prof, MKC_PROF_WORDS * sizeof *dst);
+	return 0;
+}
+#endif

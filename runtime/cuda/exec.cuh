@@ -30,6 +30,9 @@ struct mkc_model {              /* what tile functions see, in device memory */
 	void *buf[MKC_NTENSORS];
 	int64_t sym[MKC_NSYMS + 1];
 	int *status;                /* [0] 0 ok, 1 watchdog, 2 bad data; [1] task; [2] event or line */
+#if MKC_PROFILE
+	unsigned long long *prof;   /* the timeline (runtime/profile.h) */
+#endif
 };
 
 static __device__ void MKC_UNUSED
@@ -54,6 +57,10 @@ struct mkc_cuda_host {
 	double timeout_s;
 	long long timeout_cycles;
 	char err[512];
+#if MKC_PROFILE
+	unsigned long long *prof;   /* device memory */
+	long long prof_count;       /* steps recorded since the last call began */
+#endif
 };
 
 typedef struct mkc_cuda_host mkc_host;
@@ -119,24 +126,69 @@ mkc_wait(struct mkc_model *m, unsigned long long *counter, unsigned long long ta
 	return stop;
 }
 
-/* Block w runs queue w for one step (events count to threshold * epoch). */
+#if MKC_PROFILE
+/* Nanoseconds on the clock every SM shares. */
+static __device__ __forceinline__ unsigned long long
+mkc_prof_now(void)
+{
+	unsigned long long t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+static __device__ __forceinline__ unsigned
+mkc_prof_smid(void)
+{
+	unsigned s;
+	asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+	return s;
+}
+
+/* stamp k of a task in this step's slot, by thread 0 */
+#define MKC_PROF_TASK(task, k, v) \
+	(prof[MKC_NSYMS + 2 * MKC_NWORKERS + 4 * (task) + (k)] = (v))
+#else
+#define MKC_PROF_TASK(task, k, v) ((void)0)
+#endif
+
+/*
+ * Block w runs queue w for one step (events count to threshold * epoch);
+ * with --profile it stamps each task into slot slot of the timeline.
+ */
 static __device__ int
 mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch,
-	      long long timeout_cycles)
+	      long long timeout_cycles, int slot)
 {
 	const int w = blockIdx.x;
+#if MKC_PROFILE
+	unsigned long long *prof = m->prof + (size_t)slot * MKC_PROF_SLOT_WORDS;
+	if (threadIdx.x == 0) {
+		prof[MKC_NSYMS + 2 * w] = mkc_prof_now();
+		prof[MKC_NSYMS + 2 * w + 1] = mkc_prof_smid();
+		for (int s = 0; w == 0 && s < MKC_NSYMS; s++)
+			prof[s] = (unsigned long long)m->sym[s];
+	}
+#else
+	(void)slot;
+#endif
 	for (int i = mkc_queue_start[w]; i < mkc_queue_start[w + 1]; i++) {
 		const int task = mkc_queue[i];
 		const int ev = mkc_task_wait[task];
+		if (threadIdx.x == 0)
+			MKC_PROF_TASK(task, 0, mkc_prof_now());
 		if (ev >= 0 && mkc_wait(m, &counter[ev], (unsigned long long)mkc_event_threshold[ev] * epoch,
 					timeout_cycles, task, ev))
 			return 1;
+		if (threadIdx.x == 0)
+			MKC_PROF_TASK(task, 1, mkc_prof_now());
 		mkc_run_task(m, task);
 		__syncthreads();
 		if (threadIdx.x == 0) {
 			__threadfence();
 			for (int k = mkc_task_sig_start[task]; k < mkc_task_sig_start[task + 1]; k++)
 				atomicAdd(&counter[mkc_task_sig[k]], 1ULL);
+			MKC_PROF_TASK(task, 2, mkc_prof_now());
+			MKC_PROF_TASK(task, 3, (unsigned long long)w);
 		}
 	}
 	return 0;
@@ -146,8 +198,14 @@ static __global__ void __launch_bounds__(MKC_THREADS, 1)
 mkc_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch,
 	   long long timeout_cycles)
 {
-	mkc_run_queue(m, counter, epoch, timeout_cycles);
+	mkc_run_queue(m, counter, epoch, timeout_cycles, 0);
 }
+
+#if MKC_PROFILE
+#define MKC_PROF_SLOTS MKC_PROFILE_STEPS
+#else
+#define MKC_PROF_SLOTS 1
+#endif
 
 #if MKC_CAN_GENERATE
 /*
@@ -228,7 +286,8 @@ mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned l
 	unsigned long long *bar = &counter[MKC_NEVENTS];
 	for (int j = 0; j < io.steps; j++) {
 		const unsigned long long arrivals = 2ULL * (unsigned long long)j;
-		if (mkc_run_queue(m, counter, epoch0 + (unsigned long long)j + 1, timeout_cycles) ||
+		if (mkc_run_queue(m, counter, epoch0 + (unsigned long long)j + 1, timeout_cycles,
+				  j % MKC_PROF_SLOTS) ||
 		    mkc_grid_sync(m, bar, bar0 + (arrivals + 1) * MKC_NWORKERS, timeout_cycles))
 			return;
 		if (blockIdx.x == 0) {
@@ -300,6 +359,10 @@ mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double tim
 	    MKC_CUDA(m, cudaMemset(m->status, 0, 4 * sizeof *m->status)) ||
 	    MKC_CUDA(m, cudaMalloc((void **)&m->dev, sizeof *m->dev)))
 		return -1;
+#if MKC_PROFILE
+	if (MKC_CUDA(m, cudaMalloc((void **)&m->prof, MKC_PROF_WORDS * sizeof *m->prof)))
+		return -1;
+#endif
 	return 0;
 }
 
@@ -315,6 +378,9 @@ mkc_model_destroy(mkc_host *m)
 	cudaFree(m->counter);
 	cudaFree(m->status);
 	cudaFree(m->dev);
+#if MKC_PROFILE
+	cudaFree(m->prof);
+#endif
 	free(m);
 }
 
@@ -353,6 +419,9 @@ mkc_upload_view(mkc_host *m)
 	memcpy(view.buf, m->buf, sizeof view.buf);
 	memcpy(view.sym, m->sym, sizeof view.sym);
 	view.status = m->status;
+#if MKC_PROFILE
+	view.prof = m->prof;
+#endif
 	return MKC_CUDA(m, cudaMemcpy(m->dev, &view, sizeof view, cudaMemcpyHostToDevice));
 }
 
@@ -363,6 +432,12 @@ mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int
 	if (mkc_begin_step(m, inputs, outputs, dims) || mkc_upload_view(m))
 		return -1;
 	m->epoch++;
+#if MKC_PROFILE
+	/* unrun tasks stay 0; the trace leaves them out */
+	if (MKC_CUDA(m, cudaMemset(m->prof, 0, MKC_PROF_SLOT_WORDS * sizeof *m->prof)))
+		return -1;
+	m->prof_count = 1;
+#endif
 	mkc_symvals_kernel<<<1, 1>>>(m->dev);
 	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS>>>(m->dev, m->counter, m->epoch, m->timeout_cycles);
 	return mkc_finish(m);
@@ -417,6 +492,11 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	io.steps = steps;
 	io.sym = MKC_NCACHES ? mkc_caches[0].sym : -1;
 	io.nnew = MKC_NCACHES ? mkc_caches[0].nnew : 0;
+#if MKC_PROFILE
+	if (MKC_CUDA(m, cudaMemset(m->prof, 0, MKC_PROF_WORDS * sizeof *m->prof)))
+		goto out;
+	m->prof_count = steps;
+#endif
 	mkc_symvals_kernel<<<1, 1>>>(m->dev);
 	mkc_generate_kernel<<<MKC_NWORKERS, MKC_THREADS>>>(m->dev, m->counter, m->epoch, m->bars,
 							   m->timeout_cycles, io);
@@ -459,3 +539,14 @@ mkc_free_buf(void *p)
 {
 	cudaFree(p);
 }
+
+#if MKC_PROFILE
+#define MKC_PROF_TARGET "cuda"
+
+static int
+mkc_prof_fetch(mkc_host *m, uint64_t *dst)
+{
+	return MKC_CUDA(m, cudaMemcpy(dst, m->prof, MKC_PROF_WORDS * sizeof *dst,
+				      cudaMemcpyDeviceToHost));
+}
+#endif

@@ -117,3 +117,62 @@ Test(generate, header_lists_the_caches, .timeout = 120)
 		 "grep -q 'llama_cache_load' $d/llama.h; rc=$?; rm -rf $d; exit $rc", mkc_bin());
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
 }
+
+/*
+ * --profile: `mkc test --profile` and a generate call of 7 steps with a
+ * timeline of 3 write traces that tools/profile_report.py finds sound
+ * (every task once per step, a wait slice before each, no overlap on a
+ * worker, all inside the step), the generate one holding the last 3 steps;
+ * the tokens are those of onnxruntime still; and the report and its
+ * picture come out of the trace.
+ */
+Test(profile, traces_are_sound, .timeout = 300)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && m=tests/models/tiny_llama_decode_op18/model.onnx && "
+		 "n=$(%s tests/models/tiny_llama_decode_op23 --workers 8 2>&1 | "
+		 "sed -n 's/.*, \\([0-9]*\\) tasks.*/\\1/p') && "
+		 "%s test --steps 2 --profile $d/step.json tests/models/tiny_llama_decode_op23 && "
+		 "python3 tools/profile_report.py --check --steps 1 --tasks $n $d/step.json && "
+		 "%s $m -o $d/llama.c --workers 3 --profile-steps 3 && "
+		 "cc -std=c11 -O2 -Wall -Wextra -Werror -pthread -I$d -o $d/gen examples/generate.c "
+		 "$d/llama.c -lm && $d/gen $m 7 7 1 $d/gen.json && "
+		 "python3 tools/profile_report.py --check --steps 3 $d/gen.json && "
+		 "python3 -c \"import json; d = json.load(open('$d/gen.json'))['otherData']; "
+		 "assert (d['first_step'], d['steps_in_call']) == (4, 7), d\" && "
+		 "python3 tools/profile_report.py $d/gen.json --png $d/gen.png && test -s $d/gen.png && "
+		 "python3 tools/ort_decode.py $m 7 --prompt 7; rc=$?; rm -rf $d; exit $rc",
+		 mkc_bin(), mkc_bin(), mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "step.json: sound: 1 steps x "), "%s", out);
+	cr_assert(strstr(out, "gen.json: sound: 3 steps x "), "%s", out);
+	cr_assert(strstr(out, "critical path: "), "%s", out);
+	same_tokens("generate with --profile");
+}
+
+/* A file compiled without --profile says so instead of writing a trace. */
+Test(profile, absent_without_the_flag, .timeout = 120)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && m=tests/models/tiny_llama_decode_op18/model.onnx && "
+		 "%s $m -o $d/llama.c --workers 2 && ! grep -q 'MKC_PROFILE 1' $d/llama.c && "
+		 "cc -std=c11 -O1 -pthread -I$d -o $d/gen examples/generate.c $d/llama.c -lm && "
+		 "$d/gen $m 2 7 1 $d/t.json 2>&1; rc=$?; test ! -e $d/t.json || rc=9; rm -rf $d; exit $rc",
+		 mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 1, "%s", out);
+	cr_assert(strstr(out, "generate: this file was compiled without --profile"), "%s", out);
+}
+
+/* CI has nvcc but no GPU: the CUDA timeline code must build, warnings as errors. */
+Test(profile, emitted_cuda_builds_for_sm_90a, .timeout = 300)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && %s tests/models/tiny_llama_decode_op23 -o $d/m.cu --profile && "
+		 "grep -q 'MKC_PROFILE 1' $d/m.cu && "
+		 "nvcc -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall,-Wextra "
+		 "-Werror all-warnings -c $d/m.cu -o $d/m.o; rc=$?; rm -rf $d; exit $rc", mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+}
