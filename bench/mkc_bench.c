@@ -1,0 +1,102 @@
+/*
+ * mkc_bench.c - times a model compiled by mkc, per generated token, at a
+ * given context length; bench/run.py builds it next to llama.cu.
+ *
+ *   mkc_bench MODEL CTX N_NEW REPEATS ROW [TRACE.json]
+ *
+ * Each repeat resets the caches, fills every KV cache with CTX positions
+ * of random values (llama_cache_load: the prompt is not decoded, so a
+ * long context costs no setup time), then times llama_generate of N_NEW
+ * tokens after one prompt token: N_NEW steps, all in one launch on CUDA,
+ * from context CTX to CTX + N_NEW - 1. The host clock is read around the
+ * call, which returns when the tokens are back on the host. ROW is the
+ * float32 values one position of one cache holds (kv_heads x head_dim):
+ * the caches mkc keeps are float32. Prints every repeat and the median in
+ * milliseconds per token. With TRACE.json (a file compiled with mkc
+ * --profile), the last repeat's timeline is written there.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "llama.h"
+
+static double
+now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 6) {
+		fprintf(stderr, "usage: mkc_bench MODEL CTX N_NEW REPEATS ROW [TRACE.json]\n");
+		return 2;
+	}
+	const long long ctx = atoll(argv[2]), row = atoll(argv[5]);
+	const int n_new = atoi(argv[3]), repeats = atoi(argv[4]);
+	if (ctx < 0 || n_new < 1 || repeats < 1 || repeats > 100 || row < 1) {
+		fprintf(stderr, "mkc_bench: CTX >= 0, N_NEW >= 1, REPEATS 1..100, ROW >= 1\n");
+		return 2;
+	}
+	size_t n = (size_t)(ctx ? ctx : 1) * (size_t)row;
+	float *past = malloc(n * sizeof *past);
+	int64_t *toks = malloc((size_t)n_new * sizeof *toks), prompt = 7;
+	double *ms = malloc((size_t)repeats * sizeof *ms);
+	if (!past || !toks || !ms) {
+		fprintf(stderr, "mkc_bench: out of memory\n");
+		return 1;
+	}
+	/* values of the size real keys and values have, never zeros */
+	unsigned s = 12345u;
+	for (size_t i = 0; i < n; i++) {
+		s = s * 1103515245u + 12345u;
+		past[i] = (float)((int)(s >> 9 & 0xffff) - 32768) / 32768.0f;
+	}
+	llama *m;
+	if (llama_create(&m, NULL) || llama_load_weights(m, argv[1])) {
+		fprintf(stderr, "mkc_bench: %s\n", llama_last_error(m));
+		return 1;
+	}
+	for (int r = 0; r < repeats; r++) {
+		llama_cache_reset(m);
+		for (int c = 0; c < llama_num_caches() && ctx > 0; c++)
+			if (llama_cache_load(m, c, past, ctx)) {
+				fprintf(stderr, "mkc_bench: cache %d: %s\n", c, llama_last_error(m));
+				return 1;
+			}
+		double t0 = now();
+		if (llama_generate(m, &prompt, 1, n_new, toks)) {
+			fprintf(stderr, "mkc_bench: %s\n", llama_last_error(m));
+			return 1;
+		}
+		ms[r] = (now() - t0) * 1e3 / n_new;
+		printf("run %d: context %lld..%lld, %d tokens, %.4f ms per token (last token %lld)\n",
+		       r + 1, ctx, ctx + n_new - 1, n_new, ms[r], (long long)toks[n_new - 1]);
+	}
+	if (argc > 6 && llama_profile_write(m, argv[6])) {
+		fprintf(stderr, "mkc_bench: %s\n", llama_last_error(m));
+		return 1;
+	}
+	qsort(ms, (size_t)repeats, sizeof *ms, cmp_double);
+	printf("median: context %lld, %.4f ms per token over %d runs\n", ctx, ms[repeats / 2],
+	       repeats);
+	llama_destroy(m);
+	free(past);
+	free(toks);
+	free(ms);
+	return 0;
+}

@@ -1,0 +1,529 @@
+#!/usr/bin/env python3
+"""The benchmark: mkc against PyTorch on the same weights, in one run.
+
+    python3 bench/run.py run SHAPE --out DIR [--profile] [--contexts 1,1024,4096]
+    python3 bench/run.py report DIR... [--results bench/RESULTS.md] [--png bench/context.png]
+
+`run` (on the GPU machine, from the repo root, build/mkc built; one SHAPE
+per command, each well under 10 minutes):
+  1. measures the card's read bandwidth (a sum over 4 GiB; a copy too);
+  2. makes a Hugging Face folder with random bf16 weights for SHAPE
+     (transformers, seeded; norms near 1), under DIR;
+  3. compiles it with mkc (132 workers, caches of 4160 positions) and the
+     result with nvcc, timing both;
+  4. decodes 16 greedy tokens with transformers in float32 over the same
+     (bf16-rounded) weights and with mkc's one-launch generate, and refuses
+     to time a model whose tokens differ;
+  5. times mkc per token at each context (the caches filled with random
+     values by llama_cache_load; median of 3 runs of several tokens, one
+     launch each), then in the same process PyTorch bf16: transformers eager
+     (DynamicCache prefilled to the context) and a static-cache decode step
+     written here over the same weights, replayed as a CUDA graph (checked
+     against transformers first);
+  6. with --profile, builds a second file with mkc --profile, times it too
+     (the profiler's own cost) and writes the timeline of one step at the
+     middle context.
+It writes DIR/SHAPE.json (every number) and DIR/SHAPE.md (the table) and
+prints the table.
+
+`report` (here, after fetching the DIRs): appends each SHAPE.md to
+bench/RESULTS.md and draws bench/context.png: ms per token against context
+for mkc and both baselines, a panel per shape.
+
+Achieved bandwidth counts the bytes a bf16 decode step must move: every
+weight once (an untied embedding table only the row it looks up), and the
+KV cache in bf16 at the context, over the measured time.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+LLAMA3_ROPE = dict(rope_type="llama3", rope_theta=500000.0, factor=32.0, low_freq_factor=1.0,
+                   high_freq_factor=4.0, original_max_position_embeddings=8192)
+SHAPES = {
+    # name: (family, config)
+    "llama-3.2-1b": ("llama", dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32,
+                                   num_key_value_heads=8, head_dim=64, intermediate_size=8192,
+                                   vocab_size=128256, rms_norm_eps=1e-5, tie_word_embeddings=True,
+                                   max_position_embeddings=131072, rope_parameters=LLAMA3_ROPE)),
+    "qwen3-0.6b": ("qwen3", dict(hidden_size=1024, num_hidden_layers=28, num_attention_heads=16,
+                                 num_key_value_heads=8, head_dim=128, intermediate_size=3072,
+                                 vocab_size=151936, rms_norm_eps=1e-6, tie_word_embeddings=True,
+                                 max_position_embeddings=40960,
+                                 rope_parameters=dict(rope_type="default", rope_theta=1000000.0))),
+    "smollm2-135m": ("llama", dict(hidden_size=576, num_hidden_layers=30, num_attention_heads=9,
+                                   num_key_value_heads=3, head_dim=64, intermediate_size=1536,
+                                   vocab_size=49152, rms_norm_eps=1e-5, tie_word_embeddings=True,
+                                   max_position_embeddings=8192,
+                                   rope_parameters=dict(rope_type="default", rope_theta=100000.0))),
+    "qwen3-8b": ("qwen3", dict(hidden_size=4096, num_hidden_layers=36, num_attention_heads=32,
+                               num_key_value_heads=8, head_dim=128, intermediate_size=12288,
+                               vocab_size=151936, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                               max_position_embeddings=40960,
+                               rope_parameters=dict(rope_type="default", rope_theta=1000000.0))),
+    # for trying the script itself on a machine without a GPU (--device cpu --target c)
+    "tiny": ("llama", dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
+                           num_key_value_heads=2, head_dim=32, intermediate_size=256,
+                           vocab_size=512, rms_norm_eps=1e-5, tie_word_embeddings=True,
+                           max_position_embeddings=8192,
+                           rope_parameters=dict(rope_type="default", rope_theta=10000.0))),
+}
+PARITY_STEPS = 16
+FIRST_TOKEN = 7
+MAX_SEQ = 4160      # the largest context timed (4096) plus the tokens generated there
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def sh(cmd, logf=None, timeout=900):
+    """Runs cmd; returns (seconds, stdout). Raises with the output's end on failure."""
+    t0 = time.time()
+    r = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=timeout)
+    if logf:
+        with open(logf, "a") as f:
+            f.write(f"$ {cmd}\n{r.stdout}{r.stderr}\n")
+    if r.returncode:
+        raise RuntimeError(f"failed ({r.returncode}): {cmd}\n{(r.stdout + r.stderr)[-1500:]}")
+    return time.time() - t0, r.stdout
+
+
+# ---------------------------------------------------------------- PyTorch side
+
+def bandwidth(torch, dev):
+    """Read bandwidth (a sum over 4 GiB of bf16) and copy bandwidth (read +
+    write counted), medians of 10 after warm-up, in GB/s."""
+    if dev == "cpu":
+        return {"read_GBps": None, "copy_GBps": None}
+    n = 2 << 30
+    x = torch.empty(n, dtype=torch.bfloat16, device=dev).uniform_(-1, 1)
+    y = torch.empty_like(x)
+    res = {}
+    for name, fn, nbytes in (("read_GBps", lambda: x.sum(dtype=torch.float32), 2 * n),
+                             ("copy_GBps", lambda: y.copy_(x), 4 * n)):
+        for _ in range(3):
+            fn()
+        ts = []
+        for _ in range(10):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            ts.append(a.elapsed_time(b) * 1e-3)
+        res[name] = nbytes / statistics.median(ts) / 1e9
+    del x, y
+    torch.cuda.empty_cache()
+    return res
+
+
+def make_model(torch, transformers, family, cfg, dev, seed=0, std=0.02):
+    """float32 on dev, every parameter rounded to bf16 (the saved folder is
+    bf16, so float32 arithmetic over these is the reference mkc is held to)."""
+    torch.manual_seed(seed)
+    config = (transformers.LlamaConfig if family == "llama" else transformers.Qwen3Config)(**cfg)
+    cls = transformers.LlamaForCausalLM if family == "llama" else transformers.Qwen3ForCausalLM
+    with torch.device(dev):
+        model = cls(config)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.uniform_(0.8, 1.2)
+            else:
+                p.normal_(0.0, std)
+            p.copy_(p.to(torch.bfloat16).float())
+    return model.eval()
+
+
+def greedy(torch, model, first, steps, dev):
+    """transformers, greedy from one token; the new tokens and every step's logits."""
+    ids = torch.tensor([[first]], device=dev)
+    past, toks, logits = None, [], []
+    with torch.no_grad():
+        for t in range(steps):
+            out = model(input_ids=ids, position_ids=torch.tensor([[t]], device=dev),
+                        past_key_values=past, use_cache=True)
+            past = out.past_key_values
+            lg = out.logits[0, -1].float()
+            logits.append(lg)
+            toks.append(int(lg.argmax()))
+            ids = torch.tensor([[toks[-1]]], device=dev)
+    return toks, torch.stack(logits)
+
+
+def must_move(model, cfg, ctx):
+    """Bytes a bf16 decode step at context ctx must read: the weights (an
+    untied embedding table only one row) and a bf16 KV cache of ctx + 1."""
+    total = sum(p.numel() for p in model.parameters()) * 2
+    if not cfg.get("tie_word_embeddings"):
+        total -= (cfg["vocab_size"] - 1) * cfg["hidden_size"] * 2
+    kv = 2 * cfg["num_hidden_layers"] * cfg["num_key_value_heads"] * cfg["head_dim"] * 2
+    return total + kv * (ctx + 1)
+
+
+class StaticDecode:
+    """One bf16 decode step over a static KV cache, written with plain
+    PyTorch over the model's own weights, so that it can be captured and
+    replayed as a CUDA graph (what a careful PyTorch server does)."""
+
+    def __init__(self, torch, model, family, cfg, maxlen, dev):
+        import torch.nn.functional as F
+        from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+        self.t, self.F, self.rope_apply = torch, F, apply_rotary_pos_emb
+        self.m, self.family, self.cfg = model.model, family, cfg
+        self.lm_head = model.lm_head.weight
+        L, kvh, hd = cfg["num_hidden_layers"], cfg["num_key_value_heads"], cfg["head_dim"]
+        self.k = torch.zeros(L, 1, kvh, maxlen, hd, dtype=torch.bfloat16, device=dev)
+        self.v = torch.zeros_like(self.k)
+        self.eps = cfg["rms_norm_eps"]
+
+    def fill(self, ctx):
+        """Random keys and values in the first ctx positions."""
+        g = self.t.Generator(device=self.k.device).manual_seed(1)
+        self.k[:, :, :, :ctx].uniform_(-1, 1, generator=g)
+        self.v[:, :, :, :ctx].uniform_(-1, 1, generator=g)
+
+    def norm(self, x, w):
+        h = x.float()
+        h = h * self.t.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return w * h.to(x.dtype)
+
+    def step(self, tok, pos, ctx):
+        """tok [1,1] and pos [1] (int64 tensors, the new position = ctx);
+        attends over positions 0..ctx."""
+        t, F, c = self.t, self.F, self.cfg
+        nh, kvh, hd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+        x = self.m.embed_tokens(tok)
+        cos, sin = self.m.rotary_emb(x, pos.view(1, 1))
+        for i, layer in enumerate(self.m.layers):
+            a = layer.self_attn
+            h = self.norm(x, layer.input_layernorm.weight)
+            q = F.linear(h, a.q_proj.weight, a.q_proj.bias).view(1, 1, nh, hd)
+            k = F.linear(h, a.k_proj.weight, a.k_proj.bias).view(1, 1, kvh, hd)
+            v = F.linear(h, a.v_proj.weight, a.v_proj.bias).view(1, 1, kvh, hd)
+            if self.family == "qwen3":
+                q, k = self.norm(q, a.q_norm.weight), self.norm(k, a.k_norm.weight)
+            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+            q, k = self.rope_apply(q, k, cos, sin)
+            self.k[i].index_copy_(2, pos, k)
+            self.v[i].index_copy_(2, pos, v)
+            o = F.scaled_dot_product_attention(q, self.k[i][:, :, :ctx + 1],
+                                               self.v[i][:, :, :ctx + 1], enable_gqa=True)
+            x = x + F.linear(o.transpose(1, 2).reshape(1, 1, nh * hd), a.o_proj.weight)
+            h = self.norm(x, layer.post_attention_layernorm.weight)
+            mlp = layer.mlp
+            x = x + F.linear(F.silu(F.linear(h, mlp.gate_proj.weight)) *
+                             F.linear(h, mlp.up_proj.weight), mlp.down_proj.weight)
+        return F.linear(self.norm(x, self.m.norm.weight), self.lm_head)[0, -1]
+
+
+def check_static(torch, sd, ref_toks, ref_logits, dev):
+    """Teacher-forced through the reference's tokens: the largest logit
+    error relative to the largest reference logit, and top-1 agreement."""
+    worst, agree = 0.0, 0
+    toks = [FIRST_TOKEN] + ref_toks
+    with torch.no_grad():
+        for p in range(len(ref_toks)):
+            lg = sd.step(torch.tensor([[toks[p]]], device=dev), torch.tensor([p], device=dev),
+                         p).float()
+            r = ref_logits[p]
+            worst = max(worst, float((lg - r).abs().max() / r.abs().max()))
+            agree += int(lg.argmax()) == ref_toks[p]
+    return worst, agree
+
+
+def time_graph(torch, sd, ctx, reps=3, per=20):
+    """ms per replay of the captured step at context ctx (median of reps)."""
+    tok = torch.tensor([[FIRST_TOKEN]], device="cuda")
+    pos = torch.tensor([ctx], device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad(), torch.cuda.stream(s):
+        for _ in range(3):
+            sd.step(tok, pos, ctx)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(g):
+        sd.step(tok, pos, ctx)
+    for _ in range(3):
+        g.replay()
+    out = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(per):
+            g.replay()
+        b.record()
+        b.synchronize()
+        out.append(a.elapsed_time(b) / per)
+    del g
+    return statistics.median(out)
+
+
+def time_eager(torch, model, ctx, dev, reps=3, per=8):
+    """transformers eager bf16: prefill ctx random tokens into a DynamicCache,
+    then ms per decode step (each step synchronised; median of reps runs of
+    per steps, the cache cropped back to ctx before each)."""
+    g = torch.Generator(device=dev).manual_seed(2)
+    ids = torch.randint(0, model.config.vocab_size, (1, max(ctx, 1)), device=dev, generator=g)
+    with torch.no_grad():
+        past = model(input_ids=ids[:, :ctx], use_cache=True).past_key_values if ctx else None
+        out = []
+        for r in range(reps + 1):
+            extra = past.get_seq_length() - ctx if past is not None else 0
+            if extra > 0:
+                past.crop(-extra)   # drop the previous run's tokens
+            tok = torch.tensor([[FIRST_TOKEN]], device=dev)
+            sync = torch.cuda.synchronize if dev != "cpu" else (lambda: None)
+            sync()
+            t0 = time.perf_counter()
+            for j in range(per):
+                o = model(input_ids=tok, position_ids=torch.tensor([[ctx + j]], device=dev),
+                          past_key_values=past, use_cache=True)
+                past = o.past_key_values
+                tok = o.logits[:, -1:].argmax(-1)
+            sync()
+            if r:   # the first run warms up
+                out.append((time.perf_counter() - t0) * 1e3 / per)
+    return statistics.median(out)
+
+
+# ---------------------------------------------------------------- mkc side
+
+def mkc_build(folder, work, target, profile, logf, workers):
+    """Compiles folder with mkc (and nvcc); returns the seconds of each."""
+    ext = "cu" if target == "cuda" else "c"
+    sub = os.path.join(work, "prof" if profile else "plain")
+    os.makedirs(sub, exist_ok=True)
+    src = os.path.join(sub, f"llama.{ext}")
+    flags = f"--workers {workers} --max-seq {MAX_SEQ} --max-dim {MAX_SEQ}"
+    if profile:
+        flags += " --profile-steps 1"
+    t_mkc, _ = sh(f"{ROOT}/build/mkc {folder} -o {src} {flags}", logf)
+    if target == "cuda":
+        t_cc, _ = sh(f"nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -c {src} -o {sub}/llama.o",
+                     logf)
+        link = "nvcc -o"
+        cflags = "-I/usr/local/cuda/include"
+    else:
+        t_cc, _ = sh(f"cc -O2 -c {src} -o {sub}/llama.o", logf)
+        link = "cc -pthread -lm -o"
+        cflags = ""
+    for prog, c in (("generate", "examples/generate.c"), ("mkc_bench", "bench/mkc_bench.c")):
+        sh(f"cc -O2 -I{sub} {cflags} -c {ROOT}/{c} -o {sub}/{prog}.o", logf)
+        sh(f"{link} {sub}/{prog} {sub}/{prog}.o {sub}/llama.o -lm", logf)
+    return sub, t_mkc, t_cc
+
+
+def mkc_time(sub, folder, ctx, n_new, row, logf, trace=None):
+    _, out = sh(f"{sub}/mkc_bench {folder} {ctx} {n_new} 3 {row}" + (f" {trace}" if trace else ""),
+                logf)
+    return float(out.split("median:")[1].split(",")[1].split()[0])
+
+
+def run(a):
+    import torch
+    import transformers
+    family, cfg = SHAPES[a.shape]
+    dev = a.device
+    os.makedirs(a.out, exist_ok=True)
+    logf = os.path.join(a.out, f"{a.shape}.log")
+    work = os.path.join(a.work or a.out, a.shape)
+    folder = os.path.join(work, "hf")
+    res = {"shape": a.shape, "family": family, "config": cfg, "commit": os.environ.get("COMMIT"),
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           "torch": torch.__version__, "transformers": transformers.__version__}
+    if dev != "cpu":
+        res["card"] = torch.cuda.get_device_name()
+        try:
+            res["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
+                                            "--format=csv,noheader"], capture_output=True,
+                                           text=True).stdout.strip()
+        except OSError:
+            res["driver"] = None
+    t0 = time.time()
+    res.update(bandwidth(torch, dev))
+    log(f"{a.shape}: bandwidth read {res['read_GBps']} GB/s, copy {res['copy_GBps']} GB/s")
+
+    model = make_model(torch, transformers, family, cfg, dev)
+    ref_toks, ref_logits = greedy(torch, model, FIRST_TOKEN, PARITY_STEPS, dev)
+    inv = model.model.rotary_emb.inv_freq.clone()
+    model.to(torch.bfloat16)
+    model.model.rotary_emb.inv_freq = inv   # keep rotary frequencies float32, as loaded
+    model.save_pretrained(folder, safe_serialization=True)
+    res["weights_bytes"] = sum(p.numel() for p in model.parameters()) * 2
+    log(f"{a.shape}: folder made ({res['weights_bytes'] / 1e9:.2f} GB of bf16), "
+        f"reference tokens {ref_toks} ({time.time() - t0:.0f} s)")
+
+    sub, res["mkc_compile_s"], res["cc_compile_s"] = mkc_build(folder, work, a.target, False,
+                                                                logf, a.workers)
+    log(f"{a.shape}: mkc {res['mkc_compile_s']:.1f} s, {'nvcc' if a.target == 'cuda' else 'cc'} "
+        f"{res['cc_compile_s']:.1f} s")
+    _, out = sh(f"{sub}/generate {folder} {PARITY_STEPS} {FIRST_TOKEN}", logf)
+    toks = [int(x) for x in out.split("tokens:")[1].split("\n")[0].split()]
+    res["parity"] = {"reference": ref_toks, "mkc": toks, "same": toks == ref_toks}
+    if toks != ref_toks:
+        where = next(i for i, (x, y) in enumerate(zip(toks, ref_toks)) if x != y)
+        res["error"] = (f"mkc's tokens differ from transformers (float32) from token {where}: "
+                        f"{toks[where:where + 4]} vs {ref_toks[where:where + 4]}; not timed")
+        log(f"{a.shape}: {res['error']}")
+        json.dump(res, open(os.path.join(a.out, f"{a.shape}.json"), "w"), indent=1)
+        return 1
+    log(f"{a.shape}: {PARITY_STEPS} greedy tokens identical to transformers float32")
+
+    row = cfg["num_key_value_heads"] * cfg["head_dim"]
+    sd = StaticDecode(torch, model, family, cfg, MAX_SEQ, dev)
+    err, agree = check_static(torch, sd, ref_toks, ref_logits, dev)
+    res["static_check"] = {"max_rel_logit_error": err, "top1_agree": agree}
+    log(f"{a.shape}: the static-cache PyTorch step vs transformers float32: logit error {err:.2e}, "
+        f"top-1 {agree}/{PARITY_STEPS}")
+    if err > 0.1:
+        res["error"] = f"the static-cache baseline disagrees with transformers ({err:.2e}); not timed"
+        log(f"{a.shape}: {res['error']}")
+        json.dump(res, open(os.path.join(a.out, f"{a.shape}.json"), "w"), indent=1)
+        return 1
+    del ref_logits
+
+    rows = []
+    for ctx in a.contexts:
+        n_new = 32 if ctx < 1000 else 16 if ctx < 4000 else 8
+        r = {"context": ctx, "must_move_bytes": must_move(model, cfg, ctx)}
+        r["mkc_ms"] = mkc_time(sub, folder, ctx, n_new, row, logf)
+        r["eager_ms"] = time_eager(torch, model, ctx, dev)
+        if dev != "cpu":
+            sd.fill(ctx)
+            r["graph_ms"] = time_graph(torch, sd, ctx)
+        rows.append(r)
+        log(f"{a.shape}: context {ctx}: mkc {r['mkc_ms']:.3f} ms, eager {r['eager_ms']:.3f} ms, "
+            f"graph {r.get('graph_ms', float('nan')):.3f} ms")
+    res["rows"] = rows
+
+    if a.profile:
+        psub, _, res["cc_compile_profile_s"] = mkc_build(folder, work, a.target, True, logf,
+                                                          a.workers)
+        mid = a.contexts[len(a.contexts) // 2]
+        trace = os.path.join(a.out, f"{a.shape}_ctx{mid}.trace.json")
+        res["profile"] = {"context": mid, "trace": os.path.basename(trace), "overhead": []}
+        for ctx in a.contexts[:2]:
+            n_new = 32 if ctx < 1000 else 16
+            ms = mkc_time(psub, folder, ctx, n_new, row, logf)
+            plain = next(r["mkc_ms"] for r in rows if r["context"] == ctx)
+            res["profile"]["overhead"].append({"context": ctx, "plain_ms": plain, "profile_ms": ms})
+            log(f"{a.shape}: --profile at context {ctx}: {ms:.3f} ms vs {plain:.3f} ms plain")
+        mkc_time(psub, folder, mid, 1, row, logf, trace)
+        _, rep = sh(f"python3 {ROOT}/tools/profile_report.py {trace}", logf)
+        res["profile"]["report"] = rep
+        log(rep)
+    res["wall_s"] = time.time() - t0
+    json.dump(res, open(os.path.join(a.out, f"{a.shape}.json"), "w"), indent=1)
+    md = table(res)
+    open(os.path.join(a.out, f"{a.shape}.md"), "w").write(md)
+    log(md)
+    return 0
+
+
+# ---------------------------------------------------------------- report
+
+def table(res):
+    bw = res.get("read_GBps")
+    lines = [f"### {res['shape']} ({res.get('card', 'no GPU')}, driver {res.get('driver')}, "
+             f"commit {res.get('commit')}, {res['date']})", "",
+             f"bf16 weights {res['weights_bytes'] / 1e9:.2f} GB; measured read bandwidth "
+             f"{bw or 0:.0f} GB/s (copy {res.get('copy_GBps') or 0:.0f}); mkc compile "
+             f"{res['mkc_compile_s']:.1f} s, nvcc {res['cc_compile_s']:.1f} s; "
+             f"{PARITY_STEPS} greedy tokens identical to transformers float32; torch "
+             f"{res['torch']}, transformers {res['transformers']}.", "",
+             "| context | mkc ms/token | GB/s | % of read bw | floor ms | eager ms | graph ms "
+             "| mkc / eager | mkc / graph |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in res["rows"]:
+        gbps = r["must_move_bytes"] / r["mkc_ms"] / 1e6
+        floor = r["must_move_bytes"] / bw / 1e6 if bw else float("nan")
+        g = r.get("graph_ms", float("nan"))
+        lines.append(f"| {r['context']} | {r['mkc_ms']:.3f} | {gbps:.0f} | "
+                     f"{100 * gbps / bw if bw else float('nan'):.1f}% | {floor:.3f} | "
+                     f"{r['eager_ms']:.3f} | {g:.3f} | {r['mkc_ms'] / r['eager_ms']:.2f}x | "
+                     f"{r['mkc_ms'] / g:.2f}x |")
+    p = res.get("profile")
+    if p:
+        lines += ["", "The profiler's own cost (the same run, a file compiled with --profile): " +
+                  "; ".join(f"context {o['context']}: {o['profile_ms']:.3f} ms vs "
+                            f"{o['plain_ms']:.3f} ms" for o in p["overhead"]) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def report(a):
+    import glob
+    results = []
+    for d in a.dirs:
+        for f in sorted(glob.glob(os.path.join(d, "*.json"))):
+            if f.endswith(".trace.json"):
+                continue
+            results.append(json.load(open(f)))
+    with open(a.results, "a") as f:
+        for r in results:
+            f.write("\n" + (table(r) if "rows" in r else
+                            f"### {r['shape']}: {r.get('error', 'no result')}\n"))
+    timed = [r for r in results if "rows" in r]
+    if a.png and timed:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        n = len(timed)
+        fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 4), squeeze=False)
+        for ax, r in zip(axes[0], timed):
+            ctx = [x["context"] for x in r["rows"]]
+            for key, label in (("mkc_ms", "mkc"), ("eager_ms", "PyTorch eager (transformers)"),
+                               ("graph_ms", "PyTorch static cache + CUDA graph")):
+                ax.plot(ctx, [x.get(key, float("nan")) for x in r["rows"]], "o-", label=label)
+            if r.get("read_GBps"):
+                ax.plot(ctx, [x["must_move_bytes"] / r["read_GBps"] / 1e6 for x in r["rows"]],
+                        "k--", label="memory floor")
+            ax.set_xscale("symlog", linthresh=1)
+            ax.set_yscale("log")
+            ax.set_xlabel("context (cached positions)")
+            ax.set_ylabel("ms per token")
+            ax.set_title(f"{r['shape']} ({r.get('commit', '')[:7] if r.get('commit') else ''})")
+            ax.grid(True, which="both", alpha=0.3)
+        axes[0][0].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(a.png, dpi=100)
+    print(f"appended {len(results)} results to {a.results}" + (f"; drew {a.png}" if a.png else ""))
+    return 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sp = ap.add_subparsers(dest="cmd", required=True)
+    r = sp.add_parser("run", help="benchmark one shape (on the GPU machine)")
+    r.add_argument("shape", choices=sorted(SHAPES))
+    r.add_argument("--out", required=True, help="folder for SHAPE.json, SHAPE.md, the log")
+    r.add_argument("--work", help="folder for the model and builds (default: --out)")
+    r.add_argument("--profile", action="store_true", help="also the timeline and its cost")
+    r.add_argument("--contexts", default="1,1024,4096")
+    r.add_argument("--workers", type=int, default=132)
+    r.add_argument("--device", default="cuda", help="cuda, or cpu to try the script")
+    r.add_argument("--target", default="cuda", choices=("cuda", "c"))
+    p = sp.add_parser("report", help="append results to RESULTS.md and draw the picture")
+    p.add_argument("dirs", nargs="+")
+    p.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"))
+    p.add_argument("--png", default=os.path.join(ROOT, "bench", "context.png"))
+    a = ap.parse_args(argv[1:])
+    if a.cmd == "report":
+        return report(a)
+    a.contexts = [int(x) for x in a.contexts.split(",")]
+    try:
+        return run(a)
+    except RuntimeError as e:
+        log(f"{a.shape}: {e}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
