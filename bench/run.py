@@ -23,8 +23,8 @@ per command, each well under 10 minutes):
   6. with --profile, builds a second file with mkc --profile, times it too
      (the profiler's own cost) and writes the timeline of one step at the
      middle context.
-It writes DIR/SHAPE.json (every number) and DIR/SHAPE.md (the table) and
-prints the table.
+It writes DIR/SHAPE.json (every number) and DIR/SHAPE.log (every command
+and its output), and prints the table.
 
 `report` (here, after fetching the DIRs): appends each SHAPE.md to
 bench/RESULTS.md and draws bench/context.png: ms per token against context
@@ -322,10 +322,21 @@ def mkc_build(folder, work, target, profile, logf, workers):
     return sub, t_mkc, t_cc
 
 
-def mkc_time(sub, folder, ctx, n_new, row, logf, trace=None):
-    _, out = sh(f"{sub}/mkc_bench {folder} {ctx} {n_new} 3 {row}" + (f" {trace}" if trace else ""),
-                logf)
-    return float(out.split("median:")[1].split(",")[1].split()[0])
+def tokens_at(ctx, big):
+    """Tokens generated per timed run from context ctx."""
+    n = 32 if ctx < 1000 else 16 if ctx < 4000 else 8
+    return max(2, n // 2) if big else n
+
+
+def mkc_time(sub, folder, contexts, n_new, row, logf, trace=None):
+    """ms per token at each context, one process (the weights loaded once)."""
+    _, out = sh(f"{sub}/mkc_bench {folder} {','.join(map(str, contexts))} "
+                f"{','.join(map(str, n_new))} 3 {row}" + (f" {trace}" if trace else ""), logf)
+    ms = {}
+    for line in out.splitlines():
+        if line.startswith("median: context "):
+            ms[int(line.split()[2].rstrip(","))] = float(line.split(",")[1].split()[0])
+    return [ms[c] for c in contexts]
 
 
 def run(a):
@@ -345,7 +356,7 @@ def run(a):
         try:
             res["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
                                             "--format=csv,noheader"], capture_output=True,
-                                           text=True).stdout.strip()
+                                           text=True).stdout.split("\n")[0].strip()
         except OSError:
             res["driver"] = None
     t0 = time.time()
@@ -392,10 +403,12 @@ def run(a):
     del ref_logits
 
     rows = []
-    for ctx in a.contexts:
-        n_new = 32 if ctx < 1000 else 16 if ctx < 4000 else 8
-        r = {"context": ctx, "must_move_bytes": must_move(model, cfg, ctx)}
-        r["mkc_ms"] = mkc_time(sub, folder, ctx, n_new, row, logf)
+    big = res["weights_bytes"] > 8e9
+    n_new = [tokens_at(c, big) for c in a.contexts]
+    res["tokens_per_run"] = n_new
+    mkc_ms = mkc_time(sub, folder, a.contexts, n_new, row, logf)
+    for ctx, ms in zip(a.contexts, mkc_ms):
+        r = {"context": ctx, "must_move_bytes": must_move(model, cfg, ctx), "mkc_ms": ms}
         r["eager_ms"] = time_eager(torch, model, ctx, dev)
         if dev != "cpu":
             sd.fill(ctx)
@@ -411,21 +424,18 @@ def run(a):
         mid = a.contexts[len(a.contexts) // 2]
         trace = os.path.join(a.out, f"{a.shape}_ctx{mid}.trace.json")
         res["profile"] = {"context": mid, "trace": os.path.basename(trace), "overhead": []}
-        for ctx in a.contexts[:2]:
-            n_new = 32 if ctx < 1000 else 16
-            ms = mkc_time(psub, folder, ctx, n_new, row, logf)
+        ctxs = a.contexts[:2]
+        for ctx, ms in zip(ctxs, mkc_time(psub, folder, ctxs, n_new[:2], row, logf)):
             plain = next(r["mkc_ms"] for r in rows if r["context"] == ctx)
             res["profile"]["overhead"].append({"context": ctx, "plain_ms": plain, "profile_ms": ms})
             log(f"{a.shape}: --profile at context {ctx}: {ms:.3f} ms vs {plain:.3f} ms plain")
-        mkc_time(psub, folder, mid, 1, row, logf, trace)
+        mkc_time(psub, folder, [mid], [1], row, logf, trace)
         _, rep = sh(f"python3 {ROOT}/tools/profile_report.py {trace}", logf)
         res["profile"]["report"] = rep
         log(rep)
     res["wall_s"] = time.time() - t0
     json.dump(res, open(os.path.join(a.out, f"{a.shape}.json"), "w"), indent=1)
-    md = table(res)
-    open(os.path.join(a.out, f"{a.shape}.md"), "w").write(md)
-    log(md)
+    log(table(res))
     return 0
 
 
