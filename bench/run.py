@@ -443,7 +443,8 @@ def run(a):
 
 def table(res):
     bw = res.get("read_GBps")
-    lines = [f"### {res['shape']} ({res.get('card', 'no GPU')}, driver {res.get('driver')}, "
+    driver = str(res.get("driver")).split("\n")[0]   # one line per GPU in early runs
+    lines = [f"### {res['shape']} ({res.get('card', 'no GPU')}, driver {driver}, "
              f"commit {res.get('commit')}, {res['date']})", "",
              f"bf16 weights {res['weights_bytes'] / 1e9:.2f} GB; measured read bandwidth "
              f"{bw or 0:.0f} GB/s (copy {res.get('copy_GBps') or 0:.0f}); mkc compile "
