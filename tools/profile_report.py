@@ -25,7 +25,9 @@ The report, for one step (default: the last):
 --check validates the file instead (the invariants CI relies on) and exits
 1 with the first broken one: valid JSON; every task exactly once per step,
 as a wait slice followed at once by its task slice; no two slices of one
-worker overlap; every slice inside its step's slice.
+worker overlap; every slice inside its step's slice; and between a worker's
+first wait and last signal, waiting and working add up to the time but for
+the queue loop's gaps (at most a tenth of the step).
 """
 import argparse
 import collections
@@ -95,6 +97,13 @@ def check(meta, steps, ntasks=None, nsteps=None):
                 if b0 < a1 - EPS or a1 < a0 - EPS:
                     bad.append(f"step {k}: worker {tid}: slices overlap at {b0:.3f} us")
                     break
+            # from its first wait to its last signal a worker only waits or
+            # works: the gaps between a task's signal and the next wait (the
+            # queue loop) must stay a small part of the step
+            gaps = sum(max(0.0, b0 - a1) for (_, a1), (b0, _) in zip(iv, iv[1:]))
+            if gaps > max(0.1 * (hi - lo), 20.0):
+                bad.append(f"step {k}: worker {tid}: {gaps:.1f} us between its slices, more "
+                           f"than a tenth of the {hi - lo:.1f} us step")
     return bad
 
 
@@ -181,6 +190,14 @@ def report(meta, steps, k, top):
         seg[s["tasks"][t]["cat"]][1] += s["tasks"][t]["dur"]
     for cat, (n, us) in sorted(seg.items(), key=lambda kv: -kv[1][1])[:top]:
         print(f"  {cat[:28]:28s} {n:5d} tasks {us:10.1f} us")
+    per = collections.defaultdict(list)
+    for t, e in s["tasks"].items():
+        w = s["waits"].get(t, e)
+        per[e["tid"]].append((w["ts"], e["ts"] + e["dur"]))
+    gaps = [b0 - a1 for iv in per.values() for (_, a1), (b0, _) in zip(sorted(iv), sorted(iv)[1:])]
+    if gaps:
+        print(f"\nbetween a task's signal and the next task's wait (the queue loop): mean "
+              f"{sum(gaps) / len(gaps):.3f} us, largest {max(gaps):.3f} us over {len(gaps)} gaps")
     util = collections.defaultdict(float)
     for e in s["tasks"].values():
         util[e["tid"]] += e["dur"]
