@@ -666,7 +666,8 @@ emit_rotary(mkc_emitter *e, const mkc_node *n)
  * soft-capped, masked (a bool mask keeps where true, a float mask adds).
  * Keys and values are the past ones followed by the new ones; key/value
  * head = query head / (query heads / key heads). The present outputs are
- * that concatenation.
+ * that concatenation. A tile computes the query heads lo[1]..hi[1] (tile.c
+ * cuts Attention by heads when it has no present outputs).
  */
 static int
 emit_attention(mkc_emitter *e, const mkc_node *n)
@@ -693,8 +694,9 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 		"\tconst int64_t P = %s, L = P + Sn;\n", past ? "x4_d[2]" : "0");
 	if (mask)
 		fprintf(f, "\tint64_t ms[5];\n\tmkc_rt_bmap(x3_d, x3_s, %d, 4, ms);\n", n->in[3]->rank);
-	fputs("\tfor (int64_t q = MKC_LANE; q < B * Hq * Sq * Dv; q += MKC_NLANES) {\n"
-	      "\t\tconst int64_t b = q / (Hq * Sq * Dv), h = q / (Sq * Dv) % Hq;\n"
+	fputs("\tconst int64_t H0 = lo[1], NH = hi[1] - lo[1];\n"
+	      "\tfor (int64_t q = MKC_LANE; q < B * NH * Sq * Dv; q += MKC_NLANES) {\n"
+	      "\t\tconst int64_t b = q / (NH * Sq * Dv), h = H0 + q / (Sq * Dv) % NH;\n"
 	      "\t\tconst int64_t s = q / Dv % Sq, d = q % Dv, kh = h / (Hq / Hk);\n"
 	      "\t\tconst float *pq = x0 + b * x0_s[0] + h * x0_s[1] + s * x0_s[2];\n"
 	      "\t\tfloat mx = -INFINITY, sum = 0, acc = 0;\n\t\tfor (int64_t t = 0; t < L; t++) {\n", f);
@@ -736,7 +738,6 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 				3 + o, 3 + o, 3 + o, 3 + o);
 		fprintf(f, "x%d[b * x%d_s[0] + h * x%d_s[1] + (t - P) * x%d_s[2] + d];\n\t}\n", o, o, o, o);
 	}
-	fputs("\t(void)lo; (void)hi;\n", f);
 	return 0;
 }
 

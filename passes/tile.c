@@ -17,6 +17,9 @@
  *     matmul_tile_cols at a time, so each tile streams its own slice of the
  *     weight; batched MatMul: the outermost batch axis;
  *   - Softmax, the norms and Gather: the axes they do not reduce over;
+ *   - Attention with one output and 4-D inputs: the query heads, one or
+ *     more a tile, each tile reading the key and value heads its query
+ *     heads share (head / (query heads / key heads)), whole otherwise;
  *   - anything else, and any node with several outputs: one tile that reads
  *     every input whole (a CacheAppend writes only the new positions).
  * Tiles never split a symbolic axis: their bounds stay constants there and
@@ -27,7 +30,19 @@
 
 #include <string.h>
 
-typedef enum { MAP_WHOLE, MAP_ELEMENTWISE, MAP_MATMUL, MAP_GEMM, MAP_ROWS, MAP_GATHER } mapping;
+typedef enum { MAP_WHOLE, MAP_ELEMENTWISE, MAP_MATMUL, MAP_GEMM, MAP_ROWS, MAP_GATHER, MAP_HEADS }
+	mapping;
+
+/* Query heads over key heads, if Attention can be cut by heads; else 0. */
+static int64_t
+attention_group(const mkc_node *n)
+{
+	const mkc_tensor *q = n->in[0], *k = n->nin > 1 ? n->in[1] : NULL;
+	if (!k || q->rank != 4 || k->rank != 4 || !mkc_dim_is_const(q->shape[1]) ||
+	    !mkc_dim_is_const(k->shape[1]) || k->shape[1].c < 1 || q->shape[1].c % k->shape[1].c)
+		return 0;
+	return q->shape[1].c / k->shape[1].c;
+}
 
 static mapping
 mapping_of(const mkc_node *n)
@@ -57,6 +72,8 @@ mapping_of(const mkc_node *n)
 	case MKC_OP_GATHER:
 		return mkc_node_attr_int(n, "axis", 0) == 0 && n->in[0]->rank == 2
 			       ? MAP_GATHER : MAP_WHOLE;
+	case MKC_OP_ATTENTION:
+		return attention_group(n) ? MAP_HEADS : MAP_WHOLE;
 	default:
 		return MAP_WHOLE;
 	}
@@ -95,6 +112,16 @@ choose_split(const mkc_plan *p, const mkc_node *n, mapping m, int *axis, int *nt
 		*axis = y->rank - 1;
 		int64_t t = (cols + p->tp.matmul_tile_cols - 1) / p->tp.matmul_tile_cols;
 		*ntiles = (int)(t < 1 ? 1 : t);
+		return;
+	}
+	if (m == MAP_HEADS) {
+		/* a tile a head while there are workers for them: heads are few
+		 * and each walks the whole cache */
+		int64_t h = y->shape[1].c, want = h < p->tp.nworkers ? h : p->tp.nworkers;
+		if (want >= 2) {
+			*axis = 1;
+			*ntiles = (int)want;
+		}
 		return;
 	}
 	if (m == MAP_MATMUL)
@@ -194,6 +221,32 @@ gemm_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 	}
 }
 
+/*
+ * Attention by query heads lo..hi: the query in those heads; keys and values
+ * (in[1], in[2], and the past ones in[4], in[5]) in the key heads they
+ * share; a mask with a head axis in those heads; the rest whole.
+ */
+static void
+attention_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
+{
+	mkc_node *n = t->node;
+	const int64_t g = attention_group(n), lo = ob->lo[1].c, hi = ob->hi[1].c;
+	for (int k = 0; k < n->nin; k++) {
+		mkc_tensor *x = n->in[k];
+		if (!x)
+			continue;
+		mkc_box b = mkc_box_full(x);
+		if (x->rank == 4 && (k == 0 || (k == 3 && mkc_dim_eq(x->shape[1], n->in[0]->shape[1])))) {
+			b.lo[1] = ob->lo[1];
+			b.hi[1] = ob->hi[1];
+		} else if (x->rank == 4 && k != 3) {
+			b.lo[1] = mkc_dim_const(lo / g);
+			b.hi[1] = mkc_dim_const((hi + g - 1) / g);
+		}
+		mkc_task_add_region(p, t, false, x, &b);
+	}
+}
+
 static void
 add_reads(mkc_plan *p, mkc_task *t, mapping m, const mkc_box *ob)
 {
@@ -205,6 +258,10 @@ add_reads(mkc_plan *p, mkc_task *t, mapping m, const mkc_box *ob)
 	}
 	if (m == MAP_GEMM) {
 		gemm_reads(p, t, ob);
+		return;
+	}
+	if (m == MAP_HEADS) {
+		attention_reads(p, t, ob);
 		return;
 	}
 	for (int k = 0; k < n->nin; k++) {
