@@ -517,6 +517,22 @@ open_rows(mkc_emitter *e, const mkc_node *n, int axis, bool one_axis)
 		"\t\tint64_t oy = mkc_rt_dot(idx, y_s, %d);\n", r, r, r);
 }
 
+/*
+ * The same rows, but every lane walks every row (in the same order): the
+ * lanes share the elements of a row and reduce with mkc_rt_block_sum.
+ */
+static void
+open_shared_rows(mkc_emitter *e, const mkc_node *n, int axis)
+{
+	FILE *f = e->f;
+	int r = n->out[0]->rank;
+	fprintf(f, "\tint64_t ext[%d], idx[%d], len = 1;\n\tmkc_rt_extents(lo, hi, %d, ext);\n"
+		"\tfor (int d = %d; d < %d; d++) {\n\t\tlen *= y_d[d];\n\t\text[d] = 1;\n\t}\n"
+		"\tint64_t cnt = 1;\n\tfor (int d = 0; d < %d; d++)\n\t\tcnt *= ext[d];\n"
+		"\tfor (int64_t f = 0; f < cnt; f++) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
+		"\t\tint64_t oy = mkc_rt_dot(idx, y_s, %d);\n", r + 1, r + 1, r, axis, r, r, r, r);
+}
+
 static int
 row_axis(const mkc_graph *g, const mkc_node *n, int64_t dflt)
 {
@@ -540,7 +556,12 @@ emit_softmax(mkc_emitter *e, const mkc_node *n)
 	return 0;
 }
 
-/* RMSNormalization and LayerNormalization over the axes from `axis` on. */
+/*
+ * RMSNormalization and LayerNormalization over the axes from `axis` on.
+ * The lanes share each row (a decode step's norms are one row of the
+ * hidden size: a lane a row would leave all but one idle), so rows go one
+ * after another and each sum is a block-wide reduction.
+ */
 static int
 emit_norm(mkc_emitter *e, const mkc_node *n)
 {
@@ -557,21 +578,26 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 	 * hold the whole row, or one value (infer checked they broadcast) */
 	fprintf(f, "\tint64_t wn = 1;\n\tfor (int d = 0; d < %d; d++)\n\t\twn *= x1_d[d];\n",
 		n->in[1]->rank);
-	open_rows(e, n, axis, false);
+	open_shared_rows(e, n, axis);
 	fputs("\t\tconst float *px = x0 + oy;\n\t\tfloat *py = y + oy;\n\t\tfloat mean = 0, ss = 0;\n", f);
 	if (layer)
-		fputs("\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tmean += px[j];\n\t\tmean /= (float)len;\n", f);
-	fprintf(f, "\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tss += (px[j] - mean) * (px[j] - mean);\n"
+		fputs("\t\tfor (int64_t j = MKC_LANE; j < len; j += MKC_NLANES)\n\t\t\tmean += px[j];\n"
+		      "\t\tmean = mkc_rt_block_sum(mean) / (float)len;\n", f);
+	fprintf(f, "\t\tfor (int64_t j = MKC_LANE; j < len; j += MKC_NLANES)\n"
+		"\t\t\tss += (px[j] - mean) * (px[j] - mean);\n"
+		"\t\tss = mkc_rt_block_sum(ss);\n"
 		"\t\tfloat inv = 1.0f / sqrtf(ss / (float)len + %s);\n"
-		"\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tpy[j] = (px[j] - mean) * inv * %s%s%s;\n",
+		"\t\tfor (int64_t j = MKC_LANE; j < len; j += MKC_NLANES)\n"
+		"\t\t\tpy[j] = (px[j] - mean) * inv * %s%s%s;\n",
 		flit(fe, eps), rd(sb, n, 1, "j % wn"), bias ? " + " : "", bias ? rd(bb, n, 2, "j % wn") : "");
 	/* optional outputs per row: LayerNormalization's mean and 1 / deviation,
 	 * SimplifiedLayerNormalization's 1 / deviation */
 	if (n->nout > 1 && n->out[1])
-		fprintf(f, "\t\ty1[mkc_rt_dot(idx, y1_s, %d)] = %s;\n", n->out[0]->rank,
-			layer ? "mean" : "inv");
+		fprintf(f, "\t\tif (MKC_LANE == 0)\n\t\t\ty1[mkc_rt_dot(idx, y1_s, %d)] = %s;\n",
+			n->out[0]->rank, layer ? "mean" : "inv");
 	if (n->nout > 2 && n->out[2])
-		fprintf(f, "\t\ty2[mkc_rt_dot(idx, y2_s, %d)] = inv;\n", n->out[0]->rank);
+		fprintf(f, "\t\tif (MKC_LANE == 0)\n\t\t\ty2[mkc_rt_dot(idx, y2_s, %d)] = inv;\n",
+			n->out[0]->rank);
 	fputs("\t}\n", f);
 	return 0;
 }

@@ -26,6 +26,7 @@
 #define MKC_LANE 0
 #define MKC_NLANES 1
 #define MKC_LANES_SYNC() ((void)0)
+#define mkc_rt_block_sum(v) (v)   /* one lane: its own sum */
 #endif
 
 /* A dimension c + k * sym[s] (s < 0: a constant). */
@@ -256,6 +257,26 @@ mkc_rt_warp_sum(float v)
 	for (int o = 16; o > 0; o >>= 1)
 		v += __shfl_xor_sync(0xffffffffu, v, o);
 	return v;
+}
+
+/*
+ * The sum of every lane's v over the block, in every lane; every lane of
+ * the block must call it (the partial sums are added in one order, so all
+ * lanes get the same value).
+ */
+static __device__ inline float MKC_UNUSED
+mkc_rt_block_sum(float v)
+{
+	__shared__ float part[32];
+	v = mkc_rt_warp_sum(v);
+	__syncthreads();   /* the last call's partials have been read */
+	if ((threadIdx.x & 31) == 0)
+		part[threadIdx.x >> 5] = v;
+	__syncthreads();
+	float s = 0;
+	for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++)
+		s += part[w];
+	return s;
 }
 
 /* x[0..8) . w[0..8), w in bf16; one 16-byte load of w, two of x. */
