@@ -281,3 +281,243 @@ Test(bad_input, model_paths_cannot_break_the_comments, .timeout = 60)
 	cr_assert_eq(r->status, 0, "%s", r->err);
 	compiles("mlp", "mlp_step");
 }
+
+/* ------------------------------------------------- models made here */
+
+/* A value_info: name, ONNX element type, and dims as JSON objects. */
+#define VI(name, type, dims)                                                             \
+	"{\"name\":\"" name "\",\"type\":{\"tensor_type\":{\"elem_type\":" #type             \
+	",\"shape\":{\"dim\":[" dims "]}}}}"
+#define DV(v) "{\"dim_value\":\"" #v "\"}"
+#define DP(s) "{\"dim_param\":\"" s "\"}"
+#define OUT(name) "{\"name\":\"" name "\",\"type\":{\"tensor_type\":{\"elem_type\":1}}}"
+#define OUT_I64(name) "{\"name\":\"" name "\",\"type\":{\"tensor_type\":{\"elem_type\":7}}}"
+#define NODE(op, name, ins, outs, attrs)                                                   \
+	"{\"op_type\":\"" op "\",\"name\":\"" name "\",\"input\":[" ins "],\"output\":[" outs \
+	"],\"attribute\":[" attrs "]}"
+#define A_INT(name, v) "{\"name\":\"" name "\",\"type\":\"INT\",\"i\":\"" #v "\"}"
+#define A_INTS(name, ...) "{\"name\":\"" name "\",\"type\":\"INTS\",\"ints\":[" #__VA_ARGS__ "]}"
+#define A_FLOAT(name, v) "{\"name\":\"" name "\",\"type\":\"FLOAT\",\"f\":" v "}"
+#define A_FLOATS(name, ...) "{\"name\":\"" name "\",\"type\":\"FLOATS\",\"floats\":[" #__VA_ARGS__ "]}"
+/* An int64 initializer of rank 1. */
+#define I64(name, n, ...)                                                                  \
+	"{\"name\":\"" name "\",\"data_type\":7,\"dims\":[\"" #n "\"],\"int64_data\":[" #__VA_ARGS__ "]}"
+#define F32(name, dims, ...)                                                               \
+	"{\"name\":\"" name "\",\"data_type\":1,\"dims\":[" dims "],\"float_data\":[" #__VA_ARGS__ "]}"
+
+/* dir/m.json: an opset-18 model of these nodes, initializers, inputs and outputs. */
+static const char *
+model(const char *nodes, const char *inits, const char *inputs, const char *outputs)
+{
+	static char text[1 << 16];
+	snprintf(text, sizeof text,
+		 "{\"ir_version\":\"10\",\"graph\":{\"name\":\"g\",\"node\":[%s],\"initializer\":[%s],"
+		 "\"input\":[%s],\"output\":[%s]},\"opset_import\":[{\"domain\":\"\",\"version\":\"18\"},"
+		 "{\"domain\":\"com.microsoft\",\"version\":\"1\"}]}",
+		 nodes, inits, inputs, outputs);
+	write_file(at("m.json"), text);
+	return at("m.json");
+}
+
+/* Compiling the model written last is refused with needle, and leaves no file. */
+static void
+model_refused(const char *needle)
+{
+	const char *before = listing();
+	refused(mkc_run(at("m.json"), "-o", at("m.c"), NULL), 1, needle, before);
+}
+
+/* ------------------------------- 1: malformed graphs end in an error */
+
+Test(bad_input, required_inputs_cannot_be_left_out)
+{
+	const char *x = VI("x", 1, DV(1) "," DV(2)), *w = F32("w", "\"2\",\"2\"", 1, 2, 3, 4);
+	model(NODE("Gemm", "g", "\"\",\"w\"", "\"y\"", ""), w, x, OUT("y"));
+	model_refused("node 'g' (Gemm): input 0 is left out");
+	model(NODE("MatMul", "mm", "\"x\",\"\"", "\"y\"", ""), w, x, OUT("y"));
+	model_refused("node 'mm' (MatMul): input 1 is left out");
+	model(NODE("Concat", "c", "\"x\",\"\"", "\"y\"", A_INT("axis", 0)), "", x, OUT("y"));
+	model_refused("node 'c' (Concat): input 1 is left out");
+}
+
+/* GroupQueryAttention may leave out key and value (packed), never seqlens_k */
+Test(bad_input, gqa_seqlens_cannot_be_left_out)
+{
+#define X3 VI("x", 1, DV(1) "," DV(1) "," DV(2))
+	model("{\"op_type\":\"GroupQueryAttention\",\"domain\":\"com.microsoft\",\"name\":\"gqa\","
+	      "\"input\":[\"x\",\"x\",\"x\",\"\",\"\",\"\",\"t\"],\"output\":[\"y\"],\"attribute\":["
+	      A_INT("num_heads", 1) "," A_INT("kv_num_heads", 1) "]}",
+	      "", X3 "," VI("t", 6, ""), OUT("y"));
+	model_refused("node 'gqa' (GroupQueryAttention): input 5 is left out");
+#undef X3
+}
+
+Test(bad_input, attributes_of_the_wrong_type)
+{
+	const char *x = VI("x", 1, DV(1) "," DV(2));
+	model(NODE("Transpose", "t", "\"x\"", "\"y\"", A_FLOATS("perm", 1.0, 0.0)), "", x, OUT("y"));
+	model_refused("node 't' (Transpose): attribute 'perm' must be INTS, not FLOATS");
+	model(NODE("Constant", "k", "", "\"c\"", A_FLOATS("value_float", 1.0, 2.0)) ","
+	      NODE("Add", "a", "\"x\",\"c\"", "\"y\"", ""), "", x, OUT("y"));
+	model_refused("node 'k' (Constant): attribute 'value_float' must be FLOAT, not FLOATS");
+	model(NODE("Softmax", "s", "\"x\"", "\"y\"", A_FLOAT("axis", "1")), "", x, OUT("y"));
+	model_refused("attribute 'axis' must be INT, not FLOAT");
+}
+
+Test(bad_input, folding_int64_min_by_minus_one)
+{
+	model(NODE("Div", "d", "\"a\",\"b\"", "\"y\"", ""),
+	      I64("a", 1, "-9223372036854775808") "," I64("b", 1, "-1"), "", OUT_I64("y"));
+	model_refused("node 'd' (Div): the integer result of element 0 does not fit in int64");
+}
+
+/*
+ * The message held in the last n bytes of buf[0..cap) becomes field `field`
+ * of a new message, the bytes pre first: pre, the field's key and length,
+ * then the old bytes, where they are. Returns the new message's length.
+ */
+static size_t
+wrap(unsigned char *buf, size_t n, size_t cap, unsigned field, const unsigned char *pre,
+     size_t npre)
+{
+	unsigned char head[16];
+	size_t h = 0;
+	head[h++] = (unsigned char)(field << 3 | 2);
+	for (size_t v = n; ; v >>= 7) {
+		head[h++] = (unsigned char)((v & 0x7f) | (v >> 7 ? 0x80 : 0));
+		if (!(v >> 7))
+			break;
+	}
+	cr_assert(npre + h + n <= cap);
+	if (npre)
+		memcpy(buf + cap - n - h - npre, pre, npre);
+	memcpy(buf + cap - n - h, head, h);
+	return npre + h + n;
+}
+
+Test(bad_input, deeply_nested_subgraphs_are_refused, .timeout = 30)
+{
+	/*
+	 * ModelProto.graph (7) > GraphProto.node (1) > NodeProto.attribute (5) >
+	 * AttributeProto.g (6) > GraphProto ..., 20000 levels deep, built from the
+	 * inside out at the end of one buffer.
+	 */
+	size_t cap = 8 << 20, n = 0;
+	unsigned char *buf = malloc(cap);
+	const unsigned char node_pre[] = {0x22, 0x02, 'I', 'f'};              /* op_type "If" */
+	const unsigned char attr_pre[] = {0x0a, 0x01, 'g', 0xa0, 0x01, 0x05};  /* name, type GRAPH */
+	for (int level = 0; level < 20000; level++) {
+		n = wrap(buf, n, cap, 6, attr_pre, sizeof attr_pre);   /* AttributeProto.g */
+		n = wrap(buf, n, cap, 5, node_pre, sizeof node_pre);   /* NodeProto.attribute */
+		n = wrap(buf, n, cap, 1, NULL, 0);                     /* GraphProto.node */
+	}
+	const unsigned char model_pre[] = {0x08, 0x0a};   /* ir_version 10 */
+	n = wrap(buf, n, cap, 7, model_pre, sizeof model_pre);
+	FILE *f = fopen(at("deep.onnx"), "wb");
+	cr_assert_not_null(f);
+	fwrite(buf + cap - n, 1, n, f);
+	fclose(f);
+	free(buf);
+	refused(mkc_run(at("deep.onnx"), NULL), 1, "messages nest more than 64 deep", NULL);
+}
+
+/* ------------------------------------ 2: dimension arithmetic is checked */
+
+Test(bad_input, dimension_overflow)
+{
+	/* a dim_param whose number does not fit is a symbol, not a wrapped number */
+	model(NODE("Relu", "r", "\"x\"", "\"y\"", ""), "", VI("x", 1, DP("9223372036854775807*3")),
+	      OUT("y"));
+	mkc_result *r = mkc_run("info", at("m.json"), NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	cr_assert(strstr(r->out, "symbols    9223372036854775807*3\n"), "%s", r->out);
+	model(NODE("Relu", "r", "\"x\"", "\"y\"", ""), "", VI("x", 1, DV(4611686018427387904)),
+	      OUT("y"));
+	model_refused("input 'x': dimension 0 (4611686018427387904) makes it larger than 2^48 bytes");
+	model(NODE("Relu", "r", "\"x\"", "\"y\"", ""), "",
+	      VI("x", 1, DV(16777216) "," DV(16777216) "," DV(16777216)), OUT("y"));
+	model_refused("input 'x': dimension 1 (16777216) makes it larger than 2^48 bytes");
+}
+
+Test(bad_input, folded_arithmetic_overflow)
+{
+	model(NODE("Mul", "mul", "\"a\",\"b\"", "\"y\"", ""),
+	      I64("a", 1, "9223372036854775807") "," I64("b", 1, "2"), "", OUT_I64("y"));
+	model_refused("node 'mul' (Mul): the integer result of element 0 does not fit in int64");
+	model(NODE("Add", "add", "\"a\",\"b\"", "\"y\"", ""),
+	      I64("a", 1, "9223372036854775807") "," I64("b", 1, "1"), "", OUT_I64("y"));
+	model_refused("node 'add' (Add): the integer result");
+	const char *scalars = "{\"name\":\"s\",\"data_type\":7,\"int64_data\":[\"0\"]},"
+			      "{\"name\":\"l\",\"data_type\":7,\"int64_data\":[\"9223372036854775807\"]},"
+			      "{\"name\":\"d\",\"data_type\":7,\"int64_data\":[\"1\"]}";
+	model(NODE("Range", "range", "\"s\",\"l\",\"d\"", "\"y\"", ""), scalars, "", OUT_I64("y"));
+	model_refused("node 'range' (Range): output 'y': dimension 0 (9223372036854775807) makes it "
+		      "larger than 2^48 bytes");
+	model(NODE("ConstantOfShape", "cos", "\"s\"", "\"y\"", ""), I64("s", 2, "1099511627776", "1099511627776"),
+	      "", OUT("y"));
+	model_refused("node 'cos' (ConstantOfShape): output 'y': dimension 1 (1099511627776) makes it "
+		      "larger than 2^48 bytes");
+	model(NODE("Expand", "ex", "\"x\",\"s\"", "\"y\"", ""),
+	      I64("s", 3, "1099511627776", "1099511627776", "1"), VI("x", 1, DV(1)), OUT("y"));
+	model_refused("node 'ex' (Expand): output 'y'");
+}
+
+/* ----------------------- 3: attributes and dims checked against the spec */
+
+Test(bad_input, attributes_and_dims_out_of_range)
+{
+	const char *x = VI("x", 1, DV(2) "," DV(4));
+	model(NODE("Softmax", "sm", "\"x\"", "\"y\"", A_INT("axis", 100)), "", x, OUT("y"));
+	model_refused("node 'sm' (Softmax): axis 100 is out of range for rank 2");
+	model(NODE("Split", "sp", "\"x\",\"s\"", "\"a\",\"b\"", A_INT("axis", 1)),
+	      I64("s", 2, "-4", "8"), x, OUT("a") "," OUT("b"));
+	model_refused("node 'sp' (Split): split size 0 is negative");
+	model(NODE("Split", "sp", "\"x\",\"s\"", "\"a\",\"b\"", A_INT("axis", 1)),
+	      I64("s", 2, "1", "2"), x, OUT("a") "," OUT("b"));
+	model_refused("node 'sp' (Split): split sizes do not add up to the axis");
+	const char *q = VI("q", 1, DV(1) "," DV(2) "," DV(1) "," DV(8));
+	const char *cs = F32("cos", "\"1\",\"1\",\"4\"", 1, 1, 1, 1) "," F32("sin", "\"1\",\"1\",\"4\"", 0, 0, 0, 0);
+	model(NODE("RotaryEmbedding", "rope", "\"q\",\"cos\",\"sin\"", "\"y\"",
+		   A_INT("rotary_embedding_dim", -4)), cs, q, OUT("y"));
+	model_refused("node 'rope' (RotaryEmbedding): num_heads 0 and rotary_embedding_dim -4 must not "
+		      "be negative");
+	model(NODE("RotaryEmbedding", "rope", "\"q\",\"cos\",\"sin\"", "\"y\"",
+		   A_INT("rotary_embedding_dim", 12)), cs, q, OUT("y"));
+	model_refused("the rotated size 12 must be even and at most the head size 8");
+	model(NODE("Relu", "r", "\"x\"", "\"y\"", ""), "", VI("x", 1, DV(1) "," DP("0-5")), OUT("y"));
+	model_refused("input 'x': dimension 1 ('0-5') is negative");
+	model(NODE("Relu", "r", "\"x\"", "\"y\"", ""), "", VI("x", 1, DP("4 - n")), OUT("y"));
+	model_refused("input 'x': dimension 0 ('4 - n') is negative");
+}
+
+/* ------------------------------------- 4: what is accepted compiles */
+
+Test(bad_input, non_finite_and_extreme_literals_compile, .timeout = 120)
+{
+	const char *x = VI("x", 1, DV(1) "," DV(2)), *w = F32("w", "\"2\",\"2\"", 1, 2, 3, 4);
+	model(NODE("Gemm", "g1", "\"x\",\"w\"", "\"h\"", A_FLOAT("alpha", "\"Infinity\"")) ","
+	      NODE("Gemm", "g2", "\"h\",\"w\"", "\"k\"", A_FLOAT("alpha", "\"-Infinity\"")) ","
+	      NODE("Gemm", "g3", "\"k\",\"w\"", "\"y\"", A_FLOAT("alpha", "\"NaN\"")),
+	      w, x, OUT("y"));
+	mkc_result *r = mkc_run(at("m.json"), "-o", at("lit.c"), NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	compiles("lit", "lit_step");
+	char text[1 << 16];
+	mkc_slurp(at("lit.c"), text, sizeof text);
+	cr_assert_null(strstr(text, "inff"));
+	/* a start of INT64_MIN reaches the emitted slice code */
+	model(NODE("Slice", "sl", "\"x\",\"st\",\"en\"", "\"y\"", ""),
+	      I64("st", 1, "-9223372036854775808") "," I64("en", 1, "9223372036854775807"),
+	      VI("x", 1, DV(4)), OUT("y"));
+	r = mkc_run(at("m.json"), "-o", at("sl.c"), NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	compiles("sl", "sl_step");
+}
+
+Test(bad_input, graphs_without_outputs_are_refused)
+{
+	model("", "", "", "");
+	model_refused("m.json: graph: has no outputs");
+	model(NODE("Relu", "r", "\"x\"", "\"y\"", ""), "", VI("x", 1, DV(2)), "");
+	model_refused("m.json: graph: has no outputs");
+}
