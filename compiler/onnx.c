@@ -539,6 +539,43 @@ check_defined(reader *r)
 	return bad ? -1 : 0;
 }
 
+/*
+ * Names become messages, dumps, C strings and comments: one with a control
+ * byte (a newline, an escape sequence) is refused here, once, rather than
+ * escaped in every place that prints it.
+ */
+static bool
+printable(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return false;
+	return true;
+}
+
+static int
+check_names(reader *r)
+{
+	mkc_graph *g = r->g;
+	r->what = "graph";
+	for (int i = 0; i < g->tensors.n; i++)
+		if (!printable(MKC_TENSOR(g, i)->name))
+			return fail(r, "tensor name '%s' holds a control byte", MKC_TENSOR(g, i)->name);
+	for (int i = 0; i < g->syms.n; i++)
+		if (!printable(MKC_SYM(g, i)))
+			return fail(r, "dimension name '%s' holds a control byte", MKC_SYM(g, i));
+	for (int i = 0; i < g->nodes.n; i++) {
+		const mkc_node *n = MKC_NODE(g, i);
+		bool ok = printable(n->name) && printable(n->op_type) && printable(n->domain);
+		for (int k = 0; ok && k < n->nattr; k++)
+			ok = printable(n->attr[k].name);
+		if (!ok)
+			return mkc_node_error(g, n, "a name, op type, domain or attribute name holds a "
+					      "control byte");
+	}
+	return 0;
+}
+
 static int
 read_graph(reader *r, const Onnx__ModelProto *m)
 {
@@ -557,7 +594,7 @@ read_graph(reader *r, const Onnx__ModelProto *m)
 	for (size_t i = 0; i < gp->n_node; i++)
 		if (read_node(r, gp->node[i]) != 0)
 			return -1;
-	if (check_defined(r) != 0)
+	if (check_names(r) != 0 || check_defined(r) != 0)
 		return -1;
 	return mkc_graph_sort(g);
 }

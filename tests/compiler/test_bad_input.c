@@ -521,3 +521,14 @@ Test(bad_input, graphs_without_outputs_are_refused)
 	model(NODE("Relu", "r", "\"x\"", "\"y\"", ""), "", VI("x", 1, DV(2)), "");
 	model_refused("m.json: graph: has no outputs");
 }
+
+Test(bad_input, names_with_control_bytes_are_refused)
+{
+	const char *x = VI("x\\n\\u001b[31m", 1, DV(2));
+	model(NODE("Relu", "r", "\"x\\n\\u001b[31m\"", "\"y\"", ""), "", x, OUT("y"));
+	model_refused("m.json: graph: tensor name 'x\\n\\x1b[31m' holds a control byte");
+	model(NODE("Relu", "r\\u0007", "\"x\"", "\"y\"", ""), "", VI("x", 1, DV(2)), OUT("y"));
+	model_refused("node 'r\\x07' (Relu): a name, op type, domain or attribute name holds a control");
+	mkc_result *r = mkc_run("info", at("m.json"), NULL);
+	refused(r, 1, "holds a control byte", NULL);
+}
