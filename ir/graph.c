@@ -12,7 +12,7 @@ static const mkc_op_info op_table[MKC_OP_COUNT] = {
 	[MKC_OP_##e] = {nm, dom, i0, i1, o0, o1, sizeof(#fld) > 2, cin, opt},
 #include "ops.def"
 #undef OP
-	[MKC_OP_UNKNOWN] = {"(unknown)", "", 0, -1, 0, -1, false, 0},
+	[MKC_OP_UNKNOWN] = {"(unknown)", "", 0, -1, 0, -1, false, 0, 0},
 };
 
 const mkc_op_info *

@@ -522,6 +522,41 @@ Test(bad_input, graphs_without_outputs_are_refused)
 	model_refused("m.json: graph: has no outputs");
 }
 
+/* ------------------------------------------ the fuzzers' crashes, replayed */
+
+/*
+ * tests/fuzz/crashes/ holds every input `make fuzz` found that crashed mkc
+ * before its fix, as the fuzz target reads it (first byte: 0 for ONNX, 1
+ * for ONNX-JSON). Each must now end in an exit status and an error.
+ */
+Test(bad_input, fuzz_crashes_stay_fixed, .timeout = 120)
+{
+	DIR *d = opendir("tests/fuzz/crashes");
+	cr_assert_not_null(d);
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		char src[512], cmd[1200], out[256];
+		snprintf(src, sizeof src, "tests/fuzz/crashes/%s", e->d_name);
+		FILE *f = fopen(src, "rb");
+		cr_assert_not_null(f, "%s", src);
+		int kind = fgetc(f);
+		fclose(f);
+		const char *model = at(kind & 1 ? "crash.json" : "crash.onnx");
+		snprintf(cmd, sizeof cmd, "tail -c +2 '%s' > '%s'", src, model);
+		cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+		mkc_result *r = mkc_run(model, "-o", at("crash.c"), NULL);
+		cr_assert(r->status == 0 || r->status == 1, "%s: status %d: %s", src, r->status, r->err);
+		cr_assert_null(strstr(r->err, "Sanitizer"), "%s: %s", src, r->err);
+		cr_assert_null(strstr(r->err, "runtime error"), "%s: %s", src, r->err);
+		unlink(model);
+		n++;
+	}
+	closedir(d);
+	cr_assert_gt(n, 0);
+}
+
 Test(bad_input, names_with_control_bytes_are_refused)
 {
 	const char *x = VI("x\\n\\u001b[31m", 1, DV(2));
