@@ -615,10 +615,7 @@ mkc_node_check_schema(const mkc_graph *g, const mkc_node *n)
 		if (!n->in[i] && mkc_op_input_required(oi, i))
 			return mkc_node_error(g, n, "input %d is left out (\"\"), but %s requires it", i,
 					      n->op_type);
-	int present = 0;
-	for (int i = 0; i < n->nin; i++)
-		present += n->in[i] != NULL;
-	if (present < oi->min_in || (oi->max_in >= 0 && n->nin > oi->max_in))
+	if (n->nin < oi->min_in || (oi->max_in >= 0 && n->nin > oi->max_in))
 		return mkc_node_error(g, n, "has %d inputs; %s takes %d to %d", n->nin, n->op_type,
 				      oi->min_in, oi->max_in);
 	if (n->nout < oi->min_out || (oi->max_out >= 0 && n->nout > oi->max_out))

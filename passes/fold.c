@@ -194,7 +194,11 @@ unary_int(mkc_op op, mkc_dim x, mkc_dim *r)
 		return false;
 	int64_t v = x.c;
 	switch (op) {
-	case MKC_OP_ABS: *r = mkc_dim_const(v < 0 ? -v : v); return v != INT64_MIN;
+	case MKC_OP_ABS:
+		if (v == INT64_MIN)
+			return false;   /* |INT64_MIN| does not fit */
+		*r = mkc_dim_const(v < 0 ? -v : v);
+		return true;
 	case MKC_OP_NOT: *r = mkc_dim_const(!v); return true;
 	case MKC_OP_RELU: *r = mkc_dim_const(v < 0 ? 0 : v); return true;
 	default: return false;
@@ -686,10 +690,9 @@ fold_range(mkc_graph *g, mkc_node *n)
 		if (!as_doubles(g, &l) || !as_doubles(g, &d) || d.fv[0] == 0)
 			return mkc_node_error(g, n, "delta must not be 0");
 		double len = ceil((l.fv[0] - s.fv[0]) / d.fv[0]);
+		if (len > MKC_FOLD_MAX)   /* before the conversion, which is undefined past int64 */
+			return mkc_node_error(g, n, "a float range of %g elements is too long to fold", len);
 		int64_t cnt = len > 0 ? (int64_t)len : 0;
-		if (cnt > MKC_FOLD_MAX)
-			return mkc_node_error(g, n, "a float range of %lld elements is too long to fold",
-					      (long long)cnt);
 		y->shape[0] = mkc_dim_const(cnt);
 		vals r = out_vals(g, cnt, false);
 		for (int64_t i = 0; i < cnt; i++)

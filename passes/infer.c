@@ -814,8 +814,8 @@ infer_slice(mkc_graph *g, mkc_node *n)
 		int64_t a;
 		if (norm_axis(g, n, ax[i].c, x->rank, &a) != 0)
 			return -1;
-		if (sp[i].c == 0)
-			return mkc_node_error(g, n, "a step of 0");
+		if (sp[i].c == 0 || sp[i].c == INT64_MIN)
+			return mkc_node_error(g, n, "a step of %lld", (long long)sp[i].c);
 		if (slice_len(g, n, x->shape[a], st[i], en[i], sp[i].c, &s[a]) != 0)
 			return -1;
 	}

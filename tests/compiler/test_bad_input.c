@@ -567,3 +567,35 @@ Test(bad_input, names_with_control_bytes_are_refused)
 	mkc_result *r = mkc_run("info", at("m.json"), NULL);
 	refused(r, 1, "holds a control byte", NULL);
 }
+
+/* Found by hand against the sanitizer build after the fixes above. */
+Test(bad_input, extreme_steps_ranges_and_absolutes)
+{
+	model(NODE("Slice", "sl", "\"x\",\"s\",\"e\",\"a\",\"t\"", "\"y\"", ""),
+	      I64("s", 1, "0") "," I64("e", 1, "1") "," I64("a", 1, "0") "," I64("t", 1, "-9223372036854775808"),
+	      VI("x", 1, DV(2) "," DV(4)), OUT("y"));
+	model_refused("node 'sl' (Slice): a step of -9223372036854775808");
+	model(NODE("Range", "r", "\"s\",\"l\",\"d\"", "\"y\"", ""),
+	      "{\"name\":\"s\",\"data_type\":1,\"float_data\":[0]},"
+	      "{\"name\":\"l\",\"data_type\":1,\"float_data\":[1e30]},"
+	      "{\"name\":\"d\",\"data_type\":1,\"float_data\":[1e-30]}", "", OUT("y"));
+	model_refused("node 'r' (Range): a float range of 1e+60 elements is too long to fold");
+	/* |INT64_MIN| is not folded (it does not fit); the run-time node compiles */
+	model(NODE("Abs", "abs", "\"a\"", "\"y\"", ""), I64("a", 1, "-9223372036854775808"), "",
+	      OUT_I64("y"));
+	mkc_result *r = mkc_run(at("m.json"), "-o", at("abs.c"), NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	cr_assert_null(strstr(r->err, "runtime error"), "%s", r->err);
+}
+
+/* An optional GroupQueryAttention past may be left out: the count is of slots. */
+Test(bad_input, gqa_past_may_be_left_out)
+{
+#define Q VI("q", 1, DV(1) "," DV(1) "," DV(8))
+	model("{\"op_type\":\"GroupQueryAttention\",\"domain\":\"com.microsoft\",\"name\":\"gqa\","
+	      "\"input\":[\"q\",\"q\",\"q\",\"\",\"\",\"sl\",\"tl\"],\"output\":[\"y\"],\"attribute\":["
+	      A_INT("num_heads", 0) "," A_INT("kv_num_heads", 0) "]}",
+	      "", Q "," VI("sl", 6, DV(1)) "," VI("tl", 6, ""), OUT("y"));
+	model_refused("node 'gqa' (GroupQueryAttention): num_heads 0 must be a positive multiple");
+#undef Q
+}
