@@ -1010,13 +1010,36 @@ infer_attention(mkc_graph *g, mkc_node *n)
 		return -1;
 	if (!mkc_dim_eq(k[2], v[2]) || !mkc_dim_eq(k[1], v[1]))
 		return mkc_node_error(g, n, "K and V differ in heads or length");
+	if (!mkc_dim_eq(q[0], k[0]) || !mkc_dim_eq(q[0], v[0]))
+		return mkc_node_error(g, n, "Q, K and V differ in batch");
 	mkc_dim total = k[2];
-	const mkc_tensor *pk = n->nin > 4 ? n->in[4] : NULL;
-	if (pk) {
-		if (pk->rank != 4)
-			return mkc_node_error(g, n, "past_key must be 4-D");
+	const mkc_tensor *pk = n->nin > 4 ? n->in[4] : NULL, *pv = n->nin > 5 ? n->in[5] : NULL;
+	if (pk || pv) {
+		/* the present outputs are past then new: the same batch, heads and sizes */
+		const mkc_dim *want[2] = {k, v};
+		for (int i = 0; i < 2; i++) {
+			const mkc_tensor *p = i ? pv : pk;
+			if (!p || p->rank != 4 || !mkc_dim_eq(p->shape[0], want[i][0]) ||
+			    !mkc_dim_eq(p->shape[1], want[i][1]) || !mkc_dim_eq(p->shape[3], want[i][3]) ||
+			    !mkc_dim_eq(p->shape[2], pk ? pk->shape[2] : pv->shape[2]))
+				return mkc_node_error(g, n, "past_key and past_value must both be [batch, "
+						      "kv_heads, past, head_size] of key and value");
+		}
 		if (!mkc_dim_add(pk->shape[2], k[2], &total))
 			return mkc_node_error(g, n, "past and new lengths mix two symbols");
+	}
+	const mkc_tensor *mask = n->nin > 3 ? n->in[3] : NULL;
+	if (mask) {
+		/* broadcast to [batch, heads, sequence, total]: each dimension that or 1 */
+		mkc_dim full[4] = {q[0], q[1], q[2], total};
+		bool ok = mask->rank <= 4;
+		for (int i = 0; ok && i < mask->rank; i++) {
+			mkc_dim d = mask->shape[mask->rank - 1 - i];
+			ok = mkc_dim_eq(d, full[3 - i]) || mkc_dim_eq(d, mkc_dim_const(1));
+		}
+		if (!ok)
+			return mkc_node_error(g, n, "the mask must broadcast to [batch, heads, sequence, "
+					      "total length]");
 	}
 	mkc_dtype dt = n->in[0]->dtype;
 	if (n->in[0]->rank == 4) {

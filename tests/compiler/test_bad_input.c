@@ -599,3 +599,21 @@ Test(bad_input, gqa_past_may_be_left_out)
 	model_refused("node 'gqa' (GroupQueryAttention): num_heads 0 must be a positive multiple");
 #undef Q
 }
+
+/* Attention's mask and past must fit what the kernel reads (found by hand). */
+Test(bad_input, attention_mask_and_past_must_fit)
+{
+#define QKV VI("q", 1, DV(1) "," DV(2) "," DV(1) "," DV(8)) "," \
+	VI("k", 1, DV(1) "," DV(2) "," DV(3) "," DV(8)) "," VI("v", 1, DV(1) "," DV(2) "," DV(3) "," DV(8))
+	model("{\"op_type\":\"Attention\",\"name\":\"at\",\"input\":[\"q\",\"k\",\"v\",\"mask\"],"
+	      "\"output\":[\"y\"]}", "", QKV "," VI("mask", 1, DV(1) "," DV(1) "," DV(1) "," DV(2)),
+	      OUT("y"));
+	model_refused("node 'at' (Attention): the mask must broadcast to [batch, heads, sequence, total");
+	model("{\"op_type\":\"Attention\",\"name\":\"at\",\"input\":[\"q\",\"k\",\"v\",\"\",\"pk\",\"pv\"],"
+	      "\"output\":[\"y\",\"pko\",\"pvo\"]}", "",
+	      QKV "," VI("pk", 1, DV(1) "," DV(2) "," DP("past") "," DV(8)) ","
+		  VI("pv", 1, DV(1) "," DV(3) "," DP("past") "," DV(9)),
+	      OUT("y") "," OUT("pko") "," OUT("pvo"));
+	model_refused("node 'at' (Attention): past_key and past_value must both be");
+#undef QKV
+}
