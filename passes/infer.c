@@ -749,11 +749,12 @@ slice_len(mkc_graph *g, mkc_node *n, mkc_dim dim, mkc_dim st, mkc_dim en,
 		if (step > 0) {
 			s = s < 0 ? 0 : s > d ? d : s;
 			e = e < 0 ? 0 : e > d ? d : e;
-			*len = mkc_dim_const(e > s ? (e - s + step - 1) / step : 0);
+			/* ceil((e - s) / step), without e - s + step overflowing */
+			*len = mkc_dim_const(e > s ? 1 + (e - s - 1) / step : 0);
 		} else {
 			s = s < 0 ? -1 : s > d - 1 ? d - 1 : s;
 			e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
-			*len = mkc_dim_const(s > e ? (s - e - step - 1) / -step : 0);
+			*len = mkc_dim_const(s > e ? 1 + (s - e - 1) / -step : 0);
 		}
 		return 0;
 	}

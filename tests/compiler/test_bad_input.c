@@ -617,3 +617,24 @@ Test(bad_input, attention_mask_and_past_must_fit)
 	model_refused("node 'at' (Attention): past_key and past_value must both be");
 #undef QKV
 }
+
+/* A step of INT64_MAX takes one element; the length arithmetic must not overflow. */
+Test(bad_input, slice_steps_near_int64_max)
+{
+	const char *fmt[] = {"9223372036854775807", "-9223372036854775807"};
+	for (int i = 0; i < 2; i++) {
+		char inits[512];
+		snprintf(inits, sizeof inits,
+			 "{\"name\":\"s\",\"data_type\":7,\"dims\":[\"1\"],\"int64_data\":[\"%s\"]},"
+			 "{\"name\":\"e\",\"data_type\":7,\"dims\":[\"1\"],\"int64_data\":[\"%s\"]},"
+			 "{\"name\":\"a\",\"data_type\":7,\"dims\":[\"1\"],\"int64_data\":[\"0\"]},"
+			 "{\"name\":\"t\",\"data_type\":7,\"dims\":[\"1\"],\"int64_data\":[\"%s\"]}",
+			 i ? "-1" : "0", i ? "-9223372036854775807" : "9223372036854775807", fmt[i]);
+		model(NODE("Slice", "sl", "\"x\",\"s\",\"e\",\"a\",\"t\"", "\"y\"", ""), inits,
+		      VI("x", 1, DV(4)), "{\"name\":\"y\",\"type\":{\"tensor_type\":{\"elem_type\":1,"
+		      "\"shape\":{\"dim\":[{\"dim_value\":\"1\"}]}}}}");
+		mkc_result *r = mkc_run(at("m.json"), NULL);
+		cr_assert_eq(r->status, 0, "step %s: %s", fmt[i], r->err);
+		cr_assert_null(strstr(r->err, "runtime error"), "%s", r->err);
+	}
+}
