@@ -26,13 +26,14 @@ GEN_SRC = $(BUILD)/gen/onnx.pb-c.c
 # runtime/ is C text that the emitter writes into every output file
 RUNTIME = runtime/common.h runtime/api_h.h runtime/host.h runtime/profile.h runtime/c/exec.h \
 	runtime/c/api.h runtime/cuda/exec.cuh
-TEST_SRC = $(wildcard tests/*/*.c)
+# tests/fuzz holds libFuzzer targets, built by `make fuzz` only
+TEST_SRC = $(filter-out tests/fuzz/%,$(wildcard tests/*/*.c))
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o \
 	$(BUILD)/obj/gen/runtime_text.o
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all test check-models conformance sanitize conformance format lint clean help
+.PHONY: all test check-models conformance sanitize fuzz conformance format lint clean help
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/mkc  ## build $(BUILD)/mkc
@@ -101,6 +102,25 @@ check-models:  ## check that the generated test models are what their generators
 
 sanitize:  ## run the tests under AddressSanitizer and UBSan
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(MAKE) BUILD=build/san SAN=1 test
+
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+fuzz:  ## build the libFuzzer target (clang) and run it FUZZ_SECONDS, seeded from tests/models
+	$(MAKE) BUILD=build/fuzz CC=$(FUZZ_CC) \
+		CFLAGS="-O1 -g -Wno-unknown-warning-option -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+		build/fuzz/libmkc.a
+	$(FUZZ_CC) -std=c11 -D_DEFAULT_SOURCE -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer \
+		-Ibuild/fuzz/gen -Iir -Icompiler -Ipasses tests/fuzz/fuzz_pipeline.c build/fuzz/libmkc.a \
+		$(LIBS) -o build/fuzz/fuzz_pipeline
+	rm -rf build/fuzz/seeds && mkdir -p build/fuzz/seeds build/fuzz/corpus
+	for f in $$(find tests/models/hand -maxdepth 2 -name '*.onnx' -size -64k); do \
+		{ printf '\000'; cat $$f; } > build/fuzz/seeds/$$(echo $$f | tr / _); done
+	for f in tests/models/hand/json/*.json; do \
+		{ printf '\001'; cat $$f; } > build/fuzz/seeds/$$(echo $$f | tr / _); done
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp build/fuzz/fuzz_pipeline \
+		-max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=4096 \
+		-artifact_prefix=build/fuzz/ build/fuzz/corpus build/fuzz/seeds
 
 format:  ## reformat the C sources with clang-format
 	clang-format -i $(LIB_SRC) compiler/main.c $(TEST_SRC) $(wildcard ir/*.h compiler/*.h passes/*.h)

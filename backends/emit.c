@@ -14,7 +14,9 @@
 #include "emit.h"
 #include "../ir/numeric.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -111,7 +113,118 @@ put_template(FILE *f, const char *text, const char *prefix)
 	}
 }
 
-/* A C identifier from the output file's stem. */
+/*
+ * API prefixes. The prefix names a type ($P) and functions ($P_step), so it
+ * must be a C identifier that nothing else in the emitted file or its
+ * headers declares: not a keyword of C or of C++ (a .cu file is C++), not
+ * in the emitter's name space (mkc_, MKC_) or the implementation's (a
+ * leading underscore, POSIX's _t types), and not a name that the runtime
+ * texts or the library headers they include already use (out, opts, stat).
+ */
+static const char *const reserved_names[] = {
+	/* C11, C23 */
+	"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+	"enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+	"restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+	"union", "unsigned", "void", "volatile", "while", "alignas", "alignof", "bool",
+	"constexpr", "false", "nullptr", "static_assert", "thread_local", "true", "typeof",
+	"typeof_unqual", "complex", "imaginary", "noreturn",
+	/* C++ */
+	"and", "and_eq", "asm", "bitand", "bitor", "catch", "char8_t", "char16_t", "char32_t",
+	"class", "co_await", "co_return", "co_yield", "compl", "concept", "const_cast",
+	"consteval", "constinit", "decltype", "delete", "dynamic_cast", "explicit", "export",
+	"friend", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "operator", "or",
+	"or_eq", "private", "protected", "public", "reinterpret_cast", "requires", "static_cast",
+	"template", "this", "throw", "try", "typeid", "typename", "using", "virtual", "wchar_t",
+	"xor", "xor_eq", "std",
+	/* the headers the emitted file includes, beyond what the runtime texts name */
+	"abort", "abs", "acos", "asin", "assert", "atan", "atan2", "atexit", "atof", "atoi",
+	"atol", "bsearch", "cbrt", "ceil", "clock", "copysign", "cos", "cosh", "difftime", "div",
+	"erf", "erfc", "errno", "exit", "exp", "exp2", "expm1", "fabs", "fdim", "feof", "ferror",
+	"fflush", "fgetc", "fgets", "floor", "fma", "fmax", "fmin", "fmod", "fprintf", "fputc",
+	"fputs", "frexp", "fscanf", "fstat", "fwrite", "getc", "getchar", "getenv", "gets",
+	"gmtime", "hypot", "isfinite", "isinf", "isnan", "j0", "j1", "jn", "labs", "ldexp",
+	"lgamma", "localtime", "log", "log10", "log1p", "log2", "lrint", "lround", "lstat",
+	"memchr", "memmove", "mktime", "modf", "nan", "nanosleep", "perror", "pow", "putc",
+	"putchar", "puts", "qsort", "rand", "random", "realloc", "remainder", "remove", "rename",
+	"rewind", "rint", "round", "scanf", "signbit", "sin", "sinh", "snprintf", "sprintf",
+	"sqrt", "srand", "sscanf", "stderr", "stdin", "stdout", "strcat", "strchr", "strdup",
+	"strerror", "strncat", "strncmp", "strncpy", "strstr", "strtod", "strtol", "strtoll",
+	"strtoul", "system", "tan", "tanh", "tgamma", "time", "tmpfile", "trunc", "umask",
+	"vfprintf", "vprintf", "y0", "y1", "yn", "EOF", "BUFSIZ", "NAN", "HUGE_VAL",
+};
+
+/* Names the library and the runtime use as prefixes of their own. */
+static const char *const reserved_prefixes[] = {"mkc_", "MKC_", "_", "pthread_", "sched_",
+						"atomic_", "memory_order", "cuda", "__"};
+
+/* Whether name is an identifier of the code in text (outside comments and strings). */
+static bool
+text_uses(const char *text, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *s = text; *s;) {
+		if (s[0] == '/' && s[1] == '*') {
+			const char *e = strstr(s + 2, "*/");
+			s = e ? e + 2 : s + strlen(s);
+		} else if (s[0] == '/' && s[1] == '/') {
+			s += strcspn(s, "\n");
+		} else if (*s == '"' || *s == '\'') {
+			char q = *s++;
+			while (*s && *s != q)
+				s += s[0] == '\\' && s[1] ? 2 : 1;
+			s += *s != 0;
+		} else if (*s == '$' && s[1] == 'P') {
+			for (s += 2; isalnum((unsigned char)*s) || *s == '_'; s++)
+				;
+		} else if (isalpha((unsigned char)*s) || *s == '_') {
+			const char *b = s;
+			while (isalnum((unsigned char)*s) || *s == '_')
+				s++;
+			if ((size_t)(s - b) == n && memcmp(b, name, n) == 0)
+				return true;
+		} else {
+			s++;
+		}
+	}
+	return false;
+}
+
+const char *
+mkc_emit_name_problem(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > 64)
+		return "must be 1 to 64 characters long";
+	if (isdigit((unsigned char)name[0]))
+		return "is not a C identifier (it starts with a digit)";
+	for (const char *s = name; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			return "is not a C identifier (letters, digits and '_' only)";
+	for (size_t i = 0; i < sizeof reserved_prefixes / sizeof *reserved_prefixes; i++)
+		if (strncmp(name, reserved_prefixes[i], strlen(reserved_prefixes[i])) == 0)
+			return "is reserved (names starting with mkc_, MKC_, '_', pthread_, sched_, "
+			       "atomic_, memory_order or cuda belong to mkc or the libraries)";
+	if (strcmp(name, "mkc") == 0 || strcmp(name, "MKC") == 0 ||
+	    (n > 2 && strcmp(name + n - 2, "_t") == 0))
+		return "is reserved (mkc's own name, or a POSIX type name ending in _t)";
+	for (size_t i = 0; i < sizeof reserved_names / sizeof *reserved_names; i++)
+		if (strcmp(name, reserved_names[i]) == 0)
+			return "is a C or C++ keyword or a name of the C library";
+	const char *const texts[] = {mkc_rt_common, mkc_rt_api_h, mkc_rt_host, mkc_rt_profile,
+				     mkc_rt_c_exec, mkc_rt_c_api, mkc_rt_cuda_exec,
+				     mkc_target_c.headers, mkc_target_cuda.headers};
+	for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
+		if (text_uses(texts[i], name))
+			return "is a name the emitted code already uses";
+	return NULL;
+}
+
+/*
+ * The prefix from the output file's stem, made an identifier; a stem that
+ * would collide (out.c, float.c, opts.c) gets "_model" after it, and one that
+ * still cannot serve (mkc_x.c) "m_" before that.
+ */
 static char *
 prefix_of(mkc_arena *a, const char *out)
 {
@@ -119,6 +232,8 @@ prefix_of(mkc_arena *a, const char *out)
 	base = base ? base + 1 : out;
 	const char *dot = strchr(base, '.');
 	size_t n = dot ? (size_t)(dot - base) : strlen(base);
+	if (n > 48)
+		n = 48;
 	char *p = mkc_arena_alloc(a, n + 2);
 	size_t k = 0;
 	if (n == 0 || (base[0] >= '0' && base[0] <= '9'))
@@ -129,7 +244,14 @@ prefix_of(mkc_arena *a, const char *out)
 			  (c >= '0' && c <= '9') || c == '_';
 		p[k++] = ok ? c : '_';
 	}
-	return p;
+	if (!mkc_emit_name_problem(p))
+		return p;
+	char *q = mkc_arena_printf(a, "%s_model", p);
+	if (!mkc_emit_name_problem(q))
+		return q;
+	q = mkc_arena_printf(a, "m_%s_model", p);
+	MKC_ASSERT(!mkc_emit_name_problem(q));
+	return q;
 }
 
 static const char *
@@ -141,20 +263,25 @@ header_path(mkc_arena *a, const char *out)
 	return mkc_arena_printf(a, "%.*s.h", (int)n, out);
 }
 
-/* The FNV-1a hash of the model file, for the provenance header. */
+/* The FNV-1a hash of the model file, for the provenance header (0: not a regular file). */
 static uint64_t
 hash_file(const char *path)
 {
-	FILE *f = fopen(path, "rb");
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
 	uint64_t h = 1469598103934665603ull;
-	if (!f)
+	if (fd < 0)
 		return 0;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
 	unsigned char buf[65536];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-		for (size_t i = 0; i < n; i++)
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		for (ssize_t i = 0; i < n; i++)
 			h = (h ^ buf[i]) * 1099511628211ull;
-	fclose(f);
+	close(fd);
 	return h;
 }
 
@@ -628,12 +755,40 @@ open_temp(mkc_ctx *c, const char *path, char **tmp)
 	int fd = mkstemp(*tmp);
 	if (fd < 0) {
 		mkc_error(c, "%s: cannot write: %s", path, strerror(errno));
+		*tmp = NULL;
 		return NULL;
 	}
 	mode_t mask = umask(0);   /* mkstemp makes 0600; give the usual 0666 & ~umask */
 	umask(mask);
 	fchmod(fd, 0666 & ~mask);
-	return fdopen(fd, "w");
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		mkc_error(c, "%s: cannot write: %s", path, strerror(errno));
+		close(fd);
+	}
+	return f;
+}
+
+/*
+ * The two destinations, checked before anything is written: each is absent
+ * or a regular file (never a device, FIFO or folder to be replaced), and
+ * they are two files (-o m.h would make the header overwrite the source).
+ */
+static int
+check_destinations(mkc_ctx *c, const char *out, const char *hpath)
+{
+	struct stat so, sh;
+	bool has_o = stat(out, &so) == 0, has_h = stat(hpath, &sh) == 0;
+	if (strcmp(out, hpath) == 0 || (has_o && has_h && so.st_dev == sh.st_dev &&
+					so.st_ino == sh.st_ino))
+		return mkc_error(c, "%s: the output and its header %s would be the same file; "
+				 "name the output .c or .cu", out, hpath);
+	if (has_o && !S_ISREG(so.st_mode))
+		return mkc_error(c, "%s: cannot write: it exists and is not a regular file", out);
+	if (has_h && !S_ISREG(sh.st_mode))
+		return mkc_error(c, "%s: cannot write the header: it exists and is not a regular file",
+				 hpath);
+	return 0;
 }
 
 int
@@ -641,34 +796,43 @@ mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o)
 {
 	mkc_ctx *c = p->g->ctx;
 	const char *prefix = o->prefix ? o->prefix : prefix_of(c->arena, o->out_path);
+	const char *bad = mkc_emit_name_problem(prefix);
+	if (bad)
+		return mkc_error(c, "--name '%s' %s", mkc_cstr(c->arena, prefix, false), bad);
 	const char *hpath = header_path(c->arena, o->out_path);
 	const char *hname = strrchr(hpath, '/') ? strrchr(hpath, '/') + 1 : hpath;
-	char *ctmp, *htmp;
+	if (check_destinations(c, o->out_path, hpath) != 0)
+		return -1;
+	char *ctmp = NULL, *htmp = NULL;
 	FILE *cf = open_temp(c, o->out_path, &ctmp);
-	if (!cf)
-		return -1;
-	FILE *hf = open_temp(c, hpath, &htmp);
-	if (!hf) {
-		fclose(cf);
-		unlink(ctmp);
-		return -1;
+	FILE *hf = cf ? open_temp(c, hpath, &htmp) : NULL;
+	int rc = -1;
+	if (cf && hf) {
+		mkc_emitter e = {cf, p, t, NULL};
+		fprintf(hf, "/* %s - generated by mkc %s from %s; do not edit. */\n"
+			"#ifndef %s_H\n#define %s_H\n", mkc_ccomment(c->arena, hname), MKC_VERSION,
+			mkc_ccomment(c->arena, p->g->path), prefix, prefix);
+		put_template(hf, mkc_rt_api_h, prefix);
+		fprintf(hf, "#endif\n");
+		rc = emit_source(&e, o, prefix, hname);
 	}
-	mkc_emitter e = {cf, p, t, NULL};
-	fprintf(hf, "/* %s - generated by mkc %s from %s; do not edit. */\n#ifndef %s_H\n#define %s_H\n",
-		hname, MKC_VERSION, p->g->path, prefix, prefix);
-	put_template(hf, mkc_rt_api_h, prefix);
-	fprintf(hf, "#endif\n");
-	int rc = emit_source(&e, o, prefix, hname);
-	bool io_ok = !ferror(cf) && !ferror(hf);
-	io_ok &= fclose(cf) == 0;
-	io_ok &= fclose(hf) == 0;
+	bool io_ok = !(cf && ferror(cf)) && !(hf && ferror(hf));
+	io_ok &= !cf || fclose(cf) == 0;
+	io_ok &= !hf || fclose(hf) == 0;
 	if (rc == 0 && !io_ok)
 		rc = mkc_error(c, "%s: write failed: %s", o->out_path, strerror(errno));
-	if (rc == 0 && (rename(ctmp, o->out_path) != 0 || rename(htmp, hpath) != 0))
+	if (rc == 0 && rename(ctmp, o->out_path) != 0)
 		rc = mkc_error(c, "%s: cannot rename into place: %s", o->out_path, strerror(errno));
+	else if (rc == 0 && rename(htmp, hpath) != 0) {
+		/* a source without its header is no output: take it back */
+		rc = mkc_error(c, "%s: cannot rename into place: %s", hpath, strerror(errno));
+		unlink(o->out_path);
+	}
 	if (rc != 0) {
-		unlink(ctmp);
-		unlink(htmp);
+		if (ctmp)
+			unlink(ctmp);
+		if (htmp)
+			unlink(htmp);
 	}
 	return rc;
 }

@@ -46,6 +46,13 @@ typedef struct {
 
 int mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o);
 
+/*
+ * Why name cannot be the API prefix (not a C identifier, a keyword, a name
+ * the emitted code or its headers use), or NULL when it can. A prefix taken
+ * from OUT's stem is made safe instead ("out" becomes "out_model").
+ */
+const char *mkc_emit_name_problem(const char *name);
+
 /* Runtime texts, generated from runtime/ at build time. */
 extern const char mkc_rt_common[], mkc_rt_api_h[], mkc_rt_host[], mkc_rt_profile[], mkc_rt_c_exec[],
 	mkc_rt_c_api[], mkc_rt_cuda_exec[];

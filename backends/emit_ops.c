@@ -17,6 +17,7 @@
 #include "emit.h"
 #include "../passes/passes.h"
 
+#include <math.h>
 #include <string.h>
 
 const char *
@@ -38,20 +39,42 @@ mkc_ctype(const mkc_emitter *e, mkc_dtype t)
 	}
 }
 
-char *
-mkc_dimx(const mkc_graph *g, mkc_dim d, char *buf, size_t n)
+/*
+ * An int64 literal: "-9223372036854775808" would be the negation of a
+ * constant too large for long long, so INT64_MIN is spelled as arithmetic.
+ */
+static const char *
+ilit(char *buf, int64_t v)
 {
-	if (mkc_dim_is_const(d))
-		snprintf(buf, n, "%lld", (long long)d.c);
+	if (v == INT64_MIN)
+		snprintf(buf, 32, "(-9223372036854775807LL - 1)");
 	else
-		snprintf(buf, n, "(%lld + %lld * m->sym[%d])", (long long)d.c, (long long)d.k, d.sym);
+		snprintf(buf, 32, "%lldLL", (long long)v);
 	return buf;
 }
 
-/* A float literal that C reads back exactly: "1.0f", "9.99999975e-06f". */
+char *
+mkc_dimx(const mkc_graph *g, mkc_dim d, char *buf, size_t n)
+{
+	char c[32], k[32];
+	if (mkc_dim_is_const(d))
+		snprintf(buf, n, "%s", ilit(c, d.c));
+	else
+		snprintf(buf, n, "(%s + %s * m->sym[%d])", ilit(c, d.c), ilit(k, d.k), d.sym);
+	return buf;
+}
+
+/*
+ * A float literal that C reads back exactly: "1.0f", "9.99999975e-06f";
+ * infinities and NaN by math.h's names, which every target includes.
+ */
 static const char *
 flit(char *buf, float v)
 {
+	if (isinf(v) || isnan(v)) {
+		snprintf(buf, 40, "%s", isnan(v) ? "NAN" : v > 0 ? "INFINITY" : "(-INFINITY)");
+		return buf;
+	}
 	int n = snprintf(buf, 40, "%.9g", (double)v);
 	if (!strpbrk(buf, ".en"))
 		n += snprintf(buf + n, 40 - (size_t)n, ".0");

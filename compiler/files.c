@@ -26,7 +26,9 @@ int
 mkc_file_map(mkc_arena *a, const char *path, const void **data, size_t *size,
 	     const char **err)
 {
-	int fd = open(path, O_RDONLY);
+	/* O_NONBLOCK: opening a FIFO or a device must not wait for a writer;
+	 * such files are refused below, before anything is read */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		*err = strerror(errno);
 		return -1;
@@ -38,7 +40,9 @@ mkc_file_map(mkc_arena *a, const char *path, const void **data, size_t *size,
 		return -1;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		*err = S_ISDIR(st.st_mode) ? "is a folder" : "not a regular file";
+		*err = S_ISDIR(st.st_mode)    ? "is a folder"
+		       : S_ISFIFO(st.st_mode) ? "is a FIFO, not a regular file"
+					      : "not a regular file";
 		close(fd);
 		return -1;
 	}

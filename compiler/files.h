@@ -20,6 +20,8 @@
 /*
  * Maps a whole file read-only; it stays mapped until the arena goes.
  * Returns 0, or -1 with *err set to a reason. An empty file maps to (NULL, 0).
+ * Every file mkc reads comes through here: only regular files are read, and
+ * a FIFO or a device is refused without waiting on it.
  */
 int mkc_file_map(mkc_arena *a, const char *path, const void **data, size_t *size,
 		 const char **err);

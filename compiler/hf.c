@@ -74,6 +74,7 @@ typedef struct {
 	mkc_st_file *single;       /* model.safetensors, when not sharded */
 	const char *index_path;    /* model.safetensors.index.json, when sharded */
 	mkc_map shard_of;          /* weight name -> its shard (mkc_st_file) */
+	int64_t nmapped;           /* the names weight_map lists */
 	mkc_tensor *cos, *sin;
 	mkc_map shapes;            /* Reshape targets by their text: "[1,8,1,32]" */
 	bool failed;               /* a weight is missing or wrong: its error is out */
@@ -351,6 +352,7 @@ open_shards(hf *b)
 			mkc_map_put(c->arena, &files, mkc_arena_strdup(c->arena, e->valuestring), f);
 		}
 		mkc_map_put(c->arena, &b->shard_of, mkc_arena_strdup(c->arena, e->string), f);
+		b->nmapped++;
 	}
 	cJSON_Delete(root);
 	return rc;
@@ -419,6 +421,57 @@ widen_bf16(hf *b, mkc_tensor *t, const mkc_st_tensor *st)
 	t->initializer = false;   /* no file holds these bytes: embedded */
 }
 
+/* The stored tensor called name if it has the shape the config implies; NULL after an error. */
+static const mkc_st_tensor *
+stored_weight(hf *b, const char *name, int rank, const int64_t *shape, const mkc_st_file **file)
+{
+	const mkc_st_tensor *st = find_weight(b, name, file);
+	if (!st)
+		return NULL;
+	bool same = st->rank == rank;
+	for (int i = 0; same && i < rank; i++)
+		same = st->shape[i] == shape[i];
+	char b1[160], b2[160];
+	if (!same) {
+		mkc_error(b->c, "%s: tensor '%s' has shape %s, but config.json implies %s", (*file)->path,
+			  name, shape_str(b1, sizeof b1, st->rank, st->shape),
+			  shape_str(b2, sizeof b2, rank, shape));
+		return NULL;
+	}
+	if (st->dt != MKC_DT_FLOAT && st->dt != MKC_DT_BFLOAT16) {
+		mkc_error(b->c, "%s: tensor '%s' is %s; mkc reads F32 and BF16 weights%s", (*file)->path,
+			  name, st->dtype, st->dt == MKC_DT_FLOAT16 ? " (F16 not yet)" : "");
+		return NULL;
+	}
+	return st;
+}
+
+/*
+ * The sizes of config.json bounded by the weights that back them, before
+ * anything is built from them: a config claiming 10^9 layers or a vast
+ * head_dim must fail on its weights, not allocate for them first. Each
+ * layer stores at least 9 tensors; the embedding fixes vocab_size and
+ * hidden_size, the last layer's q_proj the head sizes.
+ */
+static int
+check_sizes(hf *b)
+{
+	const hf_config *cf = &b->cfg;
+	int64_t stored = b->single ? b->single->ntensors : b->nmapped;
+	if (cf->layers > stored / 9)
+		return cfg_fail(b, "num_hidden_layers", "is %lld, but the weights hold only %lld tensors "
+				"(a layer has at least 9)", (long long)cf->layers, (long long)stored);
+	const mkc_st_file *file;
+	const int64_t table[2] = {cf->vocab, cf->hidden};
+	const int64_t q[2] = {cf->heads * cf->head_dim, cf->hidden};
+	const char *last = mkc_arena_printf(b->c->arena, "model.layers.%lld.self_attn.q_proj.weight",
+					    (long long)cf->layers - 1);
+	return stored_weight(b, "model.embed_tokens.weight", 2, table, &file) &&
+			       stored_weight(b, last, 2, q, &file)
+		       ? 0
+		       : -1;
+}
+
 /*
  * The weight called name, checked against the shape the config implies.
  * F32 and BF16 weights point at their file's bytes; f32_only readers (a
@@ -432,23 +485,9 @@ weight(hf *b, const char *name, int rank, const int64_t *shape, bool f32_only)
 		return t;   /* one error is enough */
 	b->failed = true;
 	const mkc_st_file *file;
-	const mkc_st_tensor *st = find_weight(b, name, &file);
+	const mkc_st_tensor *st = stored_weight(b, name, rank, shape, &file);
 	if (!st)
 		return NULL;
-	bool same = st->rank == rank;
-	for (int i = 0; same && i < rank; i++)
-		same = st->shape[i] == shape[i];
-	char b1[160], b2[160];
-	if (!same) {
-		mkc_error(b->c, "%s: tensor '%s' has shape %s, but config.json implies %s", file->path, name,
-			  shape_str(b1, sizeof b1, st->rank, st->shape), shape_str(b2, sizeof b2, rank, shape));
-		return NULL;
-	}
-	if (st->dt != MKC_DT_FLOAT && st->dt != MKC_DT_BFLOAT16) {
-		mkc_error(b->c, "%s: tensor '%s' is %s; mkc reads F32 and BF16 weights%s", file->path, name,
-			  st->dtype, st->dt == MKC_DT_FLOAT16 ? " (F16 not yet)" : "");
-		return NULL;
-	}
 	b->failed = false;
 	t = mkc_graph_tensor(b->g, name);
 	t->kind = MKC_TK_WEIGHT;
@@ -800,14 +839,14 @@ mkc_hf_load(mkc_ctx *c, const char *dir)
 		const cJSON *archs = member(root, "architectures");
 		if (cJSON_IsArray(archs) && cJSON_IsString(archs->child))
 			arch = archs->child->valuestring;
-		get_str(&b, root, NULL, "transformers_version", &version);
+		rc = get_str(&b, root, NULL, "transformers_version", &version);
 		g->name = mkc_arena_strdup(c->arena, arch ? arch : b.cfg.model_type);
 		g->producer = mkc_arena_printf(c->arena, "transformers %s", version ? version : "(unknown)");
 		g->nopsets = 1;
 		g->opsets = mkc_arena_alloc(c->arena, sizeof *g->opsets);
 		g->opsets[0] = (mkc_opset){"", 23};
 		b.cfg.model_type = mkc_arena_strdup(c->arena, b.cfg.model_type);
-		rc = open_weights(&b) || build(&b) || mkc_graph_sort(g);
+		rc = rc || open_weights(&b) || check_sizes(&b) || build(&b) || mkc_graph_sort(g);
 	}
 	cJSON_Delete(root);
 	if (rc)

@@ -27,7 +27,9 @@ static const char usage[] =
 	"  -o OUT             output file; its extension picks the target\n"
 	"                     (.cu: cuda, .hip: hip, .c: c)\n"
 	"  --target T         cuda, hip or c, whatever OUT is called\n"
-	"  --name NAME        prefix of the emitted API (default: OUT's stem)\n"
+	"  --name NAME        prefix of the emitted API, a C identifier that is no\n"
+	"                     keyword and no name the emitted code uses (default:\n"
+	"                     OUT's stem, with _model after it where it would be)\n"
 	"  --dump-after=PASS  print the IR after PASS: the graph after load, infer,\n"
 	"                     canon, dce or weights; the task plan after tile,\n"
 	"                     memory, deps, events, schedule or verify\n"
@@ -76,13 +78,30 @@ typedef struct {
 } options;
 
 
+/* A usage error: one line on stderr, control bytes of arg escaped; exit status 2. */
 static int
 bad_usage(const char *fmt, const char *arg)
 {
+	char msg[512];
+	snprintf(msg, sizeof msg, fmt, arg);
 	fputs("mkc: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs("\n(mkc --help lists the options)\n", stderr);
+	for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			fprintf(stderr, "\\x%02x", *p);
+		else
+			fputc(*p, stderr);
+	fputs(" (mkc --help lists the options)\n", stderr);
 	return 2;
+}
+
+/* A decimal count from lo to hi: digits only, no sign, spaces or overflow. */
+static bool
+parse_count(const char *s, long long lo, long long hi, long long *v)
+{
+	if (!s || !*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 18)
+		return false;
+	*v = strtoll(s, NULL, 10);
+	return *v >= lo && *v <= hi;
 }
 
 static const char *
@@ -105,42 +124,42 @@ parse_args(int argc, char **argv, int from, options *o)
 {
 	for (int i = from; i < argc; i++) {
 		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		long long x;
 		if (strcmp(a, "--embed-limit") == 0) {
-			char *end = "";
-			o->embed_limit = i + 1 < argc ? strtoll(argv[++i], &end, 10) : -1;
-			if (o->embed_limit < 0 || *end)
+			if (!parse_count(v, 0, 1LL << 50, &x))
 				return bad_usage("%s needs a byte count", a);
+			o->embed_limit = x;
+			i++;
 		} else if (strcmp(a, "--max-seq") == 0) {
-			char *end = "";
-			o->max_seq = i + 1 < argc ? strtoll(argv[++i], &end, 10) : 0;
-			if (o->max_seq < 2 || o->max_seq > (1LL << 40) || *end)
+			if (!parse_count(v, 2, 1LL << 40, &x))
 				return bad_usage("%s needs a position count of at least 2", a);
+			o->max_seq = x;
+			i++;
 		} else if (strcmp(a, "--kv-io") == 0) {
 			o->kv_io = true;
 		} else if (strcmp(a, "--profile") == 0) {
 			o->profile_steps = o->profile_steps ? o->profile_steps : 8;
 		} else if (strcmp(a, "--profile-steps") == 0) {
-			char *end = "";
-			long long v = i + 1 < argc ? strtoll(argv[++i], &end, 10) : 0;
-			if (v < 1 || v > 4096 || *end)
+			if (!parse_count(v, 1, 4096, &x))
 				return bad_usage("%s needs a step count from 1 to 4096", a);
-			o->profile_steps = (int)v;
+			o->profile_steps = (int)x;
+			i++;
 		} else if (strcmp(a, "--workers") == 0 || strcmp(a, "--max-dim") == 0) {
-			char *end = "";
-			long long v = i + 1 < argc ? strtoll(argv[++i], &end, 10) : 0;
 			bool w = a[2] == 'w';
-			if (v < 1 || v > (w ? 4096 : 1LL << 40) || *end)
+			if (!parse_count(v, 1, w ? 4096 : 1LL << 40, &x))
 				return bad_usage(w ? "%s needs a worker count from 1 to 4096"
 						   : "%s needs a positive size", a);
 			if (w)
-				o->workers = (int)v;
+				o->workers = (int)x;
 			else
-				o->max_dim = v;
+				o->max_dim = x;
+			i++;
 		} else if (strcmp(a, "-o") == 0 || strcmp(a, "--target") == 0 ||
 		    strcmp(a, "--name") == 0) {
-			if (i + 1 >= argc)
+			if (!v)
 				return bad_usage("%s needs a value", a);
-			const char *v = argv[++i];
+			i++;
 			if (a[1] == 'o')
 				o->out = v;
 			else if (a[2] == 't')
@@ -181,6 +200,12 @@ parse_args(int argc, char **argv, int from, options *o)
 	if (o->target && strcmp(o->target, "cuda") && strcmp(o->target, "hip") &&
 	    strcmp(o->target, "c"))
 		return bad_usage("--target must be cuda, hip or c, not '%s'", o->target);
+	const char *why = o->name ? mkc_emit_name_problem(o->name) : NULL;
+	if (why) {
+		char fmt[256];
+		snprintf(fmt, sizeof fmt, "--name '%%s' %s", why);
+		return bad_usage(fmt, o->name);
+	}
 	if (o->out && !o->target && !(o->target = target_of(o->out)))
 		return bad_usage("cannot tell the target from '%s'; name it with --target", o->out);
 	return 0;
@@ -225,9 +250,9 @@ compile(const options *o)
 	if (o->out) {
 		const mkc_target *t = mkc_target_find(o->target);
 		if (!t) {
-			fprintf(stderr, "mkc: %s: the %s backend is not implemented yet; "
-				"the passes succeeded; nothing was written to %s\n",
-				o->model, o->target, o->out);
+			mkc_error(c, "%s: the %s backend is not implemented yet; "
+				  "the passes succeeded; nothing was written to %s", o->model, o->target,
+				  o->out);
 			goto out;
 		}
 		mkc_emit_options eo = {
@@ -245,7 +270,7 @@ compile(const options *o)
 		goto out;
 	}
 	fprintf(stderr, "mkc: %s: %d nodes, %d tasks, %d events, %lld edges on %d workers; "
-		"schedule verified; no output requested\n", o->model, g->nodes.n,
+		"schedule verified; no output requested\n", mkc_cstr(c->arena, o->model, false), g->nodes.n,
 		p->tasks.n, p->events.n, (long long)p->nedges, p->tp.nworkers);
 	rc = 0;
 out:
@@ -368,10 +393,8 @@ info(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-	if (argc < 2) {
-		fputs(usage, stderr);
-		return 2;
-	}
+	if (argc < 2)
+		return bad_usage("%s", "no model given");
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
 		fputs(usage, stdout);
 		return 0;

@@ -384,7 +384,10 @@ read_value_info(reader *r, const Onnx__ValueInfoProto *vi, mkc_tensor *t,
 			t->shape[i] = mkc_dim_const(d->dim_value);
 		} else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
 			   mkc_dim_parse(r->g, d->dim_param, add_syms, &t->shape[i])) {
-			/* parsed */
+			/* a size that is negative, or shrinks as its symbol grows, is no size */
+			mkc_dim p = t->shape[i];
+			if ((mkc_dim_is_const(p) && p.c < 0) || p.k < 0)
+				return fail(r, "dimension %zu ('%s') is negative", i, d->dim_param);
 		} else if (add_syms) {
 			/* an unnamed or unparsable dimension is a symbol of its own */
 			const char *nm = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
@@ -504,19 +507,7 @@ read_node(reader *r, const Onnx__NodeProto *np)
 	for (size_t i = 0; i < np->n_attribute; i++)
 		if (read_attr(r, np->attribute[i], &n->attr[i]) != 0)
 			return -1;
-	if (n->op == MKC_OP_UNKNOWN)
-		return 0;
-	const mkc_op_info *oi = mkc_op_info_of(n->op);
-	int present = 0;
-	for (int i = 0; i < n->nin; i++)
-		present += n->in[i] != NULL;
-	if (present < oi->min_in || (oi->max_in >= 0 && n->nin > oi->max_in))
-		return fail(r, "has %d inputs; %s takes %d to %d", n->nin, n->op_type,
-			    oi->min_in, oi->max_in);
-	if (n->nout < oi->min_out || (oi->max_out >= 0 && n->nout > oi->max_out))
-		return fail(r, "has %d outputs; %s gives %d to %d", n->nout, n->op_type,
-			    oi->min_out, oi->max_out);
-	return 0;
+	return mkc_node_check_schema(g, n);
 }
 
 /* Every node input must be a graph input, an initializer or a node output. */
@@ -548,6 +539,43 @@ check_defined(reader *r)
 	return bad ? -1 : 0;
 }
 
+/*
+ * Names become messages, dumps, C strings and comments: one with a control
+ * byte (a newline, an escape sequence) is refused here, once, rather than
+ * escaped in every place that prints it.
+ */
+static bool
+printable(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return false;
+	return true;
+}
+
+static int
+check_names(reader *r)
+{
+	mkc_graph *g = r->g;
+	r->what = "graph";
+	for (int i = 0; i < g->tensors.n; i++)
+		if (!printable(MKC_TENSOR(g, i)->name))
+			return fail(r, "tensor name '%s' holds a control byte", MKC_TENSOR(g, i)->name);
+	for (int i = 0; i < g->syms.n; i++)
+		if (!printable(MKC_SYM(g, i)))
+			return fail(r, "dimension name '%s' holds a control byte", MKC_SYM(g, i));
+	for (int i = 0; i < g->nodes.n; i++) {
+		const mkc_node *n = MKC_NODE(g, i);
+		bool ok = printable(n->name) && printable(n->op_type) && printable(n->domain);
+		for (int k = 0; ok && k < n->nattr; k++)
+			ok = printable(n->attr[k].name);
+		if (!ok)
+			return mkc_node_error(g, n, "a name, op type, domain or attribute name holds a "
+					      "control byte");
+	}
+	return 0;
+}
+
 static int
 read_graph(reader *r, const Onnx__ModelProto *m)
 {
@@ -559,17 +587,87 @@ read_graph(reader *r, const Onnx__ModelProto *m)
 	g->name = mkc_arena_strdup(r->c->arena, str(gp->name));
 	if (read_opsets(r, m) || read_initializers(r, gp) || read_io(r, gp))
 		return -1;
+	if (!gp->n_output) {
+		r->what = "graph";
+		return fail(r, "has no outputs; there is nothing to compute");
+	}
 	for (size_t i = 0; i < gp->n_node; i++)
 		if (read_node(r, gp->node[i]) != 0)
 			return -1;
-	if (check_defined(r) != 0)
+	if (check_names(r) != 0 || check_defined(r) != 0)
 		return -1;
 	return mkc_graph_sort(g);
+}
+
+/*
+ * protobuf-c unpacks nested messages by recursion, and a graph attribute
+ * holds a graph: a file nested thousands deep overflows the stack. So the
+ * wire format is walked first, each level once, and nesting deeper than
+ * MAX_NESTING messages (about 20 levels of subgraphs) is refused. Bytes
+ * that are not well-formed are left for the unpacker to reject.
+ */
+enum { MAX_NESTING = 64 };
+
+static bool
+varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+		uint8_t b = *(*p)++;
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+static bool
+nesting_ok(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t n, int depth)
+{
+	if (depth > MAX_NESTING)
+		return false;
+	const uint8_t *end = p + n;
+	while (p < end) {
+		uint64_t key, v;
+		if (!varint(&p, end, &key))
+			return true;
+		switch (key & 7) {
+		case 0:
+			if (!varint(&p, end, &v))
+				return true;
+			break;
+		case 1:
+		case 5:
+			if ((size_t)(end - p) < ((key & 7) == 1 ? 8u : 4u))
+				return true;
+			p += (key & 7) == 1 ? 8 : 4;
+			break;
+		case 2: {
+			if (!varint(&p, end, &v) || v > (uint64_t)(end - p))
+				return true;
+			const ProtobufCFieldDescriptor *f =
+				protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3));
+			if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+			    !nesting_ok(f->descriptor, p, (size_t)v, depth + 1))
+				return false;
+			p += v;
+			break;
+		}
+		default:
+			return true;   /* groups and bad wire types: the unpacker refuses them */
+		}
+	}
+	return true;
 }
 
 static Onnx__ModelProto *
 unpack_model(mkc_ctx *c, const char *path, const void *bytes, size_t size)
 {
+	if (!nesting_ok(&onnx__model_proto__descriptor, bytes, size, 0)) {
+		mkc_error(c, "%s: messages nest more than %d deep (subgraphs within subgraphs); "
+			  "mkc refuses such a file", path, MAX_NESTING);
+		return NULL;
+	}
 	ProtobufCAllocator alloc = {pb_alloc, pb_free, c->arena};
 	Onnx__ModelProto *m = onnx__model_proto__unpack(&alloc, size, bytes);
 	if (!m)
@@ -618,6 +716,8 @@ mkc_onnx_read_tensor(mkc_ctx *c, const char *path, mkc_tensor *t)
 	size_t size;
 	if (mkc_file_read(c, path, &bytes, &size) != 0)
 		return -1;
+	if (!nesting_ok(&onnx__tensor_proto__descriptor, bytes, size, 0))
+		return mkc_error(c, "%s: messages nest more than %d deep", path, MAX_NESTING);
 	ProtobufCAllocator alloc = {pb_alloc, pb_free, c->arena};
 	Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&alloc, size, bytes);
 	if (!tp)

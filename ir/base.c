@@ -231,13 +231,21 @@ mkc_ctx_destroy(mkc_ctx *c)
 	free(c);
 }
 
+/*
+ * An error is one line: control bytes that a model's names or a path bring
+ * in (a newline, an escape sequence) are written as \n, \t or \xHH, so a
+ * hostile name can neither split a message nor drive the terminal.
+ */
 int
 mkc_verror(mkc_ctx *c, const char *fmt, va_list ap)
 {
 	va_list aq;
 	va_copy(aq, ap);
 	int n = vsnprintf(NULL, 0, fmt, ap);
-	size_t need = c->errlen + (size_t)n + 2;
+	char *msg = xmalloc((size_t)n + 1);
+	vsnprintf(msg, (size_t)n + 1, fmt, aq);
+	va_end(aq);
+	size_t need = c->errlen + 4 * (size_t)n + 2;
 	if (need > c->errcap) {
 		c->errcap = need * 2;
 		char *e = realloc(c->errors, c->errcap);
@@ -247,9 +255,19 @@ mkc_verror(mkc_ctx *c, const char *fmt, va_list ap)
 		}
 		c->errors = e;
 	}
-	vsnprintf(c->errors + c->errlen, (size_t)n + 1, fmt, aq);
-	va_end(aq);
-	c->errlen += (size_t)n;
+	char *o = c->errors + c->errlen;
+	for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+		if (*p == '\n' || *p == '\t') {
+			*o++ = '\\';
+			*o++ = *p == '\n' ? 'n' : 't';
+		} else if (*p < 0x20 || *p == 0x7f) {
+			o += sprintf(o, "\\x%02x", *p);
+		} else {
+			*o++ = (char)*p;
+		}
+	}
+	free(msg);
+	c->errlen = (size_t)(o - c->errors);
 	c->errors[c->errlen++] = '\n';
 	c->errors[c->errlen] = 0;
 	c->nerrors++;

@@ -15,6 +15,7 @@
 #define MKC_BASE_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +26,30 @@
 	((c) ? (void)0 : mkc_assert_fail(#c, __FILE__, __LINE__))
 
 _Noreturn void mkc_assert_fail(const char *what, const char *file, int line);
+
+/*
+ * Checked integer arithmetic, for every place where sizes, dimensions or
+ * folded values from a model are combined: false (and *r unspecified) when
+ * the exact result does not fit in int64_t. A model's numbers are input,
+ * and a wrapped product is a buffer too small for what is written into it.
+ */
+static inline bool
+mkc_add_ok(int64_t a, int64_t b, int64_t *r)
+{
+	return !__builtin_add_overflow(a, b, r);
+}
+
+static inline bool
+mkc_sub_ok(int64_t a, int64_t b, int64_t *r)
+{
+	return !__builtin_sub_overflow(a, b, r);
+}
+
+static inline bool
+mkc_mul_ok(int64_t a, int64_t b, int64_t *r)
+{
+	return !__builtin_mul_overflow(a, b, r);
+}
 
 /* Arena. */
 typedef struct mkc_arena mkc_arena;

@@ -2,16 +2,17 @@
 #include "graph.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* the fold column is a function name or 0; "0" is the only 2-byte spelling */
 static const mkc_op_info op_table[MKC_OP_COUNT] = {
-#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin) \
-	[MKC_OP_##e] = {nm, dom, i0, i1, o0, o1, sizeof(#fld) > 2, cin},
+#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin, opt) \
+	[MKC_OP_##e] = {nm, dom, i0, i1, o0, o1, sizeof(#fld) > 2, cin, opt},
 #include "ops.def"
 #undef OP
-	[MKC_OP_UNKNOWN] = {"(unknown)", "", 0, -1, 0, -1, false, 0},
+	[MKC_OP_UNKNOWN] = {"(unknown)", "", 0, -1, 0, -1, false, 0, 0},
 };
 
 const mkc_op_info *
@@ -126,13 +127,18 @@ mkc_dim_add(mkc_dim a, mkc_dim b, mkc_dim *r)
 	b = norm(b);
 	if (a.k && b.k && a.sym != b.sym)
 		return false;
-	*r = norm((mkc_dim){a.c + b.c, a.k + b.k, a.k ? a.sym : b.sym});
+	mkc_dim s = {0, 0, a.k ? a.sym : b.sym};
+	if (!mkc_add_ok(a.c, b.c, &s.c) || !mkc_add_ok(a.k, b.k, &s.k))
+		return false;
+	*r = norm(s);
 	return true;
 }
 
 bool
 mkc_dim_sub(mkc_dim a, mkc_dim b, mkc_dim *r)
 {
+	if (b.c == INT64_MIN || b.k == INT64_MIN)
+		return false;
 	b.c = -b.c;
 	b.k = -b.k;
 	return mkc_dim_add(a, b, r);
@@ -153,7 +159,10 @@ mkc_dim_mul(mkc_dim a, mkc_dim b, mkc_dim *r)
 		b = t;
 	}
 	/* a is a constant now */
-	*r = norm((mkc_dim){a.c * b.c, a.c * b.k, b.sym});
+	mkc_dim p = {0, 0, b.sym};
+	if (!mkc_mul_ok(a.c, b.c, &p.c) || !mkc_mul_ok(a.c, b.k, &p.k))
+		return false;
+	*r = norm(p);
 	return true;
 }
 
@@ -173,6 +182,10 @@ mkc_dim_div(mkc_dim a, mkc_dim b, mkc_dim *r)
 		return false;
 	a = norm(a);
 	b = norm(b);
+	/* INT64_MIN / -1 does not fit (and traps on x86) */
+	if ((b.c == -1 && (a.c == INT64_MIN || a.k == INT64_MIN)) ||
+	    (b.k == -1 && a.k == INT64_MIN))
+		return false;
 	if (!b.k) {
 		if (b.c == 0)
 			return false;
@@ -188,8 +201,8 @@ mkc_dim_div(mkc_dim a, mkc_dim b, mkc_dim *r)
 	/* (c1 + k1 s) / (c2 + k2 s) is a constant q only when both parts scale */
 	if (a.sym != b.sym || a.k % b.k)
 		return false;
-	int64_t q = a.k / b.k;
-	if (a.c != q * b.c)
+	int64_t q = a.k / b.k, qc;
+	if (!mkc_mul_ok(q, b.c, &qc) || a.c != qc)
 		return false;
 	*r = mkc_dim_const(q);
 	return true;
@@ -260,7 +273,10 @@ parse_atom(mkc_graph *g, const char **sp, bool add, mkc_dim *d)
 	const char *s = skip(*sp);
 	if (isdigit((unsigned char)*s)) {
 		char *end;
+		errno = 0;
 		long long v = strtoll(s, &end, 10);
+		if (errno == ERANGE)
+			return false;   /* 9223372036854775808 */
 		*d = mkc_dim_const(v);
 		*sp = end;
 		return true;
@@ -549,6 +565,80 @@ mkc_node_error(const mkc_graph *g, const mkc_node *n, const char *fmt, ...)
 			 n->op_type, msg);
 }
 
+bool
+mkc_op_input_required(const mkc_op_info *oi, int i)
+{
+	if (oi->max_in < 0)
+		return true;   /* Concat, Max, Min: every input counts */
+	return i < oi->min_in && !(oi->optional_in >> i & 1);
+}
+
+/*
+ * The type of each attribute the supported ops read, by name: ONNX gives
+ * each name one type across these ops. A name not listed is not read.
+ */
+static const struct {
+	const char *name;
+	mkc_attr_type type;
+} attr_types[] = {
+	{"alpha", MKC_AT_FLOAT}, {"beta", MKC_AT_FLOAT}, {"epsilon", MKC_AT_FLOAT},
+	{"scale", MKC_AT_FLOAT}, {"softcap", MKC_AT_FLOAT}, {"value_float", MKC_AT_FLOAT},
+	{"allowzero", MKC_AT_INT}, {"axis", MKC_AT_INT}, {"do_rotary", MKC_AT_INT},
+	{"end", MKC_AT_INT}, {"interleaved", MKC_AT_INT}, {"is_causal", MKC_AT_INT},
+	{"keepdims", MKC_AT_INT}, {"kv_num_heads", MKC_AT_INT}, {"q_num_heads", MKC_AT_INT},
+	{"local_window_size", MKC_AT_INT}, {"noop_with_empty_axes", MKC_AT_INT},
+	{"num_heads", MKC_AT_INT}, {"qk_output", MKC_AT_INT}, {"rotary_embedding_dim", MKC_AT_INT},
+	{"rotary_interleaved", MKC_AT_INT}, {"smooth_softmax", MKC_AT_INT}, {"start", MKC_AT_INT},
+	{"stash_type", MKC_AT_INT}, {"to", MKC_AT_INT}, {"transA", MKC_AT_INT},
+	{"transB", MKC_AT_INT}, {"value_int", MKC_AT_INT}, {"mkc_trans_b", MKC_AT_INT},
+	{"axes", MKC_AT_INTS}, {"ends", MKC_AT_INTS}, {"perm", MKC_AT_INTS}, {"split", MKC_AT_INTS},
+	{"starts", MKC_AT_INTS}, {"value_ints", MKC_AT_INTS}, {"value_floats", MKC_AT_FLOATS},
+	{"value", MKC_AT_TENSOR},
+};
+
+static const char *
+attr_type_name(mkc_attr_type t)
+{
+	static const char *const names[] = {"FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS",
+					    "INTS", "STRINGS", "TENSORS", "GRAPHS", "SPARSE_TENSOR",
+					    "TYPE_PROTO", "another type"};
+	return names[t];
+}
+
+int
+mkc_node_check_schema(const mkc_graph *g, const mkc_node *n)
+{
+	if (n->op == MKC_OP_UNKNOWN)
+		return 0;
+	const mkc_op_info *oi = mkc_op_info_of(n->op);
+	for (int i = 0; i < n->nin; i++)
+		if (!n->in[i] && mkc_op_input_required(oi, i))
+			return mkc_node_error(g, n, "input %d is left out (\"\"), but %s requires it", i,
+					      n->op_type);
+	if (n->nin < oi->min_in || (oi->max_in >= 0 && n->nin > oi->max_in))
+		return mkc_node_error(g, n, "has %d inputs; %s takes %d to %d", n->nin, n->op_type,
+				      oi->min_in, oi->max_in);
+	if (n->nout < oi->min_out || (oi->max_out >= 0 && n->nout > oi->max_out))
+		return mkc_node_error(g, n, "has %d outputs; %s gives %d to %d", n->nout, n->op_type,
+				      oi->min_out, oi->max_out);
+	for (int i = 0; i < n->nout; i++)
+		if (!n->out[i] && i < oi->min_out)
+			return mkc_node_error(g, n, "output %d is left out (\"\"), but %s gives it", i,
+					      n->op_type);
+	for (int i = 0; i < n->nattr; i++) {
+		const mkc_attr *a = &n->attr[i];
+		for (size_t k = 0; k < sizeof attr_types / sizeof *attr_types; k++)
+			if (strcmp(a->name, attr_types[k].name) == 0 && a->type != attr_types[k].type)
+				return mkc_node_error(g, n, "attribute '%s' must be %s, not %s", a->name,
+						      attr_type_name(attr_types[k].type),
+						      attr_type_name(a->type));
+		for (int k = 0; k < i; k++)
+			if (strcmp(a->name, n->attr[k].name) == 0)
+				return mkc_node_error(g, n, "attribute '%s' is given twice", a->name);
+	}
+	return 0;
+}
+
 int64_t
 mkc_tensor_numel(const mkc_tensor *t)
 {
@@ -556,9 +646,8 @@ mkc_tensor_numel(const mkc_tensor *t)
 		return -1;
 	int64_t n = 1;
 	for (int i = 0; i < t->rank; i++) {
-		if (!mkc_dim_is_const(t->shape[i]))
+		if (!mkc_dim_is_const(t->shape[i]) || !mkc_mul_ok(n, t->shape[i].c, &n))
 			return -1;
-		n *= t->shape[i].c;
 	}
 	return n;
 }

@@ -33,7 +33,7 @@ typedef enum {
 } mkc_dtype;
 
 typedef enum {
-#define OP(e, name, dom, i0, i1, o0, o1, inf, fld, cin) MKC_OP_##e,
+#define OP(e, name, dom, i0, i1, o0, o1, inf, fld, cin, opt) MKC_OP_##e,
 #include "ops.def"
 #undef OP
 	MKC_OP_UNKNOWN,   /* read but not in the op table */
@@ -45,6 +45,7 @@ typedef struct {
 	int min_in, max_in, min_out, max_out;
 	bool folds;   /* has a constant evaluator */
 	unsigned const_inputs;   /* bit i: input i must be known at compile time */
+	unsigned optional_in;    /* bit i: input i < min_in may be left out */
 } mkc_op_info;
 
 const mkc_op_info *mkc_op_info_of(mkc_op op);
@@ -56,6 +57,12 @@ bool mkc_dtype_valid(int onnx_id);
 bool mkc_dtype_is_float(mkc_dtype t);
 
 enum { MKC_MAX_RANK = 8 };
+/*
+ * The most bytes one tensor, or all intermediates together, may take (256
+ * TiB): more than any machine holds, and far enough from 2^63 that sums
+ * and products of a few such sizes cannot overflow.
+ */
+#define MKC_MAX_BYTES ((int64_t)1 << 48)
 
 typedef struct {
 	int64_t c, k;   /* value c + k * sym; k == 0 means a constant */
@@ -69,7 +76,7 @@ mkc_dim mkc_dim_const(int64_t c);
 mkc_dim mkc_dim_sym(int sym);
 bool mkc_dim_is_const(mkc_dim d);
 bool mkc_dim_eq(mkc_dim a, mkc_dim b);
-bool mkc_dim_add(mkc_dim a, mkc_dim b, mkc_dim *r);   /* false: not affine */
+bool mkc_dim_add(mkc_dim a, mkc_dim b, mkc_dim *r);   /* false: not affine, or overflows */
 bool mkc_dim_sub(mkc_dim a, mkc_dim b, mkc_dim *r);
 bool mkc_dim_mul(mkc_dim a, mkc_dim b, mkc_dim *r);
 bool mkc_dim_div(mkc_dim a, mkc_dim b, mkc_dim *r);   /* exact, or floor by a constant */
@@ -235,12 +242,21 @@ void mkc_graph_count_uses(mkc_graph *g);
 #define MKC_STATE(g, i) ((mkc_state *)(g)->states.v[i])
 
 const mkc_attr *mkc_node_attr(const mkc_node *n, const char *name);
+/* Whether a node of the op must give input i (not leave it out as ""). */
+bool mkc_op_input_required(const mkc_op_info *oi, int i);
+/*
+ * A node read from a model against its op's schema: input and output
+ * counts, required inputs present, attribute types. 0, or -1 with an error
+ * naming the node. Nodes of unknown ops pass (the compile driver refuses
+ * them).
+ */
+int mkc_node_check_schema(const mkc_graph *g, const mkc_node *n);
 int64_t mkc_node_attr_int(const mkc_node *n, const char *name, int64_t dflt);
 float mkc_node_attr_float(const mkc_node *n, const char *name, float dflt);
 int mkc_node_error(const mkc_graph *g, const mkc_node *n, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));   /* returns -1 */
 
-int64_t mkc_tensor_numel(const mkc_tensor *t);   /* -1 if symbolic or unknown */
+int64_t mkc_tensor_numel(const mkc_tensor *t);   /* -1 if symbolic, unknown or past int64 */
 bool mkc_tensor_is_const(const mkc_tensor *t);   /* bytes or symbolic values */
 
 /* Printing: "[1,2,past_len+1,32]", "float32[1,8]". */

@@ -35,6 +35,9 @@ mkc_verify_graph(mkc_graph *g, bool shapes)
 			const mkc_op_info *oi = mkc_op_info_of(n->op);
 			if (n->nout < oi->min_out || (oi->max_in >= 0 && n->nin > oi->max_in))
 				return broken(g, n, "arity outside the op table for", n->op_type);
+			for (int j = 0; j < n->nin; j++)
+				if (!n->in[j] && mkc_op_input_required(oi, j))
+					return broken(g, n, "a required input is left out:", n->op_type);
 		}
 		for (int j = 0; j < n->nin; j++) {
 			const mkc_tensor *t = n->in[j];

@@ -85,8 +85,13 @@ as_ints(mkc_graph *g, vals *v)
 	if (v->isint)
 		return true;
 	v->iv = mkc_arena_alloc(g->ctx->arena, (size_t)(v->n + 1) * sizeof *v->iv);
-	for (int64_t i = 0; i < v->n; i++)
-		v->iv[i] = mkc_dim_const((int64_t)v->fv[i]);   /* truncates, as Cast does */
+	for (int64_t i = 0; i < v->n; i++) {
+		/* truncates, as Cast does; a value int64 cannot hold (NaN, 1e30)
+		 * has no defined conversion: left to run time */
+		if (!(v->fv[i] > -9223372036854775808.0 && v->fv[i] < 9223372036854775808.0))
+			return false;
+		v->iv[i] = mkc_dim_const((int64_t)v->fv[i]);
+	}
 	v->isint = true;
 	return true;
 }
@@ -189,7 +194,11 @@ unary_int(mkc_op op, mkc_dim x, mkc_dim *r)
 		return false;
 	int64_t v = x.c;
 	switch (op) {
-	case MKC_OP_ABS: *r = mkc_dim_const(v < 0 ? -v : v); return true;
+	case MKC_OP_ABS:
+		if (v == INT64_MIN)
+			return false;   /* |INT64_MIN| does not fit */
+		*r = mkc_dim_const(v < 0 ? -v : v);
+		return true;
 	case MKC_OP_NOT: *r = mkc_dim_const(!v); return true;
 	case MKC_OP_RELU: *r = mkc_dim_const(v < 0 ? 0 : v); return true;
 	default: return false;
@@ -245,21 +254,39 @@ fold_unary(mkc_graph *g, mkc_node *n)
 
 /* Elementwise, two inputs. */
 
-static bool
+/*
+ * One integer result: 1, 0 when it is not known at compile time (a product
+ * of two symbols), -1 when it does not fit in int64 (an error: the same
+ * arithmetic at run time would be undefined).
+ */
+static int
 binary_int(mkc_op op, mkc_dim a, mkc_dim b, mkc_dim *r)
 {
 	mkc_dim d;
 	bool known = mkc_dim_sub(a, b, &d) && mkc_dim_is_const(d);
+	bool consts = mkc_dim_is_const(a) && mkc_dim_is_const(b);
+	int64_t x;
 	switch (op) {
-	case MKC_OP_ADD: return mkc_dim_add(a, b, r);
-	case MKC_OP_SUB: return mkc_dim_sub(a, b, r);
-	case MKC_OP_MUL: return mkc_dim_mul(a, b, r);
+	case MKC_OP_ADD:
+	case MKC_OP_SUB:
+	case MKC_OP_MUL:
+		if (consts) {
+			bool ok = op == MKC_OP_ADD ? mkc_add_ok(a.c, b.c, &x)
+				: op == MKC_OP_SUB ? mkc_sub_ok(a.c, b.c, &x)
+						   : mkc_mul_ok(a.c, b.c, &x);
+			*r = mkc_dim_const(x);
+			return ok ? 1 : -1;
+		}
+		return op == MKC_OP_ADD ? mkc_dim_add(a, b, r)
+		       : op == MKC_OP_SUB ? mkc_dim_sub(a, b, r) : mkc_dim_mul(a, b, r);
 	case MKC_OP_DIV:
-		if (mkc_dim_is_const(a) && mkc_dim_is_const(b)) {
+		if (consts) {
 			if (b.c == 0)
-				return false;
+				return 0;
+			if (a.c == INT64_MIN && b.c == -1)
+				return -1;
 			*r = mkc_dim_const(a.c / b.c);   /* C truncation, as onnxruntime */
-			return true;
+			return 1;
 		}
 		return mkc_dim_div(a, b, r) && mkc_dim_mul(*r, b, &d) && mkc_dim_eq(d, a);
 	case MKC_OP_MAX: *r = known && d.c < 0 ? b : a; return known;
@@ -271,13 +298,19 @@ binary_int(mkc_op op, mkc_dim a, mkc_dim b, mkc_dim *r)
 	case MKC_OP_GREATER_EQUAL: *r = mkc_dim_const(known && d.c >= 0); return known;
 	default: break;
 	}
-	if (!mkc_dim_is_const(a) || !mkc_dim_is_const(b))
-		return false;
+	if (!consts)
+		return 0;
 	switch (op) {
-	case MKC_OP_AND: *r = mkc_dim_const(a.c && b.c); return true;
-	case MKC_OP_OR: *r = mkc_dim_const(a.c || b.c); return true;
-	case MKC_OP_POW: *r = mkc_dim_const((int64_t)pow((double)a.c, (double)b.c)); return true;
-	default: return false;
+	case MKC_OP_AND: *r = mkc_dim_const(a.c && b.c); return 1;
+	case MKC_OP_OR: *r = mkc_dim_const(a.c || b.c); return 1;
+	case MKC_OP_POW: {
+		double p = pow((double)a.c, (double)b.c);
+		if (!(p > -9223372036854775808.0 && p < 9223372036854775808.0))
+			return -1;
+		*r = mkc_dim_const((int64_t)p);
+		return 1;
+	}
+	default: return 0;
 	}
 }
 
@@ -327,7 +360,11 @@ fold_binary(mkc_graph *g, mkc_node *n)
 			int64_t ia = bcast_index(&shape, acc_t, i);
 			int64_t ib = bcast_index(&shape, n->in[k], i);
 			if (ints) {
-				if (!binary_int(n->op, acc.iv[ia], b.iv[ib], &r.iv[i]))
+				int ok = binary_int(n->op, acc.iv[ia], b.iv[ib], &r.iv[i]);
+				if (ok < 0)
+					return mkc_node_error(g, n, "the integer result of element %lld "
+							      "does not fit in int64", (long long)i);
+				if (!ok)
 					return 0;
 			} else {
 				r.fv[i] = binary_float(n->op, acc.fv[ia], b.fv[ib]);
@@ -653,10 +690,9 @@ fold_range(mkc_graph *g, mkc_node *n)
 		if (!as_doubles(g, &l) || !as_doubles(g, &d) || d.fv[0] == 0)
 			return mkc_node_error(g, n, "delta must not be 0");
 		double len = ceil((l.fv[0] - s.fv[0]) / d.fv[0]);
+		if (len > MKC_FOLD_MAX)   /* before the conversion, which is undefined past int64 */
+			return mkc_node_error(g, n, "a float range of %g elements is too long to fold", len);
 		int64_t cnt = len > 0 ? (int64_t)len : 0;
-		if (cnt > MKC_FOLD_MAX)
-			return mkc_node_error(g, n, "a float range of %lld elements is too long to fold",
-					      (long long)cnt);
 		y->shape[0] = mkc_dim_const(cnt);
 		vals r = out_vals(g, cnt, false);
 		for (int64_t i = 0; i < cnt; i++)
@@ -667,16 +703,20 @@ fold_range(mkc_graph *g, mkc_node *n)
 	if (cnt < 0)
 		return 0;
 	vals r = out_vals(g, cnt, true);
-	for (int64_t i = 0; i < cnt; i++)
-		if (!mkc_dim_add(s.iv[0], mkc_dim_const(i * d.iv[0].c), &r.iv[i]))
-			return 0;
+	for (int64_t i = 0; i < cnt; i++) {
+		int64_t step;
+		if (!mkc_mul_ok(i, d.iv[0].c, &step) ||
+		    !mkc_dim_add(s.iv[0], mkc_dim_const(step), &r.iv[i]))
+			return mkc_node_error(g, n, "element %lld of the range does not fit in int64",
+					      (long long)i);
+	}
 	return store(g, n, 0, &r);
 }
 
 typedef int fold_fn(mkc_graph *g, mkc_node *n);
 
 static fold_fn *const folders[MKC_OP_COUNT] = {
-#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin) [MKC_OP_##e] = fld,
+#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin, opt) [MKC_OP_##e] = fld,
 #include "ops.def"
 #undef OP
 };

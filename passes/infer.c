@@ -130,6 +130,60 @@ infer_internal(mkc_graph *g, mkc_node *n)
 /* Elementwise. */
 
 static int
+infer_softmax(mkc_graph *g, mkc_node *n)
+{
+	int64_t axis;
+	int64_t dflt = mkc_graph_opset(g, "") >= 13 ? -1 : 1;
+	if (norm_axis(g, n, mkc_node_attr_int(n, "axis", dflt), n->in[0]->rank, &axis) != 0)
+		return -1;
+	copy_out(n, 0, n->in[0], n->in[0]->dtype);
+	return 0;
+}
+
+/*
+ * RotaryEmbedding, opset 23 (X, cos, sin, position_ids?) and com.microsoft
+ * (X, position_ids, cos_cache, sin_cache): X is [B, H, S, D], or [B, S, H *
+ * D] with num_heads; the rotated part (rotary_embedding_dim, 0: all of D)
+ * is even and within D, and each cos and sin row holds half of it.
+ */
+static int
+infer_rotary(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *x = n->in[0];
+	bool ms = n->op == MKC_OP_MS_ROTARY;
+	const mkc_tensor *cs[2] = {n->in[ms ? 2 : 1], n->in[ms ? 3 : 2]};
+	int64_t heads = mkc_node_attr_int(n, "num_heads", 0);
+	int64_t rot = mkc_node_attr_int(n, "rotary_embedding_dim", 0);
+	if (x->rank != 3 && x->rank != 4)
+		return mkc_node_error(g, n, "the input must be 3-D or 4-D, not of rank %d", x->rank);
+	if (heads < 0 || rot < 0)
+		return mkc_node_error(g, n, "num_heads %lld and rotary_embedding_dim %lld must not be "
+				      "negative", (long long)heads, (long long)rot);
+	mkc_dim last = x->shape[x->rank - 1];
+	if (!mkc_dim_is_const(last))
+		return mkc_node_error(g, n, "the last dimension must be a constant");
+	int64_t d = last.c;
+	if (x->rank == 3 && (heads == 0 || d % heads))
+		return mkc_node_error(g, n, "a 3-D input needs num_heads, dividing its last dimension %lld",
+				      (long long)d);
+	if (x->rank == 3)
+		d /= heads;
+	int64_t r = rot ? rot : d;
+	if (r > d || r % 2)
+		return mkc_node_error(g, n, "the rotated size %lld must be even and at most the head "
+				      "size %lld", (long long)r, (long long)d);
+	for (int i = 0; i < 2; i++) {
+		const mkc_tensor *c = cs[i];
+		if (c->rank < 1 || !mkc_dim_is_const(c->shape[c->rank - 1]) ||
+		    c->shape[c->rank - 1].c < r / 2)
+			return mkc_node_error(g, n, "'%s' must hold %lld values per position", c->name,
+					      (long long)(r / 2));
+	}
+	copy_out(n, 0, x, x->dtype);
+	return 0;
+}
+
+static int
 infer_same(mkc_graph *g, mkc_node *n)
 {
 	copy_out(n, 0, n->in[0], n->in[0]->dtype);
@@ -659,6 +713,9 @@ infer_split(mkc_graph *g, mkc_node *n)
 	}
 	if (np != n->nout)
 		return mkc_node_error(g, n, "split has %lld parts for %d outputs", (long long)np, n->nout);
+	for (int i = 0; i < np; i++)
+		if ((mkc_dim_is_const(parts[i]) && parts[i].c < 0) || parts[i].k < 0)
+			return mkc_node_error(g, n, "split size %d is negative", i);
 	mkc_dim sum = mkc_dim_const(0);
 	for (int i = 0; i < np; i++) {
 		if (!mkc_dim_add(sum, parts[i], &sum))
@@ -692,11 +749,12 @@ slice_len(mkc_graph *g, mkc_node *n, mkc_dim dim, mkc_dim st, mkc_dim en,
 		if (step > 0) {
 			s = s < 0 ? 0 : s > d ? d : s;
 			e = e < 0 ? 0 : e > d ? d : e;
-			*len = mkc_dim_const(e > s ? (e - s + step - 1) / step : 0);
+			/* ceil((e - s) / step), without e - s + step overflowing */
+			*len = mkc_dim_const(e > s ? 1 + (e - s - 1) / step : 0);
 		} else {
 			s = s < 0 ? -1 : s > d - 1 ? d - 1 : s;
 			e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
-			*len = mkc_dim_const(s > e ? (s - e - step - 1) / -step : 0);
+			*len = mkc_dim_const(s > e ? 1 + (s - e - 1) / -step : 0);
 		}
 		return 0;
 	}
@@ -757,8 +815,8 @@ infer_slice(mkc_graph *g, mkc_node *n)
 		int64_t a;
 		if (norm_axis(g, n, ax[i].c, x->rank, &a) != 0)
 			return -1;
-		if (sp[i].c == 0)
-			return mkc_node_error(g, n, "a step of 0");
+		if (sp[i].c == 0 || sp[i].c == INT64_MIN)
+			return mkc_node_error(g, n, "a step of %lld", (long long)sp[i].c);
 		if (slice_len(g, n, x->shape[a], st[i], en[i], sp[i].c, &s[a]) != 0)
 			return -1;
 	}
@@ -831,6 +889,8 @@ infer_range(mkc_graph *g, mkc_node *n)
 		if (!mkc_dim_sub(v[1], v[0], &span))
 			return mkc_node_error(g, n, "limit - start mixes two symbols");
 		int64_t d = v[2].c;
+		if (d == -1 && (span.c == INT64_MIN || span.k == INT64_MIN))
+			return mkc_node_error(g, n, "the length of the range does not fit in int64");
 		if (mkc_dim_is_const(span)) {
 			int64_t q = span.c / d + (span.c % d != 0 && (span.c < 0) == (d < 0));
 			len = mkc_dim_const(q > 0 ? q : 0);
@@ -951,13 +1011,36 @@ infer_attention(mkc_graph *g, mkc_node *n)
 		return -1;
 	if (!mkc_dim_eq(k[2], v[2]) || !mkc_dim_eq(k[1], v[1]))
 		return mkc_node_error(g, n, "K and V differ in heads or length");
+	if (!mkc_dim_eq(q[0], k[0]) || !mkc_dim_eq(q[0], v[0]))
+		return mkc_node_error(g, n, "Q, K and V differ in batch");
 	mkc_dim total = k[2];
-	const mkc_tensor *pk = n->nin > 4 ? n->in[4] : NULL;
-	if (pk) {
-		if (pk->rank != 4)
-			return mkc_node_error(g, n, "past_key must be 4-D");
+	const mkc_tensor *pk = n->nin > 4 ? n->in[4] : NULL, *pv = n->nin > 5 ? n->in[5] : NULL;
+	if (pk || pv) {
+		/* the present outputs are past then new: the same batch, heads and sizes */
+		const mkc_dim *want[2] = {k, v};
+		for (int i = 0; i < 2; i++) {
+			const mkc_tensor *p = i ? pv : pk;
+			if (!p || p->rank != 4 || !mkc_dim_eq(p->shape[0], want[i][0]) ||
+			    !mkc_dim_eq(p->shape[1], want[i][1]) || !mkc_dim_eq(p->shape[3], want[i][3]) ||
+			    !mkc_dim_eq(p->shape[2], pk ? pk->shape[2] : pv->shape[2]))
+				return mkc_node_error(g, n, "past_key and past_value must both be [batch, "
+						      "kv_heads, past, head_size] of key and value");
+		}
 		if (!mkc_dim_add(pk->shape[2], k[2], &total))
 			return mkc_node_error(g, n, "past and new lengths mix two symbols");
+	}
+	const mkc_tensor *mask = n->nin > 3 ? n->in[3] : NULL;
+	if (mask) {
+		/* broadcast to [batch, heads, sequence, total]: each dimension that or 1 */
+		mkc_dim full[4] = {q[0], q[1], q[2], total};
+		bool ok = mask->rank <= 4;
+		for (int i = 0; ok && i < mask->rank; i++) {
+			mkc_dim d = mask->shape[mask->rank - 1 - i];
+			ok = mkc_dim_eq(d, full[3 - i]) || mkc_dim_eq(d, mkc_dim_const(1));
+		}
+		if (!ok)
+			return mkc_node_error(g, n, "the mask must broadcast to [batch, heads, sequence, "
+					      "total length]");
 	}
 	mkc_dtype dt = n->in[0]->dtype;
 	if (n->in[0]->rank == 4) {
@@ -1041,7 +1124,7 @@ infer_gqa(mkc_graph *g, mkc_node *n)
 }
 
 static infer_fn *const rules[MKC_OP_COUNT] = {
-#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin) [MKC_OP_##e] = inf,
+#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin, opt) [MKC_OP_##e] = inf,
 #include "ops.def"
 #undef OP
 };
@@ -1069,6 +1152,37 @@ bad:
 			 mkc_shape_str(g, t, b2, sizeof b2));
 }
 
+/*
+ * Every shape is a size: no dimension negative or shrinking as its symbol
+ * grows, and the constant part of the element count within MKC_MAX_BYTES.
+ * Checked for the graph inputs and after every op's rule, so that no
+ * rule's arithmetic (or a model's numbers) reaches the planner as a
+ * negative or wrapped size. n is NULL for a graph input.
+ */
+static int
+check_shape(mkc_graph *g, const mkc_node *n, const mkc_tensor *t)
+{
+	int64_t bytes = (int64_t)(mkc_dtype_size(t->dtype) ? mkc_dtype_size(t->dtype) : 1);
+	for (int d = 0; d < t->rank; d++) {
+		mkc_dim x = t->shape[d];
+		const char *why = NULL;
+		if ((mkc_dim_is_const(x) && x.c < 0) || x.k < 0)
+			why = "is negative";
+		else if (!mkc_mul_ok(bytes, mkc_dim_is_const(x) ? x.c : 1, &bytes) ||
+			 bytes > MKC_MAX_BYTES || x.k > MKC_MAX_BYTES || x.c > MKC_MAX_BYTES)
+			why = "makes it larger than 2^48 bytes";
+		if (!why)
+			continue;
+		char b[64];
+		if (!n)
+			return mkc_error(g->ctx, "%s: input '%s': dimension %d (%s) %s", g->path, t->name,
+					 d, dstr(g, x, b), why);
+		return mkc_node_error(g, n, "output '%s': dimension %d (%s) %s", t->name, d,
+				      dstr(g, x, b), why);
+	}
+	return 0;
+}
+
 static int
 infer_node(mkc_graph *g, mkc_node *n)
 {
@@ -1086,6 +1200,9 @@ infer_node(mkc_graph *g, mkc_node *n)
 	int folded = mkc_fold_node(g, n);
 	if (folded < 0)
 		return -1;
+	for (int i = 0; i < n->nout; i++)
+		if (n->out[i] && check_shape(g, n, n->out[i]) != 0)
+			return -1;
 	for (int i = 0, d = 0; i < n->nout && d < ndecl; i++)
 		if (n->out[i] && n->out[i]->kind == MKC_TK_OUTPUT)
 			if (check_declared(g, n->out[i], &declared[d++]) != 0)
@@ -1114,6 +1231,9 @@ mkc_pass_infer(mkc_graph *g)
 	}
 	if (bad)
 		return -1;
+	for (int i = 0; i < g->inputs.n; i++)
+		if (check_shape(g, NULL, MKC_INPUT(g, i)) != 0)
+			return -1;
 	for (int i = 0; i < g->nodes.n; i++)
 		if (infer_node(g, MKC_NODE(g, i)) != 0)
 			return -1;

@@ -38,13 +38,19 @@ by_first(const void *a, const void *b)
 	return x->first != y->first ? x->first - y->first : x->id - y->id;
 }
 
+/* Bytes of t with every symbol at its maximum; -1 beyond MKC_MAX_BYTES. */
 static int64_t
 max_bytes(const mkc_tensor *t, int64_t max_dim)
 {
 	int64_t n = (int64_t)mkc_dtype_size(t->dtype);
 	for (int i = 0; i < t->rank; i++) {
 		mkc_dim d = t->shape[i];
-		n *= mkc_dim_is_const(d) ? d.c : d.c + d.k * max_dim;
+		int64_t len = d.c, ks;
+		if (!mkc_dim_is_const(d) &&
+		    (!mkc_mul_ok(d.k, max_dim, &ks) || !mkc_add_ok(d.c, ks, &len)))
+			return -1;
+		if (!mkc_mul_ok(n, len, &n) || n > MKC_MAX_BYTES)
+			return -1;
 	}
 	return (n + ALIGN - 1) / ALIGN * ALIGN;
 }
@@ -86,6 +92,10 @@ mkc_pass_memory(mkc_plan *p)
 		const mkc_tensor *t = MKC_TENSOR(g, i);
 		if (is_intermediate(t) && lv[i].first >= 0) {
 			lv[i].size = max_bytes(t, max_dim);
+			if (lv[i].size < 0)
+				return mkc_error(g->ctx, "%s: tensor '%s' would need more than 2^48 bytes "
+						 "with every symbol at %lld", g->path, t->name,
+						 (long long)max_dim);
 			p->mem_size[i] = lv[i].size;
 			lv[n++] = lv[i];
 		}
@@ -114,6 +124,9 @@ mkc_pass_memory(mkc_plan *p)
 			else
 				cand = next;
 		}
+		if (at > MKC_MAX_BYTES - l->size)
+			return mkc_error(g->ctx, "%s: the intermediate tensors need more than 2^48 bytes",
+					 g->path);
 		p->mem_off[l->id] = at;
 		reused += at < top;
 		top = at + l->size > top ? at + l->size : top;

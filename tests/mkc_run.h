@@ -54,6 +54,16 @@ mkc_slurp(const char *path, char *buf, size_t n)
 		fclose(f);
 }
 
+/* The number of lines in s (its newlines). */
+static __attribute__((unused)) int
+mkc_lines(const char *s)
+{
+	int n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
 /* Runs mkc with a NULL-terminated argument list; the result is reused. */
 static __attribute__((unused)) mkc_result *
 mkc_run(const char *first, ...)

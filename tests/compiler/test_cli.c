@@ -14,15 +14,6 @@
 
 #define MODEL(p) "tests/models/" p
 
-static int
-lines(const char *s)
-{
-	int n = 0;
-	for (; *s; s++)
-		n += *s == '\n';
-	return n;
-}
-
 Test(cli, help_and_version)
 {
 	mkc_result *r = mkc_run("--help", NULL);
@@ -122,7 +113,7 @@ expect_clean_failure(const char *model, const char *needle, int nlines)
 	cr_assert_eq(r->status, 1, "%s: status %d, stderr %s", model, r->status, r->err);
 	cr_assert(strstr(r->err, model), "%s: error does not name the file: %s", model, r->err);
 	cr_assert(strstr(r->err, needle), "%s: error lacks '%s': %s", model, needle, r->err);
-	cr_assert_eq(lines(r->err), nlines, "%s: %s", model, r->err);
+	cr_assert_eq(mkc_lines(r->err), nlines, "%s: %s", model, r->err);
 	struct stat st;
 	cr_assert_neq(stat(path, &st), 0, "%s: an output file was written", model);
 	rmdir(out);
