@@ -288,6 +288,17 @@ static int
 mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 	       const int64_t *dims)
 {
+	for (int i = 0; i < MKC_NINPUTS; i++)
+		if (!inputs || !inputs[i]) {
+			mkc_seterr(m, "input %d ('%s') is a NULL pointer", i, mkc_tensors[mkc_inputs[i]].name);
+			return -1;
+		}
+	for (int i = 0; i < MKC_NOUTPUTS; i++)
+		if (!outputs || !outputs[i]) {
+			mkc_seterr(m, "output %d ('%s') is a NULL pointer", i,
+				   mkc_tensors[mkc_outputs[i]].name);
+			return -1;
+		}
 	for (int s = 0; s < MKC_NSYMS; s++) {
 		if (mkc_cache_of_sym(s) >= 0) {
 			if (dims && dims[s] >= 0 && dims[s] != m->sym[s]) {
@@ -375,6 +386,10 @@ mkc_cache_load(mkc_host *m, int c, const void *src, int64_t len)
 			   (long long)len, ti->name, (long long)ti->cap);
 		return -1;
 	}
+	if (len && !src) {
+		mkc_seterr(m, "cannot load KV cache '%s' from a NULL pointer", ti->name);
+		return -1;
+	}
 	size_t row, rows;
 	mkc_cache_geometry(c, &row, &rows);
 	if (len && mkc_copy_rows(m, m->buf[mkc_caches[c].tensor], row * (size_t)ti->cap, src,
@@ -392,6 +407,10 @@ mkc_cache_read(mkc_host *m, int c, void *dst)
 		return -1;
 	const mkc_rt_tensor_info *ti = &mkc_tensors[mkc_caches[c].tensor];
 	size_t row, rows, len = (size_t)m->sym[mkc_caches[c].sym];
+	if (len && !dst) {
+		mkc_seterr(m, "cannot read KV cache '%s' into a NULL pointer", ti->name);
+		return -1;
+	}
 	mkc_cache_geometry(c, &row, &rows);
 	return len ? mkc_copy_rows(m, dst, row * len, m->buf[mkc_caches[c].tensor],
 				   row * (size_t)ti->cap, row * len, rows) : 0;
@@ -426,6 +445,11 @@ mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
 	if (!prompt || !out || n_prompt < 1 || n_new < 1) {
 		mkc_seterr(m, "generate needs at least one prompt token, one new token and a place "
 			   "for them");
+		return -1;
+	}
+	if ((int64_t)n_prompt + n_new - 1 > (1 << 30)) {
+		mkc_seterr(m, "%d prompt and %d new tokens are more steps than one call takes (2^30)",
+			   n_prompt, n_new);
 		return -1;
 	}
 	*steps = n_prompt + n_new - 1;

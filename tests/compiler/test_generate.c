@@ -176,3 +176,42 @@ Test(profile, emitted_cuda_builds_for_sm_90a, .timeout = 300)
 		 "-Werror all-warnings -c $d/m.cu -o $d/m.o; rc=$?; rm -rf $d; exit $rc", mkc_bin());
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
 }
+
+/*
+ * The emitted API checks its arguments (issue 14's run-time class): NULL
+ * buffers to step, cache_load and cache_read, and generate counts whose
+ * steps overflow an int, are errors with a sentence, not crashes.
+ */
+Test(generate, api_arguments_are_checked, .timeout = 120)
+{
+	static const char prog[] =
+		"#include <stdio.h>\n#include <limits.h>\n#include \"llama.h\"\n"
+		"int main(void) {\n"
+		"  llama *m; int64_t t = 7, out[4]; const void *in[2] = {&t, NULL}; void *o[8] = {0};\n"
+		"  if (llama_create(&m, NULL) || llama_load_weights(m, MODEL)) return 9;\n"
+		"  printf(\"step: %d %s\\n\", llama_step(m, NULL, o, NULL), llama_last_error(m));\n"
+		"  printf(\"step: %d %s\\n\", llama_step(m, in, o, NULL), llama_last_error(m));\n"
+		"  printf(\"load: %d %s\\n\", llama_cache_load(m, 0, NULL, 3), llama_last_error(m));\n"
+		"  printf(\"load0: %d\\n\", llama_cache_load(m, 0, NULL, 0));\n"
+		"  static float one[1 << 16];   /* one position of any cache here */\n"
+		"  if (llama_cache_load(m, 0, one, 1)) return 8;\n"
+		"  printf(\"read: %d %s\\n\", llama_cache_read(m, 0, NULL), llama_last_error(m));\n"
+		"  llama_cache_reset(m);\n"
+		"  printf(\"gen: %d %s\\n\", llama_generate(m, &t, INT_MAX, INT_MAX, out), llama_last_error(m));\n"
+		"  llama_destroy(m); return 0;\n}\n";
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && m=tests/models/tiny_llama_decode_op18/model.onnx && "
+		 "%s $m -o $d/llama.c --workers 2 && cat > $d/t.c <<'EOF'\n%sEOF\n"
+		 "cc -std=c11 -O1 -Wall -Wextra -Werror -fsanitize=address,undefined -DMODEL=\\\"$m\\\" "
+		 "-pthread -I$d -o $d/t $d/t.c $d/llama.c -lm && $d/t; rc=$?; rm -rf $d; exit $rc",
+		 mkc_bin(), prog);
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "step: -1 input 0 ('input_ids') is a NULL pointer"), "%s", out);
+	cr_assert(strstr(out, "step: -1 input 1 ('position_ids') is a NULL pointer"), "%s", out);
+	cr_assert(strstr(out, "load: -1 cannot load KV cache"), "%s", out);
+	cr_assert(strstr(out, "load0: 0"), "%s", out);
+	cr_assert(strstr(out, "read: -1 cannot read KV cache"), "%s", out);
+	cr_assert(strstr(out, "gen: -1 2147483647 prompt and 2147483647 new tokens are more steps"),
+		  "%s", out);
+}
