@@ -8,7 +8,7 @@ SUDO=
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 
 debs=(make gcc libprotobuf-c-dev protobuf-c-compiler libcjson-dev
-      libcriterion-dev libonnx-dev libonnx-testdata python3 python3-pip)
+      libcriterion-dev libonnx-dev libonnx-testdata python3 python3-pip time)
 missing=()
 for p in "${debs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
