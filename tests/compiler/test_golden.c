@@ -301,3 +301,18 @@ Test(golden, bf16_initializers_without_casts, .timeout = 120)
 	cr_assert(strstr(out, "weights: 1 bfloat16 initializers read as bf16 without a Cast"), "%s",
 		  out);
 }
+
+/*
+ * The Hugging Face folders' own test data comes from tools/hf_reference.py,
+ * the project's numpy re-implementation; these references come from
+ * transformers itself (tests/models/gen_transformers_refs.py), so that a
+ * misreading shared by both (qwen2's biases, qwen3's q/k norms, llama3
+ * rope scaling) cannot pass unseen.
+ */
+Test(golden, hf_folders_match_transformers, .timeout = 300)
+{
+	cr_assert_eq(mkc_test("tests/models/hf_transformers/qwen2_tiny "
+			      "tests/models/hf_transformers/qwen3_tiny "
+			      "tests/models/hf_transformers/llama_tiny_llama3_rope"), 0, "%s", out);
+	cr_assert(strstr(out, "3 passed, 0 failed"), "%s", out);
+}
