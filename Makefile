@@ -38,7 +38,7 @@ TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 all: $(BUILD)/mkc  ## build $(BUILD)/mkc
 
 help:  ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+	@grep -hE '^[a-z-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | sed 's/:.*## /\t/' | expand -t 14
 
 # one run makes both files (a grouped target), even under make -j
 $(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h &: $(ONNX_PROTO)
