@@ -33,13 +33,13 @@ LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o \
 	$(BUILD)/obj/gen/runtime_text.o
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all test check-models conformance sanitize fuzz conformance format lint clean help
+.PHONY: all test check-models check-numbers conformance sanitize numbers fuzz format lint clean help
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/mkc  ## build $(BUILD)/mkc
 
 help:  ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+	@grep -hE '^[a-z-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | sed 's/:.*## /\t/' | expand -t 14
 
 # one run makes both files (a grouped target), even under make -j
 $(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h &: $(ONNX_PROTO)
@@ -80,7 +80,7 @@ $(BUILD)/mkc: $(BUILD)/obj/compiler/main.o $(BUILD)/libmkc.a
 $(BUILD)/test_mkc: $(TEST_OBJ) $(BUILD)/libmkc.a
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
 
-test: $(BUILD)/mkc $(BUILD)/test_mkc check-models conformance  ## run every test that needs no GPU
+test: $(BUILD)/mkc $(BUILD)/test_mkc check-models check-numbers conformance  ## run every test that needs no GPU
 	MKC=$(BUILD)/mkc $(BUILD)/test_mkc -j2
 
 conformance: $(BUILD)/mkc  ## ONNX node tests of every supported op, on the C target
@@ -99,9 +99,20 @@ check-models:  ## check that the generated test models are what their generators
 	for f in $$(cd $$d && find . -type f); do \
 		cmp -s $$d/$$f tests/models/qwen3_tiny_onnx/$$f || { echo "check-models: qwen3_tiny_onnx/$$f differs from what gen_qwen3_onnx.py makes"; rm -rf $$d; exit 1; }; \
 	done; rm -rf $$d; echo "check-models: tests/models/qwen3_tiny_onnx matches gen_qwen3_onnx.py"
+	@python3 tests/models/gen_bf16_refs.py --check && \
+	echo "check-models: tests/models/bf16_ref matches gen_bf16_refs.py (onnxruntime, within 1e-6)"
 
-sanitize:  ## run the tests under AddressSanitizer and UBSan
-	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $(MAKE) BUILD=build/san SAN=1 test
+# MKC_TEST_CFLAGS: `mkc test` and the example builds compile the emitted C
+# with the same sanitizers, so the generated code runs under them too.
+sanitize:  ## run the tests, mkc and the emitted C under AddressSanitizer and UBSan
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp MKC_TEST_CFLAGS="$(SAN_FLAGS)" \
+		$(MAKE) BUILD=build/san SAN=1 test
+
+check-numbers: $(BUILD)/mkc  ## check that the README's counts are what mkc measures now
+	python3 tools/readme_numbers.py --check --mkc $(BUILD)/mkc
+
+numbers: $(BUILD)/mkc  ## measure the README's compile-time numbers again and write them into it
+	python3 tools/readme_numbers.py --mkc $(BUILD)/mkc
 
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60

@@ -7,11 +7,23 @@
  * harness that feeds the inputs (raw files written here), poisons the
  * outputs with NaN bytes so that unwritten elements show, runs several
  * steps and writes the outputs of each; build it with cc (-Wall -Wextra
- * -Werror, optionally ThreadSanitizer); run it; then compare every output
- * with the reference: relative L2 error ||out - ref|| / ||ref|| within the
- * tolerance for floats, exact for integers, and every step bit-identical
- * to the first (a race shows up as a moving result). One line per case,
- * then "N passed, N failed"; the exit status is 0 only if all passed.
+ * -Werror, optionally ThreadSanitizer, plus $MKC_TEST_CFLAGS); run it; then
+ * compare every output with the reference: relative L2 error
+ * ||out - ref|| / ||ref|| within the tolerance for floats (an infinity or
+ * a NaN must be matched exactly, and a non-finite error fails), exact for
+ * integers, and every step bit-identical to the first (the reference is the
+ * same every step, so a race shows up as a moving result). One line per
+ * case, then "N passed, N failed"; the exit status is 0 only if all passed.
+ *
+ * A model that keeps KV caches gets them poisoned too: before every step
+ * every position of every cache is filled with NaN bytes through the public
+ * cache_load (so nothing in the emitted code changes for testing), then the
+ * test data's past is loaded over the first past_len positions. A step that
+ * misses its cache append leaves NaN where the present reference has
+ * numbers. Between compared steps runs a decoy step on a different past
+ * (every element's sign flipped), so that no buffer of the model holds the
+ * right values from the step before: a write that is skipped on a later
+ * step fails that step.
  *
  * Symbolic dimensions get their values from the input files' shapes.
  */
@@ -45,6 +57,7 @@ typedef struct {
 	bool kv_io;        /* past/present as inputs and outputs, not a cache */
 	int64_t max_seq;
 	const char *profile;   /* --profile FILE: the last step's timeline */
+	const char *edit;      /* testing the tests: a command that breaks the emitted file */
 } test_options;
 
 static int
@@ -146,7 +159,8 @@ static const char harness_c[] =
 	"#define DEV_ALLOC(n) malloc(n)\n"
 	"#define TO_DEV(d, h, n) memcpy(d, h, n)\n"
 	"#define TO_HOST(h, d, n) memcpy(h, d, n)\n"
-	"#define POISON(d, n) memset(d, 0xff, n)\n";
+	"#define POISON(d, n) memset(d, 0xff, n)\n"
+	"#define DEV_FREE(d) free(d)\n";
 
 static const char harness_cuda[] =
 	"#include <cuda_runtime.h>\n"
@@ -156,7 +170,8 @@ static const char harness_cuda[] =
 	"#define DEV_ALLOC(n) dev_alloc(n)\n"
 	"#define TO_DEV(d, h, n) cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)\n"
 	"#define TO_HOST(h, d, n) cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost)\n"
-	"#define POISON(d, n) cudaMemset(d, 0xff, n)\n";
+	"#define POISON(d, n) cudaMemset(d, 0xff, n)\n"
+	"#define DEV_FREE(d) cudaFree(d)\n";
 
 static size_t
 bytes_at(const mkc_tensor *t, const int64_t *sym)
@@ -174,20 +189,28 @@ state_of(const mkc_graph *g, const mkc_tensor *t)
 	return -1;
 }
 
+/* Bytes of one position of cache c (everything but the cache axis). */
+static size_t
+cache_position_bytes(const mkc_graph *g, int c, const int64_t *sym)
+{
+	const mkc_state *st = MKC_STATE(g, c);
+	return bytes_at(st->cache, sym) / (size_t)(sym[st->sym] + st->nnew);
+}
+
 /* Bytes of cache c's positions in use, dense. */
 static size_t
 cache_bytes(const mkc_graph *g, int c, const int64_t *sym)
 {
-	const mkc_state *st = MKC_STATE(g, c);
-	size_t n = bytes_at(st->cache, sym);
-	return n / (size_t)(sym[st->sym] + st->nnew) * (size_t)sym[st->sym];
+	return cache_position_bytes(g, c, sym) * (size_t)sym[MKC_STATE(g, c)->sym];
 }
 
 /*
- * The harness: before every step it loads each KV cache with the test
- * data's past (the model appends in place, so a repeated step must start
- * from the same past), runs the step, and writes every output and every
- * cache (read back with its new positions) to files.
+ * The harness: before every step it poisons each KV cache (every position
+ * NaN, through cache_load) and loads the test data's past over it (the
+ * model appends in place, so a repeated step must start from the same
+ * past); before every step but the first it runs a decoy step on the
+ * decoy past, whose results nobody reads. It writes every output and every
+ * cache (read back with its new positions) of each compared step to files.
  */
 static int
 write_harness(const char *dir, mkc_graph *g, const int64_t *sym, const test_options *o,
@@ -198,6 +221,7 @@ write_harness(const char *dir, mkc_graph *g, const int64_t *sym, const test_opti
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return -1;
+	int nc = g->states.n;
 	fprintf(f, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include \"model.h\"\n%s\n"
 		"static __attribute__((unused)) void *\nload(const char *p, size_t n)\n{\n\tvoid *b = malloc(n ? n : 1);\n"
 		"\tFILE *f = fopen(p, \"rb\");\n\tif (!b || !f || fread(b, 1, n, f) != n) {\n"
@@ -207,6 +231,11 @@ write_harness(const char *dir, mkc_graph *g, const int64_t *sym, const test_opti
 		"\tchar p[4200];\n\tvoid *h = malloc(n + 1);\n\tsnprintf(p, sizeof p, \"%%s/%%s%%d.%%d.bin\", dir, what, i, s);\n"
 		"\tTO_HOST(h, d, n);\n\tFILE *f = fopen(p, \"wb\");\n\tint bad = !h || !f || fwrite(h, 1, n, f) != n;\n"
 		"\tif (f)\n\t\tfclose(f);\n\tfree(h);\n\treturn bad;\n}\n\n"
+		"/* Every position of cache c NaN, then len positions of past. */\n"
+		"static __attribute__((unused)) int\nfill(model *m, int c, const void *poison, const void *past, int64_t len)\n{\n"
+		"\tif (!model_cache_load(m, c, poison, model_cache_capacity()) &&\n"
+		"\t    !model_cache_load(m, c, past, len))\n\t\treturn 0;\n"
+		"\tfprintf(stderr, \"cache %%d: %%s\\n\", c, model_last_error(m));\n\treturn 1;\n}\n\n"
 		"int\nmain(void)\n{\n\tmodel *m;\n\tmodel_options opt = {%d, %uu, %g};\n"
 		"\tif (model_create(&m, &opt) || model_load_weights(m, \"%s\")) {\n"
 		"\t\tfprintf(stderr, \"%%s\\n\", model_last_error(m));\n\t\treturn 2;\n\t}\n",
@@ -214,24 +243,38 @@ write_harness(const char *dir, mkc_graph *g, const int64_t *sym, const test_opti
 	fprintf(f, "\tconst int64_t dims[%d] = {", g->syms.n + 1);
 	for (int s = 0; s < g->syms.n; s++)
 		fprintf(f, "%lld, ", (long long)sym[s]);
-	fprintf(f, "0};\n\tconst void *in[%d];\n\tvoid *out[%d], *cache[%d], *past[%d];\n"
-		"\t(void)cache;\n\t(void)past;\n",
-		g->inputs.n + 1, g->outputs.n + 1, g->states.n + 1, g->states.n + 1);
+	fprintf(f, "0};\n\tconst void *in[%d];\n\tvoid *out[%d], *cache[%d], *past[%d], *decoy[%d], *poison[%d];\n"
+		"\t(void)cache, (void)past, (void)decoy, (void)poison;\n",
+		g->inputs.n + 1, g->outputs.n + 1, nc + 1, nc + 1, nc + 1, nc + 1);
 	for (int i = 0; i < g->inputs.n; i++)
 		fprintf(f, "\tin[%d] = load(\"%s/in%d.bin\", %zu);\n", i, dir, i,
 			bytes_at(MKC_INPUT(g, i), sym));
 	for (int i = 0; i < g->outputs.n; i++)
 		fprintf(f, "\tout[%d] = DEV_ALLOC(%zu);\n", i, bytes_at(MKC_OUTPUT(g, i), sym) + 1);
-	for (int c = 0; c < g->states.n; c++) {
-		size_t n = bytes_at(MKC_STATE(g, c)->cache, sym);
-		fprintf(f, "\tpast[%d] = load(\"%s/past%d.bin\", %zu);\n\tcache[%d] = DEV_ALLOC(%zu);\n",
-			c, dir, c, cache_bytes(g, c, sym), c, n + 1);
+	for (int c = 0; c < nc; c++) {
+		size_t pos = cache_position_bytes(g, c, sym);
+		fprintf(f, "\tpast[%d] = load(\"%s/past%d.bin\", %zu);\n"
+			"\tdecoy[%d] = load(\"%s/decoy%d.bin\", %zu);\n"
+			"\tpoison[%d] = DEV_ALLOC(%zu * (size_t)model_cache_capacity());\n"
+			"\tPOISON(poison[%d], %zu * (size_t)model_cache_capacity());\n"
+			"\tcache[%d] = DEV_ALLOC(%zu);\n",
+			c, dir, c, cache_bytes(g, c, sym), c, dir, c, cache_bytes(g, c, sym), c, pos, c,
+			pos, c, bytes_at(MKC_STATE(g, c)->cache, sym) + 1);
 	}
 	fprintf(f, "\tfor (int s = 0; s < %d; s++) {\n", o->steps);
-	for (int c = 0; c < g->states.n; c++)
-		fprintf(f, "\t\tif (model_cache_load(m, %d, past[%d], %lld)) {\n"
-			"\t\t\tfprintf(stderr, \"cache %d: %%s\\n\", model_last_error(m));\n\t\t\treturn 2;\n\t\t}\n"
-			"\t\tPOISON(cache[%d], %zu);\n", c, c, (long long)sym[MKC_STATE(g, c)->sym], c, c,
+	if (nc) {
+		/* the decoy: its results are overwritten or never read */
+		fputs("\t\tif (s > 0) {\n", f);
+		for (int c = 0; c < nc; c++)
+			fprintf(f, "\t\t\tif (fill(m, %d, poison[%d], decoy[%d], %lld))\n\t\t\t\treturn 2;\n", c, c,
+				c, (long long)sym[MKC_STATE(g, c)->sym]);
+		fputs("\t\t\tif (model_step(m, in, out, dims)) {\n"
+		      "\t\t\t\tfprintf(stderr, \"decoy step %d: %s\\n\", s, model_last_error(m));\n"
+		      "\t\t\t\treturn 2;\n\t\t\t}\n\t\t}\n", f);
+	}
+	for (int c = 0; c < nc; c++)
+		fprintf(f, "\t\tif (fill(m, %d, poison[%d], past[%d], %lld))\n\t\t\treturn 2;\n"
+			"\t\tPOISON(cache[%d], %zu);\n", c, c, c, (long long)sym[MKC_STATE(g, c)->sym], c,
 			bytes_at(MKC_STATE(g, c)->cache, sym));
 	for (int i = 0; i < g->outputs.n; i++)
 		if (bytes_at(MKC_OUTPUT(g, i), sym))
@@ -242,14 +285,20 @@ write_harness(const char *dir, mkc_graph *g, const int64_t *sym, const test_opti
 	for (int i = 0; i < g->outputs.n; i++)
 		fprintf(f, "\t\tif (save(\"%s\", \"out\", %d, s, out[%d], %zu))\n\t\t\treturn 3;\n", dir, i, i,
 			bytes_at(MKC_OUTPUT(g, i), sym));
-	for (int c = 0; c < g->states.n; c++)
+	for (int c = 0; c < nc; c++)
 		fprintf(f, "\t\tif (model_cache_read(m, %d, cache[%d]) || save(\"%s\", \"cache\", %d, s, cache[%d], %zu))\n"
 			"\t\t\treturn 3;\n", c, c, dir, c, c, bytes_at(MKC_STATE(g, c)->cache, sym));
 	fputs("\t}\n", f);
 	if (o->profile)
 		fprintf(f, "\tif (model_profile_write(m, \"%s\")) {\n\t\tfprintf(stderr, \"%%s\\n\", "
 			"model_last_error(m));\n\t\treturn 2;\n\t}\n", mkc_cstr(g->ctx->arena, o->profile, false));
-	fputs("\tmodel_destroy(m);\n\treturn 0;\n}\n", f);
+	/* everything freed, so that LeakSanitizer (MKC_TEST_CFLAGS) reports only the model's leaks */
+	fputs("\tmodel_destroy(m);\n", f);
+	fprintf(f, "\tfor (int i = 0; i < %d; i++)\n\t\tDEV_FREE((void *)in[i]);\n"
+		"\tfor (int i = 0; i < %d; i++)\n\t\tDEV_FREE(out[i]);\n"
+		"\tfor (int c = 0; c < %d; c++) {\n\t\tDEV_FREE(past[c]);\n\t\tDEV_FREE(decoy[c]);\n"
+		"\t\tDEV_FREE(poison[c]);\n\t\tDEV_FREE(cache[c]);\n\t}\n\treturn 0;\n}\n",
+		g->inputs.n, g->outputs.n, nc);
 	return fclose(f);
 }
 
@@ -277,17 +326,71 @@ compare(const mkc_tensor *ref, const void *got, size_t nbytes, double tol, doubl
 				 (long long)i, a, b);
 			return -1;
 		}
-		if (!isnan(a)) {
+		if ((isinf(a) || isinf(b)) && a != b) {
+			/* inf - inf and x / inf are NaN, and NaN > tol is false: compare exactly */
+			snprintf(why, wn, "'%s'[%lld] is %g, the reference %g", ref->name, (long long)i, a,
+				 b);
+			return -1;
+		}
+		if (isfinite(a)) {
 			num += (a - b) * (a - b);
 			den += b * b;
 		}
 	}
 	*err = den > 0 ? sqrt(num / den) : sqrt(num);
-	if (*err > tol) {
+	if (!(*err <= tol)) {   /* a NaN or infinite error fails too */
 		snprintf(why, wn, "'%s': relative error %.3g exceeds %.3g", ref->name, *err, tol);
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * The decoy past of cache c: the past with every element's sign flipped
+ * (the top bit of each little-endian element), different wherever the past
+ * is not zero, and as finite as the past.
+ */
+static int
+write_decoy(const char *work, int c, const mkc_tensor *past)
+{
+	size_t es = mkc_dtype_size(past->dtype);
+	unsigned char *d = malloc(past->nbytes + 1);
+	if (!d || !es)
+		return free(d), -1;
+	memcpy(d, past->data, past->nbytes);
+	for (size_t i = es - 1; i < past->nbytes; i += es)
+		d[i] ^= 0x80;
+	char path[4096];
+	snprintf(path, sizeof path, "%s/decoy%d.bin", work, c);
+	int rc = write_file(path, d, past->nbytes);
+	free(d);
+	return rc;
+}
+
+/*
+ * Whether constant folding computed every output, so that the emitted code
+ * only writes literals: such a pass tests the folder, not the tile bodies.
+ */
+static bool
+all_folded(const mkc_graph *g, mkc_tensor **outputs, int noutputs)
+{
+	for (int i = 0; i < noutputs; i++)
+		if (state_of(g, outputs[i]) >= 0 || (!outputs[i]->data && !outputs[i]->symval))
+			return false;
+	return noutputs > 0;
+}
+
+/*
+ * Flags for cc beyond the warnings: ThreadSanitizer for --tsan, else
+ * $MKC_TEST_CFLAGS (make sanitize puts AddressSanitizer and UBSan there, so
+ * the emitted code runs under them too; they cannot join ThreadSanitizer).
+ */
+static const char *
+extra_cflags(const test_options *o)
+{
+	if (o->tsan)
+		return "-fsanitize=thread";
+	return getenv("MKC_TEST_CFLAGS") ? getenv("MKC_TEST_CFLAGS") : "";
 }
 
 /* One test_data_set folder; prints its line. 0 pass, -1 fail. */
@@ -333,7 +436,8 @@ run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, mkc_tensor 
 			}
 			sym[ms->sym] = v.shape[ms->axis].c;
 			snprintf(path, sizeof path, "%s/past%d.bin", work, st);
-			if (write_file(path, v.data, v.nbytes) != 0) {
+			if (write_file(path, v.data, v.nbytes) != 0 ||
+			    write_decoy(work, st, &v) != 0) {
 				snprintf(why, sizeof why, "cannot write %s", path);
 				goto done;
 			}
@@ -369,8 +473,8 @@ run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, mkc_tensor 
 			 getenv("NVCC") ? getenv("NVCC") : "nvcc", work, work, work);
 	else
 		snprintf(cmd, sizeof cmd, "%s -std=c11 -O1 -g -Wall -Wextra -Werror -pthread %s -o %s/run "
-			 "%s/model.c %s/main.c -lm", getenv("CC") ? getenv("CC") : "cc",
-			 o->tsan ? "-fsanitize=thread" : "", work, work, work);
+			 "%s/model.c %s/main.c -lm", getenv("CC") ? getenv("CC") : "cc", extra_cflags(o),
+			 work, work, work);
 	if (run_command(cmd, log) != 0) {
 		snprintf(why, sizeof why, "the emitted code does not build: see %s", log);
 		goto done;
@@ -387,12 +491,14 @@ run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, mkc_tensor 
 		free(text);
 		goto done;
 	}
-	for (int s = 0; s < o->steps; s++)
-		for (int i = 0; i < noutputs; i++) {
+	for (int i = 0; i < noutputs; i++) {
+		int st = state_of(g, outputs[i]), k = 0;
+		while (st < 0 && k < g->outputs.n && MKC_OUTPUT(g, k) != outputs[i])
+			k++;
+		void *first = NULL;
+		size_t nfirst = 0;
+		for (int s = 0; s < o->steps; s++) {
 			size_t n;
-			int st = state_of(g, outputs[i]), k = 0;
-			while (st < 0 && k < g->outputs.n && MKC_OUTPUT(g, k) != outputs[i])
-				k++;
 			if (st >= 0)
 				snprintf(path, sizeof path, "%s/cache%d.%d.bin", work, st, s);
 			else
@@ -400,19 +506,35 @@ run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, mkc_tensor 
 			void *got = read_all(path, &n);
 			double err = 0;
 			int bad = !got || compare(&ref[i], got, n, o->tol, &err, why, sizeof why);
-			free(got);
+			if (!bad && s > 0 && (n != nfirst || memcmp(got, first, n))) {
+				/* the same inputs and past every step: only a race can move it */
+				snprintf(why, sizeof why, "'%s' differs from step 0 (a race?)", ref[i].name);
+				bad = 1;
+			}
+			if (s == 0) {
+				first = got;
+				nfirst = n;
+			} else {
+				free(got);
+			}
 			if (bad) {
-				if (!*why)
-					snprintf(why, sizeof why, "no output %d", i);
+				char said[sizeof why];
+				snprintf(said, sizeof said, "%s", *why ? why : "no output");
+				snprintf(why, sizeof why, "step %d: %s", s, said);
+				free(first);
 				goto done;
 			}
 			worst = err > worst ? err : worst;
 		}
+		free(first);
+	}
 	rc = 0;
 done:
 	if (rc == 0)
-		printf("PASS %s: %d outputs x %d steps, relative error <= %.2g%s\n", casedir, noutputs,
-		       o->steps, worst, g->states.n ? " (KV caches in place)" : "");
+		printf("PASS %s: %d outputs x %d steps, relative error <= %.2g%s%s\n", casedir, noutputs,
+		       o->steps, worst, g->states.n ? " (KV caches in place)" : "",
+		       all_folded(g, outputs, noutputs) ? " (folded: every output is a constant "
+							  "computed at compile time)" : "");
 	else
 		printf("FAIL %s: %s\n", casedir, why);
 	fflush(stdout);
@@ -471,13 +593,57 @@ model_of(mkc_ctx *c, const char **dir)
 	return *dir;
 }
 
+/* Removes a scratch folder, or says where it was kept. */
+static void
+remove_scratch(const char *work, bool keep)
+{
+	if (keep) {
+		fprintf(stderr, "mkc: kept %s\n", work);
+		return;
+	}
+	char cmd[4200];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", work);
+	if (system(cmd) != 0)
+		fprintf(stderr, "mkc: could not remove %s\n", work);
+}
+
+/*
+ * Testing the tests: runs `CMD FILE` on the emitted file. The edit must
+ * succeed and change the file, or a test that expects the broken code to
+ * fail would pass for the wrong reason (an edit that no longer matches).
+ */
+static int
+edit_emitted(const char *cmd, const char *file, const char *dir)
+{
+	size_t n0, n1;
+	char *before = read_all(file, &n0), *full = malloc(strlen(cmd) + strlen(file) + 8);
+	int rc = -1;
+	if (before && full) {
+		sprintf(full, "%s '%s'", cmd, file);
+		rc = system(full);
+	}
+	char *after = rc == 0 ? read_all(file, &n1) : NULL;
+	bool same = after && n0 == n1 && !memcmp(before, after, n0);
+	if (rc != 0 || !after)
+		printf("FAIL %s: --edit: '%s' failed\n", dir, cmd);
+	else if (same)
+		printf("FAIL %s: --edit: '%s' left the emitted file as it was\n", dir, cmd);
+	else
+		fprintf(stderr, "mkc test: edited the emitted file with '%s'\n", cmd);
+	free(before);
+	free(after);
+	free(full);
+	return rc != 0 || !after || same ? -1 : 0;
+}
+
 /* Compiles DIR and runs each of its cases; adds to the counts. */
 static void
 test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 {
 	mkc_ctx *c = mkc_ctx_create();
 	c->verbose = o->verbose;
-	char work[] = "/tmp/mkc_test_XXXXXX";
+	char work[4096];
+	snprintf(work, sizeof work, "%s/mkc_test_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	const char *model = model_of(c, &dir);
 	mkc_graph *g = NULL;
 	mkc_plan *p = NULL;
@@ -523,6 +689,13 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 	if (!ok || mkc_emit(p, mkc_target_find(o->target), &eo) != 0) {
 		printf("FAIL %s: %s", dir, c->errors ? c->errors : "does not compile\n");
 		(*failed)++;
+		remove_scratch(work, false);
+		mkc_ctx_destroy(c);
+		return;
+	}
+	if (o->edit && edit_emitted(o->edit, eo.out_path, dir) != 0) {
+		(*failed)++;
+		remove_scratch(work, o->keep);
 		mkc_ctx_destroy(c);
 		return;
 	}
@@ -542,14 +715,7 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 	for (int i = 0; i < n; i++)
 		*(run_case(c, g, inputs, ninputs, outputs, noutputs, model, cases[i], work, o) == 0
 			  ? passed : failed) += 1;
-	if (!o->keep) {
-		char cmd[4200];
-		snprintf(cmd, sizeof cmd, "rm -rf %s", work);
-		if (system(cmd) != 0)
-			fprintf(stderr, "mkc: could not remove %s\n", work);
-	} else {
-		fprintf(stderr, "mkc: kept %s\n", work);
-	}
+	remove_scratch(work, o->keep);
 	mkc_ctx_destroy(c);
 }
 
@@ -580,6 +746,8 @@ static const char test_usage[] =
 	"                  schedule proof, so that the race tests must fail\n"
 	"  --stall-event E testing mkc itself: raise event E's threshold after the\n"
 	"                  proof, so that the watchdog must name the stuck task\n"
+	"  --edit CMD      testing the tests: run `CMD FILE` on the emitted file\n"
+	"                  before building it; CMD must succeed and change it\n"
 	"  --target T      c (the default; builds with cc) or cuda (builds with\n"
 	"                  nvcc for sm_90a and needs an NVIDIA GPU to run)\n";
 
@@ -620,6 +788,8 @@ mkc_test_main(int argc, char **argv)
 			o.stall_event = (int)strtol(argv[++i], &end, 10);
 		else if (!strcmp(a, "--timeout") && has)
 			o.timeout = strtod(argv[++i], &end);
+		else if (!strcmp(a, "--edit") && has)
+			o.edit = argv[++i];
 		else if (!strcmp(a, "--max-seq") && has)
 			o.max_seq = strtoll(argv[++i], &end, 10);
 		else if (!strcmp(a, "--profile") && has)

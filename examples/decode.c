@@ -43,6 +43,7 @@ dev_alloc(size_t n)
 }
 #define TO_DEV(d, h, n) cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)
 #define TO_HOST(h, d, n) cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost)
+#define DEV_FREE(p) cudaFree(p)
 #else
 static void *
 dev_alloc(size_t n)
@@ -56,6 +57,7 @@ dev_alloc(size_t n)
 }
 #define TO_DEV(d, h, n) memcpy(d, h, n)
 #define TO_HOST(h, d, n) memcpy(h, d, n)
+#define DEV_FREE(p) free(p)
 #endif
 
 enum { MAXIO = 256 };
@@ -171,6 +173,10 @@ main(int argc, char **argv)
 	printf("\nsteps: %d, first %.3f ms, mean of the rest %.3f ms per step\n", steps,
 	       first * 1e3, steps > 1 ? (total - first) / (steps - 1) * 1e3 : first * 1e3);
 	free(host);
+	for (int i = 0; i < nin; i++)
+		DEV_FREE(in[i]);
+	for (int o = 0; o < nout; o++)
+		DEV_FREE(out[o]);
 	if (lf)
 		fclose(lf);
 	llama_destroy(m);

@@ -7,8 +7,13 @@ every op in ir/ops.def, through `mkc test --bind-consts` on the C target.
 
 Every test of a supported op must pass, except those listed in
 tests/conformance/expected_failures.txt, each with the reason; a listed test
-that passes is an error too, so the list stays true. The per-op results are
-written to tests/conformance/RESULTS.md (with --update) or compared with it.
+that passes is an error too, so the list stays true. The `_expanded` tests
+(an op written out as a graph of simpler ones) run too when every node of
+theirs is a supported op, whatever op they expand. A pass whose outputs
+were all folded to constants at compile time (mkc test says so) is counted
+apart: the emitted code only writes literals, so it tests the folder, not
+the tile bodies. The per-op results are written to
+tests/conformance/RESULTS.md (with --update) or compared with it.
 Exit status 0 only when everything matches.
 """
 import argparse
@@ -17,6 +22,8 @@ import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+
+import onnx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPECTED = os.path.join(ROOT, "tests/conformance/expected_failures.txt")
@@ -62,6 +69,27 @@ def tests_of(op, names):
     return found
 
 
+def op_types(graph):
+    for n in graph.node:
+        yield n.domain, n.op_type
+        for a in n.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                yield from op_types(g)
+
+
+def expanded_tests(data, names, ops):
+    """The _expanded tests made only of supported ops (default domain, no functions)."""
+    found = []
+    for n in names:
+        if not n.endswith("_expanded"):
+            continue
+        m = onnx.load(os.path.join(data, n, "model.onnx"), load_external_data=False)
+        if not m.functions and all(d in ("", "ai.onnx") and o in ops
+                                   for d, o in op_types(m.graph)):
+            found.append(n)
+    return found
+
+
 def run_chunk(mkc, data, chunk):
     cmd = [mkc, "test", "--bind-consts", "--steps", "1"] + [os.path.join(data, t) for t in chunk]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -75,8 +103,10 @@ def run_chunk(mkc, data, chunk):
         if m:
             name = os.path.basename(m.group(2))
             ok = m.group(1) == "PASS"
+            folded = ok and "(folded: " in m.group(3)
             prev = results.get(name)
-            results[name] = (ok and (prev is None or prev[0]), m.group(3) if not ok else "")
+            results[name] = (ok and (prev is None or prev[0]), m.group(3) if not ok else "",
+                             folded and (prev is None or prev[2]))
     return results
 
 
@@ -90,15 +120,31 @@ def load_expected():
     return exp
 
 
-def table(ops, by_op, results):
+def passed(results, t):
+    return results.get(t, (False, "", False))[0]
+
+
+def folded(results, t):
+    return results.get(t, (False, "", False))[2]
+
+
+def table(ops, by_op, expanded, results):
     lines = ["# Conformance: ONNX node tests (libonnx-testdata) on the C target", "",
              "Written by `python3 tools/conformance.py --update`; `make conformance` checks it.",
-             "Failures listed in expected_failures.txt, each with its reason.", "",
-             "| op | passed | tests |", "| --- | --- | --- |"]
+             "Failures listed in expected_failures.txt, each with its reason. *Folded*: passes",
+             "whose outputs constant folding computed at compile time (the emitted code writes",
+             "literals, so they test the folder, not the tile bodies).", "",
+             "| op | passed | of which folded | tests |", "| --- | --- | --- | --- |"]
     for op in ops:
         ts = by_op[op]
-        ok = sum(1 for t in ts if results.get(t, (False,))[0])
-        lines.append(f"| {op} | {ok} | {len(ts)} |")
+        ok = sum(1 for t in ts if passed(results, t))
+        nf = sum(1 for t in ts if folded(results, t))
+        lines.append(f"| {op} | {ok} | {nf} | {len(ts)} |")
+    lines += ["", "## Expanded node tests made only of supported ops", "",
+              "| test | result |", "| --- | --- |"]
+    for t in expanded:
+        r = "pass (folded)" if folded(results, t) else "pass" if passed(results, t) else "fail"
+        lines.append(f"| {t} | {r} |")
     return "\n".join(lines) + "\n"
 
 
@@ -112,7 +158,8 @@ def main(argv):
     names = sorted(os.listdir(args.data))
     ops = ops_of_table()
     by_op = {op: tests_of(op, names) for op in ops}
-    todo = sorted({t for ts in by_op.values() for t in ts})
+    expanded = expanded_tests(args.data, names, set(ops))
+    todo = sorted({t for ts in by_op.values() for t in ts} | set(expanded))
     chunks = [todo[i::args.jobs] for i in range(args.jobs)]
     results = {}
     with ThreadPoolExecutor(args.jobs) as pool:
@@ -121,7 +168,7 @@ def main(argv):
     expected = load_expected()
     bad = []
     for t in todo:
-        ok, why = results.get(t, (False, "no result"))
+        ok, why, _ = results.get(t, (False, "no result", False))
         if not ok and t not in expected:
             bad.append(f"FAIL {t}: {why}")
         if ok and t in expected:
@@ -129,15 +176,18 @@ def main(argv):
     for t in expected:
         if t not in todo:
             bad.append(f"{t} is listed as an expected failure but is not a test of a supported op")
-    text = table(ops, by_op, results)
+    text = table(ops, by_op, expanded, results)
     if args.update:
         open(RESULTS, "w").write(text)
     elif open(RESULTS).read() != text:
         bad.append("tests/conformance/RESULTS.md is out of date: run tools/conformance.py --update")
-    npass = sum(1 for t in todo if results.get(t, (False,))[0])
+    npass = sum(1 for t in todo if passed(results, t))
+    nfold = sum(1 for t in todo if folded(results, t))
+    nexp = sum(1 for t in expanded if passed(results, t))
     for b in bad:
         print(b)
-    print(f"conformance: {len(todo)} node tests of {len(ops)} ops: {npass} pass, "
+    print(f"conformance: {len(todo)} node tests ({len(expanded)} of them expanded) of "
+          f"{len(ops)} ops: {npass} pass ({nfold} folded to constants, {nexp} expanded), "
           f"{len(todo) - npass} fail ({len(expected)} expected)")
     print(f"{npass} passed, {len(todo) - npass - len(expected)} failed" if not bad
           else f"{npass} passed, {len(bad)} failed")

@@ -9,7 +9,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 
 # clang and its runtime libraries build the libFuzzer target (make fuzz)
 debs=(make gcc libprotobuf-c-dev protobuf-c-compiler libcjson-dev
-      libcriterion-dev libonnx-dev libonnx-testdata python3 python3-pip
+      libcriterion-dev libonnx-dev libonnx-testdata python3 python3-pip time
       clang libclang-rt-dev)
 missing=()
 for p in "${debs[@]}"; do

@@ -36,7 +36,7 @@ generate_matches(const char *model, const char *prompt, int n_new, int max_seq)
 	char cmd[2048];
 	snprintf(cmd, sizeof cmd,
 		 "d=$(mktemp -d) && %s %s -o $d/llama.c --workers 2 --max-seq %d && "
-		 "cc -std=c11 -O2 -Wall -Wextra -Werror -pthread -I$d -o $d/gen examples/generate.c "
+		 "cc -std=c11 -O2 -Wall -Wextra -Werror -pthread $MKC_TEST_CFLAGS -I$d -o $d/gen examples/generate.c "
 		 "$d/llama.c -lm && $d/gen %s %d %s 2 && "
 		 "python3 tools/ort_decode.py %s %d --prompt %s; rc=$?; rm -rf $d; exit $rc",
 		 mkc_bin(), model, max_seq, model, n_new, prompt, model, n_new, prompt);
@@ -72,8 +72,8 @@ Test(generate, past_the_cache_is_an_error, .timeout = 120)
 	char cmd[2048];
 	snprintf(cmd, sizeof cmd,
 		 "(d=$(mktemp -d) && %s tests/models/tiny_llama_decode_op23 -o $d/llama.c --max-seq 16 && "
-		 "cc -std=c11 -O1 -pthread -I$d -o $d/gen examples/generate.c $d/llama.c -lm && "
-		 "cc -std=c11 -O1 -pthread -I$d -o $d/dec examples/decode.c $d/llama.c -lm && "
+		 "cc -std=c11 -O1 -pthread $MKC_TEST_CFLAGS -I$d -o $d/gen examples/generate.c $d/llama.c -lm && "
+		 "cc -std=c11 -O1 -pthread $MKC_TEST_CFLAGS -I$d -o $d/dec examples/decode.c $d/llama.c -lm && "
 		 "$d/gen tests/models/tiny_llama_decode_op23/model.onnx 10 seq:10; "
 		 "$d/dec tests/models/tiny_llama_decode_op23/model.onnx 17 7; rm -rf $d)",
 		 mkc_bin());

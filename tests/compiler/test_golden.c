@@ -38,6 +38,43 @@ Test(golden, all_pass_on_the_c_target, .timeout = 300)
 		  "%s", out);
 }
 
+/* Every intermediate in bytes of its own: the plan without memory reuse runs too. */
+Test(golden, no_reuse, .timeout = 300)
+{
+	cr_assert_eq(mkc_test("--no-reuse " GOLDEN), 0, "%s", out);
+	cr_assert(strstr(out, "4 passed, 0 failed\n"), "%s", out);
+}
+
+/*
+ * test_identity's model with made-up data: infinities must be met exactly
+ * (inf - inf is NaN, and NaN > tol is false: this once passed with error 0).
+ */
+static int
+identity_case(const char *x, const char *y)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && cp /usr/share/libonnx-testdata/data/node/test_identity/model.onnx $d/ && "
+		 "mkdir $d/test_data_set_0 && python3 -c \"import numpy as np, onnx.numpy_helper as h, sys\n"
+		 "for k, (n, v) in enumerate([('x', %s), ('y', %s)]):\n"
+		 "    a = np.array(v, np.float32).reshape(1, 1, 2, 2)\n"
+		 "    f = sys.argv[1] + ('/input_0.pb', '/output_0.pb')[k]\n"
+		 "    open(f, 'wb').write(h.from_array(a, n).SerializeToString())\" $d/test_data_set_0 && "
+		 "%s test $d; rc=$?; rm -rf $d; exit $rc", x, y, mkc_bin());
+	return mkc_shell(cmd, out, sizeof out);
+}
+
+Test(golden, infinities_compare_exactly, .timeout = 120)
+{
+	cr_assert_eq(identity_case("[np.inf, 1, 2, 3]", "[np.inf, 1, 2, 3]"), 0, "%s", out);
+	cr_assert_eq(identity_case("[np.inf, 1, 2, 3]", "[np.inf, 100, 200, 300]"), 1, "%s", out);
+	cr_assert(strstr(out, "relative error"), "%s", out);
+	cr_assert_eq(identity_case("[np.inf, 1, 2, 3]", "[-np.inf, 1, 2, 3]"), 1, "%s", out);
+	cr_assert(strstr(out, "'y'[0] is inf, the reference -inf"), "%s", out);
+	cr_assert_eq(identity_case("[1, 1, 2, 3]", "[np.inf, 1, 2, 3]"), 1, "%s", out);
+	cr_assert_eq(identity_case("[np.nan, 1, 2, 3]", "[1, 1, 2, 3]"), 1, "%s", out);
+}
+
 Test(golden, shuffled_queue_many_threads, .timeout = 300)
 {
 	cr_assert_eq(mkc_test("--shuffle 11 --threads 16 --steps 4 " GOLDEN), 0, "%s", out);
@@ -85,6 +122,17 @@ Test(golden, a_dropped_wait_is_caught, .timeout = 300)
 	cr_assert(strstr(out, "ThreadSanitizer") || strstr(out, "relative error"), "%s", out);
 }
 
+/* A model that does not compile leaves no scratch folder behind. */
+Test(golden, a_failed_compile_leaves_no_scratch_folder)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && TMPDIR=$d %s test tests/models/hand; "
+		 "n=$(ls -A $d | wc -l); rm -rf $d; echo \"left $n\"", mkc_bin());
+	mkc_shell(cmd, out, sizeof out);
+	cr_assert(strstr(out, "FAIL tests/models/hand:"), "%s", out);
+	cr_assert(strstr(out, "left 0\n"), "%s", out);
+}
+
 Test(golden, bad_options_and_folders)
 {
 	cr_assert_eq(mkc_test("--steps 0 tests/models/hand/small_mlp"), 2, "%s", out);
@@ -95,13 +143,16 @@ Test(golden, bad_options_and_folders)
 	cr_assert(strstr(out, "0 passed, 1 failed"), "%s", out);
 }
 
-/* CI has nvcc but no GPU: the emitted CUDA must at least build, warnings as errors. */
-Test(golden, emitted_cuda_builds_for_sm_90a, .timeout = 300)
+/*
+ * CI has nvcc but no GPU: the emitted CUDA must at least build, warnings as
+ * errors: every golden model, the Hugging Face families, and bf16 weights
+ * (converted, stored in the file, or kept from safetensors). Two tests, so
+ * that make test's two jobs share the nvcc runs.
+ */
+static void
+cuda_builds(const char *const *models, size_t n)
 {
-	const char *models[] = {"tiny_llama_decode_op18", "tiny_llama_decode_op23", "hand/small_mlp",
-				"hand/contrib_skip_simplified_ln", "hand/contrib_rotary",
-				"hand/contrib_gqa_two_tokens", "hf/llama_tiny_bf16"};
-	for (int i = 0; i < 7; i++) {
+	for (size_t i = 0; i < n; i++) {
 		char cmd[1024];
 		snprintf(cmd, sizeof cmd,
 			 "d=$(mktemp -d) && %s tests/models/%s -o $d/m.cu && "
@@ -110,6 +161,24 @@ Test(golden, emitted_cuda_builds_for_sm_90a, .timeout = 300)
 			 mkc_bin(), models[i]);
 		cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s: %s", models[i], out);
 	}
+}
+
+Test(golden, emitted_cuda_builds_for_sm_90a, .timeout = 600)
+{
+	const char *models[] = {"tiny_llama_decode_op18", "tiny_llama_decode_op23", "hand/small_mlp",
+				"hand/contrib_skip_simplified_ln", "hand/contrib_rotary",
+				"hand/contrib_gqa_two_tokens", "hf/qwen2_tiny", "hf/qwen3_tiny",
+				"qwen3_tiny_onnx/model.onnx", "export/qwen3_tiny_op18"};
+	cuda_builds(models, sizeof models / sizeof *models);
+}
+
+Test(golden, emitted_cuda_builds_with_bf16_weights, .timeout = 600)
+{
+	const char *models[] = {"hf/llama_tiny_bf16", "hand/bf16_initializers",
+				"tiny_llama_decode_op18 --weights bf16",
+				"tiny_llama_decode_op23 --weights bf16", "hf/qwen2_tiny --weights bf16",
+				"hf/qwen3_tiny --weights bf16"};
+	cuda_builds(models, sizeof models / sizeof *models);
 }
 
 /*
@@ -123,7 +192,7 @@ decode_matches_onnxruntime(const char *model)
 	char cmd[2048];
 	snprintf(cmd, sizeof cmd,
 		 "d=$(mktemp -d) && %s %s -o $d/llama.c --workers 4 && "
-		 "cc -std=c11 -O1 -Wall -Wextra -Werror -pthread -I$d -o $d/decode examples/decode.c "
+		 "cc -std=c11 -O1 -Wall -Wextra -Werror -pthread $MKC_TEST_CFLAGS -I$d -o $d/decode examples/decode.c "
 		 "$d/llama.c -lm && $d/decode %s 24 7 && $d/decode %s 24 7 && "
 		 "python3 tools/ort_decode.py %s 24 7; rc=$?; rm -rf $d; exit $rc",
 		 mkc_bin(), model, model, model, model);
@@ -147,9 +216,17 @@ Test(golden, decode_example_matches_onnxruntime_op23, .timeout = 300)
 	decode_matches_onnxruntime("tests/models/tiny_llama_decode_op23/model.onnx");
 }
 
-/* bf16 weights: within 1e-2 of the float32 reference, and visibly not float32. */
+/*
+ * bf16 weights: at 1e-5 of onnxruntime over the same weights rounded to bf16
+ * (tests/models/gen_bf16_refs.py), so that a conversion that truncates or
+ * keeps float16 fails; within 1e-2 of the float32 reference, and visibly
+ * not float32.
+ */
 Test(golden, bf16_weights, .timeout = 300)
 {
+	cr_assert_eq(mkc_test("--weights bf16 tests/models/bf16_ref/tiny_llama_decode_op18 "
+			      "tests/models/bf16_ref/tiny_llama_decode_op23"), 0, "%s", out);
+	cr_assert(strstr(out, "2 passed, 0 failed"), "%s", out);
 	cr_assert_eq(mkc_test("--weights bf16 --tolerance 1e-2 tests/models/tiny_llama_decode_op18 "
 			      "tests/models/tiny_llama_decode_op23"), 0, "%s", out);
 	cr_assert(strstr(out, "2 passed, 0 failed"), "%s", out);
@@ -223,4 +300,19 @@ Test(golden, bf16_initializers_without_casts, .timeout = 120)
 	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
 	cr_assert(strstr(out, "weights: 1 bfloat16 initializers read as bf16 without a Cast"), "%s",
 		  out);
+}
+
+/*
+ * The Hugging Face folders' own test data comes from tools/hf_reference.py,
+ * the project's numpy re-implementation; these references come from
+ * transformers itself (tests/models/gen_transformers_refs.py), so that a
+ * misreading shared by both (qwen2's biases, qwen3's q/k norms, llama3
+ * rope scaling) cannot pass unseen.
+ */
+Test(golden, hf_folders_match_transformers, .timeout = 300)
+{
+	cr_assert_eq(mkc_test("tests/models/hf_transformers/qwen2_tiny "
+			      "tests/models/hf_transformers/qwen3_tiny "
+			      "tests/models/hf_transformers/llama_tiny_llama3_rope"), 0, "%s", out);
+	cr_assert(strstr(out, "3 passed, 0 failed"), "%s", out);
 }

@@ -1,0 +1,1 @@
+../../../tiny_llama_decode_op18/test_data_set_0/input_3.pb

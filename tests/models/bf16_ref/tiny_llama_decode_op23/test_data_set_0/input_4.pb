@@ -1,0 +1,1 @@
+../../../tiny_llama_decode_op23/test_data_set_0/input_4.pb

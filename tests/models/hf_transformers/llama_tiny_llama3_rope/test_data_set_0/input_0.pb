@@ -1,0 +1,1 @@
+../../../hf/llama_tiny_llama3_rope/test_data_set_0/input_0.pb

@@ -1,0 +1,1 @@
+../../../hf/qwen2_tiny/test_data_set_0/input_4.pb

@@ -1,0 +1,1 @@
+../../../hf/qwen3_tiny/test_data_set_0/input_1.pb
