@@ -155,7 +155,7 @@ static int
 mkc_profile_write(mkc_host *m, const char *path)
 {
 	if (m->prof_count == 0) {
-		mkc_seterr(m, "no step has run since the model was created: nothing to write");
+		mkc_seterr(m, "the last step or generate call ran no step: no timeline to write");
 		return -1;
 	}
 	uint64_t *buf = (uint64_t *)malloc(MKC_PROF_WORDS * sizeof *buf);
