@@ -521,10 +521,12 @@ emit_gemm(mkc_emitter *e, const mkc_node *n)
 /*
  * Row-wise ops: the box is walked with the row axes collapsed (ext = 1 from
  * `axis` on, or only at `axis` for Softmax from opset 13), and each body
- * handles one row of len elements at stride st.
+ * handles one row of len elements at stride st. The lanes take a row each,
+ * or with `shared` every lane walks every row (in the same order): the lanes
+ * then share the elements of a row and reduce with mkc_rt_block_sum.
  */
 static void
-open_rows(mkc_emitter *e, const mkc_node *n, int axis, bool one_axis)
+open_rows(mkc_emitter *e, const mkc_node *n, int axis, bool one_axis, bool shared)
 {
 	FILE *f = e->f;
 	int r = n->out[0]->rank;
@@ -536,24 +538,9 @@ open_rows(mkc_emitter *e, const mkc_node *n, int axis, bool one_axis)
 		fprintf(f, "\tfor (int d = %d; d < %d; d++) {\n\t\tlen *= y_d[d];\n\t\text[d] = 1;\n\t}\n",
 			axis, r);
 	fprintf(f, "\tint64_t cnt = 1;\n\tfor (int d = 0; d < %d; d++)\n\t\tcnt *= ext[d];\n"
-		"\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
-		"\t\tint64_t oy = mkc_rt_dot(idx, y_s, %d);\n", r, r, r);
-}
-
-/*
- * The same rows, but every lane walks every row (in the same order): the
- * lanes share the elements of a row and reduce with mkc_rt_block_sum.
- */
-static void
-open_shared_rows(mkc_emitter *e, const mkc_node *n, int axis)
-{
-	FILE *f = e->f;
-	int r = n->out[0]->rank;
-	fprintf(f, "\tint64_t ext[%d], idx[%d], len = 1;\n\tmkc_rt_extents(lo, hi, %d, ext);\n"
-		"\tfor (int d = %d; d < %d; d++) {\n\t\tlen *= y_d[d];\n\t\text[d] = 1;\n\t}\n"
-		"\tint64_t cnt = 1;\n\tfor (int d = 0; d < %d; d++)\n\t\tcnt *= ext[d];\n"
-		"\tfor (int64_t f = 0; f < cnt; f++) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
-		"\t\tint64_t oy = mkc_rt_dot(idx, y_s, %d);\n", r + 1, r + 1, r, axis, r, r, r, r);
+		"\tfor (int64_t f = %s) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
+		"\t\tint64_t oy = mkc_rt_dot(idx, y_s, %d);\n", r,
+		shared ? "0; f < cnt; f++" : "MKC_LANE; f < cnt; f += MKC_NLANES", r, r);
 }
 
 static int
@@ -570,7 +557,7 @@ emit_softmax(mkc_emitter *e, const mkc_node *n)
 	bool v13 = mkc_graph_opset(g, "") >= 13;
 	int axis = row_axis(g, n, v13 ? -1 : 1);
 	decl_all(e, n);
-	open_rows(e, n, axis, v13);
+	open_rows(e, n, axis, v13, false);
 	fputs("\t\tconst float *px = x0 + oy;\n\t\tfloat *py = y + oy;\n\t\tfloat mx = -INFINITY, sum = 0;\n"
 	      "\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tmx = fmaxf(mx, px[j * st]);\n"
 	      "\t\tfor (int64_t j = 0; j < len; j++) {\n\t\t\tpy[j * st] = expf(px[j * st] - mx);\n"
@@ -601,7 +588,7 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 	 * hold the whole row, or one value (infer checked they broadcast) */
 	fprintf(f, "\tint64_t wn = 1;\n\tfor (int d = 0; d < %d; d++)\n\t\twn *= x1_d[d];\n",
 		n->in[1]->rank);
-	open_shared_rows(e, n, axis);
+	open_rows(e, n, axis, false, true);
 	fputs("\t\tconst float *px = x0 + oy;\n\t\tfloat *py = y + oy;\n\t\tfloat mean = 0, ss = 0;\n", f);
 	if (layer)
 		fputs("\t\tfor (int64_t j = MKC_LANE; j < len; j += MKC_NLANES)\n\t\t\tmean += px[j];\n"
@@ -638,7 +625,7 @@ emit_skip_norm(mkc_emitter *e, const mkc_node *n)
 	bool bias = n->nin > 3 && n->in[3], keep = n->nout > 3 && n->out[3];
 	float eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
 	decl_all(e, n);
-	open_rows(e, n, n->out[0]->rank - 1, false);
+	open_rows(e, n, n->out[0]->rank - 1, false, false);
 	fprintf(f, "\t\tconst float *pa = x0 + oy, *pb = x1 + oy;\n\t\tfloat *py = y + oy;\n"
 		"\t\tfloat *ps = %s;\n\t\tfloat ss = 0;\n"
 		"\t\tfor (int64_t j = 0; j < len; j++) {\n\t\t\tps[j] = pa[j] + pb[j]%s%s;\n"
