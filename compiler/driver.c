@@ -44,6 +44,7 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		.nworkers = o->workers ? o->workers : 8,
 		.min_tile_elems = 4096,
 		.matmul_tile_cols = 64,
+		.matmul_min_cols = 8,
 		.max_dim = o->max_dim,
 		.no_reuse = o->no_reuse,
 	};

@@ -59,6 +59,7 @@ typedef struct {
 	int nworkers;
 	int64_t min_tile_elems;    /* elementwise tiles are at least this big */
 	int64_t matmul_tile_cols;  /* output columns per weight-streaming tile */
+	int64_t matmul_min_cols;   /* fewest columns a tile, when spreading over workers */
 	int64_t max_dim;           /* every symbol's largest value (0: 4096) */
 	bool no_reuse;             /* memory: every intermediate gets its own buffer */
 } mkc_target_params;

@@ -15,7 +15,9 @@
  *     with its broadcast axes (size 1) read whole;
  *   - MatMul or Gemm by a weight matrix: the output columns,
  *     matmul_tile_cols at a time, so each tile streams its own slice of the
- *     weight; batched MatMul: the outermost batch axis;
+ *     weight, and in at least as many tiles as there are workers while a
+ *     tile keeps matmul_min_cols columns; batched MatMul: the outermost
+ *     batch axis;
  *   - Softmax, the norms and Gather: the axes they do not reduce over;
  *   - Attention with one output and 4-D inputs: the query heads, one or
  *     more a tile, each tile reading the key and value heads its query
@@ -111,6 +113,15 @@ choose_split(const mkc_plan *p, const mkc_node *n, mapping m, int *axis, int *nt
 			return;
 		*axis = y->rank - 1;
 		int64_t t = (cols + p->tp.matmul_tile_cols - 1) / p->tp.matmul_tile_cols;
+		/* a weight too small for a tile a worker at matmul_tile_cols is
+		 * still spread over every worker (down to matmul_min_cols a tile):
+		 * one node's weight is all a decode step streams at that moment,
+		 * and a worker left out is bandwidth left unused */
+		int64_t spread = p->tp.matmul_min_cols > 0 ? cols / p->tp.matmul_min_cols : 0;
+		if (spread > p->tp.nworkers)
+			spread = p->tp.nworkers;
+		if (t < spread)
+			t = spread;
 		*ntiles = (int)(t < 1 ? 1 : t);
 		return;
 	}
