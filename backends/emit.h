@@ -55,7 +55,8 @@ const char *mkc_emit_name_problem(const char *name);
 
 /* Runtime texts, generated from runtime/ at build time. */
 extern const char mkc_rt_common[], mkc_rt_api_h[], mkc_rt_host[], mkc_rt_profile[], mkc_rt_c_exec[],
-	mkc_rt_c_api[], mkc_rt_cuda_exec[];
+	mkc_rt_c_api[], mkc_rt_cuda_exec[], mkc_rt_cuda_attention[],
+	mkc_rt_cuda_matvec[];
 
 /*
  * What the tile emitters (emit_ops.c) need to know about the file being
@@ -66,9 +67,17 @@ typedef struct {
 	mkc_plan *p;
 	const mkc_target *t;
 	int *index;                 /* graph tensor id -> table index, or -1 */
+	/* a body names its tensors as m->buf[bi[k]], never by table index, so
+	 * that nodes of one form share one body: bi[k] is slot[k] */
+	int *slot;
+	int nslot;
 } mkc_emitter;
 
-/* Writes the body of node n's tile function; -1 with an error if unsupported. */
+/*
+ * Writes the body of node n's tile function; -1 with an error if
+ * unsupported. Its tensors are read through slots (e->slot, e->nslot: the
+ * caller sizes slot for the node's inputs and outputs and zeroes nslot).
+ */
 int mkc_emit_node(mkc_emitter *e, const mkc_node *n);
 
 /*

@@ -110,8 +110,9 @@ decl(mkc_emitter *e, const char *var, const mkc_tensor *t, bool out)
 {
 	FILE *f = e->f;
 	const char *ct = is_bf16(t) ? "uint16_t" : mkc_ctype(e, t->dtype);
-	fprintf(f, "\t%s%s *%s MKC_UNUSED = (%s%s *)m->buf[%d];\n", out ? "" : "const ", ct, var,
-		out ? "" : "const ", ct, e->index[t->id]);
+	e->slot[e->nslot] = e->index[t->id];
+	fprintf(f, "\t%s%s *%s MKC_UNUSED = (%s%s *)m->buf[bi[%d]];\n", out ? "" : "const ", ct, var,
+		out ? "" : "const ", ct, e->nslot++);
 	fprintf(f, "\tconst int64_t %s_d[%d] MKC_UNUSED = {", var, t->rank + 1);
 	for (int i = 0; i < t->rank; i++) {
 		char b[96];
@@ -420,6 +421,32 @@ rows_fit(const mkc_emitter *e, const mkc_tensor *w, mkc_dim k)
 	       k.c % (is_bf16(w) ? 8 : 4) == 0;
 }
 
+/*
+ * Whether every tile of n has one row of activations and at most
+ * MKC_GEMV_ROWS outputs, with K whole 16-byte chunks of weights:
+ * backends/cuda/matvec.cuh then computes the tile.
+ */
+static bool
+gemv_fits(const mkc_emitter *e, const mkc_node *n, int r)
+{
+	const mkc_tensor *y = n->out[0], *a = n->in[0];
+	int64_t k = a->shape[a->rank - 1].c;
+	if (e->t->warp != 32 || k % (is_bf16(n->in[1]) ? 8 : 4))
+		return false;
+	for (int d = 0; d < r - 1; d++)
+		if (!mkc_dim_eq(y->shape[d], mkc_dim_const(1)))
+			return false;
+	const mkc_plan *p = e->p;
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		if (t->node == n && (!mkc_dim_is_const(t->out.hi[r - 1]) ||
+				     !mkc_dim_is_const(t->out.lo[r - 1]) ||
+				     t->out.hi[r - 1].c - t->out.lo[r - 1].c > 64))
+			return false;
+	}
+	return true;
+}
+
 static void
 emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *pa, const char *out)
 {
@@ -427,6 +454,18 @@ emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *pa, const ch
 	bool wb = is_bf16(n->in[1]);
 	int v = wb ? 8 : 4, w = e->t->warp;
 	const mkc_tensor *a = n->in[0];
+	if (gemv_fits(e, n, r)) {
+		fprintf(f, "\t__shared__ float dots[MKC_GEMV_ROWS];\n"
+			"\tint64_t ext[%d], idx[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
+			"\tmkc_rt_unflat(0, lo, ext, %d, idx);\n"
+			"\tmkc_gemv<%lld, %s>(%s, x1 + lo[%d] * x1_s[0], x1_s[0], cnt, dots);\n"
+			"\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n"
+			"\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n\t\tconst float acc = dots[f];\n"
+			"\t\ty[mkc_rt_dot(idx, y_s, %d)] = %s;\n\t}\n",
+			r + 1, r + 1, r, r, (long long)a->shape[a->rank - 1].c, wb ? "true" : "false",
+			pa, r - 1, r, r, out);
+		return;
+	}
 	fprintf(f, "\tconst int64_t KR = %lld;\n"
 		"\tconst int64_t lane = MKC_LANE %% %d, warp = MKC_LANE / %d, nwarp = MKC_NLANES / %d;\n"
 		"\tint64_t ext[%d], idx[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
@@ -705,6 +744,35 @@ emit_rotary(mkc_emitter *e, const mkc_node *n)
  * that concatenation. A tile computes the query heads lo[1]..hi[1] (tile.c
  * cuts Attention by heads when it has no present outputs).
  */
+/*
+ * The head size for which a GPU target has a decode attention body
+ * (backends/cuda/attention.cuh: positions spread over the warps), or 0 when
+ * the node needs the general one: a mask, a soft cap, past inputs, present
+ * outputs, or a head size that is not a constant multiple of 32 up to 256
+ * shared by query, key and value.
+ */
+static int64_t
+attention_fast_dim(const mkc_emitter *e, const mkc_node *n)
+{
+	const mkc_tensor *q = n->in[0], *k = n->in[1], *v = n->in[2];
+	if (e->t->warp != 32 || n->nin > 3 || mkc_node_attr_float(n, "softcap", 0) != 0)
+		return 0;
+	for (int o = 1; o < n->nout; o++)
+		if (n->out[o])
+			return 0;
+	if (k->rank != 4 || v->rank != 4 || k->dtype != MKC_DT_FLOAT || v->dtype != MKC_DT_FLOAT ||
+	    is_bf16(k) || is_bf16(v))
+		return 0;
+	mkc_dim d = q->shape[3];
+	if (!mkc_dim_is_const(d) || d.c % 32 || d.c > 256 || !mkc_dim_eq(k->shape[3], d) ||
+	    !mkc_dim_eq(v->shape[3], d) || !mkc_dim_eq(k->shape[2], v->shape[2]) ||
+	    !mkc_dim_is_const(q->shape[1]) || !mkc_dim_is_const(k->shape[1]) ||
+	    !mkc_dim_eq(k->shape[1], v->shape[1]) || k->shape[1].c < 1 ||
+	    q->shape[1].c % k->shape[1].c)
+		return 0;
+	return d.c;
+}
+
 static int
 emit_attention(mkc_emitter *e, const mkc_node *n)
 {
@@ -725,6 +793,12 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 		fprintf(f, "\tconst float scale = %s;\n", flit(fa, sa->f));
 	else
 		fputs("\tconst float scale = 1.0f / sqrtf((float)x0_d[3]);\n", f);
+	int64_t d = attention_fast_dim(e, n);
+	if (d > 0) {
+		fprintf(f, "\tmkc_attn_rows<%lld>(x0, x0_s, x1, x1_s, x2, x2_s, y, y_s, x0_d[0], x0_d[2], "
+			"x1_d[2], x0_d[1] / x1_d[1], lo[1], hi[1], scale);\n", (long long)d);
+		return 0;
+	}
 	fprintf(f, "\tconst int64_t B = x0_d[0], Hq = x0_d[1], Sq = x0_d[2], D = x0_d[3];\n"
 		"\tconst int64_t Hk = x1_d[1], Sn = x1_d[2], Dv = x2_d[3];\n"
 		"\tconst int64_t P = %s, L = P + Sn;\n", past ? "x4_d[2]" : "0");
@@ -982,8 +1056,9 @@ emit_known(mkc_emitter *e, const mkc_node *n)
 		if (!t || t->kind != MKC_TK_OUTPUT)
 			continue;   /* a weight already holds its value */
 		const char *ct = mkc_ctype(e, t->dtype);
-		fprintf(f, "\tif (MKC_LANE == 0) {\n\t\t%s *o = (%s *)m->buf[%d];\n", ct, ct,
-			e->index[t->id]);
+		e->slot[e->nslot] = e->index[t->id];
+		fprintf(f, "\tif (MKC_LANE == 0) {\n\t\t%s *o = (%s *)m->buf[bi[%d]];\n", ct, ct,
+			e->nslot++);
 		if (t->symval) {
 			for (int64_t k = 0; k < t->nsymval; k++) {
 				char b[96];
@@ -998,7 +1073,7 @@ emit_known(mkc_emitter *e, const mkc_node *n)
 		}
 		fputs("\t\t(void)o;\n\t}\n", f);
 	}
-	fputs("\t(void)m; (void)lo; (void)hi;\n", f);
+	fputs("\t(void)m; (void)lo; (void)hi; (void)bi;\n", f);
 	return 0;
 }
 

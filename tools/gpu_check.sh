@@ -6,7 +6,8 @@
 # short table.
 #   1. mkc test --target cuda on every golden model, 100 steps each (every
 #      step compared, so a race shows up as a moving result);
-#   2. compute-sanitizer memcheck and racecheck on the op23 Llama run.
+#   2. compute-sanitizer memcheck and racecheck on the op23 Llama run and on
+#      the tiny Hugging Face Llama (the decode attention and matvec bodies).
 set -u
 out=${OUT:-/tmp/mkc_gpu}
 mkdir -p "$out"
@@ -87,6 +88,19 @@ if [ -n "$work" ] && [ -x "$work/run" ]; then
 	race_rc=$?
 fi
 
+# the same on a Hugging Face folder, whose attention and matrix products take
+# the decode bodies (backends/cuda/attention.cuh, matvec.cuh)
+build/mkc test --target cuda --steps 2 --keep tests/models/tiny_llama_hf >"$out/keep_hf.log" 2>&1
+work=$(sed -n 's/^mkc: kept //p' "$out/keep_hf.log" | tail -1)
+hf_mem_rc=-1
+hf_race_rc=-1
+if [ -n "$work" ] && [ -x "$work/run" ]; then
+	compute-sanitizer --tool memcheck --error-exitcode 9 "$work/run" >"$out/memcheck_hf.log" 2>&1
+	hf_mem_rc=$?
+	compute-sanitizer --tool racecheck --error-exitcode 9 "$work/run" >"$out/racecheck_hf.log" 2>&1
+	hf_race_rc=$?
+fi
+
 echo
 echo "== mkc test --target cuda (100 steps) =="
 cat "$out/cuda_test.log"
@@ -116,4 +130,6 @@ tail -2 "$out/many.log"
 echo "== compute-sanitizer =="
 printf '%-12s exit %s  %s\n' memcheck "$mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' racecheck "$race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck.log" 2>/dev/null)"
+printf '%-12s exit %s  %s\n' "memcheck hf" "$hf_mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck_hf.log" 2>/dev/null)"
+printf '%-12s exit %s  %s\n' "racecheck hf" "$hf_race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck_hf.log" 2>/dev/null)"
 [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ]

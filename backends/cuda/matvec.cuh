@@ -1,0 +1,108 @@
+/*
+ * matvec.cuh - the CUDA tile body of a product by a weight kept [N, K]
+ * (Linear layers: Gemm with transB, MatMul after canon's mkc_trans_b) when
+ * the tile has one row of activations, as every decode step has.
+ *
+ * mkc_gemv<K, BF16>(x, w, ldw, n, dots) sets dots[r] = x . w[r] for the
+ * n <= MKC_GEMV_ROWS weight rows of the tile. A decode step streams every
+ * weight once, so the body exists to keep loads in flight: every thread of
+ * the block owns the same C 16-byte chunks of K in every row (thread t
+ * chunks t, t + MKC_THREADS, ... below K; its activations stay in
+ * registers), and
+ * the rows go RB at a time, so a thread has C * RB independent 16-byte
+ * weight loads outstanding (12 to 16: 48-64 KB a block, what one SM needs
+ * to stream at its share of the HBM bandwidth). Each row's partial sums
+ * then meet: a shuffle reduction in each warp, the warps' sums in shared
+ * memory, added in one order (the result does not depend on timing).
+ * Every lane of the block calls it; dots is valid after it returns.
+ *
+ * K must be whole 16-byte chunks of weights (rows 16-byte aligned); when
+ * a row has fewer chunks than the block has threads, the rest idle.
+ */
+
+#define MKC_GEMV_ROWS 64
+
+/* x[0..8) . w[0..8) with w 8 bf16 in one 16-byte word */
+static __device__ __forceinline__ float MKC_UNUSED
+mkc_gemv_dot(float4 a, float4 b, uint4 w)
+{
+	float s = a.x * __uint_as_float(w.x << 16);
+	s += a.y * __uint_as_float(w.x & 0xffff0000u);
+	s += a.z * __uint_as_float(w.y << 16);
+	s += a.w * __uint_as_float(w.y & 0xffff0000u);
+	s += b.x * __uint_as_float(w.z << 16);
+	s += b.y * __uint_as_float(w.z & 0xffff0000u);
+	s += b.z * __uint_as_float(w.w << 16);
+	s += b.w * __uint_as_float(w.w & 0xffff0000u);
+	return s;
+}
+
+/* x[0..4) . w[0..4), float32 */
+static __device__ __forceinline__ float MKC_UNUSED
+mkc_gemv_dot(float4 a, float4 w)
+{
+	float s = a.x * w.x;
+	s += a.y * w.y;
+	s += a.z * w.z;
+	s += a.w * w.w;
+	return s;
+}
+
+template <int K, bool BF16>
+static __device__ __noinline__ void MKC_UNUSED
+mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots)
+{
+	constexpr int E = BF16 ? 8 : 4;                 /* weights in 16 bytes */
+	static_assert(K % E == 0, "K: whole 16-byte chunks");
+	constexpr int T = K / E;                        /* chunks a row */
+	constexpr int C = (T + MKC_THREADS - 1) / MKC_THREADS;   /* chunks a thread */
+	constexpr int RB = C >= 8 ? 2 : 16 / C;         /* rows in flight */
+	__shared__ float red[MKC_THREADS / 32][MKC_GEMV_ROWS];
+	const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+	float4 xa[C], xb[C];
+#pragma unroll
+	for (int c = 0; c < C; c++) {
+		const int k = t + c * MKC_THREADS;
+		const float4 *p = (const float4 *)(x + (int64_t)E * (k < T ? k : 0));
+		xa[c] = p[0];
+		xb[c] = BF16 ? p[1] : xa[c];
+	}
+	for (int64_t r = 0; r < n; r += RB) {
+		uint4 wv[RB][C];
+#pragma unroll
+		for (int j = 0; j < RB; j++)
+#pragma unroll
+			for (int c = 0; c < C; c++) {
+				const int k = t + c * MKC_THREADS;
+				const uint4 *row = (const uint4 *)((const char *)w +
+								   (r + j) * ldw * (BF16 ? 2 : 4));
+				wv[j][c] = r + j < n && k < T ? row[k] : make_uint4(0, 0, 0, 0);
+			}
+#pragma unroll
+		for (int j = 0; j < RB; j++) {
+			float acc = 0;
+#pragma unroll
+			for (int c = 0; c < C; c++) {
+				if (BF16)
+					acc += mkc_gemv_dot(xa[c], xb[c], wv[j][c]);
+				else
+					acc += mkc_gemv_dot(xa[c], make_float4(__uint_as_float(wv[j][c].x),
+									       __uint_as_float(wv[j][c].y),
+									       __uint_as_float(wv[j][c].z),
+									       __uint_as_float(wv[j][c].w)));
+			}
+			for (int o = 16; o > 0; o >>= 1)
+				acc += __shfl_xor_sync(0xffffffffu, acc, o);
+			if (lane == 0 && r + j < n)
+				red[warp][r + j] = acc;
+		}
+	}
+	__syncthreads();
+	for (int64_t r = t; r < n; r += MKC_THREADS) {
+		float s = 0;
+		for (int k = 0; k < (T < MKC_THREADS ? (T + 31) / 32 : MKC_THREADS / 32); k++)
+			s += red[k][r];
+		dots[r] = s;
+	}
+	__syncthreads();
+}
