@@ -630,6 +630,47 @@ emit_profile(mkc_emitter *e, const mkc_emit_options *o)
 }
 
 /*
+ * Each task's node and output box, before the runtime (a GPU worker reads
+ * them ahead of the task's wait).
+ */
+static void
+emit_boxes(mkc_emitter *e)
+{
+	FILE *f = e->f;
+	mkc_plan *p = e->p;
+	/*
+	 * Each task's output box is data (c + k * sym per bound), and the switch
+	 * is over nodes, not tasks: a 1B-sized plan has 8000 tasks but 400
+	 * nodes, and a switch of 8000 inlined calls takes nvcc longer than
+	 * anyone should wait.
+	 */
+	const char *q = e->t->table_qual;
+	fprintf(f, "\n%s int mkc_task_node[MKC_NTASKS] MKC_UNUSED = {", q);
+	for (int i = 0; i < p->tasks.n; i++)
+		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", MKC_TASK(p, i)->node->id);
+	fprintf(f, "\n};\n%s int mkc_task_box_start[MKC_NTASKS + 1] MKC_UNUSED = {", q);
+	int nb = 0;
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", nb);
+		nb += 2 * (t->node->out[0] ? t->node->out[0]->rank : 0);
+	}
+	fprintf(f, " %d\n};\n%s mkc_rt_dim mkc_task_box[%d] MKC_UNUSED = {", nb, q, nb + 1);
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		int rank = t->node->out[0] ? t->node->out[0]->rank : 0;
+		fputs("\n\t", f);
+		for (int d = 0; d < rank; d++) {
+			put_dim(f, t->out.lo[d]);
+			fputs(", ", f);
+			put_dim(f, t->out.hi[d]);
+			fputs(", ", f);
+		}
+	}
+	fprintf(f, "\n\t{0, 0, -1}\n};\n\n#define MKC_RANK %d\n", MKC_MAX_RANK);
+}
+
+/*
  * Tile functions, one per form of node: a body names its tensors through
  * slots (m->buf[bi[k]]), so the nodes of one form (the q projections of
  * every layer) have the same text and share one function, called with
@@ -701,47 +742,28 @@ emit_nodes(mkc_emitter *e)
 		free(bodies[k].text);
 	}
 	/*
-	 * Each task's output box is data (c + k * sym per bound), and the switch
-	 * is over nodes, not tasks: a 1B-sized plan has 8000 tasks but 400
-	 * nodes, and a switch of 8000 inlined calls takes nvcc longer than
-	 * anyone should wait.
+	 * A task is its box (mkc_task_bounds) and its node's function
+	 * (mkc_run_node): a GPU worker evaluates the box before it waits for
+	 * the task's event, so that no table load is left between the event
+	 * and the body's first load of data.
 	 */
-	const char *q = e->t->table_qual;
-	fprintf(f, "\n%s int mkc_task_node[MKC_NTASKS] MKC_UNUSED = {", q);
-	for (int i = 0; i < p->tasks.n; i++)
-		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", MKC_TASK(p, i)->node->id);
-	fprintf(f, "\n};\n%s int mkc_task_box_start[MKC_NTASKS + 1] MKC_UNUSED = {", q);
-	int nb = 0;
-	for (int i = 0; i < p->tasks.n; i++) {
-		const mkc_task *t = MKC_TASK(p, i);
-		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", nb);
-		nb += 2 * (t->node->out[0] ? t->node->out[0]->rank : 0);
-	}
-	fprintf(f, " %d\n};\n%s mkc_rt_dim mkc_task_box[%d] MKC_UNUSED = {", nb, q, nb + 1);
-	for (int i = 0; i < p->tasks.n; i++) {
-		const mkc_task *t = MKC_TASK(p, i);
-		int rank = t->node->out[0] ? t->node->out[0]->rank : 0;
-		fputs("\n\t", f);
-		for (int d = 0; d < rank; d++) {
-			put_dim(f, t->out.lo[d]);
-			fputs(", ", f);
-			put_dim(f, t->out.hi[d]);
-			fputs(", ", f);
-		}
-	}
-	fprintf(f, "\n\t{0, 0, -1}\n};\n\n%s void\nmkc_run_task(struct mkc_model *m, int task)\n{\n"
-		"\tint64_t lo[%d], hi[%d];\n\tconst int b = mkc_task_box_start[task];\n"
+	fprintf(f, "\n%s void\n"
+		"mkc_task_bounds(const struct mkc_model *m, int task, int64_t *lo, int64_t *hi)\n{\n"
+		"\tconst int b = mkc_task_box_start[task];\n"
 		"\tfor (int d = 0; d < (mkc_task_box_start[task + 1] - b) / 2; d++) {\n"
 		"\t\tlo[d] = mkc_rt_dimv(mkc_task_box[b + 2 * d], m->sym);\n"
-		"\t\thi[d] = mkc_rt_dimv(mkc_task_box[b + 2 * d + 1], m->sym);\n\t}\n"
-		"\tswitch (mkc_task_node[task]) {\n", e->t->fn_qual, MKC_MAX_RANK, MKC_MAX_RANK);
+		"\t\thi[d] = mkc_rt_dimv(mkc_task_box[b + 2 * d + 1], m->sym);\n\t}\n}\n\n"
+		"%s void\nmkc_run_node(struct mkc_model *m, int node, const int64_t *lo, const int64_t *hi)\n"
+		"{\n\tswitch (node) {\n", e->t->fn_qual, e->t->fn_qual);
 	for (int i = 0; i < g->nodes.n; i++) {
 		fprintf(f, "\tcase %d: {\n\t\tconst int bi[%d] = {", i, nslots[i] + 1);
 		for (int k = 0; k < nslots[i]; k++)
 			fprintf(f, "%d, ", slots[i][k]);
 		fprintf(f, "-1};\n\t\tmkc_body_%d(m, lo, hi, bi);\n\t\tbreak;\n\t}\n", form[i]);
 	}
-	fprintf(f, "\t}\n}\n");
+	fprintf(f, "\t}\n}\n\n%s void MKC_UNUSED\nmkc_run_task(struct mkc_model *m, int task)\n{\n"
+		"\tint64_t lo[MKC_RANK], hi[MKC_RANK];\n\tmkc_task_bounds(m, task, lo, hi);\n"
+		"\tmkc_run_node(m, mkc_task_node[task], lo, hi);\n}\n", e->t->fn_qual);
 	return 0;
 }
 
@@ -794,9 +816,13 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 	emit_io(e);
 	emit_generate_io(e);
 	emit_schedule(e);
+	emit_boxes(e);
 	emit_profile(e, o);
 	fprintf(f, "\nstruct mkc_model;\n%s void mkc_run_task(struct mkc_model *m, int task);\n"
-		"%s void mkc_fill_symvals(struct mkc_model *m);\n", e->t->fn_qual, e->t->fn_qual);
+		"%s void mkc_task_bounds(const struct mkc_model *m, int task, int64_t *lo, int64_t *hi);\n"
+		"%s void mkc_run_node(struct mkc_model *m, int node, const int64_t *lo, const int64_t *hi);\n"
+		"%s void mkc_fill_symvals(struct mkc_model *m);\n", e->t->fn_qual, e->t->fn_qual,
+		e->t->fn_qual, e->t->fn_qual);
 	for (const char *const *r = e->t->runtime; *r; r++)
 		put_template(f, *r, prefix);
 	if (emit_nodes(e) != 0)

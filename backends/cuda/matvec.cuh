@@ -8,10 +8,10 @@
  * weight once, so the body exists to keep loads in flight: every thread of
  * the block owns the same C 16-byte chunks of K in every row (thread t
  * chunks t, t + MKC_THREADS, ... below K; its activations stay in
- * registers), and
- * the rows go RB at a time, so a thread has C * RB independent 16-byte
- * weight loads outstanding (12 to 16: 48-64 KB a block, what one SM needs
- * to stream at its share of the HBM bandwidth). Each row's partial sums
+ * registers), and the rows go RB at a time, the loads of the next batch
+ * issued before this one is summed, so a thread keeps 8 to 16 independent
+ * 16-byte weight loads outstanding (32-64 KB a block: what one SM needs to
+ * stream its share of the HBM bandwidth). Each row's partial sums
  * then meet: a shuffle reduction in each warp, the warps' sums in shared
  * memory, added in one order (the result does not depend on timing).
  * Every lane of the block calls it; dots is valid after it returns.
@@ -48,6 +48,22 @@ mkc_gemv_dot(float4 a, float4 w)
 	return s;
 }
 
+/* rows r .. r + RB of the weight, this thread's C chunks of each (zero past n) */
+template <int RB, int C, bool BF16>
+static __device__ __forceinline__ void
+mkc_gemv_load(uint4 (*v)[C], const void *w, int64_t ldw, int64_t r, int64_t n, int T)
+{
+	const int t = threadIdx.x;
+#pragma unroll
+	for (int j = 0; j < RB; j++)
+#pragma unroll
+		for (int c = 0; c < C; c++) {
+			const int k = t + c * MKC_THREADS;
+			const uint4 *row = (const uint4 *)((const char *)w + (r + j) * ldw * (BF16 ? 2 : 4));
+			v[j][c] = r + j < n && k < T ? row[k] : make_uint4(0, 0, 0, 0);
+		}
+}
+
 template <int K, bool BF16>
 static __device__ __noinline__ void MKC_UNUSED
 mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots)
@@ -56,7 +72,7 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots)
 	static_assert(K % E == 0, "K: whole 16-byte chunks");
 	constexpr int T = K / E;                        /* chunks a row */
 	constexpr int C = (T + MKC_THREADS - 1) / MKC_THREADS;   /* chunks a thread */
-	constexpr int RB = C >= 8 ? 2 : 16 / C;         /* rows in flight */
+	constexpr int RB = C >= 8 ? 1 : 8 / C;          /* rows a batch; two in flight */
 	__shared__ float red[MKC_THREADS / 32][MKC_GEMV_ROWS];
 	const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
 	float4 xa[C], xb[C];
@@ -67,35 +83,34 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots)
 		xa[c] = p[0];
 		xb[c] = BF16 ? p[1] : xa[c];
 	}
+	uint4 cur[RB][C], nxt[RB][C];
+	mkc_gemv_load<RB, C, BF16>(cur, w, ldw, 0, n, T);
 	for (int64_t r = 0; r < n; r += RB) {
-		uint4 wv[RB][C];
-#pragma unroll
-		for (int j = 0; j < RB; j++)
-#pragma unroll
-			for (int c = 0; c < C; c++) {
-				const int k = t + c * MKC_THREADS;
-				const uint4 *row = (const uint4 *)((const char *)w +
-								   (r + j) * ldw * (BF16 ? 2 : 4));
-				wv[j][c] = r + j < n && k < T ? row[k] : make_uint4(0, 0, 0, 0);
-			}
+		/* the next rows' loads go out before this batch is summed */
+		mkc_gemv_load<RB, C, BF16>(nxt, w, ldw, r + RB, n, T);
 #pragma unroll
 		for (int j = 0; j < RB; j++) {
 			float acc = 0;
 #pragma unroll
 			for (int c = 0; c < C; c++) {
 				if (BF16)
-					acc += mkc_gemv_dot(xa[c], xb[c], wv[j][c]);
+					acc += mkc_gemv_dot(xa[c], xb[c], cur[j][c]);
 				else
-					acc += mkc_gemv_dot(xa[c], make_float4(__uint_as_float(wv[j][c].x),
-									       __uint_as_float(wv[j][c].y),
-									       __uint_as_float(wv[j][c].z),
-									       __uint_as_float(wv[j][c].w)));
+					acc += mkc_gemv_dot(xa[c], make_float4(__uint_as_float(cur[j][c].x),
+									       __uint_as_float(cur[j][c].y),
+									       __uint_as_float(cur[j][c].z),
+									       __uint_as_float(cur[j][c].w)));
 			}
 			for (int o = 16; o > 0; o >>= 1)
 				acc += __shfl_xor_sync(0xffffffffu, acc, o);
 			if (lane == 0 && r + j < n)
 				red[warp][r + j] = acc;
 		}
+#pragma unroll
+		for (int j = 0; j < RB; j++)
+#pragma unroll
+			for (int c = 0; c < C; c++)
+				cur[j][c] = nxt[j][c];
 	}
 	__syncthreads();
 	for (int64_t r = t; r < n; r += MKC_THREADS) {

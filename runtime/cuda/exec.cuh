@@ -172,20 +172,32 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 	(void)slot;
 #endif
 	for (int i = mkc_queue_start[w]; i < mkc_queue_start[w + 1]; i++) {
+		/* everything the tables say about the task is read before its
+		 * wait: after the event only the body's own loads remain */
 		const int task = mkc_queue[i];
-		const int ev = mkc_task_wait[task];
-		if (threadIdx.x == 0)
+		const int ev = mkc_task_wait[task], node = mkc_task_node[task];
+		int64_t lo[MKC_RANK], hi[MKC_RANK];
+		mkc_task_bounds(m, task, lo, hi);
+		int s0 = 0, s1 = 0, sig0 = -1;
+		unsigned long long target = 0;
+		if (threadIdx.x == 0) {
+			s0 = mkc_task_sig_start[task];
+			s1 = mkc_task_sig_start[task + 1];
+			sig0 = s1 > s0 ? mkc_task_sig[s0] : -1;
+			target = ev >= 0 ? (unsigned long long)mkc_event_threshold[ev] * epoch : 0;
 			MKC_PROF_TASK(task, 0, mkc_prof_now());
-		if (ev >= 0 && mkc_wait(m, &counter[ev], (unsigned long long)mkc_event_threshold[ev] * epoch,
-					timeout_cycles, task, ev))
+		}
+		if (ev >= 0 && mkc_wait(m, &counter[ev], target, timeout_cycles, task, ev))
 			return 1;
 		if (threadIdx.x == 0)
 			MKC_PROF_TASK(task, 1, mkc_prof_now());
-		mkc_run_task(m, task);
+		mkc_run_node(m, node, lo, hi);
 		__syncthreads();
 		if (threadIdx.x == 0) {
 			__threadfence();
-			for (int k = mkc_task_sig_start[task]; k < mkc_task_sig_start[task + 1]; k++)
+			if (sig0 >= 0)
+				atomicAdd(&counter[sig0], 1ULL);
+			for (int k = s0 + 1; k < s1; k++)
 				atomicAdd(&counter[mkc_task_sig[k]], 1ULL);
 			MKC_PROF_TASK(task, 2, mkc_prof_now());
 			MKC_PROF_TASK(task, 3, (unsigned long long)w);
@@ -194,11 +206,38 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 	return 0;
 }
 
+/*
+ * The tile view kept in shared memory: tile bodies read m->buf[] and
+ * m->sym[] for every task, and from global memory each read is a round trip
+ * to L2 before the first load of data. A plan with too many tensors for
+ * that keeps the global one.
+ */
+#if (MKC_NTENSORS + MKC_NSYMS + 3) * 8 <= 24576
+#define MKC_MODEL_SHARED 1
+#else
+#define MKC_MODEL_SHARED 0
+#endif
+
+static __device__ struct mkc_model *
+mkc_model_view(struct mkc_model *m)
+{
+#if MKC_MODEL_SHARED
+	__shared__ struct mkc_model sh;
+	const int n = (int)(sizeof sh / sizeof(unsigned long long));
+	for (int i = threadIdx.x; i < n; i += blockDim.x)
+		((unsigned long long *)&sh)[i] = ((const volatile unsigned long long *)m)[i];
+	__syncthreads();
+	return &sh;
+#else
+	return m;
+#endif
+}
+
 static __global__ void __launch_bounds__(MKC_THREADS, 1)
 mkc_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch,
 	   long long timeout_cycles)
 {
-	mkc_run_queue(m, counter, epoch, timeout_cycles, 0);
+	mkc_run_queue(mkc_model_view(m), counter, epoch, timeout_cycles, 0);
 }
 
 #if MKC_PROFILE
@@ -286,7 +325,9 @@ mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned l
 	unsigned long long *bar = &counter[MKC_NEVENTS];
 	for (int j = 0; j < io.steps; j++) {
 		const unsigned long long arrivals = 2ULL * (unsigned long long)j;
-		if (mkc_run_queue(m, counter, epoch0 + (unsigned long long)j + 1, timeout_cycles,
+		/* again every step: block 0 advanced the symbols at the last one */
+		if (mkc_run_queue(mkc_model_view(m), counter, epoch0 + (unsigned long long)j + 1,
+				  timeout_cycles,
 				  j % MKC_PROF_SLOTS) ||
 		    mkc_grid_sync(m, bar, bar0 + (arrivals + 1) * MKC_NWORKERS, timeout_cycles))
 			return;
