@@ -630,50 +630,6 @@ emit_profile(mkc_emitter *e, const mkc_emit_options *o)
 }
 
 /*
- * The bytes of a weight a product's task reads, when they are one
- * contiguous range (rows lo..hi of a matrix read whole along its other
- * axis): the largest
- * such range, as {tensor index, byte offset, bytes}, or {-1, 0, 0}. A GPU
- * worker asks L2 for them while it waits for the task's event, so that the
- * memory streams weights while other workers run the small ops before.
- */
-static void
-emit_prefetch(mkc_emitter *e)
-{
-	FILE *f = e->f;
-	mkc_plan *p = e->p;
-	fprintf(f, "%s mkc_rt_range mkc_task_pf[MKC_NTASKS + 1] MKC_UNUSED = {", e->t->table_qual);
-	for (int i = 0; i < p->tasks.n; i++) {
-		const mkc_task *t = MKC_TASK(p, i);
-		int best = -1;
-		int64_t off = 0, len = 0;
-		/* products only: a Gather reads one row of all it may read */
-		bool product = t->node->op == MKC_OP_GEMM || t->node->op == MKC_OP_MATMUL;
-		for (int k = 0; product && k < t->nreads; k++) {
-			const mkc_region *r = &t->reads[k];
-			const mkc_tensor *x = r->t;
-			if (x->kind != MKC_TK_WEIGHT || x->rank != 2 || e->index[x->id] < 0 ||
-			    !mkc_dim_is_const(x->shape[0]) || !mkc_dim_is_const(x->shape[1]) ||
-			    !mkc_dim_is_const(r->box.lo[0]) || !mkc_dim_is_const(r->box.hi[0]) ||
-			    !mkc_dim_eq(r->box.lo[1], mkc_dim_const(0)) ||
-			    !mkc_dim_eq(r->box.hi[1], x->shape[1]))
-				continue;
-			int64_t row = x->shape[1].c * (int64_t)(x->storage == MKC_DT_BFLOAT16 ? 2 :
-								 mkc_dtype_size(x->dtype));
-			int64_t n = (r->box.hi[0].c - r->box.lo[0].c) * row;
-			if (n > len && row % 16 == 0) {
-				best = e->index[x->id];
-				off = r->box.lo[0].c * row;
-				len = n;
-			}
-		}
-		fprintf(f, "%s{%d, %lld, %lld},", i % 4 ? " " : "\n\t", best, (long long)off,
-			(long long)len);
-	}
-	fputs("\n\t{-1, 0, 0}\n};\n", f);
-}
-
-/*
  * Each task's node and output box, before the runtime (a GPU worker reads
  * them ahead of the task's wait).
  */
@@ -712,7 +668,6 @@ emit_boxes(mkc_emitter *e)
 		}
 	}
 	fprintf(f, "\n\t{0, 0, -1}\n};\n\n#define MKC_RANK %d\n", MKC_MAX_RANK);
-	emit_prefetch(e);
 }
 
 /*

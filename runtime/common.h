@@ -35,12 +35,6 @@ typedef struct {
 	int s;
 } mkc_rt_dim;
 
-/* bytes [off, off + len) of tensor t (a task's weight range; t < 0: none) */
-typedef struct {
-	int t;
-	int64_t off, len;
-} mkc_rt_range;
-
 static inline MKC_HD int64_t MKC_UNUSED
 mkc_rt_dimv(mkc_rt_dim d, const int64_t *sym)
 {

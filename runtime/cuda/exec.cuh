@@ -151,25 +151,6 @@ mkc_prof_smid(void)
 #define MKC_PROF_TASK(task, k, v) ((void)0)
 #endif
 
-/* Asks L2 for a range of a tensor (one bulk prefetch on sm_90 and later). */
-static __device__ __forceinline__ void
-mkc_prefetch_l2(const struct mkc_model *m, mkc_rt_range r)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	if (r.t >= 0 && r.len > 0) {
-		const char *p = (const char *)m->buf[r.t] + r.off;
-		for (int64_t o = 0; o < r.len; o += 1 << 20) {
-			const unsigned n = (unsigned)(r.len - o < (1 << 20) ? r.len - o : 1 << 20);
-			asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + o), "r"(n)
-				     : "memory");
-		}
-	}
-#else
-	(void)m;
-	(void)r;
-#endif
-}
-
 /*
  * Block w runs queue w for one step (events count to threshold * epoch);
  * with --profile it stamps each task into slot slot of the timeline.
@@ -190,14 +171,7 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 #else
 	(void)slot;
 #endif
-	int pf = mkc_queue_start[w];   /* the next queue entry whose weights L2 gets */
 	for (int i = mkc_queue_start[w]; i < mkc_queue_start[w + 1]; i++) {
-		/* this task's weights and the next one's go to L2 now, while
-		 * the task may still wait: the memory streams them while the
-		 * ops before it run */
-		if (threadIdx.x == 0)
-			for (; pf < mkc_queue_start[w + 1] && pf <= i + 1; pf++)
-				mkc_prefetch_l2(m, mkc_task_pf[mkc_queue[pf]]);
 		/* everything the tables say about the task is read before its
 		 * wait: after the event only the body's own loads remain */
 		const int task = mkc_queue[i];
