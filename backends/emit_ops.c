@@ -111,7 +111,7 @@ decl(mkc_emitter *e, const char *var, const mkc_tensor *t, bool out)
 	FILE *f = e->f;
 	const char *ct = is_bf16(t) ? "uint16_t" : mkc_ctype(e, t->dtype);
 	e->slot[e->nslot] = e->index[t->id];
-	fprintf(f, "\t%s%s *%s MKC_UNUSED = (%s%s *)m->buf[bi[%d]];\n", out ? "" : "const ", ct, var,
+	fprintf(f, "\t%s%s *MKC_RESTRICT %s MKC_UNUSED = (%s%s *)m->buf[bi[%d]];\n", out ? "" : "const ", ct, var,
 		out ? "" : "const ", ct, e->nslot++);
 	fprintf(f, "\tconst int64_t %s_d[%d] MKC_UNUSED = {", var, t->rank + 1);
 	for (int i = 0; i < t->rank; i++) {
@@ -427,11 +427,11 @@ rows_fit(const mkc_emitter *e, const mkc_tensor *w, mkc_dim k)
  * backends/cuda/matvec.cuh then computes the tile.
  */
 static bool
-gemv_fits(const mkc_emitter *e, const mkc_node *n, int r)
+gemv_fits(const mkc_emitter *e, const mkc_node *n, int r, int wi)
 {
 	const mkc_tensor *y = n->out[0], *a = n->in[0];
 	int64_t k = a->shape[a->rank - 1].c;
-	if (e->t->warp != 32 || k % (is_bf16(n->in[1]) ? 8 : 4))
+	if (e->t->warp != 32 || k % (is_bf16(n->in[wi]) ? 8 : 4))
 		return false;
 	for (int d = 0; d < r - 1; d++)
 		if (!mkc_dim_eq(y->shape[d], mkc_dim_const(1)))
@@ -454,11 +454,11 @@ emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *pa, const ch
 	bool wb = is_bf16(n->in[1]);
 	int v = wb ? 8 : 4, w = e->t->warp;
 	const mkc_tensor *a = n->in[0];
-	if (gemv_fits(e, n, r)) {
+	if (gemv_fits(e, n, r, 1)) {
 		fprintf(f, "\t__shared__ float dots[MKC_GEMV_ROWS];\n"
 			"\tint64_t ext[%d], idx[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
 			"\tmkc_rt_unflat(0, lo, ext, %d, idx);\n"
-			"\tmkc_gemv<%lld, %s>(%s, x1 + lo[%d] * x1_s[0], x1_s[0], cnt, dots);\n"
+			"\tmkc_gemv<%lld, %s, 0>(%s, x1 + lo[%d] * x1_s[0], x1_s[0], cnt, dots, NULL, 0.0f);\n"
 			"\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n"
 			"\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n\t\tconst float acc = dots[f];\n"
 			"\t\ty[mkc_rt_dot(idx, y_s, %d)] = %s;\n\t}\n",
@@ -554,6 +554,50 @@ emit_gemm(mkc_emitter *e, const mkc_node *n)
 	if (c)
 		fprintf(f, " + %s * x2[mkc_rt_dot(idx, cs, 2)]", flit(fa, beta));
 	fputs(";\n\t}\n", f);
+	return 0;
+}
+
+/*
+ * NormGemm (passes/fuse_norm.c): Gemm(RMSNormalization(x, scale), W, C) of
+ * one row x of K. On a GPU the matvec body normalises the row it holds in
+ * registers; otherwise the row's sum of squares first, then each product
+ * scales x on the fly, with the same float operations in the same order as
+ * the norm's and the Gemm's own bodies (the C target's results are those of
+ * the two nodes, bit for bit).
+ */
+static int
+emit_norm_gemm(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	float alpha = mkc_node_attr_float(n, "alpha", 1), beta = mkc_node_attr_float(n, "beta", 1);
+	float eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
+	bool c = n->nin > 3 && n->in[3];
+	int64_t k = n->in[0]->shape[1].c;
+	char fa[48], fb[48], fe[48], sb[128], out[200];
+	decl_all(e, n);
+	if (c)
+		fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x3_d, x3_s, %d, 2, cs);\n", n->in[3]->rank);
+	snprintf(out, sizeof out, "%s * acc%s%s%s", flit(fa, alpha), c ? " + " : "", c ? flit(fb, beta) : "",
+		 c ? " * x3[mkc_rt_dot(idx, cs, 2)]" : "");
+	if (gemv_fits(e, n, 2, 2)) {
+		fprintf(f, "\t__shared__ float dots[MKC_GEMV_ROWS];\n"
+			"\tint64_t ext[3], idx[3];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, 2, ext);\n"
+			"\tmkc_gemv<%lld, %s, %d>(x0, x2 + lo[1] * x2_s[0], x2_s[0], cnt, dots, x1, %s);\n"
+			"\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n"
+			"\t\tmkc_rt_unflat(f, lo, ext, 2, idx);\n\t\tconst float acc = dots[f];\n"
+			"\t\ty[mkc_rt_dot(idx, y_s, 2)] = %s;\n\t}\n",
+			(long long)k, is_bf16(n->in[2]) ? "true" : "false", is_bf16(n->in[1]) ? 2 : 1,
+			flit(fe, eps), out);
+		return 0;
+	}
+	fprintf(f, "\tconst int64_t K = %lld;\n\tfloat mean = 0, ss = 0;\n"
+		"\tfor (int64_t j = 0; j < K; j++)\n\t\tss += (x0[j] - mean) * (x0[j] - mean);\n"
+		"\tconst float inv = 1.0f / sqrtf(ss / (float)K + %s);\n", (long long)k, flit(fe, eps));
+	open_box(f, 2);
+	fprintf(f, "\t\tconst %s *pb = x2 + idx[1] * x2_s[0];\n\t\tfloat acc = 0;\n"
+		"\t\tfor (int64_t k = 0; k < K; k++)\n\t\t\tacc += (x0[k] - mean) * inv * %s * %s;\n"
+		"\t\ty[oy] = %s;\n\t}\n", is_bf16(n->in[2]) ? "uint16_t" : "float", rd(sb, n, 1, "k"),
+		is_bf16(n->in[2]) ? "mkc_rt_bf16(pb[k])" : "pb[k]", out);
 	return 0;
 }
 
@@ -1108,6 +1152,7 @@ mkc_emit_node(mkc_emitter *e, const mkc_node *n)
 	switch (n->op) {
 	case MKC_OP_MATMUL: return emit_matmul(e, n);
 	case MKC_OP_GEMM: return emit_gemm(e, n);
+	case MKC_OP_NORM_GEMM: return emit_norm_gemm(e, n);
 	case MKC_OP_SOFTMAX: return emit_softmax(e, n);
 	case MKC_OP_REDUCE_MEAN:
 	case MKC_OP_REDUCE_SUM:

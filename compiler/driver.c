@@ -16,6 +16,7 @@ static const pass passes[] = {
 	{"dce", mkc_pass_dce, NULL},
 	{"state", mkc_pass_state, NULL},
 	{"weights", mkc_pass_weights, NULL},
+	{"fuse_norm", mkc_pass_fuse_norm, NULL},
 	{"tile", NULL, mkc_pass_tile},
 	{"memory", NULL, mkc_pass_memory},
 	{"deps", NULL, mkc_pass_deps},

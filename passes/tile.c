@@ -66,6 +66,8 @@ mapping_of(const mkc_node *n)
 		return n->in[0]->rank >= 2 && n->in[1]->rank >= 2 ? MAP_MATMUL : MAP_WHOLE;
 	case MKC_OP_GEMM:
 		return n->in[1]->kind == MKC_TK_WEIGHT ? MAP_GEMM : MAP_WHOLE;
+	case MKC_OP_NORM_GEMM:
+		return MAP_GEMM;
 	case MKC_OP_SOFTMAX:
 	case MKC_OP_RMS_NORM:
 		return MAP_ROWS;
@@ -213,22 +215,34 @@ matmul_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 	}
 }
 
-/* Gemm: A by output rows, B by output columns (its rows when transB), C broadcast. */
+/*
+ * Gemm: A by output rows, B by output columns (its rows when transB), C
+ * broadcast. NormGemm (x, scale, W, C) reads its one row x and the scale
+ * whole, then W and C as Gemm reads B and C.
+ */
 static void
 gemm_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 {
 	mkc_node *n = t->node;
 	bool ta = mkc_node_attr_int(n, "transA", 0), tb = mkc_node_attr_int(n, "transB", 0);
-	mkc_box a = mkc_box_full(n->in[0]), b = mkc_box_full(n->in[1]);
-	a.lo[ta] = ob->lo[0];
-	a.hi[ta] = ob->hi[0];
+	int w = 1;
+	if (n->op == MKC_OP_NORM_GEMM) {
+		mkc_box s = mkc_box_full(n->in[1]);
+		mkc_task_add_region(p, t, false, n->in[1], &s);
+		w = 2;
+	}
+	mkc_box a = mkc_box_full(n->in[0]), b = mkc_box_full(n->in[w]);
+	if (n->op != MKC_OP_NORM_GEMM) {
+		a.lo[ta] = ob->lo[0];
+		a.hi[ta] = ob->hi[0];
+	}
 	b.lo[!tb] = ob->lo[1];
 	b.hi[!tb] = ob->hi[1];
 	mkc_task_add_region(p, t, false, n->in[0], &a);
-	mkc_task_add_region(p, t, false, n->in[1], &b);
-	if (n->nin > 2 && n->in[2]) {
-		mkc_box c = broadcast_box(n->in[2], n->out[0], ob);
-		mkc_task_add_region(p, t, false, n->in[2], &c);
+	mkc_task_add_region(p, t, false, n->in[w], &b);
+	if (n->nin > w + 1 && n->in[w + 1]) {
+		mkc_box c = broadcast_box(n->in[w + 1], n->out[0], ob);
+		mkc_task_add_region(p, t, false, n->in[w + 1], &c);
 	}
 }
 

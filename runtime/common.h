@@ -21,11 +21,13 @@
 #define MKC_LANE ((int64_t)threadIdx.x)
 #define MKC_NLANES ((int64_t)blockDim.x)
 #define MKC_LANES_SYNC() __syncthreads()   /* a tile reads what its own lanes wrote */
+#define MKC_RESTRICT __restrict__   /* a node never writes memory it reads (memory.c) */
 #else
 #define MKC_HD
 #define MKC_LANE 0
 #define MKC_NLANES 1
 #define MKC_LANES_SYNC() ((void)0)
+#define MKC_RESTRICT
 #define mkc_rt_block_sum(v) (v)   /* one lane: its own sum */
 #endif
 

@@ -48,6 +48,42 @@ mkc_gemv_dot(float4 a, float4 w)
 	return s;
 }
 
+/* scales this thread's chunks of x by 1 / sqrt(mean(x^2) + eps) and the scale */
+template <int K, int E, int C, int NORM>
+static __device__ __forceinline__ void
+mkc_gemv_norm(float4 *xa, float4 *xb, const void *scale, float eps)
+{
+	constexpr int T = K / E;
+	const int t = threadIdx.x;
+	float ss = 0;
+#pragma unroll
+	for (int c = 0; c < C; c++)
+		if (t + c * MKC_THREADS < T) {
+			ss += xa[c].x * xa[c].x + xa[c].y * xa[c].y + xa[c].z * xa[c].z + xa[c].w * xa[c].w;
+			if (E == 8)
+				ss += xb[c].x * xb[c].x + xb[c].y * xb[c].y + xb[c].z * xb[c].z +
+				      xb[c].w * xb[c].w;
+		}
+	ss = mkc_rt_block_sum(ss);
+	const float inv = 1.0f / sqrtf(ss / (float)K + eps);
+#pragma unroll
+	for (int c = 0; c < C; c++) {
+		const int64_t k = (int64_t)E * (t + c * MKC_THREADS);
+		if (k >= K)
+			continue;
+		float s[8];
+#pragma unroll
+		for (int i = 0; i < E; i++)
+			s[i] = NORM == 2 ? mkc_rt_bf16(((const uint16_t *)scale)[k + i])
+					 : ((const float *)scale)[k + i];
+		xa[c] = make_float4(xa[c].x * inv * s[0], xa[c].y * inv * s[1], xa[c].z * inv * s[2],
+				    xa[c].w * inv * s[3]);
+		if (E == 8)
+			xb[c] = make_float4(xb[c].x * inv * s[4], xb[c].y * inv * s[5],
+					    xb[c].z * inv * s[6], xb[c].w * inv * s[7]);
+	}
+}
+
 /* rows r .. r + RB of the weight, this thread's C chunks of each (zero past n) */
 template <int RB, int C, bool BF16>
 static __device__ __forceinline__ void
@@ -64,9 +100,14 @@ mkc_gemv_load(uint4 (*v)[C], const void *w, int64_t ldw, int64_t r, int64_t n, i
 		}
 }
 
-template <int K, bool BF16>
+/*
+ * NORM 1 or 2: x is first RMS-normalised with eps and a float32 (1) or bf16
+ * (2) scale of K elements, as a NormGemm node asks (passes/fuse_norm.c).
+ */
+template <int K, bool BF16, int NORM>
 static __device__ __noinline__ void MKC_UNUSED
-mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots)
+mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, const void *scale,
+	 float eps)
 {
 	constexpr int E = BF16 ? 8 : 4;                 /* weights in 16 bytes */
 	static_assert(K % E == 0, "K: whole 16-byte chunks");
@@ -83,6 +124,8 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots)
 		xa[c] = p[0];
 		xb[c] = BF16 ? p[1] : xa[c];
 	}
+	if (NORM)
+		mkc_gemv_norm<K, E, C, NORM>(xa, xb, scale, eps);
 	uint4 cur[RB][C], nxt[RB][C];
 	mkc_gemv_load<RB, C, BF16>(cur, w, ldw, 0, n, T);
 	for (int64_t r = 0; r < n; r += RB) {
