@@ -55,6 +55,31 @@ mkc_gemv_norm(float4 *xa, float4 *xb, const void *scale, float eps)
 {
 	constexpr int T = K / E;
 	const int t = threadIdx.x;
+	float s[C][8];   /* the scale's chunks, loaded before the sum is known */
+#pragma unroll
+	for (int c = 0; c < C; c++) {
+		const int64_t k = (int64_t)E * (t + c * MKC_THREADS);
+		if (k >= K)
+			continue;
+		if (NORM == 2) {
+			const uint16_t *p = (const uint16_t *)scale + k;
+			uint4 v = make_uint4(0, 0, 0, 0);
+			if (E == 8)
+				v = *(const uint4 *)p;
+			else
+				*(uint2 *)&v = *(const uint2 *)p;
+			const unsigned u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+			for (int i = 0; i < 4 && 2 * i < E; i++) {
+				s[c][2 * i] = __uint_as_float(u[i] << 16);
+				s[c][2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+			}
+		} else {
+#pragma unroll
+			for (int i = 0; i < E; i++)
+				s[c][i] = ((const float *)scale)[k + i];
+		}
+	}
 	float ss = 0;
 #pragma unroll
 	for (int c = 0; c < C; c++)
@@ -71,16 +96,11 @@ mkc_gemv_norm(float4 *xa, float4 *xb, const void *scale, float eps)
 		const int64_t k = (int64_t)E * (t + c * MKC_THREADS);
 		if (k >= K)
 			continue;
-		float s[8];
-#pragma unroll
-		for (int i = 0; i < E; i++)
-			s[i] = NORM == 2 ? mkc_rt_bf16(((const uint16_t *)scale)[k + i])
-					 : ((const float *)scale)[k + i];
-		xa[c] = make_float4(xa[c].x * inv * s[0], xa[c].y * inv * s[1], xa[c].z * inv * s[2],
-				    xa[c].w * inv * s[3]);
+		xa[c] = make_float4(xa[c].x * inv * s[c][0], xa[c].y * inv * s[c][1],
+				    xa[c].z * inv * s[c][2], xa[c].w * inv * s[c][3]);
 		if (E == 8)
-			xb[c] = make_float4(xb[c].x * inv * s[4], xb[c].y * inv * s[5],
-					    xb[c].z * inv * s[6], xb[c].w * inv * s[7]);
+			xb[c] = make_float4(xb[c].x * inv * s[c][4], xb[c].y * inv * s[c][5],
+					    xb[c].z * inv * s[c][6], xb[c].w * inv * s[c][7]);
 	}
 }
 
@@ -116,6 +136,11 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, con
 	constexpr int RB = C >= 8 ? 1 : 8 / C;          /* rows a batch; two in flight */
 	__shared__ float red[MKC_THREADS / 32][MKC_GEMV_ROWS];
 	const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+	/* the first rows' loads go out first: they wait on nothing, and the
+	 * memory can stream them while the activations and the norm's sum
+	 * come in */
+	uint4 cur[RB][C], nxt[RB][C];
+	mkc_gemv_load<RB, C, BF16>(cur, w, ldw, 0, n, T);
 	float4 xa[C], xb[C];
 #pragma unroll
 	for (int c = 0; c < C; c++) {
@@ -126,8 +151,6 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, con
 	}
 	if (NORM)
 		mkc_gemv_norm<K, E, C, NORM>(xa, xb, scale, eps);
-	uint4 cur[RB][C], nxt[RB][C];
-	mkc_gemv_load<RB, C, BF16>(cur, w, ldw, 0, n, T);
 	for (int64_t r = 0; r < n; r += RB) {
 		/* the next rows' loads go out before this batch is summed */
 		mkc_gemv_load<RB, C, BF16>(nxt, w, ldw, r + RB, n, T);
