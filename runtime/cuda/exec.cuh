@@ -9,12 +9,15 @@
  * producer never got an SM would hang the step).
  *
  * Event protocol, per task:
- *   wait:   thread 0 polls the 64-bit counter with volatile loads until it
- *           reaches threshold * epoch, then __threadfence(); __syncthreads()
- *           hands the result to the block;
+ *   wait:   thread 0 polls the 64-bit counter with ld.acquire.gpu until it
+ *           reaches threshold * epoch; __syncthreads() hands the result
+ *           (and what the acquire made visible) to the block;
  *   run:    all threads of the block share the tile's loops;
  *   signal: __syncthreads() (the block's writes are done), thread 0
- *           __threadfence() and atomicAdd(counter, 1) for each event.
+ *           red.release.gpu (add 1) on the counter of each event.
+ * (The barrier-then-release and acquire-then-barrier pairs are the PTX
+ * memory model's way for a block to publish and to consume; a full fence
+ * per task, as before, cost more.)
  * Counters are never reset; the epoch grows by one a step. A watchdog in
  * the wait (clock64) gives up after timeout_s and reports task and event;
  * every block then leaves. A tile that finds bad data (a Gather index out
@@ -91,6 +94,20 @@ mkc_symvals_kernel(struct mkc_model *m)
 		mkc_fill_symvals(m);
 }
 
+static __device__ __forceinline__ unsigned long long
+mkc_ld_acquire(const unsigned long long *p)
+{
+	unsigned long long v;
+	asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+
+static __device__ __forceinline__ void
+mkc_red_release(unsigned long long *p)
+{
+	asm volatile("red.release.gpu.global.add.u64 [%0], 1;" ::"l"(p) : "memory");
+}
+
 /*
  * Thread 0 waits until *counter reaches target, then the block goes on;
  * 0, or 1 when the step failed or the watchdog fired (who = task, or -1
@@ -104,7 +121,7 @@ mkc_wait(struct mkc_model *m, unsigned long long *counter, unsigned long long ta
 	if (threadIdx.x == 0) {
 		const long long start = clock64();
 		int ok = 1;
-		while (*(volatile unsigned long long *)counter < target) {
+		while (mkc_ld_acquire(counter) < target) {
 			if (*(volatile int *)&m->status[0]) {
 				ok = 0;
 				break;
@@ -119,7 +136,6 @@ mkc_wait(struct mkc_model *m, unsigned long long *counter, unsigned long long ta
 			}
 			__nanosleep(64);
 		}
-		__threadfence();
 		stop = !ok;
 	}
 	__syncthreads();
@@ -194,11 +210,10 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 		mkc_run_node(m, node, lo, hi);
 		__syncthreads();
 		if (threadIdx.x == 0) {
-			__threadfence();
 			if (sig0 >= 0)
-				atomicAdd(&counter[sig0], 1ULL);
+				mkc_red_release(&counter[sig0]);
 			for (int k = s0 + 1; k < s1; k++)
-				atomicAdd(&counter[mkc_task_sig[k]], 1ULL);
+				mkc_red_release(&counter[mkc_task_sig[k]]);
 			MKC_PROF_TASK(task, 2, mkc_prof_now());
 			MKC_PROF_TASK(task, 3, (unsigned long long)w);
 		}
