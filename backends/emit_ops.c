@@ -896,6 +896,75 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 }
 
 /*
+ * AttnPart and AttnMerge (passes/split_attn.c). Part: for each row r of
+ * the box (key head r / C, chunk r % C of the L positions) and each of
+ * that key head's G query heads and query positions, an online softmax over
+ * the chunk's positions: the unnormalised sums of the values, the maximum
+ * score and the sum of exp(score - maximum). On a GPU with a head size it
+ * has a body for, backends/cuda/attention.cuh; otherwise a lane an output
+ * element. Merge: each output element from the C partial results of its
+ * key head, rescaled to their common maximum.
+ */
+static int
+emit_attn_part(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	const mkc_attr *sa = mkc_node_attr(n, "scale");
+	int64_t c = mkc_node_attr_int(n, "chunks", 1), d = n->in[0]->shape[3].c;
+	char fa[48];
+	decl_all(e, n);
+	if (sa)
+		fprintf(f, "\tconst float scale = %s;\n", flit(fa, sa->f));
+	else
+		fputs("\tconst float scale = 1.0f / sqrtf((float)x0_d[3]);\n", f);
+	fprintf(f, "\tconst int64_t B = x0_d[0], Sq = x0_d[2], D = x0_d[3], L = x1_d[2];\n"
+		"\tconst int64_t C = %lld, G = x0_d[1] / x1_d[1];\n", (long long)c);
+	if (e->t->warp == 32 && d % 32 == 0 && d <= 256) {
+		fprintf(f, "\t(void)D;\n\tmkc_attn_part<%lld>(x0, x0_s, x1, x1_s, x2, x2_s, y, y_s, B, Sq, L, G, C, "
+			"lo[1], hi[1], scale);\n", (long long)d);
+		return 0;
+	}
+	fputs("\tfor (int64_t o = MKC_LANE; o < B * (hi[1] - lo[1]) * G * Sq * D; o += MKC_NLANES) {\n"
+	      "\t\tconst int64_t b = o / ((hi[1] - lo[1]) * G * Sq * D);\n"
+	      "\t\tconst int64_t r = lo[1] + o / (G * Sq * D) % (hi[1] - lo[1]), kh = r / C, ch = r % C;\n"
+	      "\t\tconst int64_t i = o / D % (G * Sq), dd = o % D, h = kh * G + i / Sq, s = i % Sq;\n"
+	      "\t\tconst float *pq = x0 + b * x0_s[0] + h * x0_s[1] + s * x0_s[2];\n"
+	      "\t\tfloat mx = -INFINITY, sum = 0, acc = 0;\n"
+	      "\t\tfor (int64_t t = ch * L / C; t < (ch + 1) * L / C; t++) {\n"
+	      "\t\t\tconst float *pk = x1 + b * x1_s[0] + kh * x1_s[1] + t * x1_s[2];\n"
+	      "\t\t\tconst float *pv = x2 + b * x2_s[0] + kh * x2_s[1] + t * x2_s[2];\n"
+	      "\t\t\tfloat v = 0;\n\t\t\tfor (int64_t k = 0; k < D; k++)\n\t\t\t\tv += pq[k] * pk[k];\n"
+	      "\t\t\tv *= scale;\n\t\t\tif (v == -INFINITY)\n\t\t\t\tcontinue;\n"
+	      "\t\t\tconst float nm = fmaxf(mx, v), rr = expf(mx - nm), w = expf(v - nm);\n"
+	      "\t\t\tsum = sum * rr + w;\n\t\t\tacc = acc * rr + w * pv[dd];\n\t\t\tmx = nm;\n\t\t}\n"
+	      "\t\tfloat *py = y + b * y_s[0] + r * y_s[1] + i * y_s[2];\n"
+	      "\t\tpy[dd] = acc;\n\t\tif (dd == 0) {\n\t\t\tpy[D] = mx;\n\t\t\tpy[D + 1] = sum;\n\t\t}\n"
+	      "\t}\n", f);
+	return 0;
+}
+
+static int
+emit_attn_merge(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	int64_t c = mkc_node_attr_int(n, "chunks", 1);
+	decl_all(e, n);
+	fprintf(f, "\tconst int64_t B = y_d[0], Hq = y_d[1], Sq = y_d[2], D = y_d[3], C = %lld;\n"
+		"\tconst int64_t G = Hq / (x0_d[1] / C), NH = hi[1] - lo[1];\n", (long long)c);
+	fputs("\tfor (int64_t o = MKC_LANE; o < B * NH * Sq * D; o += MKC_NLANES) {\n"
+	      "\t\tconst int64_t b = o / (NH * Sq * D), h = lo[1] + o / (Sq * D) % NH;\n"
+	      "\t\tconst int64_t s = o / D % Sq, d = o % D, kh = h / G;\n"
+	      "\t\tconst float *pp = x0 + b * x0_s[0] + kh * C * x0_s[1] + (h % G * Sq + s) * x0_s[2];\n"
+	      "\t\tfloat m = -INFINITY, sum = 0, acc = 0;\n"
+	      "\t\tfor (int64_t c = 0; c < C; c++)\n\t\t\tm = fmaxf(m, pp[c * x0_s[1] + D]);\n"
+	      "\t\tfor (int64_t c = 0; c < C; c++) {\n\t\t\tconst float *pc = pp + c * x0_s[1];\n"
+	      "\t\t\tif (pc[D] == -INFINITY)\n\t\t\t\tcontinue;\n"
+	      "\t\t\tconst float w = expf(pc[D] - m);\n\t\t\tsum += pc[D + 1] * w;\n\t\t\tacc += pc[d] * w;\n\t\t}\n"
+	      "\t\ty[b * y_s[0] + h * y_s[1] + s * y_s[2] + d] = sum > 0 ? acc / sum : 0;\n\t}\n", f);
+	return 0;
+}
+
+/*
  * CacheAppend: the new positions into the cache, at past_len along the
  * cache axis. The box is those positions; the input is dense.
  */
@@ -1165,6 +1234,8 @@ mkc_emit_node(mkc_emitter *e, const mkc_node *n)
 	case MKC_OP_MS_ROTARY: return emit_rotary(e, n);
 	case MKC_OP_ATTENTION: return emit_attention(e, n);
 	case MKC_OP_CACHE_APPEND: return emit_cache_append(e, n);
+	case MKC_OP_ATTN_PART: return emit_attn_part(e, n);
+	case MKC_OP_ATTN_MERGE: return emit_attn_merge(e, n);
 	default: return unsupported(e, n, "no code generator for this op");
 	}
 }

@@ -17,6 +17,7 @@ static const pass passes[] = {
 	{"state", mkc_pass_state, NULL},
 	{"weights", mkc_pass_weights, NULL},
 	{"fuse_norm", mkc_pass_fuse_norm, NULL},
+	{"split_attn", mkc_pass_split_attn, NULL},
 	{"tile", NULL, mkc_pass_tile},
 	{"memory", NULL, mkc_pass_memory},
 	{"deps", NULL, mkc_pass_deps},
@@ -56,6 +57,7 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 	if (mkc_verify_graph(g, false) != 0)
 		return -1;
 	g->bf16_weights = o->bf16_weights;
+	g->nworkers = tp.nworkers;
 	g->kv_cap = o->kv_io ? 0 : o->max_seq ? o->max_seq : o->max_dim ? o->max_dim : 4096;
 	for (int i = 0; i < NPASSES; i++) {
 		const pass *ps = &passes[i];

@@ -206,6 +206,7 @@ struct mkc_graph {
 	int64_t kv_cap;
 	mkc_vec states;
 	bool bf16_weights;         /* passes/weights.c: float32 weights stored as bf16 */
+	int nworkers;              /* the plan's workers (split_attn sizes its chunks by them) */
 };
 
 mkc_graph *mkc_graph_create(mkc_ctx *c, const char *path);

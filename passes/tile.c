@@ -22,6 +22,8 @@
  *   - Attention with one output and 4-D inputs: the query heads, one or
  *     more a tile, each tile reading the key and value heads its query
  *     heads share (head / (query heads / key heads)), whole otherwise;
+ *   - AttnPart (passes/split_attn.c): a tile a (key head, chunk) row of
+ *     its output; AttnMerge: by query heads, reading their key heads' rows;
  *   - anything else, and any node with several outputs: one tile that reads
  *     every input whole (a CacheAppend writes only the new positions).
  * Tiles never split a symbolic axis: their bounds stay constants there and
@@ -32,8 +34,10 @@
 
 #include <string.h>
 
-typedef enum { MAP_WHOLE, MAP_ELEMENTWISE, MAP_MATMUL, MAP_GEMM, MAP_ROWS, MAP_GATHER, MAP_HEADS }
-	mapping;
+typedef enum {
+	MAP_WHOLE, MAP_ELEMENTWISE, MAP_MATMUL, MAP_GEMM, MAP_ROWS, MAP_GATHER, MAP_HEADS,
+	MAP_PARTS, MAP_MERGE
+} mapping;
 
 /* Query heads over key heads, if Attention can be cut by heads; else 0. */
 static int64_t
@@ -78,6 +82,10 @@ mapping_of(const mkc_node *n)
 			       ? MAP_GATHER : MAP_WHOLE;
 	case MKC_OP_ATTENTION:
 		return attention_group(n) ? MAP_HEADS : MAP_WHOLE;
+	case MKC_OP_ATTN_PART:
+		return MAP_PARTS;
+	case MKC_OP_ATTN_MERGE:
+		return MAP_MERGE;
 	default:
 		return MAP_WHOLE;
 	}
@@ -125,6 +133,20 @@ choose_split(const mkc_plan *p, const mkc_node *n, mapping m, int *axis, int *nt
 		if (t < spread)
 			t = spread;
 		*ntiles = (int)(t < 1 ? 1 : t);
+		return;
+	}
+	if (m == MAP_PARTS) {
+		/* a tile a (key head, chunk) pair: split_attn made about one a worker */
+		*axis = 1;
+		*ntiles = (int)y->shape[1].c;
+		return;
+	}
+	if (m == MAP_MERGE) {
+		int64_t h = y->shape[1].c, want = h < p->tp.nworkers ? h : p->tp.nworkers;
+		if (want >= 2) {
+			*axis = 1;
+			*ntiles = (int)want;
+		}
 		return;
 	}
 	if (m == MAP_HEADS) {
@@ -272,9 +294,44 @@ attention_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 	}
 }
 
+/*
+ * AttnPart by rows i0..i1 of part (key head i / C, chunk i % C): the query
+ * heads of those key heads, and those key heads' keys and values at every
+ * position. AttnMerge by query heads h0..h1: the rows of part of their key
+ * heads, every chunk.
+ */
+static void
+split_attn_reads(mkc_plan *p, mkc_task *t, mapping m, const mkc_box *ob)
+{
+	mkc_node *n = t->node;
+	const int64_t c = mkc_node_attr_int(n, "chunks", 1);
+	if (m == MAP_PARTS) {
+		const mkc_tensor *q = n->in[0], *k = n->in[1];
+		const int64_t grp = q->shape[1].c / k->shape[1].c;
+		const int64_t kh0 = ob->lo[1].c / c, kh1 = (ob->hi[1].c - 1) / c + 1;
+		for (int i = 0; i < 3; i++) {
+			mkc_box b = mkc_box_full(n->in[i]);
+			b.lo[1] = mkc_dim_const(i ? kh0 : kh0 * grp);
+			b.hi[1] = mkc_dim_const(i ? kh1 : kh1 * grp);
+			mkc_task_add_region(p, t, false, n->in[i], &b);
+		}
+		return;
+	}
+	const mkc_tensor *part = n->in[0], *y = n->out[0];
+	const int64_t grp = y->shape[1].c / (part->shape[1].c / c);
+	mkc_box b = mkc_box_full(part);
+	b.lo[1] = mkc_dim_const(ob->lo[1].c / grp * c);
+	b.hi[1] = mkc_dim_const(((ob->hi[1].c - 1) / grp + 1) * c);
+	mkc_task_add_region(p, t, false, n->in[0], &b);
+}
+
 static void
 add_reads(mkc_plan *p, mkc_task *t, mapping m, const mkc_box *ob)
 {
+	if (m == MAP_PARTS || m == MAP_MERGE) {
+		split_attn_reads(p, t, m, ob);
+		return;
+	}
 	mkc_node *n = t->node;
 	const mkc_tensor *y = n->out[0];
 	if (m == MAP_MATMUL) {
