@@ -753,11 +753,16 @@ emit_rotary(mkc_emitter *e, const mkc_node *n)
 	else
 		fprintf(f, "\tconst int64_t B = x0_d[0], H = %lld, S = x0_d[1], D = x0_d[2] / H;\n"
 			"\tconst int64_t sb = x0_s[0], sh = D, ss = x0_s[1];\n", (long long)heads);
-	fprintf(f, "\tconst int64_t R = %lld ? %lld : D, half = R / 2;\n"
-		"\tfor (int64_t q = MKC_LANE; q < B * H * S; q += MKC_NLANES) {\n"
+	/* a lane a pair (i, i + half) of one row, so that a decode step's few
+	 * rows still keep every lane busy; then the dimensions past R */
+	fprintf(f, "\tconst int64_t R = %lld ? %lld : D, half = R / 2, W = half + D - R;\n"
+		"\tfor (int64_t p = MKC_LANE; p < B * H * S * W; p += MKC_NLANES) {\n"
+		"\t\tconst int64_t q = p / W, i = p %% W;\n"
 		"\t\tconst int64_t b = q / (H * S), h = q / S %% H, s = q %% S;\n"
 		"\t\tconst float *px = x0 + b * sb + h * sh + s * ss;\n"
-		"\t\tfloat *py = y + b * sb + h * sh + s * ss;\n", (long long)rot, (long long)rot);
+		"\t\tfloat *py = y + b * sb + h * sh + s * ss;\n"
+		"\t\tif (i >= half) {\n\t\t\tpy[i + half] = px[i + half];\n\t\t\tcontinue;\n\t\t}\n",
+		(long long)rot, (long long)rot);
 	if (pos && n->in[ip]->rank == 2)
 		fprintf(f, "\t\tconst int64_t row = (int64_t)x%d[b * x%d_s[0] + s * x%d_s[1]];\n",
 			ip, ip, ip);
@@ -769,10 +774,8 @@ emit_rotary(mkc_emitter *e, const mkc_node *n)
 	else
 		fputs("\t\tconst float *pc = x1 + b * x1_s[0] + s * x1_s[1];\n"
 		      "\t\tconst float *ps = x2 + b * x2_s[0] + s * x2_s[1];\n", f);
-	fprintf(f, "\t\tfor (int64_t i = 0; i < half; i++) {\n"
-		"\t\t\tconst int64_t i1 = %s, i2 = %s;\n\t\t\tconst float a = px[i1], c = px[i2];\n"
-		"\t\t\tpy[i1] = a * pc[i] - c * ps[i];\n\t\t\tpy[i2] = c * pc[i] + a * ps[i];\n\t\t}\n"
-		"\t\tfor (int64_t i = R; i < D; i++)\n\t\t\tpy[i] = px[i];\n\t}\n",
+	fprintf(f, "\t\tconst int64_t i1 = %s, i2 = %s;\n\t\tconst float a = px[i1], c = px[i2];\n"
+		"\t\tpy[i1] = a * pc[i] - c * ps[i];\n\t\tpy[i2] = c * pc[i] + a * ps[i];\n\t}\n",
 		inter ? "2 * i" : "i", inter ? "2 * i + 1" : "i + half");
 	fputs("\t(void)lo; (void)hi;\n", f);
 	return 0;
