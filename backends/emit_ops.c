@@ -922,9 +922,10 @@ emit_attn_part(mkc_emitter *e, const mkc_node *n)
 		fputs("\tconst float scale = 1.0f / sqrtf((float)x0_d[3]);\n", f);
 	fprintf(f, "\tconst int64_t B = x0_d[0], Sq = x0_d[2], D = x0_d[3], L = x1_d[2];\n"
 		"\tconst int64_t C = %lld, G = x0_d[1] / x1_d[1];\n", (long long)c);
-	if (e->t->warp == 32 && d % 32 == 0 && d <= 256) {
-		fprintf(f, "\t(void)D;\n\tmkc_attn_part<%lld>(x0, x0_s, x1, x1_s, x2, x2_s, y, y_s, B, Sq, L, G, C, "
-			"lo[1], hi[1], scale);\n", (long long)d);
+	int64_t grp = n->in[0]->shape[1].c / n->in[1]->shape[1].c;
+	if (e->t->warp == 32 && d % 32 == 0 && d <= 256 && grp <= 8) {
+		fprintf(f, "\t(void)D;\n\t(void)G;\n\tmkc_attn_part<%lld, %lld>(x0, x0_s, x1, x1_s, x2, x2_s, y, y_s, "
+			"B, Sq, L, C, lo[1], hi[1], scale);\n", (long long)d, (long long)grp);
 		return 0;
 	}
 	fputs("\tfor (int64_t o = MKC_LANE; o < B * (hi[1] - lo[1]) * G * Sq * D; o += MKC_NLANES) {\n"

@@ -143,26 +143,146 @@ mkc_attn_rows(const float *q, const int64_t *qs, const float *k, const int64_t *
 }
 
 /*
+ * G query rows that share their keys and values (the query heads of one
+ * key head), against positions t0..t1, for flash-decoding's partial
+ * results: part + g * pst holds row g's D unnormalised sums, its maximum
+ * score and its sum of exp(score - maximum). As mkc_attn_range, but a lane
+ * scores its position for all G rows from one load of the key row, and the
+ * value loads serve all G rows too.
+ */
+template <int D, int G>
+static __device__ void
+mkc_attn_group(const float *pq, int64_t qst, const float *pk, int64_t kst, const float *pv,
+	       int64_t vst, int64_t t0, int64_t t1, float scale, float *part, int64_t pst)
+{
+	static_assert(D % 32 == 0 && D <= 256 && G >= 1 && G <= 8, "head size, group");
+	constexpr int J = D / 32;
+	__shared__ float4 qsh[G][D / 4];
+	__shared__ float wm[MKC_ATTN_WARPS][G], wsum[MKC_ATTN_WARPS][G], wacc[MKC_ATTN_WARPS][G][D];
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	__syncthreads();   /* the last call's reads of qsh and wacc are done */
+	for (int i = threadIdx.x; i < G * D; i += blockDim.x)
+		((float *)qsh)[i] = pq[i / D * qst + i % D];
+	__syncthreads();
+	float mx[G], sum[G], acc[G][J];
+#pragma unroll
+	for (int g = 0; g < G; g++) {
+		mx[g] = -INFINITY;
+		sum[g] = 0;
+#pragma unroll
+		for (int j = 0; j < J; j++)
+			acc[g][j] = 0;
+	}
+	for (int64_t base = t0 + (int64_t)warp * 32; base < t1; base += 32 * MKC_ATTN_WARPS) {
+		const int64_t t = base + lane;
+		float sc[G], p[G];
+#pragma unroll
+		for (int g = 0; g < G; g++)
+			sc[g] = -INFINITY;
+		if (t < t1) {
+			const float4 *kr = (const float4 *)(pk + t * kst);
+			float4 kv[D / 4];
+#pragma unroll
+			for (int i = 0; i < D / 4; i++)
+				kv[i] = kr[i];
+#pragma unroll
+			for (int g = 0; g < G; g++) {
+				float dot = 0;
+#pragma unroll
+				for (int i = 0; i < D / 4; i++) {
+					const float4 a = qsh[g][i];
+					dot += a.x * kv[i].x;
+					dot += a.y * kv[i].y;
+					dot += a.z * kv[i].z;
+					dot += a.w * kv[i].w;
+				}
+				sc[g] = dot * scale;
+			}
+		}
+#pragma unroll
+		for (int g = 0; g < G; g++) {
+			float cm = sc[g];
+			for (int o = 16; o > 0; o >>= 1)
+				cm = fmaxf(cm, __shfl_xor_sync(0xffffffffu, cm, o));
+			const float nm = fmaxf(mx[g], cm);   /* finite: position base is < t1 */
+			const float r = expf(mx[g] - nm);
+			p[g] = expf(sc[g] - nm);
+			float ps = p[g];
+			for (int o = 16; o > 0; o >>= 1)
+				ps += __shfl_xor_sync(0xffffffffu, ps, o);
+			sum[g] = sum[g] * r + ps;
+#pragma unroll
+			for (int j = 0; j < J; j++)
+				acc[g][j] *= r;
+			mx[g] = nm;
+		}
+		const int64_t n = t1 - base < 32 ? t1 - base : 32;
+		const float *vr = pv + base * vst + lane;
+#pragma unroll 4
+		for (int i = 0; i < n; i++) {
+			float vv[J];
+#pragma unroll
+			for (int j = 0; j < J; j++)
+				vv[j] = vr[i * vst + 32 * j];
+#pragma unroll
+			for (int g = 0; g < G; g++) {
+				const float w = __shfl_sync(0xffffffffu, p[g], i);
+#pragma unroll
+				for (int j = 0; j < J; j++)
+					acc[g][j] += w * vv[j];
+			}
+		}
+	}
+#pragma unroll
+	for (int g = 0; g < G; g++) {
+		if (lane == 0) {
+			wm[warp][g] = mx[g];
+			wsum[warp][g] = sum[g];
+		}
+#pragma unroll
+		for (int j = 0; j < J; j++)
+			wacc[warp][g][lane + 32 * j] = acc[g][j];
+	}
+	__syncthreads();
+	for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
+		const int g = i / D, d = i % D;
+		float m = -INFINITY, tot = 0, out = 0;
+		for (int w = 0; w < MKC_ATTN_WARPS; w++)
+			m = fmaxf(m, wm[w][g]);
+		for (int w = 0; w < MKC_ATTN_WARPS; w++)
+			if (wm[w][g] != -INFINITY) {   /* a warp that got no positions */
+				const float f = expf(wm[w][g] - m);
+				tot += wsum[w][g] * f;
+				out += wacc[w][g][d] * f;
+			}
+		float *pp = part + g * pst;
+		pp[d] = out;
+		if (d == 0) {
+			pp[D] = m;
+			pp[D + 1] = tot;
+		}
+	}
+}
+
+/*
  * AttnPart (passes/split_attn.c): rows r0..r1 of part [B, Hk * C, G * Sq,
  * D + 2], row r being key head r / C over chunk r % C of the L positions,
  * for each of the G query heads of that key head and each query position.
  */
-template <int D>
+template <int D, int G>
 static __device__ __noinline__ void MKC_UNUSED
 mkc_attn_part(const float *q, const int64_t *qs, const float *k, const int64_t *ks,
 	      const float *v, const int64_t *vs, float *part, const int64_t *ps, int64_t B,
-	      int64_t Sq, int64_t L, int64_t G, int64_t C, int64_t r0, int64_t r1, float scale)
+	      int64_t Sq, int64_t L, int64_t C, int64_t r0, int64_t r1, float scale)
 {
 	for (int64_t b = 0; b < B; b++)
 		for (int64_t r = r0; r < r1; r++) {
 			const int64_t kh = r / C, c = r % C;
-			for (int64_t i = 0; i < G * Sq; i++) {
-				const int64_t h = kh * G + i / Sq, s = i % Sq;
-				mkc_attn_range<D>(q + b * qs[0] + h * qs[1] + s * qs[2],
-						  k + b * ks[0] + kh * ks[1], ks[2],
-						  v + b * vs[0] + kh * vs[1], vs[2], c * L / C,
-						  (c + 1) * L / C, scale,
-						  NULL, part + b * ps[0] + r * ps[1] + i * ps[2]);
-			}
+			for (int64_t s = 0; s < Sq; s++)
+				mkc_attn_group<D, G>(q + b * qs[0] + kh * G * qs[1] + s * qs[2], qs[1],
+						     k + b * ks[0] + kh * ks[1], ks[2],
+						     v + b * vs[0] + kh * vs[1], vs[2], c * L / C,
+						     (c + 1) * L / C, scale,
+						     part + b * ps[0] + r * ps[1] + s * ps[2], Sq * ps[2]);
 		}
 }
