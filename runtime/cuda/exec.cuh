@@ -167,6 +167,26 @@ mkc_prof_smid(void)
 #define MKC_PROF_TASK(task, k, v) ((void)0)
 #endif
 
+/* What a worker needs of a task, read from the tables ahead of time. */
+typedef struct {
+	int task, node, ev, s0, s1, sig0;
+	unsigned long long target;   /* the event's count that lets it run */
+	int64_t lo[MKC_RANK], hi[MKC_RANK];
+} mkc_task_desc;
+
+static __device__ __forceinline__ void
+mkc_task_prep(const struct mkc_model *m, int task, unsigned long long epoch, mkc_task_desc *d)
+{
+	d->task = task;
+	d->node = mkc_task_node[task];
+	d->ev = mkc_task_wait[task];
+	d->s0 = mkc_task_sig_start[task];
+	d->s1 = mkc_task_sig_start[task + 1];
+	d->sig0 = d->s1 > d->s0 ? mkc_task_sig[d->s0] : -1;
+	d->target = d->ev >= 0 ? (unsigned long long)mkc_event_threshold[d->ev] * epoch : 0;
+	mkc_task_bounds(m, task, d->lo, d->hi);
+}
+
 /*
  * Block w runs queue w for one step (events count to threshold * epoch);
  * with --profile it stamps each task into slot slot of the timeline.
@@ -187,36 +207,35 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 #else
 	(void)slot;
 #endif
-	for (int i = mkc_queue_start[w]; i < mkc_queue_start[w + 1]; i++) {
-		/* everything the tables say about the task is read before its
-		 * wait: after the event only the body's own loads remain */
-		const int task = mkc_queue[i];
-		const int ev = mkc_task_wait[task], node = mkc_task_node[task];
-		int64_t lo[MKC_RANK], hi[MKC_RANK];
-		mkc_task_bounds(m, task, lo, hi);
-		int s0 = 0, s1 = 0, sig0 = -1;
-		unsigned long long target = 0;
-		if (threadIdx.x == 0) {
-			s0 = mkc_task_sig_start[task];
-			s1 = mkc_task_sig_start[task + 1];
-			sig0 = s1 > s0 ? mkc_task_sig[s0] : -1;
-			target = ev >= 0 ? (unsigned long long)mkc_event_threshold[ev] * epoch : 0;
+	/* everything the tables say about a task is read before the wait of
+	 * the task before it: after an event only the body's own loads remain,
+	 * and a worker goes from one task's signal to the next one's wait
+	 * without a round trip to the tables */
+	const int end = mkc_queue_start[w + 1];
+	mkc_task_desc cur, nxt;
+	if (mkc_queue_start[w] < end)
+		mkc_task_prep(m, mkc_queue[mkc_queue_start[w]], epoch, &cur);
+	for (int i = mkc_queue_start[w]; i < end; i++) {
+		if (i + 1 < end)
+			mkc_task_prep(m, mkc_queue[i + 1], epoch, &nxt);
+		const int task = cur.task, ev = cur.ev;
+		if (threadIdx.x == 0)
 			MKC_PROF_TASK(task, 0, mkc_prof_now());
-		}
-		if (ev >= 0 && mkc_wait(m, &counter[ev], target, timeout_cycles, task, ev))
+		if (ev >= 0 && mkc_wait(m, &counter[ev], cur.target, timeout_cycles, task, ev))
 			return 1;
 		if (threadIdx.x == 0)
 			MKC_PROF_TASK(task, 1, mkc_prof_now());
-		mkc_run_node(m, node, lo, hi);
+		mkc_run_node(m, cur.node, cur.lo, cur.hi);
 		__syncthreads();
 		if (threadIdx.x == 0) {
-			if (sig0 >= 0)
-				mkc_red_release(&counter[sig0]);
-			for (int k = s0 + 1; k < s1; k++)
+			if (cur.sig0 >= 0)
+				mkc_red_release(&counter[cur.sig0]);
+			for (int k = cur.s0 + 1; k < cur.s1; k++)
 				mkc_red_release(&counter[mkc_task_sig[k]]);
 			MKC_PROF_TASK(task, 2, mkc_prof_now());
 			MKC_PROF_TASK(task, 3, (unsigned long long)w);
 		}
+		cur = nxt;
 	}
 	return 0;
 }
