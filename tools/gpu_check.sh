@@ -4,6 +4,7 @@
 # .carry/lib). COMMIT names the commit in the logs (the device copy is not
 # a git checkout). Writes logs under $OUT (or /tmp/mkc_gpu) and ends with a
 # short table.
+#   0. tests/gpu/bodies.cu: the CUDA tile bodies alone against float64;
 #   1. mkc test --target cuda on every golden model, 100 steps each (every
 #      step compared, so a race shows up as a moving result);
 #   2. compute-sanitizer memcheck and racecheck on the op23 Llama run and on
@@ -22,6 +23,12 @@ for d in tests/models/tiny_llama_hf tests/models/hf/*; do
 done
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 echo "commit ${COMMIT:-unknown}" | tee "$out/commit.txt"
+
+# the CUDA bodies of backends/cuda/ alone, against float64 on the host
+nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -o "$out/bodies" tests/gpu/bodies.cu >"$out/bodies.log" 2>&1 &&
+	"$out/bodies" >>"$out/bodies.log" 2>&1
+bodies_rc=$?
+rm -f "$out/bodies"
 
 build/mkc test --target cuda --steps 100 $models >"$out/cuda_test.log" 2>&1
 test_rc=$?
@@ -102,6 +109,8 @@ if [ -n "$work" ] && [ -x "$work/run" ]; then
 fi
 
 echo
+echo "== tests/gpu/bodies.cu (the CUDA bodies alone vs float64) =="
+cat "$out/bodies.log"
 echo "== mkc test --target cuda (100 steps) =="
 cat "$out/cuda_test.log"
 echo "== mkc test --target cuda --weights bf16 (100 steps, tolerance 1e-2) =="
@@ -132,4 +141,4 @@ printf '%-12s exit %s  %s\n' memcheck "$mem_rc" "$(grep -m1 'ERROR SUMMARY' "$ou
 printf '%-12s exit %s  %s\n' racecheck "$race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' "memcheck hf" "$hf_mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck_hf.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' "racecheck hf" "$hf_race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck_hf.log" 2>/dev/null)"
-[ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ]
+[ $bodies_rc -eq 0 ] && [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ]

@@ -172,6 +172,15 @@ Test(golden, emitted_cuda_builds_for_sm_90a, .timeout = 600)
 	cuda_builds(models, sizeof models / sizeof *models);
 }
 
+/* The CUDA bodies' own test (run on the GPU by tools/gpu_check.sh) builds here. */
+Test(golden, cuda_body_test_builds, .timeout = 300)
+{
+	cr_assert_eq(mkc_shell("d=$(mktemp -d) && nvcc -gencode=arch=compute_90a,code=sm_90a "
+			       "-Xcompiler -Wall,-Wextra -Werror all-warnings -O2 -o $d/bodies "
+			       "tests/gpu/bodies.cu; rc=$?; rm -rf $d; exit $rc", out, sizeof out),
+		     0, "%s", out);
+}
+
 Test(golden, emitted_cuda_builds_with_bf16_weights, .timeout = 600)
 {
 	const char *models[] = {"hf/llama_tiny_bf16", "hand/bf16_initializers",

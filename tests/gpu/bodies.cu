@@ -1,0 +1,302 @@
+/*
+ * bodies.cu - the CUDA tile bodies of backends/cuda/ run alone, against a
+ * float64 reference computed on the host from the same data.
+ *
+ *   nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -o bodies tests/gpu/bodies.cu && ./bodies
+ *
+ * (tools/gpu_check.sh does this.) For each case: random inputs, the body
+ * on one block of MKC_THREADS threads, outputs poisoned with NaN first, and
+ * the largest error relative to the largest reference value; a line per
+ * case and exit 1 if any exceeds its tolerance (float32 arithmetic against
+ * float64: 1e-5 for the products, 1e-5 for attention).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MKC_THREADS 256
+#define MKC_UNUSED __attribute__((unused))
+
+/* the pieces of runtime/common.h the bodies use */
+static __device__ inline float
+mkc_rt_warp_sum(float v)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+
+static __device__ inline float
+mkc_rt_block_sum(float v)
+{
+	__shared__ float part[32];
+	v = mkc_rt_warp_sum(v);
+	__syncthreads();
+	if ((threadIdx.x & 31) == 0)
+		part[threadIdx.x >> 5] = v;
+	__syncthreads();
+	float s = 0;
+	for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++)
+		s += part[w];
+	return s;
+}
+
+static __host__ __device__ inline float
+mkc_rt_bf16(uint16_t b)
+{
+	uint32_t x = (uint32_t)b << 16;
+	float f;
+	memcpy(&f, &x, 4);
+	return f;
+}
+
+#include "../../backends/cuda/attention.cuh"
+#include "../../backends/cuda/matvec.cuh"
+
+#define CHECK(x)                                                                         \
+	do {                                                                             \
+		cudaError_t e_ = (x);                                                    \
+		if (e_ != cudaSuccess) {                                                 \
+			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
+			exit(2);                                                         \
+		}                                                                        \
+	} while (0)
+
+static unsigned rng = 12345;
+
+static float
+urand(void)
+{
+	rng = rng * 1103515245u + 12345u;
+	return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static uint16_t
+to_bf16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	x += 0x7fffu + ((x >> 16) & 1);
+	return (uint16_t)(x >> 16);
+}
+
+static void *
+dev_copy(const void *p, size_t n)
+{
+	void *d;
+	CHECK(cudaMalloc(&d, n));
+	CHECK(cudaMemcpy(d, p, n, cudaMemcpyHostToDevice));
+	return d;
+}
+
+static int failures;
+
+static void
+report(const char *what, const float *got, const double *want, int n, double tol)
+{
+	double big = 0, err = 0;
+	for (int i = 0; i < n; i++)
+		big = fmax(big, fabs(want[i]));
+	for (int i = 0; i < n; i++)
+		err = isnan(got[i]) ? INFINITY : fmax(err, fabs(got[i] - want[i]));
+	double rel = big > 0 ? err / big : err;
+	printf("%-44s %s  largest error %.2e of %.2e\n", what, rel <= tol ? "ok  " : "FAIL", rel, big);
+	failures += rel > tol;
+}
+
+template <int K, bool BF16, int NORM>
+static __global__ void
+gemv_kernel(const float *x, const void *w, int64_t n, float *out, const void *scale, float eps)
+{
+	__shared__ float dots[MKC_GEMV_ROWS];
+	mkc_gemv<K, BF16, NORM>(x, w, K, n, dots, scale, eps);
+	for (int64_t r = threadIdx.x; r < n; r += blockDim.x)
+		out[r] = dots[r];
+}
+
+/* n rows of a [n, K] weight (bf16 or float32) by x, RMS-normalised first with NORM */
+template <int K, bool BF16, int NORM>
+static void
+gemv_case(int n)
+{
+	float *x = (float *)malloc(sizeof(float) * K), *wf = (float *)malloc(sizeof(float) * K * n);
+	uint16_t *wb = (uint16_t *)malloc(2 * (size_t)K * n), sb[K];
+	float sf[K];
+	for (int i = 0; i < K; i++) {
+		x[i] = urand();
+		sb[i] = to_bf16(1.0f + 0.5f * urand());
+		sf[i] = NORM == 2 ? mkc_rt_bf16(sb[i]) : 1.0f + 0.5f * urand();
+	}
+	for (int i = 0; i < K * n; i++) {
+		wb[i] = to_bf16(urand());
+		wf[i] = BF16 ? mkc_rt_bf16(wb[i]) : urand();
+	}
+	const float eps = 1e-5f;
+	double ss = 0, *want = (double *)malloc(sizeof(double) * n);
+	for (int i = 0; i < K; i++)
+		ss += (double)x[i] * x[i];
+	double inv = NORM ? 1.0 / sqrt(ss / K + eps) : 1.0;
+	for (int r = 0; r < n; r++) {
+		double acc = 0;
+		for (int k = 0; k < K; k++)
+			acc += (double)x[k] * inv * (NORM ? sf[k] : 1.0) * wf[(size_t)r * K + k];
+		want[r] = acc;
+	}
+	float *dx = (float *)dev_copy(x, sizeof(float) * K), *dout, *got = (float *)malloc(sizeof(float) * n);
+	void *dw = BF16 ? dev_copy(wb, 2 * (size_t)K * n) : dev_copy(wf, sizeof(float) * K * n);
+	void *ds = NORM == 2 ? dev_copy(sb, sizeof sb) : dev_copy(sf, sizeof sf);
+	CHECK(cudaMalloc(&dout, sizeof(float) * n));
+	CHECK(cudaMemset(dout, 0xff, sizeof(float) * n));   /* NaN until written */
+	gemv_kernel<K, BF16, NORM><<<1, MKC_THREADS>>>(dx, dw, n, dout, ds, eps);
+	CHECK(cudaGetLastError());
+	CHECK(cudaMemcpy(got, dout, sizeof(float) * n, cudaMemcpyDeviceToHost));
+	char what[96];
+	snprintf(what, sizeof what, "mkc_gemv<%d, %s, %d>, %d rows", K, BF16 ? "bf16" : "f32", NORM, n);
+	report(what, got, want, n, 1e-5);
+	cudaFree(dx);
+	cudaFree(dw);
+	cudaFree(ds);
+	cudaFree(dout);
+	free(x);
+	free(wf);
+	free(wb);
+	free(want);
+	free(got);
+}
+
+template <int D, int G>
+static __global__ void
+part_kernel(const float *q, const int64_t *qs, const float *k, const int64_t *ks, const float *v,
+	    float *part, const int64_t *ps, int64_t L, int64_t C, int64_t r0, int64_t r1, float scale)
+{
+	mkc_attn_part<D, G>(q, qs, k, ks, v, ks, part, ps, 1, 1, L, C, r0, r1, scale);
+}
+
+template <int D>
+static __global__ void
+rows_kernel(const float *q, const int64_t *qs, const float *k, const int64_t *ks, const float *v,
+	    float *y, int64_t L, int64_t group, int64_t h0, int64_t h1, float scale)
+{
+	mkc_attn_rows<D>(q, qs, k, ks, v, ks, y, qs, 1, 1, L, group, h0, h1, scale);
+}
+
+/*
+ * Attention of Hk * G query heads (one position) over L positions of keys
+ * and values laid out for cap positions: mkc_attn_rows for all heads, and
+ * mkc_attn_part over C chunks for every (key head, chunk) merged on the
+ * host as AttnMerge does.
+ */
+template <int D, int G>
+static void
+attn_case(int hk, int64_t L, int64_t cap, int64_t C)
+{
+	const int hq = hk * G;
+	const float scale = 1.0f / sqrtf((float)D);
+	size_t nq = (size_t)hq * D, nk = (size_t)hk * cap * D;
+	float *q = (float *)malloc(sizeof(float) * nq), *k = (float *)malloc(sizeof(float) * nk),
+	      *v = (float *)malloc(sizeof(float) * nk);
+	for (size_t i = 0; i < nq; i++)
+		q[i] = urand();
+	for (size_t i = 0; i < nk; i++) {
+		k[i] = urand();
+		v[i] = urand();
+	}
+	double *want = (double *)malloc(sizeof(double) * nq);
+	for (int h = 0; h < hq; h++) {
+		const int kh = h / G;
+		double mx = -INFINITY, sum = 0;
+		double *sc = (double *)malloc(sizeof(double) * L);
+		for (int64_t t = 0; t < L; t++) {
+			double dot = 0;
+			for (int d = 0; d < D; d++)
+				dot += (double)q[h * D + d] * k[((size_t)kh * cap + t) * D + d];
+			sc[t] = dot * scale;
+			mx = fmax(mx, sc[t]);
+		}
+		for (int64_t t = 0; t < L; t++)
+			sum += exp(sc[t] - mx);
+		for (int d = 0; d < D; d++) {
+			double acc = 0;
+			for (int64_t t = 0; t < L; t++)
+				acc += exp(sc[t] - mx) * v[((size_t)kh * cap + t) * D + d];
+			want[h * D + d] = acc / sum;
+		}
+		free(sc);
+	}
+	const int64_t qs[4] = {(int64_t)nq, D, D, 1}, ks[4] = {(int64_t)nk, cap * D, D, 1};
+	const int64_t ps[4] = {hk * C * G * (D + 2), G * (D + 2), D + 2, 1};
+	float *dq = (float *)dev_copy(q, sizeof(float) * nq), *dk = (float *)dev_copy(k, sizeof(float) * nk);
+	float *dv = (float *)dev_copy(v, sizeof(float) * nk), *dy, *dpart;
+	int64_t *dqs = (int64_t *)dev_copy(qs, sizeof qs), *dks = (int64_t *)dev_copy(ks, sizeof ks);
+	int64_t *dps = (int64_t *)dev_copy(ps, sizeof ps);
+	size_t npart = (size_t)hk * C * G * (D + 2);
+	CHECK(cudaMalloc(&dy, sizeof(float) * nq));
+	CHECK(cudaMalloc(&dpart, sizeof(float) * npart));
+	CHECK(cudaMemset(dy, 0xff, sizeof(float) * nq));
+	CHECK(cudaMemset(dpart, 0xff, sizeof(float) * npart));
+	rows_kernel<D><<<1, MKC_THREADS>>>(dq, dqs, dk, dks, dv, dy, L, G, 0, hq, scale);
+	/* a block a few (key head, chunk) rows, as tiles would have them */
+	for (int64_t r = 0; r < hk * C; r += 3)
+		part_kernel<D, G><<<1, MKC_THREADS>>>(dq, dqs, dk, dks, dv, dpart, dps, L, C, r,
+						      r + 3 < hk * C ? r + 3 : hk * C, scale);
+	CHECK(cudaGetLastError());
+	float *got = (float *)malloc(sizeof(float) * nq), *part = (float *)malloc(sizeof(float) * npart);
+	CHECK(cudaMemcpy(got, dy, sizeof(float) * nq, cudaMemcpyDeviceToHost));
+	CHECK(cudaMemcpy(part, dpart, sizeof(float) * npart, cudaMemcpyDeviceToHost));
+	char what[96];
+	snprintf(what, sizeof what, "mkc_attn_rows<%d>, %d heads, L %lld", D, hq, (long long)L);
+	report(what, got, want, (int)nq, 1e-5);
+	for (int h = 0; h < hq; h++) {   /* AttnMerge on the host */
+		const int kh = h / G, g = h % G;
+		float m = -INFINITY;
+		for (int64_t c = 0; c < C; c++)
+			m = fmaxf(m, part[((kh * C + c) * G + g) * (D + 2) + D]);
+		for (int d = 0; d < D; d++) {
+			float sum = 0, acc = 0;
+			for (int64_t c = 0; c < C; c++) {
+				const float *pc = part + ((kh * C + c) * G + g) * (D + 2);
+				if (pc[D] == -INFINITY)
+					continue;
+				sum += pc[D + 1] * expf(pc[D] - m);
+				acc += pc[d] * expf(pc[D] - m);
+			}
+			got[h * D + d] = sum > 0 ? acc / sum : 0;
+		}
+	}
+	snprintf(what, sizeof what, "mkc_attn_part<%d, %d>, %lld chunks, L %lld", D, G, (long long)C,
+		 (long long)L);
+	report(what, got, want, (int)nq, 1e-5);
+	cudaFree(dq);
+	cudaFree(dk);
+	cudaFree(dv);
+	cudaFree(dy);
+	cudaFree(dpart);
+	cudaFree(dqs);
+	cudaFree(dks);
+	cudaFree(dps);
+	free(q);
+	free(k);
+	free(v);
+	free(want);
+	free(got);
+	free(part);
+}
+
+int
+main(void)
+{
+	gemv_case<2048, true, 0>(15);
+	gemv_case<2048, true, 2>(64);
+	gemv_case<8192, true, 0>(16);
+	gemv_case<576, true, 0>(9);     /* fewer 16-byte chunks than threads */
+	gemv_case<1024, false, 1>(33);
+	gemv_case<256, false, 0>(1);
+	attn_case<64, 4>(2, 1, 64, 16);       /* one position: 15 chunks empty */
+	attn_case<64, 4>(2, 1000, 1024, 16);
+	attn_case<128, 2>(2, 4097, 4100, 8);
+	attn_case<32, 4>(1, 77, 80, 3);
+	printf("%s\n", failures ? "bodies: FAILED" : "bodies: all match the float64 reference");
+	return failures != 0;
+}
