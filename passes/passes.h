@@ -13,6 +13,9 @@
  *           and Attention (opset 23) nodes; Attention reading grouped
  *           key/value heads without copies; duplicate attribute-free nodes
  *           merged; replaced nodes marked dead; topological order kept.
+ *   fuse    requires: canon. provides: residual adds in the epilogue of the
+ *           Gemm that feeds them; bit-identical results (--no-fuse skips
+ *           it).
  *   dce     requires: infer. provides: no dead nodes, no node whose outputs
  *           nobody reads; tensor use counts.
  *   state   requires: dce. provides: past/present KV pairs as caches the
@@ -36,6 +39,7 @@
 
 int mkc_pass_infer(mkc_graph *g);
 int mkc_pass_canon(mkc_graph *g);
+int mkc_pass_fuse(mkc_graph *g);           /* passes/fuse.c: exact fusions */
 int mkc_pass_dce(mkc_graph *g);
 int mkc_pass_state(mkc_graph *g);          /* passes/state.c: KV caches kept in place */
 int mkc_pass_weights(mkc_graph *g);        /* passes/weights.c: bf16 storage */
