@@ -194,6 +194,9 @@ static const struct {
 	{MKC_OP_AND, NULL, "$0 && $1"},
 	{MKC_OP_OR, NULL, "$0 || $1"},
 	{MKC_OP_WHERE, "$0 ? $1 : $2", "$0 ? $1 : $2"},
+	/* passes/fuse.c: Sigmoid's expression, then the Mul(s) it replaced, in their order */
+	{MKC_OP_SILU, "$0 * (1.0f / (1.0f + expf(-$0)))", NULL},
+	{MKC_OP_SILU_MUL, "$0 * (1.0f / (1.0f + expf(-$0))) * $1", NULL},
 };
 
 static int

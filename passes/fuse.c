@@ -6,15 +6,16 @@
  *           recounted here), dtypes and shapes of every tensor, nodes in
  *           topological order.
  * provides: residual adds computed in the epilogue of the matvec that feeds
- *           them (Gemm with C); replaced nodes marked dead for dce;
- *           every tensor typed and shaped as before; nodes in topological
- *           order. `mkc --no-fuse` skips this pass.
+ *           them (Gemm with C), and SiLU / SwiGLU as one elementwise node
+ *           (mkc.internal.Silu, mkc.internal.SiluMul); replaced nodes marked
+ *           dead for dce; every tensor typed and shaped as before; nodes in
+ *           topological order. `mkc --no-fuse` skips this pass.
  *
  * Why. Every task of the persistent kernel costs a few microseconds of
  * hand-off (wait, signal, the next worker's wait) whatever it computes, and
  * a decoder layer's critical path is a chain of small tasks. A residual Add
- * after o_proj and down_proj is a stage of that chain that reads back what
- * the task before it just wrote.
+ * after o_proj and down_proj, and the Sigmoid, Mul, Mul of SwiGLU, are
+ * stages of that chain that read back what the task before them just wrote.
  *
  * The rewrites, each exact in float32 (not merely close: the fused node
  * performs the same IEEE operations on the same operands, so every result
@@ -30,7 +31,17 @@
  *     rounds once too.) MatMul + Add, as ONNX exports spell a residual, is
  *     left alone: MatMul has no C input, and a 3-D activation is no Gemm.
  *
- * Each rewrite turns the last node (the Add) into the fused op in place: every input of the fused node was read by a node at or before it,
+ *   Mul(g, Sigmoid(g)) (either order)  ->  Silu(g) = g * (1 / (1 + exp(-g))),
+ *     when the Sigmoid's output is read by that Mul alone and is no graph
+ *     output. Then Mul(Silu(g), u) (either order) -> SiluMul(g, u) =
+ *     (g * (1 / (1 + exp(-g)))) * u when Silu's output is read by that Mul
+ *     alone, is no graph output, and has the Mul's shape (u may
+ *     broadcast). Same operations in the same order: s = 1/(1+expf(-g)),
+ *     t = g*s, y = t*u; only the stores of s and t in between are gone,
+ *     and a float32 value stored and reloaded is the same value.
+ *
+ * Each rewrite turns the last node (the Add, the Mul) into the fused op in
+ * place: every input of the fused node was read by a node at or before it,
  * so the order stays topological, and the output tensor (perhaps a graph
  * output) keeps its name and readers. The fused Gemm takes the Gemm's name,
  * since errors and the timeline then name the matvec it mostly is.
@@ -150,16 +161,56 @@ fuse_residual(mkc_graph *g, mkc_node *add)
 	return 0;
 }
 
+/* SiLU and SwiGLU. */
+
+static int
+fuse_silu(mkc_graph *g, mkc_node *mul)
+{
+	for (int k = 0; k < 2; k++) {
+		mkc_tensor *x = mul->in[1 - k];
+		mkc_node *sig = sole_def(mul->in[k], MKC_OP_SIGMOID);
+		if (!sig || sig->in[0] != x || !is_f32(x) || !is_f32(mul->out[0]))
+			continue;
+		become(g, mul, sig, MKC_OP_SILU, 1, &x, 0, NULL);
+		return 1;
+	}
+	return 0;
+}
+
+static int
+fuse_silu_mul(mkc_graph *g, mkc_node *mul)
+{
+	for (int k = 0; k < 2; k++) {
+		mkc_tensor *t = mul->in[k], *u = mul->in[1 - k];
+		mkc_node *silu = sole_def(t, MKC_OP_SILU);
+		if (!silu || !is_f32(u) || !is_f32(mul->out[0]) || !same_shape(t, mul->out[0]))
+			continue;
+		mkc_tensor *in[2] = {silu->in[0], u};
+		become(g, mul, silu, MKC_OP_SILU_MUL, 2, in, 0, NULL);
+		return 1;
+	}
+	return 0;
+}
+
 int
 mkc_pass_fuse(mkc_graph *g)
 {
-	int residual = 0;
+	int residual = 0, silu = 0, swiglu = 0;
 	count_live_uses(g);
+	/* one walk in order: a Silu is made before the Mul that reads it is reached */
 	for (int i = 0; i < g->nodes.n; i++) {
 		mkc_node *n = MKC_NODE(g, i);
-		if (!n->dead && n->nin == 2 && n->op == MKC_OP_ADD)
+		if (n->dead || n->nin != 2)
+			continue;
+		if (n->op == MKC_OP_ADD)
 			residual += fuse_residual(g, n);
+		else if (n->op == MKC_OP_MUL && fuse_silu_mul(g, n))
+			swiglu++;
+		else if (n->op == MKC_OP_MUL)
+			silu += fuse_silu(g, n);
 	}
-	mkc_progress(g->ctx, "fuse: %d residual adds into Gemm", residual);
+	/* a Silu that became part of a SiluMul is counted there */
+	mkc_progress(g->ctx, "fuse: %d residual adds into Gemm, %d SwiGLU, %d SiLU alone", residual,
+		     swiglu, silu - swiglu);
 	return 0;
 }

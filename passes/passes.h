@@ -14,8 +14,8 @@
  *           key/value heads without copies; duplicate attribute-free nodes
  *           merged; replaced nodes marked dead; topological order kept.
  *   fuse    requires: canon. provides: residual adds in the epilogue of the
- *           Gemm that feeds them; bit-identical results (--no-fuse skips
- *           it).
+ *           Gemm that feeds them; SiLU and SwiGLU as one elementwise node
+ *           (Silu, SiluMul); bit-identical results (--no-fuse skips it).
  *   dce     requires: infer. provides: no dead nodes, no node whose outputs
  *           nobody reads; tensor use counts.
  *   state   requires: dce. provides: past/present KV pairs as caches the

@@ -1,6 +1,7 @@
 /*
- * test_fuse.c - the fuse pass: each rewrite is made where its conditions
- * hold and only there (hand-built graphs), and models compiled with and
+ * test_fuse.c - the fuse pass: each rewrite (residual add into the Gemm,
+ * SiLU, SwiGLU) is made where its conditions hold and only there
+ * (hand-built graphs), and models compiled with and
  * without it give the same bits on the C target, every output and every KV
  * cache (mkc test --keep writes them; the files are compared byte for byte).
  */
@@ -148,6 +149,68 @@ Test(fuse, residual_add_into_the_gemm)
 	}
 }
 
+/* SiLU and SwiGLU over g, u [2,8], and the ways they must not fuse. */
+typedef enum {
+	SILU_LEFT, SILU_RIGHT, SWIGLU_UP_RIGHT, SWIGLU_UP_LEFT, SWIGLU_UP_BROADCAST,
+	SIGMOID_READ_ELSEWHERE, SIGMOID_OF_ANOTHER, SILU_READ_ELSEWHERE,
+} silu_form;
+
+static mkc_graph *
+silu_graph(silu_form form)
+{
+	mkc_graph *g = mkc_graph_create(ctx, "silu.onnx");
+	mkc_tensor *x = tensor(g, "g", MKC_TK_INPUT, 2, 2, 8);
+	mkc_tensor *h = tensor(g, "h", MKC_TK_INPUT, 2, 2, 8);
+	mkc_tensor *u = form == SWIGLU_UP_BROADCAST ? tensor(g, "u", MKC_TK_INPUT, 1, 8, 0)
+						    : tensor(g, "u", MKC_TK_INPUT, 2, 2, 8);
+	mkc_tensor *s = node(g, "Sigmoid", "s", 1, (mkc_tensor *[]){x})->out[0];
+	mkc_tensor *other = form == SIGMOID_OF_ANOTHER ? h : x;
+	mkc_tensor *t = node(g, "Mul", "t", 2, form == SILU_RIGHT ? (mkc_tensor *[]){s, other}
+								  : (mkc_tensor *[]){other, s})->out[0];
+	mkc_tensor *y = t;
+	if (form >= SWIGLU_UP_RIGHT)
+		y = node(g, "Mul", "y", 2, form == SWIGLU_UP_LEFT ? (mkc_tensor *[]){u, t}
+								   : (mkc_tensor *[]){t, u})->out[0];
+	make_output(g, y);
+	if (form == SIGMOID_READ_ELSEWHERE)
+		make_output(g, s);
+	if (form == SILU_READ_ELSEWHERE)
+		make_output(g, node(g, "Neg", "z", 1, &t)->out[0]);
+	return g;
+}
+
+Test(fuse, silu_and_swiglu_forms)
+{
+	const struct {
+		silu_form form;
+		mkc_op op;     /* what the last node becomes */
+		int nodes;
+	} cases[] = {
+		{SILU_LEFT, MKC_OP_SILU, 1}, {SILU_RIGHT, MKC_OP_SILU, 1},
+		{SWIGLU_UP_RIGHT, MKC_OP_SILU_MUL, 1}, {SWIGLU_UP_LEFT, MKC_OP_SILU_MUL, 1},
+		{SWIGLU_UP_BROADCAST, MKC_OP_SILU_MUL, 1}, {SIGMOID_READ_ELSEWHERE, MKC_OP_MUL, 3},
+		{SIGMOID_OF_ANOTHER, MKC_OP_MUL, 3},
+		/* t stays (another node reads it), so y stays a Mul of it */
+		{SILU_READ_ELSEWHERE, MKC_OP_MUL, 3},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		mkc_graph *g = silu_graph(cases[i].form);
+		passes(g);
+		int form = (int)cases[i].form;
+		cr_assert_eq(g->nodes.n, cases[i].nodes, "form %d: %d nodes", form, g->nodes.n);
+		mkc_node *last = MKC_NODE(g, cases[i].form == SILU_READ_ELSEWHERE ? 1 : g->nodes.n - 1);
+		cr_expect_eq(last->op, cases[i].op, "form %d: %s", form, last->op_type);
+		if (cases[i].form == SILU_READ_ELSEWHERE)
+			cr_expect_eq(MKC_NODE(g, 0)->op, MKC_OP_SILU);
+		if (cases[i].op == MKC_OP_MUL)
+			continue;
+		cr_expect_str_eq(last->domain, "mkc.internal");
+		cr_expect_str_eq(last->in[0]->name, "g", "form %d", form);
+		if (cases[i].op == MKC_OP_SILU_MUL)
+			cr_expect_str_eq(last->in[1]->name, "u", "form %d", form);
+	}
+}
+
 /*
  * The same bits with and without the pass, on every output and every KV
  * cache of every step (what mkc test --keep leaves in its scratch folder).
@@ -192,12 +255,17 @@ expect_same_bits(const char *model, const char *weights, const char *want_fused)
 	cr_expect_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
 }
 
-Test(fuse, residual_adds_give_the_same_bits, .timeout = 300)
+Test(fuse, fused_models_give_the_same_bits, .timeout = 300)
 {
-	expect_same_bits("tests/models/tiny_llama_hf", "f32", "fuse: 4 residual adds into Gemm");
-	expect_same_bits("tests/models/tiny_llama_hf", "bf16", "fuse: 4 residual adds into Gemm");
+	const char *both = "fuse: 4 residual adds into Gemm, 2 SwiGLU, 0 SiLU alone";
+	expect_same_bits("tests/models/tiny_llama_hf", "f32", both);
+	expect_same_bits("tests/models/tiny_llama_hf", "bf16", both);
 	/* o_proj has no bias: fused; down_proj has none either */
-	expect_same_bits("tests/models/hf/qwen2_tiny", "f32", "fuse: 4 residual adds into Gemm");
-	/* mlp_bias and attention_bias: every Gemm has a C already, nothing fuses */
-	expect_same_bits("tests/models/hf/llama_tiny_sharded", "f32", "fuse: 0 residual adds");
+	expect_same_bits("tests/models/hf/qwen2_tiny", "f32", both);
+	/* mlp_bias and attention_bias: every Gemm has a C already, so only SwiGLU fuses */
+	expect_same_bits("tests/models/hf/llama_tiny_sharded", "f32",
+			 "fuse: 0 residual adds into Gemm, 2 SwiGLU");
+	/* an ONNX export: MatMul residuals stay, SwiGLU fuses */
+	expect_same_bits("tests/models/tiny_llama_decode_op18", "f32",
+			 "fuse: 0 residual adds into Gemm, 2 SwiGLU");
 }
