@@ -320,7 +320,28 @@ number_tensors(mkc_emitter *e)
 				e->index[x->id] = n++;
 		}
 	}
+	/* a view (passes/views.c) is the bytes of its base, under its own dims */
+	for (int i = 0; e->p->view_of && i < g->tensors.n; i++) {
+		int base = e->p->view_of[i];
+		if (base >= 0 && e->index[base] < 0)
+			e->index[base] = n++;
+		if (base >= 0)
+			e->index[i] = e->index[base];
+	}
 	return n;
+}
+
+static bool
+is_view(const mkc_plan *p, int tensor)
+{
+	return p->view_of && p->view_of[tensor] >= 0;
+}
+
+/* A node whose output is a view runs no task and needs no function. */
+static bool
+is_view_node(const mkc_plan *p, const mkc_node *n)
+{
+	return n->nout == 1 && n->out[0] && is_view(p, n->out[0]->id);
 }
 
 static int
@@ -383,7 +404,7 @@ emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
 	mkc_arena *a = g->ctx->arena;
 	mkc_tensor **by_index = mkc_arena_alloc(g->ctx->arena, (size_t)(ntensors + 1) * sizeof *by_index);
 	for (int i = 0; i < g->tensors.n; i++)
-		if (e->index[i] >= 0)
+		if (e->index[i] >= 0 && !is_view(e->p, i))
 			by_index[e->index[i]] = MKC_TENSOR(g, i);
 	for (int i = 0; i < ntensors; i++) {
 		const mkc_tensor *t = by_index[i];
@@ -638,6 +659,12 @@ emit_nodes(mkc_emitter *e)
 	for (int i = 0; i < g->nodes.n; i++) {
 		const mkc_node *n = MKC_NODE(g, i);
 		mkc_arena *a = g->ctx->arena;
+		if (is_view_node(p, n)) {
+			fprintf(f, "\n/* ONNX node '%s' (%s): a view of '%s', no task */\n",
+				mkc_ccomment(a, n->name), mkc_ccomment(a, n->op_type),
+				mkc_ccomment(a, MKC_TENSOR(g, p->view_of[n->out[0]->id])->name));
+			continue;
+		}
 		fprintf(f, "\n/* ONNX node '%s' (%s%s%s) */\n%s%s void\nmkc_node_%d(struct mkc_model *m, "
 			"const int64_t *lo, const int64_t *hi)\n{\n", mkc_ccomment(a, n->name),
 			mkc_ccomment(a, n->domain), *n->domain ? "." : "", mkc_ccomment(a, n->op_type),
@@ -682,7 +709,8 @@ emit_nodes(mkc_emitter *e)
 		"\t\thi[d] = mkc_rt_dimv(mkc_task_box[b + 2 * d + 1], m->sym);\n\t}\n"
 		"\tswitch (mkc_task_node[task]) {\n", e->t->fn_qual, MKC_MAX_RANK, MKC_MAX_RANK);
 	for (int i = 0; i < g->nodes.n; i++)
-		fprintf(f, "\tcase %d:\n\t\tmkc_node_%d(m, lo, hi);\n\t\tbreak;\n", i, i);
+		if (!is_view_node(p, MKC_NODE(g, i)))
+			fprintf(f, "\tcase %d:\n\t\tmkc_node_%d(m, lo, hi);\n\t\tbreak;\n", i, i);
 	fprintf(f, "\t}\n}\n");
 	return 0;
 }

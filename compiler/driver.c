@@ -18,6 +18,7 @@ static const pass passes[] = {
 	{"state", mkc_pass_state, NULL},
 	{"weights", mkc_pass_weights, NULL},
 	{"tile", NULL, mkc_pass_tile},
+	{"views", NULL, mkc_pass_views},
 	{"memory", NULL, mkc_pass_memory},
 	{"deps", NULL, mkc_pass_deps},
 	{"events", NULL, mkc_pass_events},

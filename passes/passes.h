@@ -23,6 +23,7 @@
  *
  * Then, on a plan (ir/task.h) made from the graph:
  *   tile      nodes into tasks with the regions they read and write
+ *   views     Reshape, Flatten, Squeeze, Unsqueeze read in place: no task
  *   memory    intermediates placed in one arena, reusing freed space
  *   deps      exact predecessor lists from overlapping regions
  *   events    predecessor sets into counters with thresholds
@@ -45,6 +46,7 @@ int mkc_pass_state(mkc_graph *g);          /* passes/state.c: KV caches kept in 
 int mkc_pass_weights(mkc_graph *g);        /* passes/weights.c: bf16 storage */
 
 int mkc_pass_tile(mkc_plan *p);
+int mkc_pass_views(mkc_plan *p);
 int mkc_pass_memory(mkc_plan *p);
 int mkc_pass_deps(mkc_plan *p);
 int mkc_pass_events(mkc_plan *p);
