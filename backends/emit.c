@@ -321,7 +321,28 @@ number_tensors(mkc_emitter *e)
 				e->index[x->id] = n++;
 		}
 	}
+	/* a view (passes/views.c) is the bytes of its base, under its own dims */
+	for (int i = 0; e->p->view_of && i < g->tensors.n; i++) {
+		int base = e->p->view_of[i];
+		if (base >= 0 && e->index[base] < 0)
+			e->index[base] = n++;
+		if (base >= 0)
+			e->index[i] = e->index[base];
+	}
 	return n;
+}
+
+static bool
+is_view(const mkc_plan *p, int tensor)
+{
+	return p->view_of && p->view_of[tensor] >= 0;
+}
+
+/* A node whose output is a view runs no task and needs no function. */
+static bool
+is_view_node(const mkc_plan *p, const mkc_node *n)
+{
+	return n->nout == 1 && n->out[0] && is_view(p, n->out[0]->id);
 }
 
 static int
@@ -384,7 +405,7 @@ emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
 	mkc_arena *a = g->ctx->arena;
 	mkc_tensor **by_index = mkc_arena_alloc(g->ctx->arena, (size_t)(ntensors + 1) * sizeof *by_index);
 	for (int i = 0; i < g->tensors.n; i++)
-		if (e->index[i] >= 0)
+		if (e->index[i] >= 0 && !is_view(e->p, i))
 			by_index[e->index[i]] = MKC_TENSOR(g, i);
 	for (int i = 0; i < ntensors; i++) {
 		const mkc_tensor *t = by_index[i];
@@ -702,6 +723,9 @@ emit_nodes(mkc_emitter *e)
 		const mkc_node *n = MKC_NODE(g, i);
 		char *text = NULL;
 		size_t len = 0;
+		form[i] = -1;
+		if (is_view_node(p, n))
+			continue;   /* no task: its readers read the base's buffer */
 		FILE *m = open_memstream(&text, &len);
 		if (!m)
 			return mkc_error(g->ctx, "cannot write a tile function: out of memory");
@@ -756,6 +780,8 @@ emit_nodes(mkc_emitter *e)
 		"%s void\nmkc_run_node(struct mkc_model *m, int node, const int64_t *lo, const int64_t *hi)\n"
 		"{\n\tswitch (node) {\n", e->t->fn_qual, e->t->fn_qual);
 	for (int i = 0; i < g->nodes.n; i++) {
+		if (form[i] < 0)
+			continue;
 		fprintf(f, "\tcase %d: {\n\t\tconst int bi[%d] = {", i, nslots[i] + 1);
 		for (int k = 0; k < nslots[i]; k++)
 			fprintf(f, "%d, ", slots[i][k]);

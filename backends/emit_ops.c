@@ -11,7 +11,8 @@
  *
  * Elementwise ops come from one table of expression templates, in which $0,
  * $1 and $2 stand for the operands (already converted to the type the op
- * computes in). Everything else has a function of its own below. The C
+ * computes in). Where no operand broadcasts and every tile is a run of
+ * consecutive elements, they walk flat indices instead of coordinates. Everything else has a function of its own below. The C
  * target computes float32 tensors in float, as onnxruntime does.
  */
 #include "emit.h"
@@ -195,6 +196,9 @@ static const struct {
 	{MKC_OP_AND, NULL, "$0 && $1"},
 	{MKC_OP_OR, NULL, "$0 || $1"},
 	{MKC_OP_WHERE, "$0 ? $1 : $2", "$0 ? $1 : $2"},
+	/* passes/fuse.c: Sigmoid's expression, then the Mul(s) it replaced, in their order */
+	{MKC_OP_SILU, "$0 * (1.0f / (1.0f + expf(-$0)))", NULL},
+	{MKC_OP_SILU_MUL, "$0 * (1.0f / (1.0f + expf(-$0))) * $1", NULL},
 };
 
 static int
@@ -206,8 +210,62 @@ ew_index(mkc_op op)
 	return -1;
 }
 
+/* Whether the box lo..hi of t covers consecutive elements in row-major order. */
+static bool
+box_is_run(const mkc_tensor *t, const mkc_box *b)
+{
+	int cut = -1;   /* the last axis the box does not cover whole */
+	for (int i = 0; i < t->rank; i++)
+		if (!mkc_dim_eq(b->lo[i], mkc_dim_const(0)) || !mkc_dim_eq(b->hi[i], t->shape[i]))
+			cut = i;
+	for (int i = 0; i < cut; i++) {
+		mkc_dim len;
+		if (!mkc_dim_sub(b->hi[i], b->lo[i], &len) || !mkc_dim_eq(len, mkc_dim_const(1)))
+			return false;
+	}
+	return true;
+}
+
+static bool
+same_dims(const mkc_tensor *a, const mkc_tensor *b)
+{
+	if (a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (!mkc_dim_eq(a->shape[i], b->shape[i]))
+			return false;
+	return true;
+}
+
+/*
+ * Whether the elementwise node n can walk flat indices: every operand has
+ * exactly the output's dims and dense strides (no broadcasting, no KV-cache
+ * layout), so flat index i is element i of each; and every tile of n is a
+ * run of consecutive elements, lo's flat index on. Decided from the plan's
+ * tiles at compile time. Then no lane splits an index into coordinates
+ * (two 64-bit divisions an axis), which made small elementwise tasks cost
+ * more than their memory traffic.
+ */
+static bool
+flat_walk(const mkc_emitter *e, const mkc_node *n, int nin)
+{
+	const mkc_tensor *y = n->out[0];
+	if (y->cap)
+		return false;
+	for (int i = 0; i < nin; i++)
+		if (n->in[i]->cap || !same_dims(n->in[i], y))
+			return false;
+	for (int i = 0; i < e->p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(e->p, i);
+		if (t->node == n && !box_is_run(y, &t->out))
+			return false;
+	}
+	return true;
+}
+
+/* The operand loads and the store of one element; index is each operand's. */
 static int
-emit_elementwise(mkc_emitter *e, const mkc_node *n, int row)
+emit_element(mkc_emitter *e, const mkc_node *n, int row, int nin, bool flat)
 {
 	FILE *f = e->f;
 	const mkc_tensor *y = n->out[0];
@@ -215,23 +273,17 @@ emit_elementwise(mkc_emitter *e, const mkc_node *n, int row)
 	const mkc_tensor *v = n->op == MKC_OP_WHERE ? n->in[1] : n->in[0];
 	bool isf = mkc_dtype_is_float(v->dtype);
 	const char *expr = isf ? ew_table[row].fexpr : ew_table[row].iexpr;
-	if (!expr)
-		return unsupported(e, n, "no form of this op for its input type");
 	bool variadic = n->op == MKC_OP_MAX || n->op == MKC_OP_MIN;
-	if (n->nin > 3 && !variadic)
-		return unsupported(e, n, "more than three operands");
-	int nin = n->op == MKC_OP_CASTLIKE || n->op == MKC_OP_EXPAND ? 1 : n->nin;
 	const char *ct = isf ? "float" : "int64_t";
-	decl_all(e, n);
-	for (int i = 0; i < nin; i++)
-		fprintf(f, "\tint64_t b%d[%d];\n\tmkc_rt_bmap(x%d_d, x%d_s, %d, %d, b%d);\n", i,
-			y->rank + 1, i, i, n->in[i]->rank, y->rank, i);
-	open_box(f, y->rank);
-	for (int i = 0; i < nin; i++)
-		fprintf(f, "\t\t%s a%d = (%s)x%d[mkc_rt_dot(idx, b%d, %d)];\n",
-			n->op == MKC_OP_WHERE && i == 0 ? "int" : ct, i,
-			n->op == MKC_OP_WHERE && i == 0 ? "int" : ct, i, i, y->rank);
-	fprintf(f, "\t\ty[oy] = (%s)(", mkc_ctype(e, y->dtype));
+	for (int i = 0; i < nin; i++) {
+		const char *t = n->op == MKC_OP_WHERE && i == 0 ? "int" : ct;
+		if (flat)
+			fprintf(f, "\t\t%s a%d = (%s)x%d[i];\n", t, i, t, i);
+		else
+			fprintf(f, "\t\t%s a%d = (%s)x%d[mkc_rt_dot(idx, b%d, %d)];\n", t, i, t, i, i,
+				y->rank);
+	}
+	fprintf(f, "\t\ty[%s] = (%s)(", flat ? "i" : "oy", mkc_ctype(e, y->dtype));
 	if (y->dtype == MKC_DT_BOOL && (n->op == MKC_OP_CAST || n->op == MKC_OP_CASTLIKE))
 		fputs("a0 != 0", f);
 	else if (variadic) {
@@ -252,6 +304,36 @@ emit_elementwise(mkc_emitter *e, const mkc_node *n, int row)
 		}
 	fputs(");\n\t}\n", f);
 	return 0;
+}
+
+static int
+emit_elementwise(mkc_emitter *e, const mkc_node *n, int row)
+{
+	FILE *f = e->f;
+	const mkc_tensor *y = n->out[0];
+	const mkc_tensor *v = n->op == MKC_OP_WHERE ? n->in[1] : n->in[0];
+	bool isf = mkc_dtype_is_float(v->dtype);
+	if (!(isf ? ew_table[row].fexpr : ew_table[row].iexpr))
+		return unsupported(e, n, "no form of this op for its input type");
+	bool variadic = n->op == MKC_OP_MAX || n->op == MKC_OP_MIN;
+	if (n->nin > 3 && !variadic)
+		return unsupported(e, n, "more than three operands");
+	int nin = n->op == MKC_OP_CASTLIKE || n->op == MKC_OP_EXPAND ? 1 : n->nin;
+	bool flat = flat_walk(e, n, nin);
+	decl_all(e, n);
+	if (flat) {
+		/* the tile is the run i0 .. i0 + cnt of every operand */
+		fprintf(f, "\tint64_t ext[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
+			"\tconst int64_t i0 = mkc_rt_dot(lo, y_s, %d);\n"
+			"\tfor (int64_t i = i0 + MKC_LANE; i < i0 + cnt; i += MKC_NLANES) {\n",
+			y->rank + 1, y->rank, y->rank);
+		return emit_element(e, n, row, nin, true);
+	}
+	for (int i = 0; i < nin; i++)
+		fprintf(f, "\tint64_t b%d[%d];\n\tmkc_rt_bmap(x%d_d, x%d_s, %d, %d, b%d);\n", i,
+			y->rank + 1, i, i, n->in[i]->rank, y->rank, i);
+	open_box(f, y->rank);
+	return emit_element(e, n, row, nin, false);
 }
 
 /* Reshape and its kin: the same bytes in a new shape (always one whole tile). */

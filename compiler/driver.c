@@ -13,12 +13,14 @@ typedef struct {
 static const pass passes[] = {
 	{"infer", mkc_pass_infer, NULL},
 	{"canon", mkc_pass_canon, NULL},
+	{"fuse", mkc_pass_fuse, NULL},
 	{"dce", mkc_pass_dce, NULL},
 	{"state", mkc_pass_state, NULL},
 	{"weights", mkc_pass_weights, NULL},
 	{"fuse_norm", mkc_pass_fuse_norm, NULL},
 	{"split_attn", mkc_pass_split_attn, NULL},
 	{"tile", NULL, mkc_pass_tile},
+	{"views", NULL, mkc_pass_views},
 	{"memory", NULL, mkc_pass_memory},
 	{"deps", NULL, mkc_pass_deps},
 	{"events", NULL, mkc_pass_events},
@@ -68,7 +70,9 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 				tp.max_dim = g->kv_cap;
 			p = mkc_plan_create(g, &tp);
 		}
-		if (ps->graph ? ps->graph(g) != 0 : ps->plan(p) != 0)
+		/* --no-fuse: the graph as canon left it, for comparing */
+		bool skip = o->no_fuse && (ps->graph == mkc_pass_fuse || ps->graph == mkc_pass_fuse_norm);
+		if (!skip && (ps->graph ? ps->graph(g) != 0 : ps->plan(p) != 0))
 			return -1;
 		bool here = dump && strcmp(dump, ps->name) == 0;
 		if (ps->graph && here)

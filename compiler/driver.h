@@ -17,6 +17,7 @@ typedef struct {
 	bool no_reuse;           /* every intermediate in a buffer of its own */
 	int64_t max_seq;         /* positions a KV cache holds (0: max_dim) */
 	bool kv_io;              /* keep past/present as inputs and outputs */
+	bool no_fuse;            /* skip the fuse and fuse_norm passes (exact rewrites) */
 } mkc_driver_options;
 
 bool mkc_pass_known(const char *name);   /* "load" and every pass */

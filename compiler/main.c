@@ -31,9 +31,9 @@ static const char usage[] =
 	"                     keyword and no name the emitted code uses (default:\n"
 	"                     OUT's stem, with _model after it where it would be)\n"
 	"  --dump-after=PASS  print the IR after PASS: the graph after load, infer,\n"
-	"                     canon, dce, state, weights or fuse_norm; the task\n"
-	"                     plan after tile, memory, deps, events, schedule or\n"
-	"                     verify\n"
+	"                     canon, fuse, dce, state, weights, fuse_norm or\n"
+	"                     split_attn; the task plan after tile, views, memory,\n"
+	"                     deps, events, schedule or verify\n"
 	"  --const NAME=FILE  make graph input NAME a constant: the serialised\n"
 	"                     TensorProto in FILE (shapes and axes that arrive as\n"
 	"                     inputs must be known at compile time)\n"
@@ -45,6 +45,9 @@ static const char usage[] =
 	"                     graph of tasks and dependencies\n"
 	"  --workers N        persistent workers to schedule for (default 8)\n"
 	"  --no-reuse         give every intermediate tensor memory of its own\n"
+	"  --no-fuse          keep residual adds, SwiGLU and RMS norms out of the\n"
+	"                     matvecs and one another (the fusions are exact: the\n"
+	"                     C target's results are the same bits)\n"
 	"  --max-dim N        largest value of every symbolic dimension (past_len)\n"
 	"                     the emitted code accepts (default 4096)\n"
 	"  --max-seq N        positions each KV cache holds (default: --max-dim);\n"
@@ -72,7 +75,7 @@ typedef struct {
 	int64_t max_dim, max_seq;
 	const char *command_line;
 	const char *consts[64];   /* NAME=FILE.pb */
-	bool bf16, dump_dot, no_reuse, kv_io;
+	bool bf16, dump_dot, no_reuse, kv_io, no_fuse;
 	long long embed_limit;
 	int profile_steps;        /* --profile: steps the timeline keeps (0: none) */
 	int nconsts;
@@ -186,6 +189,8 @@ parse_args(int argc, char **argv, int from, options *o)
 						 o->dump_after);
 		} else if (strcmp(a, "--no-reuse") == 0) {
 			o->no_reuse = true;
+		} else if (strcmp(a, "--no-fuse") == 0) {
+			o->no_fuse = true;
 		} else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
 			o->verbose = 1;
 		} else if (a[0] == '-' && a[1]) {
@@ -245,7 +250,7 @@ compile(const options *o)
 		goto out;
 	mkc_plan *p = NULL;
 	mkc_driver_options d = {o->workers, o->dump_after, o->dump_dot, o->bf16, o->max_dim,
-				o->no_reuse, o->max_seq, o->kv_io};
+				o->no_reuse, o->max_seq, o->kv_io, o->no_fuse};
 	if (!g || mkc_run_passes(g, &d, &p) != 0)
 		goto out;
 	if (o->out) {

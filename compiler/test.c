@@ -54,6 +54,7 @@ typedef struct {
 	int stall_event;   /* testing mkc itself: an event whose threshold is raised */
 	double timeout;    /* the watchdog, seconds */
 	bool no_reuse;
+	bool no_fuse;      /* mkc --no-fuse */
 	bool kv_io;        /* past/present as inputs and outputs, not a cache */
 	int64_t max_seq;
 	const char *profile;   /* --profile FILE: the last step's timeline */
@@ -654,7 +655,8 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 		return;
 	}
 	mkc_driver_options d = {.workers = o->workers, .bf16_weights = o->bf16,
-				.no_reuse = o->no_reuse, .max_seq = o->max_seq, .kv_io = o->kv_io};
+				.no_reuse = o->no_reuse, .max_seq = o->max_seq, .kv_io = o->kv_io,
+				.no_fuse = o->no_fuse};
 	bool cuda = strcmp(o->target, "cuda") == 0;
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, cuda ? "cu" : "c"),
 			       "model", "mkc test", 4096, o->embed_limit, o->profile ? 1 : 0};
@@ -733,6 +735,7 @@ static const char test_usage[] =
 	"  --weights T     f32 (default) or bf16 weights, as mkc --weights\n"
 	"  --embed-limit N initializers up to N bytes go into the file (default 4096)\n"
 	"  --no-reuse      give every intermediate a buffer of its own\n"
+	"  --no-fuse       compile without the fuse pass, as mkc --no-fuse\n"
 	"  --kv-io         keep past/present as inputs and outputs (by default the\n"
 	"                  model keeps its KV caches; the harness loads the test\n"
 	"                  data's past into them and reads them back after a step)\n"
@@ -796,6 +799,8 @@ mkc_test_main(int argc, char **argv)
 			o.profile = argv[++i];
 		else if (!strcmp(a, "--no-reuse"))
 			o.no_reuse = true;
+		else if (!strcmp(a, "--no-fuse"))
+			o.no_fuse = true;
 		else if (!strcmp(a, "--kv-io"))
 			o.kv_io = true;
 		else if (!strcmp(a, "--bind-consts"))

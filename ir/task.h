@@ -14,8 +14,9 @@
  * the dependency and verify passes err on the safe side.
  *
  * The plan lives in the graph's arena. Passes fill it in this order:
- * tile (tasks, regions), memory (where intermediates live), deps
- * (predecessors), events, schedule (workers and queues), verify (the proof).
+ * tile (tasks, regions), views (reshapes without tasks), memory (where
+ * intermediates live), deps (predecessors), events, schedule (workers and
+ * queues), verify (the proof).
  */
 #ifndef MKC_TASK_H
 #define MKC_TASK_H
@@ -81,6 +82,12 @@ typedef struct mkc_plan {
 	int64_t arena_bytes;
 	int **alias;
 	int *nalias;
+	/*
+	 * views (passes/views.c): view_of[tensor id] is the id of the tensor
+	 * whose bytes it is (a Reshape read in place), or -1; NULL before the
+	 * pass. Views have no tasks and no regions.
+	 */
+	int *view_of;
 } mkc_plan;
 
 #define MKC_TASK(p, i) ((mkc_task *)(p)->tasks.v[i])

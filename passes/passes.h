@@ -13,6 +13,9 @@
  *           and Attention (opset 23) nodes; Attention reading grouped
  *           key/value heads without copies; duplicate attribute-free nodes
  *           merged; replaced nodes marked dead; topological order kept.
+ *   fuse    requires: canon. provides: residual adds in the epilogue of the
+ *           Gemm that feeds them; SiLU and SwiGLU as one elementwise node
+ *           (Silu, SiluMul); bit-identical results (--no-fuse skips it).
  *   dce     requires: infer. provides: no dead nodes, no node whose outputs
  *           nobody reads; tensor use counts.
  *   state   requires: dce. provides: past/present KV pairs as caches the
@@ -20,6 +23,7 @@
  *
  * Then, on a plan (ir/task.h) made from the graph:
  *   tile      nodes into tasks with the regions they read and write
+ *   views     Reshape, Flatten, Squeeze, Unsqueeze read in place: no task
  *   memory    intermediates placed in one arena, reusing freed space
  *   deps      exact predecessor lists from overlapping regions
  *   events    predecessor sets into counters with thresholds
@@ -36,6 +40,7 @@
 
 int mkc_pass_infer(mkc_graph *g);
 int mkc_pass_canon(mkc_graph *g);
+int mkc_pass_fuse(mkc_graph *g);           /* passes/fuse.c: exact fusions */
 int mkc_pass_dce(mkc_graph *g);
 int mkc_pass_state(mkc_graph *g);          /* passes/state.c: KV caches kept in place */
 int mkc_pass_weights(mkc_graph *g);        /* passes/weights.c: bf16 storage */
@@ -43,6 +48,7 @@ int mkc_pass_fuse_norm(mkc_graph *g);      /* passes/fuse_norm.c: RMS norms into
 int mkc_pass_split_attn(mkc_graph *g);     /* passes/split_attn.c: attention over position chunks */
 
 int mkc_pass_tile(mkc_plan *p);
+int mkc_pass_views(mkc_plan *p);
 int mkc_pass_memory(mkc_plan *p);
 int mkc_pass_deps(mkc_plan *p);
 int mkc_pass_events(mkc_plan *p);

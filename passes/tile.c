@@ -64,7 +64,7 @@ mapping_of(const mkc_node *n)
 	case MKC_OP_MUL: case MKC_OP_DIV: case MKC_OP_POW: case MKC_OP_MAX:
 	case MKC_OP_MIN: case MKC_OP_EQUAL: case MKC_OP_LESS: case MKC_OP_LESS_EQUAL:
 	case MKC_OP_GREATER: case MKC_OP_GREATER_EQUAL: case MKC_OP_AND:
-	case MKC_OP_OR: case MKC_OP_WHERE:
+	case MKC_OP_OR: case MKC_OP_WHERE: case MKC_OP_SILU: case MKC_OP_SILU_MUL:
 		return MAP_ELEMENTWISE;
 	case MKC_OP_MATMUL:
 		return n->in[0]->rank >= 2 && n->in[1]->rank >= 2 ? MAP_MATMUL : MAP_WHOLE;

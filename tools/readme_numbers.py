@@ -84,8 +84,8 @@ def measured(mkc, with_times):
     o18, o23 = small["op18"], small["op23"]
     items.append(f"The two bundled Llama exports on 8 workers: op18 {o18['read']} nodes in the file "
                  f"-> {o18['nodes']} nodes / {o18['tasks']} tasks, op23 {o23['read']} -> "
-                 f"{o23['nodes']} / {o23['tasks']} (after canonicalisation and the KV-cache state "
-                 "pass).")
+                 f"{o23['nodes']} / {o23['tasks']} (after canonicalisation, the fuse pass and the "
+                 "KV-cache state pass).")
     lines = [textwrap.fill(i, 99, initial_indent="- ", subsequent_indent="  ") for i in items]
     return "\n".join(lines)
 

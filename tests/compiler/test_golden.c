@@ -168,7 +168,8 @@ Test(golden, emitted_cuda_builds_for_sm_90a, .timeout = 600)
 	const char *models[] = {"tiny_llama_decode_op18", "tiny_llama_decode_op23", "hand/small_mlp",
 				"hand/contrib_skip_simplified_ln", "hand/contrib_rotary",
 				"hand/contrib_gqa_two_tokens", "hf/qwen2_tiny", "hf/qwen3_tiny",
-				"qwen3_tiny_onnx/model.onnx", "export/qwen3_tiny_op18"};
+				"qwen3_tiny_onnx/model.onnx", "export/qwen3_tiny_op18",
+				"hand/elementwise_tiles"};
 	cuda_builds(models, sizeof models / sizeof *models);
 }
 
@@ -188,6 +189,34 @@ Test(golden, emitted_cuda_builds_with_bf16_weights, .timeout = 600)
 				"tiny_llama_decode_op23 --weights bf16", "hf/qwen2_tiny --weights bf16",
 				"hf/qwen3_tiny --weights bf16"};
 	cuda_builds(models, sizeof models / sizeof *models);
+}
+
+/*
+ * Elementwise bodies walk flat indices where every tile is a run of
+ * consecutive elements and no operand broadcasts, and coordinates
+ * elsewhere: both kinds match onnxruntime, alone and on a shuffled queue,
+ * and each node of hand/elementwise_tiles gets the walk its tiles allow
+ * (sub_st's tiles [S,1,64] are not runs; mul_sc broadcasts c).
+ */
+Test(golden, elementwise_bodies_walk_flat_where_tiles_are_runs, .timeout = 120)
+{
+	const char *model = "tests/models/hand/elementwise_tiles";
+	char args[512];
+	snprintf(args, sizeof args, "%s", model);
+	cr_assert_eq(mkc_test(args), 0, "%s", out);
+	snprintf(args, sizeof args, "--shuffle 3 --threads 8 %s", model);
+	cr_assert_eq(mkc_test(args), 0, "%s", out);
+	char cmd[1024];
+	/* one line a node: its name, then FLAT or COORDS */
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s %s -o $d/m.c && awk "
+		 "'/^\\/\\* ONNX node/ { if (n) print n, w; n = $4; w = \"-\" } "
+		 "/i0 \\+ cnt/ { w = \"FLAT\" } /mkc_rt_unflat/ { w = \"COORDS\" } "
+		 "END { print n, w }' $d/m.c; rc=$?; rm -rf $d; exit $rc", mkc_bin(), model);
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	const char *want[] = {"'add_ab' FLAT", "'swiglu' FLAT", "'less_ab' FLAT", "'where_ab' FLAT",
+			      "'add_uv' FLAT", "'sub_st' COORDS", "'mul_sc' COORDS"};
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+		cr_expect(strstr(out, want[i]), "no %s in\n%s", want[i], out);
 }
 
 /*

@@ -50,10 +50,10 @@ Test(mutants, a_harmless_edit_passes, .timeout = 300)
 	cr_assert(strstr(out, "left the emitted file as it was"), "%s", out);
 }
 
-/* The residual Add skips one element (f == 3) of its output. */
+/* The residual Add (a flat walk: no operand broadcasts) skips element i == 3 of its output. */
 Test(mutants, a_skipped_write, .timeout = 300)
 {
-	must_fail("s/(\\(Add\\) \\*\\/.*?)(y\\[oy\\] = \\(float\\)\\(a0 \\+ a1\\);)/\\$1if (f != 3) \\$2/s",
+	must_fail("s/(\\(Add\\) \\*\\/.*?)(y\\[i\\] = \\(float\\)\\(a0 \\+ a1\\);)/\\$1if (i != 3) \\$2/s",
 		  OP23);
 }
 

@@ -356,6 +356,39 @@ def write_case(folder, model, feeds):
                     numpy_helper.from_array(v, o.name).SerializeToString())
 
 
+def gen_elementwise_tiles(outdir):
+    """Elementwise nodes whose tiles are runs of consecutive elements (the
+    emitter walks them by flat index) and nodes whose tiles or operands are
+    not (a broadcast operand; tiles cut below a symbolic axis), with
+    onnxruntime's outputs as the reference. On 8 workers: a, b [2,4096] are
+    cut in 2 tiles of 4096, u, v [2,S,8] in 2 of [1,S,8]; s, t [S,3,64] in 3
+    tiles [S,1,64], which are not runs when S > 1 (the test data has S = 2)."""
+    n = helper.make_node
+    nodes = [n("Add", ["a", "b"], ["y_add"], name="add_ab"),
+             n("Sigmoid", ["a"], ["sa"], name="sigmoid_a"),
+             n("Mul", ["a", "sa"], ["ma"], name="silu_a"),
+             n("Mul", ["ma", "b"], ["y_swiglu"], name="swiglu"),
+             n("Less", ["a", "b"], ["lt"], name="less_ab"),
+             n("Where", ["lt", "a", "b"], ["y_where"], name="where_ab"),
+             n("Sub", ["s", "t"], ["y_sub"], name="sub_st"),
+             n("Mul", ["s", "c"], ["y_bcast"], name="mul_sc"),
+             n("Add", ["u", "v"], ["y_uv"], name="add_uv")]
+    inputs = [value_info("a", F32, [2, 4096]), value_info("b", F32, [2, 4096]),
+              value_info("s", F32, ["S", 3, 64]), value_info("t", F32, ["S", 3, 64]),
+              value_info("c", F32, [64]), value_info("u", F32, [2, "S", 8]),
+              value_info("v", F32, [2, "S", 8])]
+    outputs = [value_info("y_add", F32, [2, 4096]), value_info("y_swiglu", F32, [2, 4096]),
+               value_info("y_where", F32, [2, 4096]), value_info("y_sub", F32, ["S", 3, 64]),
+               value_info("y_bcast", F32, ["S", 3, 64]), value_info("y_uv", F32, [2, "S", 8])]
+    model = make_model(helper.make_graph(nodes, "elementwise_tiles", inputs, outputs))
+    onnx.checker.check_model(model, full_check=True)
+    rng = np.random.default_rng(11)
+    u = lambda *shape: rng.uniform(-4, 4, shape).astype(np.float32)
+    feeds = {"a": u(2, 4096), "b": u(2, 4096), "s": u(2, 3, 64), "t": u(2, 3, 64),
+             "c": u(64), "u": u(2, 2, 8), "v": u(2, 2, 8)}
+    write_case(os.path.join(outdir, "elementwise_tiles"), model, feeds)
+
+
 def contrib_model(name, node, inputs, outputs, inits=()):
     graph = helper.make_graph([node], name, inputs, outputs, initializer=list(inits))
     return make_model(graph, [("com.microsoft", 1)])
@@ -669,6 +702,7 @@ def main(argv):
     gen_matmul_mismatch(outdir)
     gen_small_mlp(outdir)
     gen_small_mlp_ext(outdir)
+    gen_elementwise_tiles(outdir)
     gen_escape_names(outdir)
     gen_contrib(outdir)
     gen_raw_garbage(outdir, storage_bytes)

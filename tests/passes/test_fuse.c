@@ -1,0 +1,271 @@
+/*
+ * test_fuse.c - the fuse pass: each rewrite (residual add into the Gemm,
+ * SiLU, SwiGLU) is made where its conditions hold and only there
+ * (hand-built graphs), and models compiled with and
+ * without it give the same bits on the C target, every output and every KV
+ * cache (mkc test --keep writes them; the files are compared byte for byte).
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "../mkc_run.h"
+#include "../fixture.h"
+#include "passes.h"
+
+TestSuite(fuse, .init = setup, .fini = teardown);
+
+static mkc_tensor *
+tensor(mkc_graph *g, const char *name, mkc_tensor_kind kind, int rank, int64_t d0, int64_t d1)
+{
+	mkc_tensor *t = mkc_graph_tensor(g, name);
+	t->kind = kind;
+	t->dtype = MKC_DT_FLOAT;
+	t->rank = rank;
+	t->shape[0] = mkc_dim_const(d0);
+	t->shape[1] = mkc_dim_const(d1);
+	if (kind == MKC_TK_WEIGHT) {
+		t->nbytes = (size_t)(d0 * (rank > 1 ? d1 : 1)) * sizeof(float);
+		t->data = mkc_arena_alloc(ctx->arena, t->nbytes);
+	}
+	if (kind == MKC_TK_INPUT)
+		mkc_vec_push(ctx->arena, &g->inputs, t);
+	return t;
+}
+
+static mkc_node *
+node(mkc_graph *g, const char *op_type, const char *out, int nin, mkc_tensor *const *in)
+{
+	mkc_node *n = mkc_graph_add_node(g, mkc_arena_printf(ctx->arena, "node_%s", out), "",
+					 op_type, nin, 1, 0);
+	memcpy(n->in, in, (size_t)nin * sizeof *in);
+	n->out[0] = mkc_graph_tensor(g, out);
+	n->out[0]->producer = n;
+	return n;
+}
+
+static void
+make_output(mkc_graph *g, mkc_tensor *t)
+{
+	t->kind = MKC_TK_OUTPUT;
+	mkc_vec_push(ctx->arena, &g->outputs, t);
+}
+
+static void
+set_attr(mkc_node *n, const char *name, mkc_attr_type type, float f, int64_t i)
+{
+	mkc_attr *at = mkc_arena_alloc(ctx->arena, (size_t)(n->nattr + 2) * sizeof *at);
+	memcpy(at, n->attr, (size_t)n->nattr * sizeof *at);
+	at[n->nattr++] = (mkc_attr){.name = name, .type = type, .f = f, .i = i};
+	n->attr = at;
+}
+
+/* infer, canon, fuse and dce with the IR checker after each, as the driver runs them */
+static void
+passes(mkc_graph *g)
+{
+	cr_assert_eq(mkc_pass_infer(g), 0, "%s", errs());
+	cr_assert_eq(mkc_pass_canon(g), 0, "%s", errs());
+	cr_assert_eq(mkc_pass_fuse(g), 0, "%s", errs());
+	cr_assert_eq(mkc_verify_graph(g, true), 0, "%s", errs());
+	cr_assert_eq(mkc_pass_dce(g), 0, "%s", errs());
+	cr_assert_eq(mkc_verify_graph(g, true), 0, "%s", errs());
+}
+
+static int
+count_op(const mkc_graph *g, mkc_op op)
+{
+	int k = 0;
+	for (int i = 0; i < g->nodes.n; i++)
+		k += MKC_NODE(g, i)->op == op;
+	return k;
+}
+
+/* Residual adds: h [2,4] + Gemm(x [2,8], W [4,8], transB), and the ways it must not fuse. */
+typedef enum {
+	RES_LEFT, RES_RIGHT, RES_SECOND_READER, RES_GEMM_OUTPUT, RES_ALPHA, RES_HAS_C,
+	RES_BROADCAST, RES_NOT_F32,
+} res_form;
+
+static mkc_graph *
+residual_graph(res_form form)
+{
+	mkc_graph *g = mkc_graph_create(ctx, "res.onnx");
+	mkc_tensor *x = tensor(g, "x", MKC_TK_INPUT, 2, 2, 8);
+	mkc_tensor *h = form == RES_BROADCAST ? tensor(g, "h", MKC_TK_INPUT, 1, 4, 0)
+					      : tensor(g, "h", MKC_TK_INPUT, 2, 2, 4);
+	mkc_tensor *w = tensor(g, "w", MKC_TK_WEIGHT, 2, 4, 8);
+	mkc_tensor *c = tensor(g, "c", MKC_TK_WEIGHT, 1, 4, 0);
+	mkc_tensor *gin[3] = {x, w, c};
+	mkc_node *gm = node(g, "Gemm", "o", form == RES_HAS_C ? 3 : 2, gin);
+	set_attr(gm, "transB", MKC_AT_INT, 0, 1);
+	if (form == RES_ALPHA)
+		set_attr(gm, "alpha", MKC_AT_FLOAT, 0.5f, 0);
+	if (form == RES_NOT_F32) {
+		/* float64 throughout: the emitted Gemm computes in float32 */
+		x->dtype = h->dtype = w->dtype = MKC_DT_DOUBLE;
+		w->nbytes *= 2;
+		w->data = mkc_arena_alloc(ctx->arena, w->nbytes);
+	}
+	mkc_tensor *o = gm->out[0];
+	mkc_tensor *add_in[2] = {form == RES_RIGHT ? o : h, form == RES_RIGHT ? h : o};
+	mkc_node *add = node(g, "Add", "y", 2, add_in);
+	make_output(g, add->out[0]);
+	if (form == RES_SECOND_READER)
+		make_output(g, node(g, "Neg", "z", 1, &o)->out[0]);
+	if (form == RES_GEMM_OUTPUT)
+		make_output(g, o);
+	return g;
+}
+
+Test(fuse, residual_add_into_the_gemm)
+{
+	const struct {
+		res_form form;
+		bool fused;
+	} cases[] = {
+		{RES_LEFT, true}, {RES_RIGHT, true}, {RES_SECOND_READER, false},
+		{RES_GEMM_OUTPUT, false}, {RES_ALPHA, false}, {RES_HAS_C, false},
+		{RES_BROADCAST, false}, {RES_NOT_F32, false},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		mkc_graph *g = residual_graph(cases[i].form);
+		passes(g);
+		int form = (int)cases[i].form;
+		cr_expect_eq(count_op(g, MKC_OP_ADD), !cases[i].fused, "form %d", form);
+		if (!cases[i].fused)
+			continue;
+		cr_assert_eq(g->nodes.n, 1, "form %d", form);
+		mkc_node *n = MKC_NODE(g, 0);
+		cr_expect_eq(n->op, MKC_OP_GEMM);
+		cr_expect_str_eq(n->name, "node_o", "the fused node is named after the Gemm");
+		cr_expect_str_eq(n->out[0]->name, "y");
+		cr_assert_eq(n->nin, 3);
+		cr_expect_str_eq(n->in[0]->name, "x");
+		cr_expect_str_eq(n->in[1]->name, "w");
+		cr_expect_str_eq(n->in[2]->name, "h");
+		cr_expect_eq(mkc_node_attr_int(n, "transB", 0), 1);
+		cr_expect_eq(mkc_node_attr_float(n, "beta", 0), 1.0f);
+		cr_expect_eq(mkc_node_attr_float(n, "alpha", 1), 1.0f);
+	}
+}
+
+/* SiLU and SwiGLU over g, u [2,8], and the ways they must not fuse. */
+typedef enum {
+	SILU_LEFT, SILU_RIGHT, SWIGLU_UP_RIGHT, SWIGLU_UP_LEFT, SWIGLU_UP_BROADCAST,
+	SIGMOID_READ_ELSEWHERE, SIGMOID_OF_ANOTHER, SILU_READ_ELSEWHERE,
+} silu_form;
+
+static mkc_graph *
+silu_graph(silu_form form)
+{
+	mkc_graph *g = mkc_graph_create(ctx, "silu.onnx");
+	mkc_tensor *x = tensor(g, "g", MKC_TK_INPUT, 2, 2, 8);
+	mkc_tensor *h = tensor(g, "h", MKC_TK_INPUT, 2, 2, 8);
+	mkc_tensor *u = form == SWIGLU_UP_BROADCAST ? tensor(g, "u", MKC_TK_INPUT, 1, 8, 0)
+						    : tensor(g, "u", MKC_TK_INPUT, 2, 2, 8);
+	mkc_tensor *s = node(g, "Sigmoid", "s", 1, (mkc_tensor *[]){x})->out[0];
+	mkc_tensor *other = form == SIGMOID_OF_ANOTHER ? h : x;
+	mkc_tensor *t = node(g, "Mul", "t", 2, form == SILU_RIGHT ? (mkc_tensor *[]){s, other}
+								  : (mkc_tensor *[]){other, s})->out[0];
+	mkc_tensor *y = t;
+	if (form >= SWIGLU_UP_RIGHT)
+		y = node(g, "Mul", "y", 2, form == SWIGLU_UP_LEFT ? (mkc_tensor *[]){u, t}
+								   : (mkc_tensor *[]){t, u})->out[0];
+	make_output(g, y);
+	if (form == SIGMOID_READ_ELSEWHERE)
+		make_output(g, s);
+	if (form == SILU_READ_ELSEWHERE)
+		make_output(g, node(g, "Neg", "z", 1, &t)->out[0]);
+	return g;
+}
+
+Test(fuse, silu_and_swiglu_forms)
+{
+	const struct {
+		silu_form form;
+		mkc_op op;     /* what the last node becomes */
+		int nodes;
+	} cases[] = {
+		{SILU_LEFT, MKC_OP_SILU, 1}, {SILU_RIGHT, MKC_OP_SILU, 1},
+		{SWIGLU_UP_RIGHT, MKC_OP_SILU_MUL, 1}, {SWIGLU_UP_LEFT, MKC_OP_SILU_MUL, 1},
+		{SWIGLU_UP_BROADCAST, MKC_OP_SILU_MUL, 1}, {SIGMOID_READ_ELSEWHERE, MKC_OP_MUL, 3},
+		{SIGMOID_OF_ANOTHER, MKC_OP_MUL, 3},
+		/* t stays (another node reads it), so y stays a Mul of it */
+		{SILU_READ_ELSEWHERE, MKC_OP_MUL, 3},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		mkc_graph *g = silu_graph(cases[i].form);
+		passes(g);
+		int form = (int)cases[i].form;
+		cr_assert_eq(g->nodes.n, cases[i].nodes, "form %d: %d nodes", form, g->nodes.n);
+		mkc_node *last = MKC_NODE(g, cases[i].form == SILU_READ_ELSEWHERE ? 1 : g->nodes.n - 1);
+		cr_expect_eq(last->op, cases[i].op, "form %d: %s", form, last->op_type);
+		if (cases[i].form == SILU_READ_ELSEWHERE)
+			cr_expect_eq(MKC_NODE(g, 0)->op, MKC_OP_SILU);
+		if (cases[i].op == MKC_OP_MUL)
+			continue;
+		cr_expect_str_eq(last->domain, "mkc.internal");
+		cr_expect_str_eq(last->in[0]->name, "g", "form %d", form);
+		if (cases[i].op == MKC_OP_SILU_MUL)
+			cr_expect_str_eq(last->in[1]->name, "u", "form %d", form);
+	}
+}
+
+/*
+ * The same bits with and without the pass, on every output and every KV
+ * cache of every step (what mkc test --keep leaves in its scratch folder).
+ */
+static const char *
+kept_dir(const char *err)
+{
+	static char dir[2][512];
+	static int k;
+	const char *p = strstr(err, "mkc: kept ");
+	cr_assert_not_null(p, "%s", err);
+	p += strlen("mkc: kept ");
+	size_t n = strcspn(p, "\n");
+	k ^= 1;
+	snprintf(dir[k], sizeof dir[k], "%.*s", (int)n, p);
+	return dir[k];
+}
+
+static void
+expect_same_bits(const char *model, const char *weights, const char *want_fused)
+{
+	/* bf16 weights move the results off the float32 reference; the bits are the test */
+	const char *tol = strcmp(weights, "bf16") ? "1e-5" : "1e-2";
+	mkc_result *r = mkc_run("test", "--keep", "-v", "--weights", weights, "--tolerance", tol,
+				model, NULL);
+	cr_assert_eq(r->status, 0, "%s%s", r->out, r->err);
+	cr_assert(strstr(r->err, want_fused), "%s: no '%s' in\n%s", model, want_fused, r->err);
+	const char *fused = kept_dir(r->err);
+	r = mkc_run("test", "--keep", "-v", "--no-fuse", "--weights", weights, "--tolerance", tol,
+		    model, NULL);
+	cr_assert_eq(r->status, 0, "%s%s", r->out, r->err);
+	cr_assert_null(strstr(r->err, "fuse: "), "--no-fuse ran the pass:\n%s", r->err);
+	const char *plain = kept_dir(r->err);
+	char cmd[2048], out[8192];
+	/* every output and cache file of the unfused run has a twin with the same bytes */
+	snprintf(cmd, sizeof cmd, "cd %s && n=0 && for f in out*.bin cache*.bin; do "
+		 "[ -f \"$f\" ] || continue; cmp \"$f\" %s/\"$f\" || exit 1; n=$((n+1)); done && "
+		 "echo \"compared $n\" && [ $n -gt 0 ]", plain, fused);
+	int rc = mkc_shell(cmd, out, sizeof out);
+	cr_expect_eq(rc, 0, "%s: fused and unfused results differ: %s", model, out);
+	snprintf(cmd, sizeof cmd, "rm -rf %s %s", fused, plain);
+	cr_expect_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+}
+
+Test(fuse, fused_models_give_the_same_bits, .timeout = 300)
+{
+	const char *both = "fuse: 4 residual adds into Gemm, 2 SwiGLU, 0 SiLU alone";
+	expect_same_bits("tests/models/tiny_llama_hf", "f32", both);
+	expect_same_bits("tests/models/tiny_llama_hf", "bf16", both);
+	/* o_proj has no bias: fused; down_proj has none either */
+	expect_same_bits("tests/models/hf/qwen2_tiny", "f32", both);
+	/* mlp_bias and attention_bias: every Gemm has a C already, so only SwiGLU fuses */
+	expect_same_bits("tests/models/hf/llama_tiny_sharded", "f32",
+			 "fuse: 0 residual adds into Gemm, 2 SwiGLU");
+	/* an ONNX export: MatMul residuals stay, SwiGLU fuses */
+	expect_same_bits("tests/models/tiny_llama_decode_op18", "f32",
+			 "fuse: 0 residual adds into Gemm, 2 SwiGLU");
+}

@@ -1,0 +1,188 @@
+/*
+ * test_views.c - Reshape and its kin read in place (passes/views.c): the
+ * plan the driver makes has no task for them and no region on their
+ * outputs; their readers read the base tensor whole, so verify refuses the
+ * plan when such a reader no longer waits for the base's writers; and a
+ * Reshape whose output is a graph output stays a copy. The golden tests
+ * run every model with views end to end.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "../fixture.h"
+#include "driver.h"
+#include "frontend.h"
+
+TestSuite(views, .init = setup, .fini = teardown);
+
+static mkc_plan *
+driven(const char *path, int workers)
+{
+	mkc_graph *g = mkc_load_model(ctx, path);
+	cr_assert_not_null(g, "%s", errs());
+	mkc_driver_options d = {.workers = workers};
+	mkc_plan *p = NULL;
+	cr_assert_eq(mkc_run_passes(g, &d, &p), 0, "%s", errs());
+	return p;
+}
+
+static bool
+is_reshape_kin(mkc_op op)
+{
+	return op == MKC_OP_RESHAPE || op == MKC_OP_FLATTEN || op == MKC_OP_SQUEEZE ||
+	       op == MKC_OP_UNSQUEEZE;
+}
+
+Test(views, reshapes_have_no_tasks_and_their_readers_read_the_base)
+{
+	const char *models[] = {"tests/models/tiny_llama_hf", "tests/models/tiny_llama_decode_op18"};
+	for (int m = 0; m < 2; m++) {
+		mkc_plan *p = driven(models[m], 8);
+		mkc_graph *g = p->g;
+		int views = 0;
+		for (int i = 0; i < g->nodes.n; i++) {
+			const mkc_node *n = MKC_NODE(g, i);
+			if (!is_reshape_kin(n->op) || n->out[0]->kind == MKC_TK_OUTPUT)
+				continue;   /* an output has a buffer of the caller's */
+			int base = p->view_of[n->out[0]->id];
+			cr_assert_geq(base, 0, "%s: '%s' is no view", models[m], n->name);
+			cr_expect_lt(p->view_of[base], 0, "a base is never a view itself");
+			views++;
+		}
+		cr_expect_geq(views, 4, "%s: %d views", models[m], views);
+		for (int i = 0; i < p->tasks.n; i++) {
+			const mkc_task *t = MKC_TASK(p, i);
+			cr_expect_eq(t->id, i);
+			cr_expect(!is_reshape_kin(t->node->op) || t->node->out[0]->kind == MKC_TK_OUTPUT,
+				  "task %d runs '%s'", i, t->node->name);
+			for (int k = 0; k < t->nreads + t->nwrites; k++) {
+				const mkc_region *r = k < t->nreads ? &t->reads[k] : &t->writes[k - t->nreads];
+				cr_expect_lt(p->view_of[r->t->id], 0, "task %d touches view '%s'", i,
+					     r->t->name);
+			}
+		}
+	}
+}
+
+/* The view that task t's node reads whose base an intermediate is, or NULL. */
+static const mkc_tensor *
+view_read(const mkc_plan *p, const mkc_task *t)
+{
+	for (int k = 0; k < t->node->nin; k++) {
+		const mkc_tensor *y = t->node->in[k];
+		if (y && p->view_of[y->id] >= 0 &&
+		    MKC_TENSOR(p->g, p->view_of[y->id])->kind == MKC_TK_INTERMEDIATE)
+			return MKC_TENSOR(p->g, p->view_of[y->id]);
+	}
+	return NULL;
+}
+
+/* Takes out t's predecessors that write x; false if there are none. */
+static bool
+drop_writers(mkc_plan *p, mkc_task *t, const mkc_tensor *x)
+{
+	int kept = 0;
+	for (int k = 0; k < t->npreds; k++) {
+		const mkc_task *q = MKC_TASK(p, t->preds[k]);
+		bool writes = false;
+		for (int j = 0; j < q->nwrites; j++)
+			writes |= q->writes[j].t == x;
+		if (!writes)
+			t->preds[kept++] = t->preds[k];
+	}
+	bool any = kept < t->npreds;
+	t->npreds = kept;
+	return any;
+}
+
+/*
+ * A reader of a view, with its edges from the writers of the view's base
+ * taken out (and nothing else), is refused: the proof sees the base, not a
+ * view it was never told about.
+ */
+Test(views, a_reader_of_a_view_that_does_not_wait_is_refused)
+{
+	mkc_plan *p = driven("tests/models/tiny_llama_hf", 64);
+	const mkc_tensor *base = NULL;
+	for (int i = 0; i < p->tasks.n && !base; i++) {
+		mkc_task *t = MKC_TASK(p, i);
+		const mkc_tensor *x = view_read(p, t);
+		if (x && drop_writers(p, t, x))
+			base = x;
+	}
+	cr_assert_not_null(base, "no reader of a view waits on its base's writer directly");
+	for (int k = 0; k < p->tasks.n; k++) {
+		mkc_task *u = MKC_TASK(p, k);
+		u->nwaits = u->nsignals = 0;
+		u->worker = -1;
+		u->pos = 0;
+	}
+	p->events = (mkc_vec){0};
+	p->queues = NULL;
+	p->qlen = NULL;
+	p->tp.nworkers = p->tasks.n;   /* a worker a task: no queue order hides it */
+	cr_assert_eq(mkc_pass_events(p), 0, "%s", errs());
+	cr_assert_eq(mkc_pass_schedule(p), 0, "%s", errs());
+	cr_assert_eq(mkc_pass_verify(p), -1, "verify missed a reader of '%s'", base->name);
+	cr_expect(strstr(errs(), "nothing orders"), "%s", errs());
+	cr_expect(strstr(errs(), base->name), "%s", errs());
+}
+
+/* x [2,8] -> Reshape [16]: a copy when its output is a graph output, a view when not. */
+static mkc_plan *
+reshape_plan(bool output)
+{
+	mkc_graph *g = mkc_graph_create(ctx, "reshape.onnx");
+	g->nopsets = 1;
+	g->opsets = mkc_arena_alloc(ctx->arena, sizeof *g->opsets);
+	g->opsets[0] = (mkc_opset){"", 18};
+	mkc_tensor *x = mkc_graph_tensor(g, "x");
+	x->kind = MKC_TK_INPUT;
+	x->dtype = MKC_DT_FLOAT;
+	x->rank = 2;
+	x->shape[0] = mkc_dim_const(2);
+	x->shape[1] = mkc_dim_const(8);
+	mkc_vec_push(ctx->arena, &g->inputs, x);
+	mkc_tensor *s = mkc_graph_tensor(g, "shape");
+	s->kind = MKC_TK_WEIGHT;
+	s->dtype = MKC_DT_INT64;
+	s->rank = 1;
+	s->shape[0] = mkc_dim_const(1);
+	int64_t *v = mkc_arena_alloc(ctx->arena, sizeof *v);
+	*v = 16;
+	s->data = v;
+	s->nbytes = sizeof *v;
+	mkc_node *r = mkc_graph_add_node(g, "reshape", "", "Reshape", 2, 1, 0);
+	r->in[0] = x;
+	r->in[1] = s;
+	r->out[0] = mkc_graph_tensor(g, "r");
+	r->out[0]->producer = r;
+	mkc_tensor *y = r->out[0];
+	if (!output) {
+		mkc_node *ng = mkc_graph_add_node(g, "neg", "", "Neg", 1, 1, 0);
+		ng->in[0] = y;
+		ng->out[0] = mkc_graph_tensor(g, "y");
+		ng->out[0]->producer = ng;
+		y = ng->out[0];
+	}
+	y->kind = MKC_TK_OUTPUT;
+	mkc_vec_push(ctx->arena, &g->outputs, y);
+	mkc_driver_options d = {.workers = 2};
+	mkc_plan *p = NULL;
+	cr_assert_eq(mkc_run_passes(g, &d, &p), 0, "%s", errs());
+	return p;
+}
+
+Test(views, a_graph_output_stays_a_copy)
+{
+	mkc_plan *p = reshape_plan(true);
+	cr_expect_eq(p->view_of[mkc_graph_find(p->g, "r")->id], -1);
+	cr_expect_eq(p->tasks.n, 1);
+	cr_expect_eq(MKC_TASK(p, 0)->node->op, MKC_OP_RESHAPE);
+	p = reshape_plan(false);
+	cr_expect_eq(p->view_of[mkc_graph_find(p->g, "r")->id], mkc_graph_find(p->g, "x")->id);
+	cr_assert_eq(p->tasks.n, 1);
+	const mkc_task *t = MKC_TASK(p, 0);
+	cr_expect_eq(t->node->op, MKC_OP_NEG);
+	cr_expect_str_eq(t->reads[0].t->name, "x");
+}
