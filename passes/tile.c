@@ -22,6 +22,9 @@
  *   - Attention with one output and 4-D inputs: the query heads, one or
  *     more a tile, each tile reading the key and value heads its query
  *     heads share (head / (query heads / key heads)), whole otherwise;
+ *   - Reshape and its kin (those that views.c does not make views, such
+ *     as the copy of the logits into a graph output): like elementwise
+ *     ops, each tile reading the input whole;
  *   - AttnPart (passes/split_attn.c): a tile a (key head, chunk) row of
  *     its output; AttnMerge: by query heads, reading their key heads' rows;
  *   - anything else, and any node with several outputs: one tile that reads
@@ -36,7 +39,7 @@
 
 typedef enum {
 	MAP_WHOLE, MAP_ELEMENTWISE, MAP_MATMUL, MAP_GEMM, MAP_ROWS, MAP_GATHER, MAP_HEADS,
-	MAP_PARTS, MAP_MERGE
+	MAP_PARTS, MAP_MERGE, MAP_COPY
 } mapping;
 
 /* Query heads over key heads, if Attention can be cut by heads; else 0. */
@@ -84,6 +87,8 @@ mapping_of(const mkc_node *n)
 		return attention_group(n) ? MAP_HEADS : MAP_WHOLE;
 	case MKC_OP_ATTN_PART:
 		return MAP_PARTS;
+	case MKC_OP_RESHAPE: case MKC_OP_FLATTEN: case MKC_OP_SQUEEZE: case MKC_OP_UNSQUEEZE:
+		return MAP_COPY;
 	case MKC_OP_ATTN_MERGE:
 		return MAP_MERGE;
 	default:

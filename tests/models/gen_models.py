@@ -362,7 +362,9 @@ def gen_elementwise_tiles(outdir):
     not (a broadcast operand; tiles cut below a symbolic axis), with
     onnxruntime's outputs as the reference. On 8 workers: a, b [2,4096] are
     cut in 2 tiles of 4096, u, v [2,S,8] in 2 of [1,S,8]; s, t [S,3,64] in 3
-    tiles [S,1,64], which are not runs when S > 1 (the test data has S = 2)."""
+    tiles [S,1,64], which are not runs when S > 1 (the test data has S = 2).
+    Two Reshapes into graph outputs (copies, not views): a [1,1,8192] in 2
+    tiles that are runs, and s as [S,192], cut along 192, not runs."""
     n = helper.make_node
     nodes = [n("Add", ["a", "b"], ["y_add"], name="add_ab"),
              n("Sigmoid", ["a"], ["sa"], name="sigmoid_a"),
@@ -372,15 +374,21 @@ def gen_elementwise_tiles(outdir):
              n("Where", ["lt", "a", "b"], ["y_where"], name="where_ab"),
              n("Sub", ["s", "t"], ["y_sub"], name="sub_st"),
              n("Mul", ["s", "c"], ["y_bcast"], name="mul_sc"),
-             n("Add", ["u", "v"], ["y_uv"], name="add_uv")]
+             n("Add", ["u", "v"], ["y_uv"], name="add_uv"),
+             n("Reshape", ["a", "flat_shape"], ["y_flat"], name="reshape_a"),
+             n("Reshape", ["s", "rows_shape"], ["y_rows"], name="reshape_s")]
     inputs = [value_info("a", F32, [2, 4096]), value_info("b", F32, [2, 4096]),
               value_info("s", F32, ["S", 3, 64]), value_info("t", F32, ["S", 3, 64]),
               value_info("c", F32, [64]), value_info("u", F32, [2, "S", 8]),
               value_info("v", F32, [2, "S", 8])]
     outputs = [value_info("y_add", F32, [2, 4096]), value_info("y_swiglu", F32, [2, 4096]),
                value_info("y_where", F32, [2, 4096]), value_info("y_sub", F32, ["S", 3, 64]),
-               value_info("y_bcast", F32, ["S", 3, 64]), value_info("y_uv", F32, [2, "S", 8])]
-    model = make_model(helper.make_graph(nodes, "elementwise_tiles", inputs, outputs))
+               value_info("y_bcast", F32, ["S", 3, 64]), value_info("y_uv", F32, [2, "S", 8]),
+               value_info("y_flat", F32, [1, 1, 8192]), value_info("y_rows", F32, ["S", 192])]
+    shapes = [numpy_helper.from_array(np.array([1, 1, 8192], np.int64), "flat_shape"),
+              numpy_helper.from_array(np.array([-1, 192], np.int64), "rows_shape")]
+    model = make_model(helper.make_graph(nodes, "elementwise_tiles", inputs, outputs,
+                                         initializer=shapes))
     onnx.checker.check_model(model, full_check=True)
     rng = np.random.default_rng(11)
     u = lambda *shape: rng.uniform(-4, 4, shape).astype(np.float32)
