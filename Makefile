@@ -24,10 +24,11 @@ LIB_SRC = $(wildcard ir/*.c) $(wildcard passes/*.c) $(wildcard backends/*.c) \
 	$(wildcard backends/*/*.c) $(filter-out compiler/main.c,$(wildcard compiler/*.c))
 GEN_SRC = $(BUILD)/gen/onnx.pb-c.c
 # runtime/ is C text that the emitter writes into every output file
-RUNTIME = runtime/common.h runtime/api_h.h runtime/host.h runtime/profile.h runtime/c/exec.h \
+RUNTIME = runtime/common.h runtime/api_h.h runtime/files.h runtime/host.h runtime/profile.h runtime/c/exec.h \
 	runtime/c/api.h runtime/cuda/exec.cuh
-# tests/fuzz holds libFuzzer targets, built by `make fuzz` only
-TEST_SRC = $(filter-out tests/fuzz/%,$(wildcard tests/*/*.c))
+# tests/fuzz holds libFuzzer targets, built by `make fuzz` only; tests/loaders
+# a program that test_loaders.c builds against each model it compiles
+TEST_SRC = $(filter-out tests/fuzz/% tests/loaders/%,$(wildcard tests/*/*.c))
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o \
 	$(BUILD)/obj/gen/runtime_text.o
@@ -51,6 +52,7 @@ $(BUILD)/gen/runtime_text.c: $(RUNTIME) tools/embed.sh
 	@mkdir -p $(BUILD)/gen
 	{ sh tools/embed.sh mkc_rt_common runtime/common.h; \
 	  sh tools/embed.sh mkc_rt_api_h runtime/api_h.h; \
+	  sh tools/embed.sh mkc_rt_files runtime/files.h; \
 	  sh tools/embed.sh mkc_rt_host runtime/host.h; \
 	  sh tools/embed.sh mkc_rt_profile runtime/profile.h; \
 	  sh tools/embed.sh mkc_rt_c_exec runtime/c/exec.h; \
