@@ -56,7 +56,12 @@ mkc_rt_open_regular(const char *path, const char *weight, int64_t *size, struct 
 		mkc_rt_say(err, n, "%s: cannot open: %s%s", path, strerror(errno), what);
 		return NULL;
 	}
-	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+	if (fstat(fd, st) != 0) {
+		mkc_rt_say(err, n, "%s: cannot read: %s%s", path, strerror(errno), what);
+		close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st->st_mode)) {
 		mkc_rt_say(err, n, "%s: %s%s", path,
 			 S_ISDIR(st->st_mode)    ? "is a folder, not a regular file"
 			 : S_ISFIFO(st->st_mode) ? "is a FIFO, not a regular file"
