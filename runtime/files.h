@@ -88,6 +88,10 @@ static FILE *
 mkc_rt_open_in(const char *dir, const char *rel, size_t len, const char *weight, char *path,
 	       size_t pn, int64_t *size, char *err, size_t n)
 {
+	if (len == 0) {   /* rel may then be NULL: no location at all */
+		mkc_rt_say(err, n, "weight '%s': its external data has no file name", weight);
+		return NULL;
+	}
 	if (memchr(rel, 0, len)) {
 		mkc_rt_say(err, n, "weight '%s': its file name holds a NUL byte", weight);
 		return NULL;
@@ -101,10 +105,6 @@ mkc_rt_open_in(const char *dir, const char *rel, size_t len, const char *weight,
 	path[dl] = '/';
 	memcpy(path + dl + 1, rel, len);
 	path[dl + 1 + len] = 0;
-	if (len == 0) {
-		mkc_rt_say(err, n, "weight '%s': its external data has no file name", weight);
-		return NULL;
-	}
 	if (rel[0] == '/') {
 		mkc_rt_say(err, n, "%s: weight '%s' must be read from a file inside the model's folder, "
 			 "not from an absolute path", path + dl + 1, weight);

@@ -258,6 +258,9 @@ Test(loaders, external_data_locations_read_at_run_time, .timeout = 60)
 	sh("truncate -s 600 x/weights.bin");
 	refused("x/model.onnx", "x/weights.bin: holds 600 bytes, too short for weight 'W1' (512 "
 		"bytes at offset 320)", NULL);
+	/* no location at all (found by tools/mutate_weights.py: memchr on NULL) */
+	damage("location x/model.onnx W1 -");
+	refused("x/model.onnx", "weight 'W1': its external data has no file name", NULL);
 }
 
 /* The ONNX file named at run time must itself be a regular file. */

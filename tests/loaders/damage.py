@@ -8,6 +8,7 @@
                                        length kept (padded with spaces)
   damage.py truncate FILE N            only the first N bytes kept
   damage.py location ONNX TENSOR LOC   an initializer's external data location
+                                       (LOC '-': none at all)
 
 Standard library only, except `location`, which needs the onnx package.
 """
@@ -64,8 +65,10 @@ def main(argv):
         m = onnx.load(path, load_external_data=False)
         for t in m.graph.initializer:
             if t.name == argv[3]:
-                for e in t.external_data:
-                    if e.key == "location":
+                for e in list(t.external_data):
+                    if e.key == "location" and argv[4] == "-":
+                        t.external_data.remove(e)
+                    elif e.key == "location":
                         e.value = argv[4]
         onnx.save(m, path)
     else:
