@@ -24,17 +24,18 @@ LIB_SRC = $(wildcard ir/*.c) $(wildcard passes/*.c) $(wildcard backends/*.c) \
 	$(wildcard backends/*/*.c) $(filter-out compiler/main.c,$(wildcard compiler/*.c))
 GEN_SRC = $(BUILD)/gen/onnx.pb-c.c
 # runtime/ is C text that the emitter writes into every output file
-RUNTIME = runtime/common.h runtime/api_h.h runtime/host.h runtime/profile.h runtime/c/exec.h \
-	runtime/c/api.h runtime/cuda/exec.cuh backends/cuda/attention.cuh \
+RUNTIME = runtime/common.h runtime/api_h.h runtime/files.h runtime/host.h runtime/profile.h \
+	runtime/c/exec.h runtime/c/api.h runtime/cuda/exec.cuh backends/cuda/attention.cuh \
 	backends/cuda/matvec.cuh
-# tests/fuzz holds libFuzzer targets, built by `make fuzz` only
-TEST_SRC = $(filter-out tests/fuzz/%,$(wildcard tests/*/*.c))
+# tests/fuzz holds libFuzzer targets, built by `make fuzz` only; tests/loaders
+# a program that test_loaders.c builds against each model it compiles
+TEST_SRC = $(filter-out tests/fuzz/% tests/loaders/%,$(wildcard tests/*/*.c))
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o \
 	$(BUILD)/obj/gen/runtime_text.o
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all test check-models check-numbers conformance sanitize numbers fuzz format lint clean help
+.PHONY: all test check-models check-numbers conformance sanitize numbers fuzz fuzz-replay format lint clean help
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/mkc  ## build $(BUILD)/mkc
@@ -52,6 +53,7 @@ $(BUILD)/gen/runtime_text.c: $(RUNTIME) tools/embed.sh
 	@mkdir -p $(BUILD)/gen
 	{ sh tools/embed.sh mkc_rt_common runtime/common.h; \
 	  sh tools/embed.sh mkc_rt_api_h runtime/api_h.h; \
+	  sh tools/embed.sh mkc_rt_files runtime/files.h; \
 	  sh tools/embed.sh mkc_rt_host runtime/host.h; \
 	  sh tools/embed.sh mkc_rt_profile runtime/profile.h; \
 	  sh tools/embed.sh mkc_rt_c_exec runtime/c/exec.h; \
@@ -83,8 +85,20 @@ $(BUILD)/mkc: $(BUILD)/obj/compiler/main.o $(BUILD)/libmkc.a
 $(BUILD)/test_mkc: $(TEST_OBJ) $(BUILD)/libmkc.a
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
 
-test: $(BUILD)/mkc $(BUILD)/test_mkc check-models check-numbers conformance  ## run every test that needs no GPU
+test: $(BUILD)/mkc $(BUILD)/test_mkc check-models check-numbers conformance fuzz-replay  ## run every test that needs no GPU
 	MKC=$(BUILD)/mkc $(BUILD)/test_mkc -j2
+
+# the readers' fuzz targets with a plain main, to replay what they found
+# (the pipeline's crashes replay through mkc in tests/compiler/test_bad_input.c)
+FUZZ_READERS = json hf
+$(BUILD)/fuzz_replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(BUILD)/libmkc.a $(RUNTIME)
+	$(CC) -std=c11 -D_DEFAULT_SOURCE $(WARN) $(CFLAGS) -I$(BUILD)/gen -Iir -Icompiler -Ipasses \
+		$(LDFLAGS) -o $@ tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(BUILD)/libmkc.a $(LIBS)
+
+fuzz-replay: $(FUZZ_READERS:%=$(BUILD)/fuzz_replay_%)  ## replay tests/fuzz/crashes_json and crashes_hf
+	for t in $(FUZZ_READERS); do \
+		LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+			$(BUILD)/fuzz_replay_$$t tests/fuzz/crashes_$$t/* || exit 1; done
 
 conformance: $(BUILD)/mkc  ## ONNX node tests of every supported op, on the C target
 	python3 tools/conformance.py --mkc $(BUILD)/mkc
@@ -120,21 +134,36 @@ numbers: $(BUILD)/mkc  ## measure the README's compile-time numbers again and wr
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-fuzz:  ## build the libFuzzer target (clang) and run it FUZZ_SECONDS, seeded from tests/models
+FUZZ_TARGETS = pipeline json hf
+# the seconds are shared: half for the whole pipeline, a quarter for each reader
+FUZZ_TIME_pipeline = $$(( ($(FUZZ_SECONDS) + 1) / 2 ))
+FUZZ_TIME_json = $$(( ($(FUZZ_SECONDS) + 3) / 4 ))
+FUZZ_TIME_hf = $$(( ($(FUZZ_SECONDS) + 3) / 4 ))
+fuzz:  ## build the libFuzzer targets (clang) and run them FUZZ_SECONDS in all, seeded from tests/models
 	$(MAKE) BUILD=build/fuzz CC=$(FUZZ_CC) \
 		CFLAGS="-O1 -g -Wno-unknown-warning-option -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
 		build/fuzz/libmkc.a
-	$(FUZZ_CC) -std=c11 -D_DEFAULT_SOURCE -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer \
-		-Ibuild/fuzz/gen -Iir -Icompiler -Ipasses tests/fuzz/fuzz_pipeline.c build/fuzz/libmkc.a \
-		$(LIBS) -o build/fuzz/fuzz_pipeline
-	rm -rf build/fuzz/seeds && mkdir -p build/fuzz/seeds build/fuzz/corpus
+	for t in $(FUZZ_TARGETS); do \
+		$(FUZZ_CC) -std=c11 -D_DEFAULT_SOURCE -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer \
+			-Ibuild/fuzz/gen -Iir -Icompiler -Ipasses tests/fuzz/fuzz_$$t.c build/fuzz/libmkc.a \
+			$(LIBS) -o build/fuzz/fuzz_$$t || exit 1; \
+		rm -rf build/fuzz/seeds_$$t && mkdir -p build/fuzz/seeds_$$t build/fuzz/corpus_$$t; \
+	done
 	for f in $$(find tests/models/hand -maxdepth 2 -name '*.onnx' -size -64k); do \
-		{ printf '\000'; cat $$f; } > build/fuzz/seeds/$$(echo $$f | tr / _); done
+		{ printf '\000'; cat $$f; } > build/fuzz/seeds_pipeline/$$(echo $$f | tr / _); done
 	for f in tests/models/hand/json/*.json; do \
-		{ printf '\001'; cat $$f; } > build/fuzz/seeds/$$(echo $$f | tr / _); done
+		{ printf '\001'; cat $$f; } > build/fuzz/seeds_pipeline/$$(echo $$f | tr / _); done
+	cp tests/models/hand/json/*.json tests/models/hand/json_bad/*.json build/fuzz/seeds_json/
+	python3 tests/fuzz/hf_seeds.py build/fuzz/seeds_hf tests/models/hf/* tests/models/hf_bad/*
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp build/fuzz/fuzz_pipeline \
-		-max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=4096 \
-		-artifact_prefix=build/fuzz/ build/fuzz/corpus build/fuzz/seeds
+		-max_total_time=$(FUZZ_TIME_pipeline) -timeout=20 -rss_limit_mb=4096 \
+		-artifact_prefix=build/fuzz/pipeline- build/fuzz/corpus_pipeline build/fuzz/seeds_pipeline
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp build/fuzz/fuzz_json \
+		-max_total_time=$(FUZZ_TIME_json) -timeout=20 -rss_limit_mb=4096 \
+		-artifact_prefix=build/fuzz/json- build/fuzz/corpus_json build/fuzz/seeds_json
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp build/fuzz/fuzz_hf \
+		-max_total_time=$(FUZZ_TIME_hf) -timeout=20 -rss_limit_mb=4096 \
+		-artifact_prefix=build/fuzz/hf- build/fuzz/corpus_hf build/fuzz/seeds_hf
 
 format:  ## reformat the C sources with clang-format
 	clang-format -i $(LIB_SRC) compiler/main.c $(TEST_SRC) $(wildcard ir/*.h compiler/*.h passes/*.h)

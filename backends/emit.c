@@ -22,16 +22,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const c_runtime[] = {mkc_rt_c_exec, mkc_rt_host, mkc_rt_profile, NULL};
+static const char *const c_runtime[] = {mkc_rt_c_exec, mkc_rt_files, mkc_rt_host, mkc_rt_profile,
+					 NULL};
 static const char *const cuda_runtime[] = {mkc_rt_cuda_exec, mkc_rt_cuda_attention,
-					   mkc_rt_cuda_matvec, mkc_rt_host, mkc_rt_profile, NULL};
+					    mkc_rt_cuda_matvec, mkc_rt_files, mkc_rt_host,
+					    mkc_rt_profile, NULL};
 
-#define STD_HEADERS "#include <errno.h>\n#include <math.h>\n#include <stdarg.h>\n#include <stdint.h>\n" \
-	"#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <sys/stat.h>\n"
+#define STD_HEADERS "#include <errno.h>\n#include <fcntl.h>\n#include <math.h>\n#include <stdarg.h>\n" \
+	"#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n" \
+	"#include <sys/stat.h>\n#include <unistd.h>\n"
 
 const mkc_target mkc_target_c = {
 	.name = "c",
-	.headers = "#define _POSIX_C_SOURCE 200809L\n" STD_HEADERS
+	/* XSI for realpath (runtime/files.h keeps weight files inside the model's folder) */
+	.headers = "#define _XOPEN_SOURCE 700\n" STD_HEADERS
 		   "#include <pthread.h>\n#include <sched.h>\n#include <stdatomic.h>\n#include <time.h>\n",
 	.runtime = c_runtime,
 	.fn_qual = "static",
@@ -153,11 +157,33 @@ static const char *const reserved_names[] = {
 	"strerror", "strncat", "strncmp", "strncpy", "strstr", "strtod", "strtol", "strtoll",
 	"strtoul", "system", "tan", "tanh", "tgamma", "time", "tmpfile", "trunc", "umask",
 	"vfprintf", "vprintf", "y0", "y1", "yn", "EOF", "BUFSIZ", "NAN", "HUGE_VAL",
+	/* fcntl.h and unistd.h (runtime/files.h opens weight files with them) */
+	"access", "alarm", "chdir", "chown", "close", "confstr", "creat", "dup", "dup2", "environ",
+	"execl", "execle", "execlp", "execv", "execve", "execvp", "faccessat", "fchdir", "fchown",
+	"fchownat", "fcntl", "fdatasync", "fexecve", "fork", "fpathconf", "fsync", "ftruncate",
+	"getcwd", "getegid", "geteuid", "getgid", "getgroups", "gethostname", "getlogin",
+	"getlogin_r", "getopt", "getpgid", "getpgrp", "getpid", "getppid", "getsid", "getuid",
+	"isatty", "lchown", "link", "linkat", "lseek", "open", "openat", "optarg", "opterr",
+	"optind", "optopt", "pathconf", "pause", "pipe", "posix_fadvise", "posix_fallocate",
+	"pread", "pwrite", "read", "readlink", "readlinkat", "rmdir", "setegid", "seteuid",
+	"setgid", "setpgid", "setsid", "setuid", "sleep", "symlink", "symlinkat", "sysconf",
+	"tcgetpgrp", "tcsetpgrp", "truncate", "ttyname", "ttyname_r", "unlink", "unlinkat", "write",
+	"FD_CLOEXEC", "F_OK", "R_OK", "W_OK", "X_OK", "STDIN_FILENO", "STDOUT_FILENO",
+	"STDERR_FILENO",
+	/* what _XOPEN_SOURCE 700 adds to them */
+	"a64l", "drand48", "erand48", "getdate", "gethostid", "grantpt", "initstate", "jrand48",
+	"l64a", "lcong48", "lockf", "lrand48", "memccpy", "mknod", "mknodat", "mrand48", "nice",
+	"nrand48", "posix_openpt", "ptsname", "putenv", "realpath", "seed48", "setpgrp",
+	"setregid", "setreuid", "setstate", "srand48", "srandom", "strptime", "swab", "sync",
+	"tempnam", "unlockpt", "MAXFLOAT", "M_1_PI", "M_2_PI", "M_2_SQRTPI", "M_E", "M_LN10",
+	"M_LN2", "M_LOG10E", "M_LOG2E", "M_PI", "M_PI_2", "M_PI_4", "M_SQRT1_2", "M_SQRT2",
+	"P_tmpdir", "S_ISVTX",
 };
 
 /* Names the library and the runtime use as prefixes of their own. */
 static const char *const reserved_prefixes[] = {"mkc_", "MKC_", "_", "pthread_", "sched_",
-						"atomic_", "memory_order", "cuda", "__"};
+						"atomic_", "memory_order", "cuda", "__", "O_",
+						"F_", "AT_", "S_IF", "POSIX_FADV_"};
 
 /* Whether name is an identifier of the code in text (outside comments and strings). */
 static bool
@@ -205,15 +231,16 @@ mkc_emit_name_problem(const char *name)
 	for (size_t i = 0; i < sizeof reserved_prefixes / sizeof *reserved_prefixes; i++)
 		if (strncmp(name, reserved_prefixes[i], strlen(reserved_prefixes[i])) == 0)
 			return "is reserved (names starting with mkc_, MKC_, '_', pthread_, sched_, "
-			       "atomic_, memory_order or cuda belong to mkc or the libraries)";
+			       "atomic_, memory_order, cuda, O_, F_, AT_, S_IF or POSIX_FADV_ belong to "
+			       "mkc or the libraries)";
 	if (strcmp(name, "mkc") == 0 || strcmp(name, "MKC") == 0 ||
 	    (n > 2 && strcmp(name + n - 2, "_t") == 0))
 		return "is reserved (mkc's own name, or a POSIX type name ending in _t)";
 	for (size_t i = 0; i < sizeof reserved_names / sizeof *reserved_names; i++)
 		if (strcmp(name, reserved_names[i]) == 0)
 			return "is a C or C++ keyword or a name of the C library";
-	const char *const texts[] = {mkc_rt_common, mkc_rt_api_h, mkc_rt_host, mkc_rt_profile,
-				     mkc_rt_c_exec, mkc_rt_c_api, mkc_rt_cuda_exec,
+	const char *const texts[] = {mkc_rt_common, mkc_rt_api_h, mkc_rt_files, mkc_rt_host,
+				     mkc_rt_profile, mkc_rt_c_exec, mkc_rt_c_api, mkc_rt_cuda_exec,
 				     mkc_target_c.headers, mkc_target_cuda.headers};
 	for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
 		if (text_uses(texts[i], name))
@@ -448,7 +475,9 @@ emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
 				(unsigned long long)t->ext_offset);
 		else
 			fprintf(f, "}, NULL, %d, NULL, 0, %lld", fdt, at);
-		fprintf(f, ", %d, %lld},\n", t->cap ? t->cap_axis : -1, (long long)t->cap);
+		/* a Hugging Face weight: its safetensors header is checked at load */
+		bool sft = !embedded(g, t, o) && t->ext_file && rt_kind(t) == 3 && !g->protobuf_weights;
+		fprintf(f, ", %d, %lld, %d},\n", t->cap ? t->cap_axis : -1, (long long)t->cap, sft);
 	}
 	fputs("};\n", f);
 	fprintf(f, "\nstatic const mkc_rt_cache mkc_caches[MKC_NCACHES + 1] MKC_UNUSED = {\n");

@@ -54,8 +54,8 @@ int mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o);
 const char *mkc_emit_name_problem(const char *name);
 
 /* Runtime texts, generated from runtime/ at build time. */
-extern const char mkc_rt_common[], mkc_rt_api_h[], mkc_rt_host[], mkc_rt_profile[], mkc_rt_c_exec[],
-	mkc_rt_c_api[], mkc_rt_cuda_exec[], mkc_rt_cuda_attention[],
+extern const char mkc_rt_common[], mkc_rt_api_h[], mkc_rt_files[], mkc_rt_host[], mkc_rt_profile[],
+	mkc_rt_c_exec[], mkc_rt_c_api[], mkc_rt_cuda_exec[], mkc_rt_cuda_attention[],
 	mkc_rt_cuda_matvec[];
 
 /*

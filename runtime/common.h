@@ -123,8 +123,11 @@ static int64_t
 mkc_rt_atoll(mkc_rt_pb s)
 {
 	int64_t v = 0;
-	for (const uint8_t *p = s.p; p < s.end && *p >= '0' && *p <= '9'; p++)
+	for (const uint8_t *p = s.p; p < s.end && *p >= '0' && *p <= '9'; p++) {
+		if (v > (INT64_MAX - 9) / 10)
+			return INT64_MAX;   /* past any file: the reader says it is too short */
 		v = v * 10 + (*p - '0');
+	}
 	return v;
 }
 
@@ -222,6 +225,7 @@ typedef struct {
 	int64_t arena_off;  /* an intermediate's place in the shared arena, or -1 */
 	int cap_axis;       /* a KV cache: its memory holds cap positions along */
 	int64_t cap;        /* cap_axis (cap 0: dense as the dims say) */
+	int safetensors;    /* file is a safetensors file (runtime/files.h checks its header) */
 } mkc_rt_tensor_info;
 
 /* A KV cache the model keeps (passes/state.c). */

@@ -82,22 +82,49 @@ mkc_bind(mkc_host *m, const char *name, void *ptr)
 	return 0;
 }
 
+/* The whole of the regular file path, in memory. 0, or -1 after a sentence. */
 static int
-mkc_read_file(const char *path, uint8_t **data, size_t *size)
+mkc_read_file(mkc_host *m, const char *path, uint8_t **data, size_t *size)
 {
-	FILE *f = fopen(path, "rb");
+	struct stat st;
+	int64_t n;
+	FILE *f = mkc_rt_open_regular(path, NULL, &n, &st, m->err, sizeof m->err);
 	if (!f)
 		return -1;
 	int rc = -1;
-	if (fseek(f, 0, SEEK_END) == 0) {
-		long n = ftell(f);
-		if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (*data = (uint8_t *)malloc((size_t)n + 1))) {
-			*size = (size_t)n;
-			rc = fread(*data, 1, (size_t)n, f) == (size_t)n ? 0 : -1;
+	if ((*data = (uint8_t *)malloc((size_t)n + 1))) {
+		*size = (size_t)n;
+		rc = fread(*data, 1, (size_t)n, f) == (size_t)n ? 0 : -1;
+		if (rc) {
+			free(*data);
+			mkc_seterr(m, "%s: cannot read %lld bytes", path, (long long)n);
 		}
+	} else {
+		mkc_seterr(m, "%s: out of memory for %lld bytes", path, (long long)n);
 	}
 	fclose(f);
 	return rc;
+}
+
+/*
+ * Reads want bytes at offset of the open file f (path, size bytes) into
+ * dst. 0, or -1 after a sentence naming the file and the weight.
+ */
+static int
+mkc_read_at(mkc_host *m, FILE *f, const char *path, int64_t size, int64_t offset, void *dst,
+	    size_t want, const char *weight)
+{
+	if (offset < 0 || offset > size || (uint64_t)(size - offset) < want) {
+		mkc_seterr(m, "%s: holds %lld bytes, too short for weight '%s' (%zu bytes at offset "
+			   "%lld)", path, (long long)size, weight, want, (long long)offset);
+		return -1;
+	}
+	if (fseek(f, (long)offset, SEEK_SET) != 0 || fread(dst, 1, want, f) != want) {
+		mkc_seterr(m, "%s: cannot read weight '%s' (%zu bytes at offset %lld)", path, weight,
+			   want, (long long)offset);
+		return -1;
+	}
+	return 0;
 }
 
 /* Copies one initializer's bytes into the weight buffer it belongs to. */
@@ -107,28 +134,23 @@ mkc_load_bytes(mkc_host *m, const mkc_rt_tensor_info *ti, const mkc_rt_tensor *p
 {
 	size_t want = (size_t)n * (size_t)ti->esize;
 	if (pt->external) {
+		/* the location comes from the ONNX file read now: the compiler's rules again */
 		char path[4096];
-		size_t dl = strlen(dir), ln = (size_t)(pt->location.end - pt->location.p);
-		if (dl + ln + 2 > sizeof path) {
-			mkc_seterr(m, "weight '%s': its external data path is too long", ti->name);
+		int64_t fsize;
+		FILE *f = mkc_rt_open_in(dir, (const char *)pt->location.p,
+					 (size_t)(pt->location.end - pt->location.p), ti->name, path,
+					 sizeof path, &fsize, m->err, sizeof m->err);
+		if (!f)
+			return -1;
+		if (pt->length >= 0 && (uint64_t)pt->length != want) {
+			mkc_seterr(m, "%s: external data length %lld does not match the %zu bytes weight "
+				   "'%s' needs", path, (long long)pt->length, want, ti->name);
+			fclose(f);
 			return -1;
 		}
-		memcpy(path, dir, dl);
-		path[dl] = '/';
-		memcpy(path + dl + 1, pt->location.p, ln);
-		path[dl + 1 + ln] = 0;
-		FILE *f = fopen(path, "rb");
-		if (!f) {
-			mkc_seterr(m, "%s: cannot open (weight '%s')", path, ti->name);
-			return -1;
-		}
-		int ok = fseek(f, (long)pt->offset, SEEK_SET) == 0 && fread(dst, 1, want, f) == want;
+		int rc = mkc_read_at(m, f, path, fsize, pt->offset, dst, want, ti->name);
 		fclose(f);
-		if (!ok) {
-			mkc_seterr(m, "%s: too short for weight '%s'", path, ti->name);
-			return -1;
-		}
-		return 0;
+		return rc;
 	}
 	if (pt->raw.p) {
 		if ((size_t)(pt->raw.end - pt->raw.p) != want) {
@@ -146,29 +168,25 @@ mkc_load_bytes(mkc_host *m, const mkc_rt_tensor_info *ti, const mkc_rt_tensor *p
 	return 0;
 }
 
-/* A weight in a file of its own (external data, safetensors): offset and size are known. */
+/*
+ * A weight in a file of its own (external data, safetensors): offset and
+ * size are known; a safetensors header must still say what they were.
+ */
 static int
 mkc_load_file(mkc_host *m, const mkc_rt_tensor_info *ti, const char *dir, void *dst, size_t n)
 {
 	char path[4096];
-	size_t dl = strlen(dir), fl = strlen(ti->file);
-	if (dl + fl + 2 > sizeof path) {
-		mkc_seterr(m, "weight '%s': its file's path is too long", ti->name);
+	int64_t size;
+	FILE *f = mkc_rt_open_in(dir, ti->file, strlen(ti->file), ti->name, path, sizeof path, &size,
+				 m->err, sizeof m->err);
+	if (!f)
 		return -1;
-	}
-	memcpy(path, dir, dl);
-	path[dl] = '/';
-	memcpy(path + dl + 1, ti->file, fl + 1);
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		mkc_seterr(m, "%s: cannot open (weight '%s')", path, ti->name);
-		return -1;
-	}
-	int ok = fseek(f, (long)ti->offset, SEEK_SET) == 0 && fread(dst, 1, n, f) == n;
+	int rc = ti->safetensors ? mkc_rt_st_check(f, path, size, ti, m->sym, m->err, sizeof m->err)
+				 : 0;
+	if (rc == 0)
+		rc = mkc_read_at(m, f, path, size, ti->offset, dst, n, ti->name);
 	fclose(f);
-	if (!ok)
-		mkc_seterr(m, "%s: too short for weight '%s'", path, ti->name);
-	return ok ? 0 : -1;
+	return rc;
 }
 
 /*
@@ -239,10 +257,12 @@ mkc_load_weights(mkc_host *m, const char *path)
 		return 0;
 	uint8_t *data;
 	size_t size;
-	if (is_dir || mkc_read_file(path, &data, &size)) {
-		mkc_seterr(m, "%s: cannot read the ONNX file that holds %d weight(s)", path, left);
+	if (is_dir) {
+		mkc_seterr(m, "%s: a folder, not the ONNX file that holds %d weight(s)", path, left);
 		return -1;
 	}
+	if (mkc_read_file(m, path, &data, &size))
+		return -1;
 	unsigned char found[MKC_NTENSORS] = {0};
 	mkc_rt_pb b = {data, data + size}, g = {NULL, NULL}, sub;
 	int f, w, rc = 0;

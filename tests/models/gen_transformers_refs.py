@@ -7,12 +7,15 @@ reader (qwen2's q/k/v biases, say) cannot pass unseen:
     python3 tests/models/gen_transformers_refs.py [OUTDIR]   (default: tests/models/hf_transformers)
 
 Needs torch and transformers, which CI does not have: the outputs are
-committed. Each OUTDIR/<model>/ links to the folder's config.json,
-model.safetensors and test_data_set_0/input_K.pb, and holds the logits and
+committed. Each OUTDIR/<model>/ holds a copy of the folder's config.json and
+model.safetensors (the emitted loader refuses weight files that resolve
+outside the model's folder; git stores the identical copies once), links to
+its test_data_set_0/input_K.pb, and the logits and
 present keys/values that transformers (eager attention, float32, CPU)
 computes from the same inputs and past.
 """
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -29,6 +32,12 @@ def read(path):
     t = onnx.TensorProto()
     t.ParseFromString(open(path, "rb").read())
     return numpy_helper.to_array(t)
+
+
+def copy(src, dst):
+    if os.path.lexists(dst):
+        os.remove(dst)
+    shutil.copyfile(src, dst)
 
 
 def link(src, dst):
@@ -64,7 +73,7 @@ def main(argv):
         dst = os.path.join(out, name)
         os.makedirs(os.path.join(dst, "test_data_set_0"), exist_ok=True)
         for f in ("config.json", "model.safetensors"):
-            link(os.path.join(src, f), os.path.join(dst, f))
+            copy(os.path.join(src, f), os.path.join(dst, f))
         for k in range(nin):
             link(os.path.join(src, "test_data_set_0", f"input_{k}.pb"),
                  os.path.join(dst, "test_data_set_0", f"input_{k}.pb"))
