@@ -27,7 +27,7 @@ The report, for one step (default: the last):
 as a wait slice followed at once by its task slice; no two slices of one
 worker overlap; every slice inside its step's slice; and between a worker's
 first wait and last signal, waiting and working add up to the time but for
-the queue loop's gaps (at most a tenth of the step).
+the queue loop's gaps (at most a quarter of the step).
 """
 import argparse
 import collections
@@ -99,11 +99,13 @@ def check(meta, steps, ntasks=None, nsteps=None):
                     break
             # from its first wait to its last signal a worker only waits or
             # works: the gaps between a task's signal and the next wait (the
-            # queue loop) must stay a small part of the step
+            # queue loop, which on CUDA also reads the task after next's
+            # tables: 1-2 us a task, a tenth of a 1.9 ms step of 190 tasks a
+            # worker) must stay a small part of the step
             gaps = sum(max(0.0, b0 - a1) for (_, a1), (b0, _) in zip(iv, iv[1:]))
-            if gaps > max(0.1 * (hi - lo), 20.0):
+            if gaps > max(0.25 * (hi - lo), 20.0):
                 bad.append(f"step {k}: worker {tid}: {gaps:.1f} us between its slices, more "
-                           f"than a tenth of the {hi - lo:.1f} us step")
+                           f"than a quarter of the {hi - lo:.1f} us step")
     return bad
 
 
