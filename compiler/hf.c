@@ -50,7 +50,9 @@
 #include "safetensors.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -318,6 +320,29 @@ plain_file_name(const char *s)
 	return true;
 }
 
+/*
+ * A weights file must lie inside the model's folder once links are
+ * resolved: the emitted loader refuses one that does not (runtime/files.h),
+ * so the compiler does too, and says it now rather than at load. A Hugging
+ * Face hub cache links its snapshots' files to ../../blobs: such a folder
+ * is to be copied with its files first.
+ */
+static mkc_st_file *
+open_inside(hf *b, const char *path)
+{
+	char real_file[PATH_MAX], real_dir[PATH_MAX];
+	if (realpath(path, real_file) && realpath(b->dir, real_dir)) {
+		size_t n = strlen(real_dir);
+		if (strncmp(real_file, real_dir, n) != 0 || real_file[n] != '/') {
+			mkc_error(b->c, "%s: the file is a link out of the model's folder (to %s), which the "
+				  "emitted loader refuses; copy the folder with its files (cp -rL) and "
+				  "compile the copy", path, real_file);
+			return NULL;
+		}
+	}
+	return mkc_st_open(b->c, path);
+}
+
 /* model.safetensors.index.json: every shard its weight_map names is opened once. */
 static int
 open_shards(hf *b)
@@ -345,7 +370,7 @@ open_shards(hf *b)
 		mkc_st_file *f = mkc_map_get(&files, e->valuestring);
 		if (!f) {
 			const char *path = mkc_arena_printf(c->arena, "%s/%s", b->dir, e->valuestring);
-			if (!(f = mkc_st_open(c, path))) {
+			if (!(f = open_inside(b, path))) {
 				rc = -1;
 				break;
 			}
@@ -370,7 +395,7 @@ open_weights(hf *b)
 	if (stat(path, &st) != 0)
 		return mkc_error(b->c, "%s: holds neither model.safetensors nor model.safetensors.index.json",
 				 b->dir);
-	return (b->single = mkc_st_open(b->c, path)) ? 0 : -1;
+	return (b->single = open_inside(b, path)) ? 0 : -1;
 }
 
 static char *

@@ -357,6 +357,29 @@ expect_refused(const char *dir, const char *file, const char *needle)
 	cr_expect_eq(ctx->nerrors, 1, "%s: %s", dir, errors());
 }
 
+/*
+ * A weights file linked out of the folder (a Hugging Face hub cache links
+ * to ../../blobs) is refused at compile time, as the emitted loader refuses
+ * it at load; a link inside the folder is fine.
+ */
+Test(hf_bad, weights_linked_out_of_the_folder)
+{
+	char cmd[1024], dir[128];
+	snprintf(dir, sizeof dir, "%s/m", tmp_dir);
+	snprintf(cmd, sizeof cmd,
+		 "mkdir -p %s/m %s/blobs %s/in && cp " MODELS "hf/qwen3_tiny/config.json %s/m/ && "
+		 "cp " MODELS "hf/qwen3_tiny/config.json %s/in/ && "
+		 "cp " MODELS "hf/qwen3_tiny/model.safetensors %s/blobs/w && "
+		 "cp " MODELS "hf/qwen3_tiny/model.safetensors %s/in/w && "
+		 "ln -s ../blobs/w %s/m/model.safetensors && ln -s w %s/in/model.safetensors",
+		 tmp_dir, tmp_dir, tmp_dir, tmp_dir, tmp_dir, tmp_dir, tmp_dir, tmp_dir, tmp_dir);
+	cr_assert_eq(shell(cmd), 0, "%s", out);
+	expect_refused(dir, "model.safetensors", "a link out of the model's folder");
+	snprintf(dir, sizeof dir, "%s/in", tmp_dir);
+	mkc_result *r = mkc_run(dir, NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+}
+
 Test(hf_bad, safetensors_headers)
 {
 	expect_refused(BAD("header_beyond_file"), "model.safetensors",
