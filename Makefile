@@ -136,10 +136,10 @@ FUZZ_SECONDS ?= 60
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_TARGETS = pipeline json hf
 # the seconds are shared: half for the whole pipeline, a quarter for each reader
-FUZZ_TIME_pipeline = $$(( ($(FUZZ_SECONDS) + 1) / 2 ))
-FUZZ_TIME_json = $$(( ($(FUZZ_SECONDS) + 3) / 4 ))
-FUZZ_TIME_hf = $$(( ($(FUZZ_SECONDS) + 3) / 4 ))
-fuzz:  ## build the libFuzzer targets (clang) and run them FUZZ_SECONDS in all, seeded from tests/models
+FUZZ_TIME_pipeline = $(FUZZ_SECONDS)
+FUZZ_TIME_json = $(FUZZ_SECONDS)
+FUZZ_TIME_hf = $(FUZZ_SECONDS)
+fuzz:  ## build the libFuzzer targets (clang) and run each FUZZ_SECONDS, seeded from tests/models
 	$(MAKE) BUILD=build/fuzz CC=$(FUZZ_CC) \
 		CFLAGS="-O1 -g -Wno-unknown-warning-option -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
 		build/fuzz/libmkc.a
