@@ -118,7 +118,8 @@ become(mkc_graph *g, mkc_node *n, mkc_node *gone, mkc_op op, int nin, mkc_tensor
 	memcpy(n->in, in, (size_t)nin * sizeof *in);
 	n->nattr = nattr;
 	n->attr = mkc_arena_alloc(a, (size_t)(nattr + 1) * sizeof *n->attr);
-	memcpy(n->attr, at, (size_t)nattr * sizeof *at);
+	if (nattr)   /* at may be NULL then */
+		memcpy(n->attr, at, (size_t)nattr * sizeof *at);
 	count_reads(n, 1);
 }
 
