@@ -90,12 +90,12 @@ test: $(BUILD)/mkc $(BUILD)/test_mkc check-models check-numbers conformance fuzz
 
 # the readers' fuzz targets with a plain main, to replay what they found
 # (the pipeline's crashes replay through mkc in tests/compiler/test_bad_input.c)
-FUZZ_READERS = json hf
+FUZZ_READERS = json hf onnx
 $(BUILD)/fuzz_replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(BUILD)/libmkc.a $(RUNTIME)
 	$(CC) -std=c11 -D_DEFAULT_SOURCE $(WARN) $(CFLAGS) -I$(BUILD)/gen -Iir -Icompiler -Ipasses \
 		$(LDFLAGS) -o $@ tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(BUILD)/libmkc.a $(LIBS)
 
-fuzz-replay: $(FUZZ_READERS:%=$(BUILD)/fuzz_replay_%)  ## replay tests/fuzz/crashes_json and crashes_hf
+fuzz-replay: $(FUZZ_READERS:%=$(BUILD)/fuzz_replay_%)  ## replay tests/fuzz/crashes_json, crashes_hf and crashes_onnx
 	for t in $(FUZZ_READERS); do \
 		LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 			$(BUILD)/fuzz_replay_$$t tests/fuzz/crashes_$$t/* || exit 1; done
@@ -134,11 +134,12 @@ numbers: $(BUILD)/mkc  ## measure the README's compile-time numbers again and wr
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_TARGETS = pipeline json hf
+FUZZ_TARGETS = pipeline json hf onnx
 # the seconds are shared: half for the whole pipeline, a quarter for each reader
 FUZZ_TIME_pipeline = $(FUZZ_SECONDS)
 FUZZ_TIME_json = $(FUZZ_SECONDS)
 FUZZ_TIME_hf = $(FUZZ_SECONDS)
+FUZZ_TIME_onnx = $(FUZZ_SECONDS)
 fuzz:  ## build the libFuzzer targets (clang) and run each FUZZ_SECONDS, seeded from tests/models
 	$(MAKE) BUILD=build/fuzz CC=$(FUZZ_CC) \
 		CFLAGS="-O1 -g -Wno-unknown-warning-option -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
@@ -154,6 +155,8 @@ fuzz:  ## build the libFuzzer targets (clang) and run each FUZZ_SECONDS, seeded 
 	for f in tests/models/hand/json/*.json; do \
 		{ printf '\001'; cat $$f; } > build/fuzz/seeds_pipeline/$$(echo $$f | tr / _); done
 	cp tests/models/hand/json/*.json tests/models/hand/json_bad/*.json build/fuzz/seeds_json/
+	for f in $$(find tests/models/hand -maxdepth 2 -name '*.onnx' -size -64k); do \
+		cp $$f build/fuzz/seeds_onnx/$$(echo $$f | tr / _); done
 	python3 tests/fuzz/hf_seeds.py build/fuzz/seeds_hf tests/models/hf/* tests/models/hf_bad/*
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp build/fuzz/fuzz_pipeline \
 		-max_total_time=$(FUZZ_TIME_pipeline) -timeout=20 -rss_limit_mb=4096 \
@@ -164,6 +167,9 @@ fuzz:  ## build the libFuzzer targets (clang) and run each FUZZ_SECONDS, seeded 
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp build/fuzz/fuzz_hf \
 		-max_total_time=$(FUZZ_TIME_hf) -timeout=20 -rss_limit_mb=4096 \
 		-artifact_prefix=build/fuzz/hf- build/fuzz/corpus_hf build/fuzz/seeds_hf
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp build/fuzz/fuzz_onnx \
+		-max_total_time=$(FUZZ_TIME_onnx) -timeout=20 -rss_limit_mb=4096 \
+		-artifact_prefix=build/fuzz/onnx- build/fuzz/corpus_onnx build/fuzz/seeds_onnx
 
 format:  ## reformat the C sources with clang-format
 	clang-format -i $(LIB_SRC) compiler/main.c $(TEST_SRC) $(wildcard ir/*.h compiler/*.h passes/*.h)
