@@ -16,7 +16,6 @@
  * target computes float32 tensors in float, as onnxruntime does.
  */
 #include "emit.h"
-#include "../passes/passes.h"
 
 #include <math.h>
 #include <string.h>

@@ -262,6 +262,14 @@ bool mkc_tensor_is_const(const mkc_tensor *t);   /* bytes or symbolic values */
 
 /* Printing: "[1,2,past_len+1,32]", "float32[1,8]". */
 char *mkc_dim_str(const mkc_graph *g, mkc_dim d, char *buf, size_t n);
+
+/*
+ * Reads a compile-time integer tensor (a shape, axes, a scalar) into v;
+ * returns the element count, or -1 with an error naming node n and its
+ * input. Symbolic values are allowed only when allow_sym is set.
+ */
+int64_t mkc_const_dims(mkc_graph *g, const mkc_node *n, int input,
+		       mkc_dim *v, int64_t max, bool allow_sym);
 char *mkc_shape_str(const mkc_graph *g, const mkc_tensor *t, char *buf, size_t n);
 
 /*

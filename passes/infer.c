@@ -60,39 +60,6 @@ norm_axis(mkc_graph *g, mkc_node *n, int64_t axis, int rank, int64_t *out)
 	return 0;
 }
 
-int64_t
-mkc_const_dims(mkc_graph *g, const mkc_node *n, int input, mkc_dim *v,
-	       int64_t max, bool allow_sym)
-{
-	const mkc_tensor *t = n->in[input];
-	if (!t || !mkc_tensor_is_const(t) || t->rank < 0 ||
-	    (t->dtype != MKC_DT_INT64 && t->dtype != MKC_DT_INT32))
-		return mkc_node_error(g, n, "input %d ('%s') must be an integer tensor known at compile time",
-				      input, t ? t->name : "");
-	int64_t cnt = mkc_tensor_numel(t);
-	if (cnt < 0 || cnt > max)
-		return mkc_node_error(g, n, "input '%s' holds too many values", t->name);
-	for (int64_t i = 0; i < cnt; i++) {
-		if (t->symval) {
-			v[i] = t->symval[i];
-		} else if (t->dtype == MKC_DT_INT64) {
-			int64_t x;
-			memcpy(&x, (const char *)t->data + 8 * i, 8);
-			v[i] = mkc_dim_const(x);
-		} else {
-			int32_t x;
-			memcpy(&x, (const char *)t->data + 4 * i, 4);
-			v[i] = mkc_dim_const(x);
-		}
-		if (!allow_sym && !mkc_dim_is_const(v[i])) {
-			char b[64];
-			return mkc_node_error(g, n, "input '%s' must be a constant but holds %s",
-					      t->name, dstr(g, v[i], b));
-		}
-	}
-	return cnt;
-}
-
 /* The optional axes: attribute before opset 13 (18 for reductions), input after. */
 static int
 axes_of(mkc_graph *g, mkc_node *n, int input, int64_t *axes, int *naxes)

@@ -65,12 +65,4 @@ int mkc_fold_node(mkc_graph *g, mkc_node *n);
 /* Largest tensor the evaluator computes, in elements. */
 enum { MKC_FOLD_MAX = 1 << 16 };
 
-/*
- * Reads a compile-time integer tensor (a shape, axes, a scalar) into v;
- * returns the element count, or -1 with an error naming node n and its
- * input. Symbolic values are allowed only when allow_sym is set.
- */
-int64_t mkc_const_dims(mkc_graph *g, const mkc_node *n, int input,
-		       mkc_dim *v, int64_t max, bool allow_sym);
-
 #endif
