@@ -225,17 +225,6 @@ box_is_run(const mkc_tensor *t, const mkc_box *b)
 	return true;
 }
 
-static bool
-same_dims(const mkc_tensor *a, const mkc_tensor *b)
-{
-	if (a->rank != b->rank)
-		return false;
-	for (int i = 0; i < a->rank; i++)
-		if (!mkc_dim_eq(a->shape[i], b->shape[i]))
-			return false;
-	return true;
-}
-
 /*
  * Whether the elementwise node n can walk flat indices: every operand has
  * exactly the output's dims and dense strides (no broadcasting, no KV-cache
@@ -252,7 +241,7 @@ flat_walk(const mkc_emitter *e, const mkc_node *n, int nin)
 	if (y->cap)
 		return false;
 	for (int i = 0; i < nin; i++)
-		if (n->in[i]->cap || !same_dims(n->in[i], y))
+		if (n->in[i]->cap || !mkc_tensor_same_shape(n->in[i], y))
 			return false;
 	for (int i = 0; i < e->p->tasks.n; i++) {
 		const mkc_task *t = MKC_TASK(e->p, i);

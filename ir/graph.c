@@ -452,6 +452,37 @@ mkc_graph_count_uses(mkc_graph *g)
 		MKC_OUTPUT(g, i)->nconsumers++;
 }
 
+void
+mkc_graph_count_live_uses(mkc_graph *g)
+{
+	for (int i = 0; i < g->tensors.n; i++)
+		MKC_TENSOR(g, i)->nconsumers = 0;
+	for (int i = 0; i < g->nodes.n; i++)
+		if (!MKC_NODE(g, i)->dead)
+			mkc_node_count_reads(MKC_NODE(g, i), 1);
+	for (int i = 0; i < g->outputs.n; i++)
+		MKC_OUTPUT(g, i)->nconsumers++;
+}
+
+void
+mkc_node_count_reads(mkc_node *n, int delta)
+{
+	for (int j = 0; j < n->nin; j++)
+		if (n->in[j])
+			n->in[j]->nconsumers += delta;
+}
+
+bool
+mkc_tensor_same_shape(const mkc_tensor *a, const mkc_tensor *b)
+{
+	if (a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (!mkc_dim_eq(a->shape[i], b->shape[i]))
+			return false;
+	return true;
+}
+
 /*
  * Kahn's algorithm, stable: among ready nodes the one that came first in the
  * file goes first, so a graph that is already ordered keeps its order. A node

@@ -234,6 +234,12 @@ bool mkc_graph_needs_const(const mkc_graph *g, const mkc_tensor *t);
 bool mkc_graph_readers_all(const mkc_graph *g, const mkc_tensor *t,
 			   bool (*ok)(const mkc_node *n, int input));
 void mkc_graph_count_uses(mkc_graph *g);
+/* The same, counting only nodes that are not dead (passes that leave dead
+ * nodes in place until dce); and n's reads added to its inputs' counts. */
+void mkc_graph_count_live_uses(mkc_graph *g);
+void mkc_node_count_reads(mkc_node *n, int delta);
+/* Whether two tensors have the same rank and dims. */
+bool mkc_tensor_same_shape(const mkc_tensor *a, const mkc_tensor *b);
 
 #define MKC_TENSOR(g, i) ((mkc_tensor *)(g)->tensors.v[i])
 #define MKC_NODE(g, i) ((mkc_node *)(g)->nodes.v[i])

@@ -76,36 +76,11 @@ typedef struct {
 	int n;
 } match;
 
-/* Use counts of live nodes and graph outputs. */
-
-static void
-count_live_uses(mkc_graph *g)
-{
-	for (int i = 0; i < g->tensors.n; i++)
-		MKC_TENSOR(g, i)->nconsumers = 0;
-	for (int i = 0; i < g->nodes.n; i++) {
-		mkc_node *n = MKC_NODE(g, i);
-		for (int j = 0; j < n->nin && !n->dead; j++)
-			if (n->in[j])
-				n->in[j]->nconsumers++;
-	}
-	for (int i = 0; i < g->outputs.n; i++)
-		MKC_OUTPUT(g, i)->nconsumers++;
-}
-
-static void
-count_reads(mkc_node *n, int delta)
-{
-	for (int j = 0; j < n->nin; j++)
-		if (n->in[j])
-			n->in[j]->nconsumers += delta;
-}
-
 static void
 kill(mkc_node *n)
 {
 	n->dead = true;
-	count_reads(n, -1);
+	mkc_node_count_reads(n, -1);
 }
 
 /* Walking the graph. */
@@ -251,12 +226,6 @@ has_shape(const mkc_tensor *t, int rank, const mkc_dim *d)
 	return true;
 }
 
-static bool
-same_shape(const mkc_tensor *a, const mkc_tensor *b)
-{
-	return has_shape(a, b->rank, b->shape);
-}
-
 /* mkc's fused ops compute in float32; other types would round differently. */
 static bool
 is_f32(const mkc_tensor *t)
@@ -278,7 +247,7 @@ replace(mkc_graph *g, match *m, mkc_op op, int nin, mkc_tensor *const *in, int n
 	mkc_node *r = m->node[0];
 	for (int i = 1; i < m->n; i++)
 		kill(m->node[i]);
-	count_reads(r, -1);
+	mkc_node_count_reads(r, -1);
 	r->op = op;
 	r->op_type = mkc_op_info_of(op)->name;
 	r->domain = mkc_op_info_of(op)->domain;
@@ -288,7 +257,7 @@ replace(mkc_graph *g, match *m, mkc_op op, int nin, mkc_tensor *const *in, int n
 	r->nattr = nattr;
 	r->attr = mkc_arena_alloc(a, (size_t)(nattr + 1) * sizeof *r->attr);
 	memcpy(r->attr, at, (size_t)nattr * sizeof *at);
-	count_reads(r, 1);
+	mkc_node_count_reads(r, 1);
 }
 
 /* Moves n, the last node, to just before node `at`. */
@@ -325,7 +294,7 @@ new_unary(mkc_graph *g, mkc_op op, mkc_tensor *x, const mkc_node *root, const ch
 	t->producer = n;
 	n->in[0] = x;
 	n->out[0] = t;
-	count_reads(n, 1);
+	mkc_node_count_reads(n, 1);
 	move_before(g, n, root);
 	return t;
 }
@@ -358,7 +327,7 @@ rms_of(match *m, const mkc_tensor *t, double *eps)
 		x = pw->in[0];
 	else if (mul && mul->in[0] == mul->in[1])
 		x = mul->in[0];
-	return x && same_shape(p, x) ? x : NULL;
+	return x && mkc_tensor_same_shape(p, x) ? x : NULL;
 }
 
 /* t = x / rms(x), as x * Reciprocal(rms), x * Div(1, rms) or Div(x, rms). Returns x. */
@@ -399,7 +368,8 @@ match_rmsnorm(mkc_graph *g, mkc_node *root)
 		mkc_tensor *w = root->in[k];
 		double eps;
 		mkc_tensor *x = rms_normalised(&m, root->in[1 - k], &eps);
-		if (!x || !is_f32(x) || !is_f32(w) || !same_shape(root->out[0], x) || w->rank > 1)
+		if (!x || !is_f32(x) || !is_f32(w) || !mkc_tensor_same_shape(root->out[0], x) ||
+		    w->rank > 1)
 			continue;
 		mkc_dim last = x->shape[x->rank - 1];
 		if (w->rank == 1 && !mkc_dim_eq(w->shape[0], last) &&
@@ -509,7 +479,8 @@ match_rope(mkc_graph *g, mkc_node *root)
 		if (!f || trig_table(ms->in[1 - j], MKC_OP_SIN) != f ||
 		    rotate_half(&m, ms->in[j]) != q)
 			continue;
-		if (q->rank != 4 || !is_f32(q) || !is_f32(f) || !same_shape(root->out[0], q))
+		if (q->rank != 4 || !is_f32(q) || !is_f32(f) ||
+		    !mkc_tensor_same_shape(root->out[0], q))
 			continue;
 		const mkc_dim *s = q->shape, half = mkc_dim_const(s[3].c / 2);
 		if (!has_shape(f, 3, (mkc_dim[]){s[0], s[2], half}) || !closed(&m))
@@ -535,12 +506,12 @@ unscaled(match *m, mkc_tensor *t, double *s)
 	int at = m->n;
 	mkc_node *n = take(m, t, MKC_OP_MUL);
 	for (int k = 0; n && k < 2; k++)
-		if (const_scalar(n->in[1 - k], s) && same_shape(n->in[k], t))
+		if (const_scalar(n->in[1 - k], s) && mkc_tensor_same_shape(n->in[k], t))
 			return n->in[k];
 	m->n = at;
 	double d;
 	n = take(m, t, MKC_OP_DIV);
-	if (n && const_scalar(n->in[1], &d) && d != 0 && same_shape(n->in[0], t)) {
+	if (n && const_scalar(n->in[1], &d) && d != 0 && mkc_tensor_same_shape(n->in[0], t)) {
 		*s = 1 / d;
 		return n->in[0];
 	}
@@ -590,7 +561,7 @@ attention_mask(mkc_tensor *mask)
 {
 	mkc_node *w = def(mask, MKC_OP_WHERE);
 	if (w && is_scalar(w->in[1], 0) && is_scalar(w->in[2], -INFINITY) &&
-	    same_shape(w->in[0], mask))
+	    mkc_tensor_same_shape(w->in[0], mask))
 		return w->in[0];
 	return mask;
 }
@@ -612,7 +583,7 @@ match_attention(mkc_graph *g, mkc_node *root)
 	if (guard) {
 		mkc_node *nan = take(&m, guard->in[0], MKC_OP_ISNAN);
 		if (!nan || nan->in[0] != guard->in[2] || !is_scalar(guard->in[1], 0) ||
-		    !same_shape(p, guard->in[2]))
+		    !mkc_tensor_same_shape(p, guard->in[2]))
 			return false;
 		p = guard->in[2];
 	}
@@ -627,7 +598,7 @@ match_attention(mkc_graph *g, mkc_node *root)
 		mkc_node *add = take(&m, sm->in[0], MKC_OP_ADD);
 		int k = add && def(add->in[0], MKC_OP_MATMUL) ? 0 : 1;
 		qk = add ? take(&m, add->in[k], MKC_OP_MATMUL) : NULL;
-		if (!qk || !same_shape(add->out[0], qk->out[0]) || !guard)
+		if (!qk || !mkc_tensor_same_shape(add->out[0], qk->out[0]) || !guard)
 			return false;
 		mask = add->in[1 - k];
 		if (mask->dtype != MKC_DT_FLOAT || mask->rank > 4)
@@ -787,7 +758,7 @@ int
 mkc_pass_canon(mkc_graph *g)
 {
 	int rms = 0, rope = 0, attn = 0, grouped = 0;
-	count_live_uses(g);
+	mkc_graph_count_live_uses(g);
 	for (int i = 0; i < g->nodes.n; i++) {
 		mkc_node *n = MKC_NODE(g, i);
 		if (n->dead)

@@ -50,30 +50,6 @@
 
 #include <string.h>
 
-/* Use counts of live nodes and graph outputs (canon leaves dead nodes in place). */
-static void
-count_live_uses(mkc_graph *g)
-{
-	for (int i = 0; i < g->tensors.n; i++)
-		MKC_TENSOR(g, i)->nconsumers = 0;
-	for (int i = 0; i < g->nodes.n; i++) {
-		mkc_node *n = MKC_NODE(g, i);
-		for (int j = 0; j < n->nin && !n->dead; j++)
-			if (n->in[j])
-				n->in[j]->nconsumers++;
-	}
-	for (int i = 0; i < g->outputs.n; i++)
-		MKC_OUTPUT(g, i)->nconsumers++;
-}
-
-static void
-count_reads(mkc_node *n, int delta)
-{
-	for (int j = 0; j < n->nin; j++)
-		if (n->in[j])
-			n->in[j]->nconsumers += delta;
-}
-
 /* The live node of op `op` writing t, read only once and no graph output; or NULL. */
 static mkc_node *
 sole_def(const mkc_tensor *t, mkc_op op)
@@ -90,17 +66,6 @@ is_f32(const mkc_tensor *t)
 	return t && t->dtype == MKC_DT_FLOAT;
 }
 
-static bool
-same_shape(const mkc_tensor *a, const mkc_tensor *b)
-{
-	if (a->rank != b->rank)
-		return false;
-	for (int i = 0; i < a->rank; i++)
-		if (!mkc_dim_eq(a->shape[i], b->shape[i]))
-			return false;
-	return true;
-}
-
 /* Node n now computes op over in[0..nin) with attributes at[0..nattr); `gone` dies. */
 static void
 become(mkc_graph *g, mkc_node *n, mkc_node *gone, mkc_op op, int nin, mkc_tensor *const *in,
@@ -108,8 +73,8 @@ become(mkc_graph *g, mkc_node *n, mkc_node *gone, mkc_op op, int nin, mkc_tensor
 {
 	mkc_arena *a = g->ctx->arena;
 	gone->dead = true;
-	count_reads(gone, -1);
-	count_reads(n, -1);
+	mkc_node_count_reads(gone, -1);
+	mkc_node_count_reads(n, -1);
 	n->op = op;
 	n->op_type = mkc_op_info_of(op)->name;
 	n->domain = mkc_op_info_of(op)->domain;
@@ -120,7 +85,7 @@ become(mkc_graph *g, mkc_node *n, mkc_node *gone, mkc_op op, int nin, mkc_tensor
 	n->attr = mkc_arena_alloc(a, (size_t)(nattr + 1) * sizeof *n->attr);
 	if (nattr)   /* at may be NULL then */
 		memcpy(n->attr, at, (size_t)nattr * sizeof *at);
-	count_reads(n, 1);
+	mkc_node_count_reads(n, 1);
 }
 
 /* Residual adds. */
@@ -143,8 +108,8 @@ fuse_residual(mkc_graph *g, mkc_node *add)
 	for (int k = 0; k < 2; k++) {
 		mkc_tensor *o = add->in[k], *r = add->in[1 - k];
 		mkc_node *gm = plain_gemm(o);
-		if (!gm || !is_f32(o) || !is_f32(r) || !is_f32(y) || !same_shape(o, y) ||
-		    !same_shape(r, y))
+		if (!gm || !is_f32(o) || !is_f32(r) || !is_f32(y) || !mkc_tensor_same_shape(o, y) ||
+		    !mkc_tensor_same_shape(r, y))
 			continue;
 		/* the Gemm's attributes, beta set to 1 */
 		mkc_attr *at = mkc_arena_alloc(g->ctx->arena, (size_t)(gm->nattr + 1) * sizeof *at);
@@ -184,7 +149,8 @@ fuse_silu_mul(mkc_graph *g, mkc_node *mul)
 	for (int k = 0; k < 2; k++) {
 		mkc_tensor *t = mul->in[k], *u = mul->in[1 - k];
 		mkc_node *silu = sole_def(t, MKC_OP_SILU);
-		if (!silu || !is_f32(u) || !is_f32(mul->out[0]) || !same_shape(t, mul->out[0]))
+		if (!silu || !is_f32(u) || !is_f32(mul->out[0]) ||
+		    !mkc_tensor_same_shape(t, mul->out[0]))
 			continue;
 		mkc_tensor *in[2] = {silu->in[0], u};
 		become(g, mul, silu, MKC_OP_SILU_MUL, 2, in, 0, NULL);
@@ -197,7 +163,7 @@ int
 mkc_pass_fuse(mkc_graph *g)
 {
 	int residual = 0, silu = 0, swiglu = 0;
-	count_live_uses(g);
+	mkc_graph_count_live_uses(g);
 	/* one walk in order: a Silu is made before the Mul that reads it is reached */
 	for (int i = 0; i < g->nodes.n; i++) {
 		mkc_node *n = MKC_NODE(g, i);
