@@ -91,7 +91,8 @@ test: $(BUILD)/mkc $(BUILD)/test_mkc check-models check-numbers conformance fuzz
 # the readers' fuzz targets with a plain main, to replay what they found
 # (the pipeline's crashes replay through mkc in tests/compiler/test_bad_input.c)
 FUZZ_READERS = json hf onnx
-$(BUILD)/fuzz_replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(BUILD)/libmkc.a $(RUNTIME)
+$(BUILD)/fuzz_replay_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_file.h tests/fuzz/replay.c $(BUILD)/libmkc.a \
+	$(RUNTIME)
 	$(CC) -std=c11 -D_DEFAULT_SOURCE $(WARN) $(CFLAGS) -I$(BUILD)/gen -Iir -Icompiler -Ipasses \
 		$(LDFLAGS) -o $@ tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(BUILD)/libmkc.a $(LIBS)
 
