@@ -26,7 +26,7 @@ GEN_SRC = $(BUILD)/gen/onnx.pb-c.c
 # runtime/ is C text that the emitter writes into every output file
 RUNTIME = runtime/common.h runtime/api_h.h runtime/files.h runtime/host.h runtime/profile.h \
 	runtime/c/exec.h runtime/c/api.h runtime/cuda/exec.cuh backends/cuda/attention.cuh \
-	backends/cuda/matvec.cuh
+	backends/cuda/matvec.cuh backends/cuda/ring.cuh
 # tests/fuzz holds libFuzzer targets, built by `make fuzz` only; tests/loaders
 # a program that test_loaders.c builds against each model it compiles
 TEST_SRC = $(filter-out tests/fuzz/% tests/loaders/%,$(wildcard tests/*/*.c))
@@ -60,7 +60,8 @@ $(BUILD)/gen/runtime_text.c: $(RUNTIME) tools/embed.sh
 	  sh tools/embed.sh mkc_rt_c_api runtime/c/api.h; \
 	  sh tools/embed.sh mkc_rt_cuda_exec runtime/cuda/exec.cuh; \
 	  sh tools/embed.sh mkc_rt_cuda_attention backends/cuda/attention.cuh; \
-	  sh tools/embed.sh mkc_rt_cuda_matvec backends/cuda/matvec.cuh; } > $@
+	  sh tools/embed.sh mkc_rt_cuda_matvec backends/cuda/matvec.cuh; \
+	  sh tools/embed.sh mkc_rt_cuda_ring backends/cuda/ring.cuh; } > $@
 
 $(BUILD)/obj/gen/runtime_text.o: $(BUILD)/gen/runtime_text.c
 	@mkdir -p $(dir $@)

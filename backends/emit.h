@@ -56,7 +56,7 @@ const char *mkc_emit_name_problem(const char *name);
 /* Runtime texts, generated from runtime/ at build time. */
 extern const char mkc_rt_common[], mkc_rt_api_h[], mkc_rt_files[], mkc_rt_host[], mkc_rt_profile[],
 	mkc_rt_c_exec[], mkc_rt_c_api[], mkc_rt_cuda_exec[], mkc_rt_cuda_attention[],
-	mkc_rt_cuda_matvec[];
+	mkc_rt_cuda_matvec[], mkc_rt_cuda_ring[];
 
 /*
  * What the tile emitters (emit_ops.c) need to know about the file being
@@ -71,6 +71,11 @@ typedef struct {
 	 * that nodes of one form share one body: bi[k] is slot[k] */
 	int *slot;
 	int nslot;
+	/* set by a body that reads its weight rows through the ring
+	 * (backends/cuda/ring.cuh): the weight's table index, the output axis
+	 * its tiles split the rows on, a row's bytes; rows_of is -1 otherwise */
+	int rows_of, rows_axis;
+	int64_t row_bytes;
 } mkc_emitter;
 
 /*

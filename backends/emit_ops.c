@@ -532,6 +532,22 @@ gemv_fits(const mkc_emitter *e, const mkc_node *n, int r, int wi)
 	return true;
 }
 
+/*
+ * A matvec body reads its tile's rows of weight w, rows split on output
+ * axis axis: on a GPU with the weight ring the worker asks for them ahead
+ * (backends/cuda/ring.cuh), when w is a plain [N, K] table.
+ */
+static int
+note_rows(mkc_emitter *e, const mkc_tensor *w, int axis)
+{
+	if (w->rank != 2 || !mkc_dim_is_const(w->shape[1]))
+		return 0;
+	e->rows_of = e->index[w->id];
+	e->rows_axis = axis;
+	e->row_bytes = w->shape[1].c * (is_bf16(w) ? 2 : 4);
+	return 1;
+}
+
 static void
 emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *pa, const char *out)
 {
@@ -540,15 +556,16 @@ emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *pa, const ch
 	int v = wb ? 8 : 4, w = e->t->warp;
 	const mkc_tensor *a = n->in[0];
 	if (gemv_fits(e, n, r, 1)) {
+		int ring = note_rows(e, n->in[1], r - 1);
 		fprintf(f, "\t__shared__ float dots[MKC_GEMV_ROWS];\n"
 			"\tint64_t ext[%d], idx[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
 			"\tmkc_rt_unflat(0, lo, ext, %d, idx);\n"
-			"\tmkc_gemv<%lld, %s, 0>(%s, x1 + lo[%d] * x1_s[0], x1_s[0], cnt, dots, NULL, 0.0f);\n"
+			"\tmkc_gemv<%lld, %s, 0, %d>(%s, x1 + lo[%d] * x1_s[0], x1_s[0], cnt, dots, NULL, 0.0f);\n"
 			"\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n"
 			"\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n\t\tconst float acc = dots[f];\n"
 			"\t\ty[mkc_rt_dot(idx, y_s, %d)] = %s;\n\t}\n",
 			r + 1, r + 1, r, r, (long long)a->shape[a->rank - 1].c, wb ? "true" : "false",
-			pa, r - 1, r, r, out);
+			ring, pa, r - 1, r, r, out);
 		return;
 	}
 	fprintf(f, "\tconst int64_t KR = %lld;\n"
@@ -665,14 +682,15 @@ emit_norm_gemm(mkc_emitter *e, const mkc_node *n)
 	snprintf(out, sizeof out, "%s * acc%s%s%s", flit(fa, alpha), c ? " + " : "", c ? flit(fb, beta) : "",
 		 c ? " * x3[mkc_rt_dot(idx, cs, 2)]" : "");
 	if (gemv_fits(e, n, 2, 2)) {
+		int ring = note_rows(e, n->in[2], 1);
 		fprintf(f, "\t__shared__ float dots[MKC_GEMV_ROWS];\n"
 			"\tint64_t ext[3], idx[3];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, 2, ext);\n"
-			"\tmkc_gemv<%lld, %s, %d>(x0, x2 + lo[1] * x2_s[0], x2_s[0], cnt, dots, x1, %s);\n"
+			"\tmkc_gemv<%lld, %s, %d, %d>(x0, x2 + lo[1] * x2_s[0], x2_s[0], cnt, dots, x1, %s);\n"
 			"\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n"
 			"\t\tmkc_rt_unflat(f, lo, ext, 2, idx);\n\t\tconst float acc = dots[f];\n"
 			"\t\ty[mkc_rt_dot(idx, y_s, 2)] = %s;\n\t}\n",
 			(long long)k, is_bf16(n->in[2]) ? "true" : "false", is_bf16(n->in[1]) ? 2 : 1,
-			flit(fe, eps), out);
+			ring, flit(fe, eps), out);
 		return 0;
 	}
 	fprintf(f, "\tconst int64_t K = %lld;\n\tfloat mean = 0, ss = 0;\n"

@@ -25,7 +25,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 echo "commit ${COMMIT:-unknown}" | tee "$out/commit.txt"
 
 # the CUDA bodies of backends/cuda/ alone, against float64 on the host
-nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -o "$out/bodies" tests/gpu/bodies.cu >"$out/bodies.log" 2>&1 &&
+nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -DMKC_RING_ON -o "$out/bodies" tests/gpu/bodies.cu >"$out/bodies.log" 2>&1 &&
 	"$out/bodies" >>"$out/bodies.log" 2>&1
 bodies_rc=$?
 rm -f "$out/bodies"

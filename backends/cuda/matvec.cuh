@@ -120,11 +120,104 @@ mkc_gemv_load(uint4 (*v)[C], const void *w, int64_t ldw, int64_t r, int64_t n, i
 		}
 }
 
+/* x . w with w 16 bytes of weights (8 bf16 or 4 float32) */
+template <bool BF16>
+static __device__ __forceinline__ float
+mkc_gemv_dot16(float4 xa, float4 xb, uint4 w)
+{
+	if (BF16)
+		return mkc_gemv_dot(xa, xb, w);
+	return mkc_gemv_dot(xa, make_float4(__uint_as_float(w.x), __uint_as_float(w.y),
+					    __uint_as_float(w.z), __uint_as_float(w.w)));
+}
+
+/* this thread's C chunks of x (E floats each), normalised when NORM asks */
+template <int K, int E, int C, int NORM>
+static __device__ __forceinline__ void
+mkc_gemv_x(const float *x, float4 *xa, float4 *xb, const void *scale, float eps)
+{
+	constexpr int T = K / E;
+#pragma unroll
+	for (int c = 0; c < C; c++) {
+		const int k = threadIdx.x + c * MKC_THREADS;
+		const float4 *p = (const float4 *)(x + (int64_t)E * (k < T ? k : 0));
+		xa[c] = p[0];
+		xb[c] = E == 8 ? p[1] : xa[c];
+	}
+	if (NORM)
+		mkc_gemv_norm<K, E, C, NORM>(xa, xb, scale, eps);
+}
+
+/* the warps' sums of each row, added in one order */
+template <int T>
+static __device__ __forceinline__ void
+mkc_gemv_sum(float (*red)[MKC_GEMV_ROWS], int64_t n, float *dots)
+{
+	__syncthreads();
+	for (int64_t r = threadIdx.x; r < n; r += MKC_THREADS) {
+		float s = 0;
+		for (int k = 0; k < (T < MKC_THREADS ? (T + 31) / 32 : MKC_THREADS / 32); k++)
+			s += red[k][r];
+		dots[r] = s;
+	}
+	__syncthreads();
+}
+
+/*
+ * The rows from the weight ring (ring.cuh), which the worker filled before
+ * the task's wait: a stage of SR whole rows at a time, read from shared
+ * memory by the same chunks of each row as below.
+ */
+template <int K, bool BF16, int NORM>
+static __device__ __forceinline__ void
+mkc_gemv_ring(const float *x, const void *w, int64_t n, float *dots, const void *scale, float eps)
+{
+	constexpr int E = BF16 ? 8 : 4;
+	constexpr int T = K / E;
+	constexpr int C = (T + MKC_THREADS - 1) / MKC_THREADS;
+	/* rows a stage (at least 1 so that every K compiles; only rows that
+	 * fit a slot come here) */
+	constexpr int SR = MKC_RING_STAGE_ROWS(T * 16) > 0 ? MKC_RING_STAGE_ROWS(T * 16) : 1;
+	__shared__ float red[MKC_THREADS / 32][MKC_GEMV_ROWS];
+	const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+	unsigned u = mkc_ring_begin(w, n * T * 16);
+	float4 xa[C], xb[C];
+	mkc_gemv_x<K, E, C, NORM>(x, xa, xb, scale, eps);
+	for (int64_t r = 0; r < n; r += SR, u++) {
+		mkc_ring_wait(u);
+		const uint4 *s = mkc_ring_data + (size_t)(u % MKC_RING_SLOTS) * (MKC_RING_SLOT / 16);
+		uint4 v[SR][C];
+#pragma unroll
+		for (int j = 0; j < SR; j++)
+#pragma unroll
+			for (int c = 0; c < C; c++) {
+				const int k = t + c * MKC_THREADS;
+				v[j][c] = r + j < n && k < T ? s[j * T + k] : make_uint4(0, 0, 0, 0);
+			}
+#pragma unroll
+		for (int j = 0; j < SR; j++) {
+			float acc = 0;
+#pragma unroll
+			for (int c = 0; c < C; c++)
+				acc += mkc_gemv_dot16<BF16>(xa[c], xb[c], v[j][c]);
+			for (int o = 16; o > 0; o >>= 1)
+				acc += __shfl_xor_sync(0xffffffffu, acc, o);
+			if (lane == 0 && r + j < n)
+				red[warp][r + j] = acc;
+		}
+		mkc_ring_release(u, r + SR >= n);
+	}
+	mkc_gemv_sum<T>(red, n, dots);
+}
+
 /*
  * NORM 1 or 2: x is first RMS-normalised with eps and a float32 (1) or bf16
  * (2) scale of K elements, as a NormGemm node asks (passes/fuse_norm.c).
+ * With RING, on sm_90 and when a row fits a slot, the rows come from the
+ * weight ring, where the worker put them (ring.cuh: mkc_task_rows says so
+ * for the same tasks); otherwise from global memory.
  */
-template <int K, bool BF16, int NORM>
+template <int K, bool BF16, int NORM, int RING>
 static __device__ __noinline__ void MKC_UNUSED
 mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, const void *scale,
 	 float eps)
@@ -134,6 +227,13 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, con
 	constexpr int T = K / E;                        /* chunks a row */
 	constexpr int C = (T + MKC_THREADS - 1) / MKC_THREADS;   /* chunks a thread */
 	constexpr int RB = C >= 8 ? 1 : 8 / C;          /* rows a batch; two in flight */
+#if MKC_RING
+	if (RING && MKC_RING_ROWS_FIT(T * 16)) {
+		if (n > 0)
+			mkc_gemv_ring<K, BF16, NORM>(x, w, n, dots, scale, eps);
+		return;
+	}
+#endif
 	__shared__ float red[MKC_THREADS / 32][MKC_GEMV_ROWS];
 	const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
 	/* the first rows' loads go out first: they wait on nothing, and the
@@ -142,15 +242,7 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, con
 	uint4 cur[RB][C], nxt[RB][C];
 	mkc_gemv_load<RB, C, BF16>(cur, w, ldw, 0, n, T);
 	float4 xa[C], xb[C];
-#pragma unroll
-	for (int c = 0; c < C; c++) {
-		const int k = t + c * MKC_THREADS;
-		const float4 *p = (const float4 *)(x + (int64_t)E * (k < T ? k : 0));
-		xa[c] = p[0];
-		xb[c] = BF16 ? p[1] : xa[c];
-	}
-	if (NORM)
-		mkc_gemv_norm<K, E, C, NORM>(xa, xb, scale, eps);
+	mkc_gemv_x<K, E, C, NORM>(x, xa, xb, scale, eps);
 	for (int64_t r = 0; r < n; r += RB) {
 		/* the next rows' loads go out before this batch is summed */
 		mkc_gemv_load<RB, C, BF16>(nxt, w, ldw, r + RB, n, T);
@@ -158,15 +250,8 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, con
 		for (int j = 0; j < RB; j++) {
 			float acc = 0;
 #pragma unroll
-			for (int c = 0; c < C; c++) {
-				if (BF16)
-					acc += mkc_gemv_dot(xa[c], xb[c], cur[j][c]);
-				else
-					acc += mkc_gemv_dot(xa[c], make_float4(__uint_as_float(cur[j][c].x),
-									       __uint_as_float(cur[j][c].y),
-									       __uint_as_float(cur[j][c].z),
-									       __uint_as_float(cur[j][c].w)));
-			}
+			for (int c = 0; c < C; c++)
+				acc += mkc_gemv_dot16<BF16>(xa[c], xb[c], cur[j][c]);
 			for (int o = 16; o > 0; o >>= 1)
 				acc += __shfl_xor_sync(0xffffffffu, acc, o);
 			if (lane == 0 && r + j < n)
@@ -178,12 +263,5 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, con
 			for (int c = 0; c < C; c++)
 				cur[j][c] = nxt[j][c];
 	}
-	__syncthreads();
-	for (int64_t r = t; r < n; r += MKC_THREADS) {
-		float s = 0;
-		for (int k = 0; k < (T < MKC_THREADS ? (T + 31) / 32 : MKC_THREADS / 32); k++)
-			s += red[k][r];
-		dots[r] = s;
-	}
-	__syncthreads();
+	mkc_gemv_sum<T>(red, n, dots);
 }

@@ -33,6 +33,7 @@ struct mkc_model {              /* what tile functions see, in device memory */
 	void *buf[MKC_NTENSORS];
 	int64_t sym[MKC_NSYMS + 1];
 	int *status;                /* [0] 0 ok, 1 watchdog, 2 bad data; [1] task; [2] event or line */
+	const int *qdesc;           /* the task descriptors (mkc_qdesc_kernel) */
 #if MKC_PROFILE
 	unsigned long long *prof;   /* the timeline (runtime/profile.h) */
 #endif
@@ -55,6 +56,7 @@ struct mkc_cuda_host {
 	void *arena;                /* the intermediates, placed by the memory pass */
 	unsigned long long *counter;
 	int *status;
+	int *qdesc;                 /* device memory */
 	unsigned long long epoch;
 	unsigned long long bars;    /* arrivals at generate's barrier so far */
 	double timeout_s;
@@ -167,24 +169,113 @@ mkc_prof_smid(void)
 #define MKC_PROF_TASK(task, k, v) ((void)0)
 #endif
 
-/* What a worker needs of a task, read from the tables ahead of time. */
-typedef struct {
-	int task, node, ev, s0, s1, sig0;
-	unsigned long long target;   /* the event's count that lets it run */
-	int64_t lo[MKC_RANK], hi[MKC_RANK];
-} mkc_task_desc;
+/*
+ * Task descriptors: what a worker needs of a task, in 128 contiguous bytes,
+ * one per queue position (worker w's run from mkc_queue_start[w]), built
+ * on the device when the model is created (mkc_qdesc_kernel) from the
+ * tables. Read from the tables at run time, a task cost four dependent
+ * loads (queue, task, box, symbols) before its wait: 1.8 us a task when
+ * they hit L1, three times that when the weights had pushed them out. A
+ * worker's warp 1 copies descriptor i + MKC_QD_AHEAD into shared memory
+ * while task i runs (cp.async), so a task's descriptor is there before the
+ * worker gets to it.
+ */
+enum {
+	MKC_QD_TASK, MKC_QD_NODE, MKC_QD_EV, MKC_QD_THR, MKC_QD_SIG0, MKC_QD_S0, MKC_QD_S1,
+	MKC_QD_RANK,        /* -1: symbolic bounds, evaluated at run time (mkc_task_bounds) */
+	MKC_QD_ROWS,        /* the weight the matvec reads through the ring, or -1 */
+	MKC_QD_ROW_BYTES, MKC_QD_ROWS_BYTES,
+	MKC_QD_ROWS_OFF = 12,   /* int64: the tile's first row, bytes into the weight */
+	MKC_QD_LO = 14, MKC_QD_HI = 22,
+	MKC_QD_WORDS = 32
+};
+#define MKC_QD_SLOTS 8      /* descriptors a worker holds in shared memory */
+#define MKC_QD_AHEAD 3      /* how far ahead of the running task they are copied */
 
-static __device__ __forceinline__ void
-mkc_task_prep(const struct mkc_model *m, int task, unsigned long long epoch, mkc_task_desc *d)
+/* emitted after the tile functions: a node's weight rows (ring.cuh), or NULL */
+static __device__ const int *mkc_node_rows_of(int node);
+
+/* One thread a queue position: fills out[i * MKC_QD_WORDS ...]. */
+static __global__ void
+mkc_qdesc_kernel(int *out)
 {
-	d->task = task;
-	d->node = mkc_task_node[task];
-	d->ev = mkc_task_wait[task];
-	d->s0 = mkc_task_sig_start[task];
-	d->s1 = mkc_task_sig_start[task + 1];
-	d->sig0 = d->s1 > d->s0 ? mkc_task_sig[d->s0] : -1;
-	d->target = d->ev >= 0 ? (unsigned long long)mkc_event_threshold[d->ev] * epoch : 0;
-	mkc_task_bounds(m, task, d->lo, d->hi);
+	const int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= MKC_NTASKS)
+		return;
+	int *d = out + (size_t)i * MKC_QD_WORDS;
+	const int task = mkc_queue[i], node = mkc_task_node[task], ev = mkc_task_wait[task];
+	const int s0 = mkc_task_sig_start[task], s1 = mkc_task_sig_start[task + 1];
+	for (int k = 0; k < MKC_QD_WORDS; k++)
+		d[k] = 0;
+	d[MKC_QD_TASK] = task;
+	d[MKC_QD_NODE] = node;
+	d[MKC_QD_EV] = ev;
+	d[MKC_QD_THR] = ev >= 0 ? mkc_event_threshold[ev] : 0;
+	d[MKC_QD_SIG0] = s1 > s0 ? mkc_task_sig[s0] : -1;
+	d[MKC_QD_S0] = s0;
+	d[MKC_QD_S1] = s1;
+	const int b = mkc_task_box_start[task], rank = (mkc_task_box_start[task + 1] - b) / 2;
+	int ok = rank <= 8;
+	for (int k = 0; ok && k < 2 * rank; k++) {
+		const mkc_rt_dim x = mkc_task_box[b + k];
+		ok = (x.s < 0 || x.k == 0) && x.c >= 0 && x.c <= 0x7fffffff;
+		d[(k & 1 ? MKC_QD_HI : MKC_QD_LO) + k / 2] = (int)x.c;
+	}
+	d[MKC_QD_RANK] = ok ? rank : -1;
+	const int *r = mkc_node_rows_of(node);
+	d[MKC_QD_ROWS] = -1;
+	if (r && ok && MKC_RING_ROWS_FIT(r[2])) {
+		const long long lo = d[MKC_QD_LO + r[1]], hi = d[MKC_QD_HI + r[1]];
+		d[MKC_QD_ROWS] = r[0];
+		d[MKC_QD_ROW_BYTES] = r[2];
+		d[MKC_QD_ROWS_BYTES] = (int)((hi - lo) * r[2]);
+		*(long long *)&d[MKC_QD_ROWS_OFF] = lo * r[2];
+	}
+}
+
+/* Warp 1: descriptor i of this worker's gd into slot i of dq, asynchronously. */
+static __device__ __forceinline__ void
+mkc_qdesc_fetch(int (*dq)[MKC_QD_WORDS], const int *gd, int i)
+{
+	const int lane = threadIdx.x & 31;
+	if (lane < MKC_QD_WORDS / 4) {
+		int *dst = &dq[i % MKC_QD_SLOTS][4 * lane];
+		const int *src = gd + (size_t)i * MKC_QD_WORDS + 4 * lane;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+		asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(mkc_smem_addr(dst)),
+			     "l"(src)
+			     : "memory");
+#else
+		*(int4 *)dst = *(const int4 *)src;
+#endif
+	}
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+/* Warp 1: all but the last n copies have landed (the next barrier shows them to the block). */
+template <int N>
+static __device__ __forceinline__ void
+mkc_qdesc_landed(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
+/* 1: a task's weight rows are asked for before the wait of the task before it */
+#ifndef MKC_RING_AHEAD
+#define MKC_RING_AHEAD 1
+#endif
+
+/* Thread 0: the weight rows of descriptor d join the ring, to stream in while it waits. */
+static __device__ __forceinline__ void
+mkc_task_prefetch(const struct mkc_model *m, const int *d)
+{
+	if (d[MKC_QD_ROWS] >= 0)
+		mkc_ring_push((const char *)m->buf[d[MKC_QD_ROWS]] + *(const long long *)&d[MKC_QD_ROWS_OFF],
+			      d[MKC_QD_ROWS_BYTES], d[MKC_QD_ROW_BYTES]);
 }
 
 /*
@@ -207,35 +298,64 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 #else
 	(void)slot;
 #endif
-	/* everything the tables say about a task is read before the wait of
-	 * the task before it: after an event only the body's own loads remain,
-	 * and a worker goes from one task's signal to the next one's wait
-	 * without a round trip to the tables */
-	const int end = mkc_queue_start[w + 1];
-	mkc_task_desc cur, nxt;
-	if (mkc_queue_start[w] < end)
-		mkc_task_prep(m, mkc_queue[mkc_queue_start[w]], epoch, &cur);
-	for (int i = mkc_queue_start[w]; i < end; i++) {
-		if (i + 1 < end)
-			mkc_task_prep(m, mkc_queue[i + 1], epoch, &nxt);
-		const int task = cur.task, ev = cur.ev;
+	/* the descriptors: the first MKC_QD_AHEAD before the first task, then
+	 * one a task, MKC_QD_AHEAD ahead; and the weight rows of the task and
+	 * of the one after it are asked for before the task's wait (ring.cuh) */
+	__shared__ __align__(16) int dq[MKC_QD_SLOTS][MKC_QD_WORDS];
+	const int start = mkc_queue_start[w], n = mkc_queue_start[w + 1] - start;
+	const int *gd = m->qdesc + (size_t)start * MKC_QD_WORDS;
+	const bool feeder = threadIdx.x >> 5 == 1;
+	if (feeder) {
+		for (int j = 0; j < MKC_QD_AHEAD && j < n; j++)
+			mkc_qdesc_fetch(dq, gd, j);
+		mkc_qdesc_landed<0>();
+	}
+	__syncthreads();
+	if (MKC_RING_AHEAD && threadIdx.x == 0 && n > 0)
+		mkc_task_prefetch(m, dq[0]);
+	for (int i = 0; i < n; i++) {
+		const int *d = dq[i % MKC_QD_SLOTS];
+		if (feeder) {
+			/* the copy of the last task's turn has landed; this one lands
+			 * while the task runs (its slot's last reader was task
+			 * i + MKC_QD_AHEAD - MKC_QD_SLOTS, long done) */
+			mkc_qdesc_landed<0>();
+			if (i + MKC_QD_AHEAD < n)
+				mkc_qdesc_fetch(dq, gd, i + MKC_QD_AHEAD);
+		}
+		if (threadIdx.x == 0 && (!MKC_RING_AHEAD || i + 1 < n))
+			mkc_task_prefetch(m, MKC_RING_AHEAD ? dq[(i + 1) % MKC_QD_SLOTS] : d);
+		const int task = d[MKC_QD_TASK], ev = d[MKC_QD_EV];
 		if (threadIdx.x == 0)
 			MKC_PROF_TASK(task, 0, mkc_prof_now());
-		if (ev >= 0 && mkc_wait(m, &counter[ev], cur.target, timeout_cycles, task, ev))
+		if (ev >= 0 && mkc_wait(m, &counter[ev], (unsigned long long)d[MKC_QD_THR] * epoch,
+					timeout_cycles, task, ev)) {
+			if (threadIdx.x == 0)
+				mkc_ring_drain();
+			if (feeder)
+				mkc_qdesc_landed<0>();
 			return 1;
+		}
 		if (threadIdx.x == 0)
 			MKC_PROF_TASK(task, 1, mkc_prof_now());
-		mkc_run_node(m, cur.node, cur.lo, cur.hi);
+		int64_t lo[MKC_RANK], hi[MKC_RANK];
+		if (d[MKC_QD_RANK] >= 0)
+			for (int k = 0; k < d[MKC_QD_RANK]; k++) {
+				lo[k] = d[MKC_QD_LO + k];
+				hi[k] = d[MKC_QD_HI + k];
+			}
+		else
+			mkc_task_bounds(m, task, lo, hi);
+		mkc_run_node(m, d[MKC_QD_NODE], lo, hi);
 		__syncthreads();
 		if (threadIdx.x == 0) {
-			if (cur.sig0 >= 0)
-				mkc_red_release(&counter[cur.sig0]);
-			for (int k = cur.s0 + 1; k < cur.s1; k++)
+			if (d[MKC_QD_SIG0] >= 0)
+				mkc_red_release(&counter[d[MKC_QD_SIG0]]);
+			for (int k = d[MKC_QD_S0] + 1; k < d[MKC_QD_S1]; k++)
 				mkc_red_release(&counter[mkc_task_sig[k]]);
 			MKC_PROF_TASK(task, 2, mkc_prof_now());
 			MKC_PROF_TASK(task, 3, (unsigned long long)w);
 		}
-		cur = nxt;
 	}
 	return 0;
 }
@@ -246,7 +366,7 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
  * to L2 before the first load of data. A plan with too many tensors for
  * that keeps the global one.
  */
-#if (MKC_NTENSORS + MKC_NSYMS + 3) * 8 <= 24576
+#if (MKC_NTENSORS + MKC_NSYMS + 4) * 8 <= 24576
 #define MKC_MODEL_SHARED 1
 #else
 #define MKC_MODEL_SHARED 0
@@ -271,6 +391,7 @@ static __global__ void __launch_bounds__(MKC_THREADS, 1)
 mkc_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch,
 	   long long timeout_cycles)
 {
+	mkc_ring_init();
 	mkc_run_queue(mkc_model_view(m), counter, epoch, timeout_cycles, 0);
 }
 
@@ -357,6 +478,7 @@ mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned l
 		    unsigned long long bar0, long long timeout_cycles, struct mkc_gen_io io)
 {
 	unsigned long long *bar = &counter[MKC_NEVENTS];
+	mkc_ring_init();
 	for (int j = 0; j < io.steps; j++) {
 		const unsigned long long arrivals = 2ULL * (unsigned long long)j;
 		/* again every step: block 0 advanced the symbols at the last one */
@@ -402,7 +524,14 @@ mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double tim
 	if (MKC_CUDA(m, cudaGetDevice(&dev)) ||
 	    MKC_CUDA(m, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
 	    MKC_CUDA(m, cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev)) ||
-	    MKC_CUDA(m, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, mkc_kernel, MKC_THREADS, 0)))
+	    MKC_CUDA(m, cudaFuncSetAttribute(mkc_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+					     MKC_RING_BYTES)) ||
+#if MKC_CAN_GENERATE
+	    MKC_CUDA(m, cudaFuncSetAttribute(mkc_generate_kernel,
+					     cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_RING_BYTES)) ||
+#endif
+	    MKC_CUDA(m, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, mkc_kernel, MKC_THREADS,
+								      MKC_RING_BYTES)))
 		return -1;
 	if ((long long)per_sm * sms < MKC_NWORKERS) {
 		mkc_seterr(m, "the plan needs %d co-resident blocks but this GPU holds %d (%d SMs x %d); "
@@ -432,7 +561,11 @@ mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double tim
 	    MKC_CUDA(m, cudaMemset(m->counter, 0, (MKC_NEVENTS + 1) * sizeof *m->counter)) ||
 	    MKC_CUDA(m, cudaMalloc((void **)&m->status, 4 * sizeof *m->status)) ||
 	    MKC_CUDA(m, cudaMemset(m->status, 0, 4 * sizeof *m->status)) ||
-	    MKC_CUDA(m, cudaMalloc((void **)&m->dev, sizeof *m->dev)))
+	    MKC_CUDA(m, cudaMalloc((void **)&m->dev, sizeof *m->dev)) ||
+	    MKC_CUDA(m, cudaMalloc((void **)&m->qdesc, (size_t)MKC_NTASKS * MKC_QD_WORDS * sizeof(int))))
+		return -1;
+	mkc_qdesc_kernel<<<(MKC_NTASKS + 255) / 256, 256>>>(m->qdesc);
+	if (MKC_CUDA(m, cudaGetLastError()) || MKC_CUDA(m, cudaDeviceSynchronize()))
 		return -1;
 #if MKC_PROFILE
 	if (MKC_CUDA(m, cudaMalloc((void **)&m->prof, MKC_PROF_WORDS * sizeof *m->prof)))
@@ -453,6 +586,7 @@ mkc_model_destroy(mkc_host *m)
 	cudaFree(m->counter);
 	cudaFree(m->status);
 	cudaFree(m->dev);
+	cudaFree(m->qdesc);
 #if MKC_PROFILE
 	cudaFree(m->prof);
 #endif
@@ -494,6 +628,7 @@ mkc_upload_view(mkc_host *m)
 	memcpy(view.buf, m->buf, sizeof view.buf);
 	memcpy(view.sym, m->sym, sizeof view.sym);
 	view.status = m->status;
+	view.qdesc = m->qdesc;
 #if MKC_PROFILE
 	view.prof = m->prof;
 #endif
@@ -514,7 +649,7 @@ mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int
 	m->prof_count = 1;
 #endif
 	mkc_symvals_kernel<<<1, 1>>>(m->dev);
-	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS>>>(m->dev, m->counter, m->epoch, m->timeout_cycles);
+	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_RING_BYTES>>>(m->dev, m->counter, m->epoch, m->timeout_cycles);
 	return mkc_finish(m);
 }
 
@@ -573,8 +708,8 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	m->prof_count = steps;
 #endif
 	mkc_symvals_kernel<<<1, 1>>>(m->dev);
-	mkc_generate_kernel<<<MKC_NWORKERS, MKC_THREADS>>>(m->dev, m->counter, m->epoch, m->bars,
-							   m->timeout_cycles, io);
+	mkc_generate_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_RING_BYTES>>>(
+		m->dev, m->counter, m->epoch, m->bars, m->timeout_cycles, io);
 	if (mkc_finish(m))
 		goto out;
 	m->epoch += (unsigned long long)steps;

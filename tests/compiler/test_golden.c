@@ -173,13 +173,27 @@ Test(golden, emitted_cuda_builds_for_sm_90a, .timeout = 600)
 	cuda_builds(models, sizeof models / sizeof *models);
 }
 
-/* The CUDA bodies' own test (run on the GPU by tools/gpu_check.sh) builds here. */
+/* The CUDA bodies' own test (run on the GPU by tools/gpu_check.sh) builds here,
+ * the weight ring's paths included (backends/cuda/ring.cuh, off by default). */
 Test(golden, cuda_body_test_builds, .timeout = 300)
 {
 	cr_assert_eq(mkc_shell("d=$(mktemp -d) && nvcc -gencode=arch=compute_90a,code=sm_90a "
-			       "-Xcompiler -Wall,-Wextra -Werror all-warnings -O2 -o $d/bodies "
-			       "tests/gpu/bodies.cu; rc=$?; rm -rf $d; exit $rc", out, sizeof out),
+			       "-Xcompiler -Wall,-Wextra -Werror all-warnings -O2 -DMKC_RING_ON "
+			       "-o $d/bodies tests/gpu/bodies.cu; rc=$?; rm -rf $d; exit $rc", out,
+			       sizeof out),
 		     0, "%s", out);
+}
+
+/* An emitted file builds with the weight ring switched on, as it builds without. */
+Test(golden, emitted_cuda_builds_with_the_weight_ring, .timeout = 300)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && %s tests/models/hf/llama_tiny_bf16 -o $d/m.cu && "
+		 "nvcc -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall,-Wextra "
+		 "-Werror all-warnings -DMKC_RING_ON -c $d/m.cu -o $d/m.o; rc=$?; rm -rf $d; exit $rc",
+		 mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
 }
 
 Test(golden, emitted_cuda_builds_with_bf16_weights, .timeout = 600)

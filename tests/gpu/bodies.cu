@@ -52,6 +52,7 @@ mkc_rt_bf16(uint16_t b)
 	return f;
 }
 
+#include "../../backends/cuda/ring.cuh"
 #include "../../backends/cuda/attention.cuh"
 #include "../../backends/cuda/matvec.cuh"
 
@@ -106,20 +107,37 @@ report(const char *what, const float *got, const double *want, int n, double tol
 	failures += rel > tol;
 }
 
-template <int K, bool BF16, int NORM>
+/*
+ * With RING, as a worker does: the rows are pushed into the weight ring
+ * before the body runs, and (twice) the rows of the next call too, so
+ * that the second call finds its stages behind the first's.
+ */
+template <int K, bool BF16, int NORM, int RING>
 static __global__ void
-gemv_kernel(const float *x, const void *w, int64_t n, float *out, const void *scale, float eps)
+gemv_kernel(const float *x, const void *w, int64_t n, float *out, const void *scale, float eps,
+	    int twice)
 {
 	__shared__ float dots[MKC_GEMV_ROWS];
-	mkc_gemv<K, BF16, NORM>(x, w, K, n, dots, scale, eps);
-	for (int64_t r = threadIdx.x; r < n; r += blockDim.x)
-		out[r] = dots[r];
+	const int row = K * (BF16 ? 2 : 4);
+	mkc_ring_init();
+	for (int k = 0; k < 1 + twice; k++) {
+		if (RING && threadIdx.x == 0 && MKC_RING_ROWS_FIT(row)) {
+			if (k == 0)
+				mkc_ring_push(w, n * row, row);
+			if (k == 0 && twice)
+				mkc_ring_push(w, n * row, row);
+		}
+		mkc_gemv<K, BF16, NORM, RING>(x, w, K, n, dots, scale, eps);
+		for (int64_t r = threadIdx.x; r < n; r += blockDim.x)
+			out[k * n + r] = dots[r];
+		__syncthreads();
+	}
 }
 
 /* n rows of a [n, K] weight (bf16 or float32) by x, RMS-normalised first with NORM */
-template <int K, bool BF16, int NORM>
+template <int K, bool BF16, int NORM, int RING>
 static void
-gemv_case(int n)
+gemv_case(int n, int twice)
 {
 	float *x = (float *)malloc(sizeof(float) * K), *wf = (float *)malloc(sizeof(float) * K * n);
 	uint16_t *wb = (uint16_t *)malloc(2 * (size_t)K * n), sb[K];
@@ -147,14 +165,24 @@ gemv_case(int n)
 	float *dx = (float *)dev_copy(x, sizeof(float) * K), *dout, *got = (float *)malloc(sizeof(float) * n);
 	void *dw = BF16 ? dev_copy(wb, 2 * (size_t)K * n) : dev_copy(wf, sizeof(float) * K * n);
 	void *ds = NORM == 2 ? dev_copy(sb, sizeof sb) : dev_copy(sf, sizeof sf);
-	CHECK(cudaMalloc(&dout, sizeof(float) * n));
-	CHECK(cudaMemset(dout, 0xff, sizeof(float) * n));   /* NaN until written */
-	gemv_kernel<K, BF16, NORM><<<1, MKC_THREADS>>>(dx, dw, n, dout, ds, eps);
+	const int runs = 1 + twice;
+	CHECK(cudaMalloc(&dout, sizeof(float) * n * runs));
+	CHECK(cudaMemset(dout, 0xff, sizeof(float) * n * runs));   /* NaN until written */
+	CHECK(cudaFuncSetAttribute(gemv_kernel<K, BF16, NORM, RING>,
+				   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_RING_BYTES));
+	gemv_kernel<K, BF16, NORM, RING><<<1, MKC_THREADS, MKC_RING_BYTES>>>(dx, dw, n, dout, ds, eps,
+									   twice);
 	CHECK(cudaGetLastError());
-	CHECK(cudaMemcpy(got, dout, sizeof(float) * n, cudaMemcpyDeviceToHost));
-	char what[96];
-	snprintf(what, sizeof what, "mkc_gemv<%d, %s, %d>, %d rows", K, BF16 ? "bf16" : "f32", NORM, n);
-	report(what, got, want, n, 1e-5);
+	for (int k = 0; k < runs; k++) {
+		float *g = (float *)malloc(sizeof(float) * n);
+		double *wcopy = (double *)malloc(sizeof(double) * n);
+		memcpy(wcopy, want, sizeof(double) * n);
+		CHECK(cudaMemcpy(g, dout + k * n, sizeof(float) * n, cudaMemcpyDeviceToHost));
+		char what[96];
+		snprintf(what, sizeof what, "mkc_gemv<%d, %s, %d, %d>, %d rows%s", K,
+			 BF16 ? "bf16" : "f32", NORM, RING, n, k ? ", 2nd in ring" : "");
+		report(what, g, wcopy, n, 1e-5);
+	}
 	cudaFree(dx);
 	cudaFree(dw);
 	cudaFree(ds);
@@ -287,12 +315,21 @@ attn_case(int hk, int64_t L, int64_t cap, int64_t C)
 int
 main(void)
 {
-	gemv_case<2048, true, 0>(15);
-	gemv_case<2048, true, 2>(64);
-	gemv_case<8192, true, 0>(16);
-	gemv_case<576, true, 0>(9);     /* fewer 16-byte chunks than threads */
-	gemv_case<1024, false, 1>(33);
-	gemv_case<256, false, 0>(1);
+	/* RING 0: loads from global memory; RING 1: through the weight ring */
+	gemv_case<2048, true, 0, 0>(15, 0);
+	gemv_case<2048, true, 2, 0>(64, 0);
+	gemv_case<8192, true, 0, 0>(16, 0);
+	gemv_case<576, true, 0, 0>(9, 0);     /* fewer 16-byte chunks than threads */
+	gemv_case<1024, false, 1, 0>(33, 0);
+	gemv_case<256, false, 0, 0>(1, 0);
+	gemv_case<2048, true, 0, 1>(15, 1);   /* 4 rows a stage, the last stage short */
+	gemv_case<2048, true, 2, 1>(64, 1);   /* 16 stages: the 8 slots go round twice */
+	gemv_case<8192, true, 0, 1>(16, 1);   /* a row a stage */
+	gemv_case<576, true, 0, 1>(9, 1);     /* 14 rows a stage: one stage */
+	gemv_case<128, true, 0, 1>(40, 1);    /* 16 rows a stage, not the 64 a slot holds */
+	gemv_case<1024, false, 1, 1>(33, 0);
+	gemv_case<4096, false, 0, 1>(20, 1);  /* float32 rows of one slot */
+	gemv_case<8192, false, 0, 1>(5, 0);   /* rows longer than a slot: from global memory */
 	attn_case<64, 4>(2, 1, 64, 16);       /* one position: 15 chunks empty */
 	attn_case<64, 4>(2, 1000, 1024, 16);
 	attn_case<128, 2>(2, 4097, 4100, 8);
