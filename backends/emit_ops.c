@@ -14,7 +14,7 @@
  * computes in). Where no operand broadcasts and every tile is a run of
  * consecutive elements, they walk flat indices instead of coordinates. Everything else has a function of its own below. The C
  * target computes float32 tensors in float, as onnxruntime does.
-
+ *
  * What a body needs beyond shapes and types (axes, eps, transposes, the
  * attention scale) comes resolved in the node's kernel description
  * (ir/kernel.h, passes/lower.c): no body reads an ONNX attribute or opset.
