@@ -14,8 +14,13 @@
  * computes in). Where no operand broadcasts and every tile is a run of
  * consecutive elements, they walk flat indices instead of coordinates. Everything else has a function of its own below. The C
  * target computes float32 tensors in float, as onnxruntime does.
+ *
+ * What a body needs beyond shapes and types (axes, eps, transposes, the
+ * attention scale) comes resolved in the node's kernel description
+ * (ir/kernel.h, passes/lower.c): no body reads an ONNX attribute or opset.
  */
 #include "emit.h"
+#include "../ir/kernel.h"
 
 #include <math.h>
 #include <string.h>
@@ -355,11 +360,10 @@ emit_transpose(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
 	int r = n->out[0]->rank;
-	const mkc_attr *p = mkc_node_attr(n, "perm");
 	decl_all(e, n);
 	fprintf(f, "\tint64_t ps[%d];\n", r + 1);
 	for (int d = 0; d < r; d++)
-		fprintf(f, "\tps[%d] = x0_s[%lld];\n", d, (long long)(p ? p->ints[d] : r - 1 - d));
+		fprintf(f, "\tps[%d] = x0_s[%d];\n", d, n->kern->perm[d]);
 	open_box(f, r);
 	fprintf(f, "\t\ty[oy] = x0[mkc_rt_dot(idx, ps, %d)];\n\t}\n", r);
 	return 0;
@@ -370,9 +374,7 @@ emit_concat(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
 	int r = n->out[0]->rank;
-	int64_t axis = mkc_node_attr_int(n, "axis", 0);
-	if (axis < 0)
-		axis += r;
+	int64_t axis = n->kern->axis;
 	decl_all(e, n);
 	open_box(f, r);
 	fprintf(f, "\t\tint64_t a = idx[%lld];\n", (long long)axis);
@@ -391,29 +393,17 @@ emit_slice(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
 	mkc_graph *g = e->p->g;
+	const mkc_kernel *k = n->kern;
 	int r = n->out[0]->rank;
-	if (mkc_graph_opset(g, "") < 10)
-		return unsupported(e, n, "Slice before opset 10");
-	mkc_dim st[MKC_MAX_RANK], ax[MKC_MAX_RANK], sp[MKC_MAX_RANK];
-	int64_t k = mkc_const_dims(g, n, 1, st, MKC_MAX_RANK, true);
-	for (int i = 0; i < k; i++) {
-		ax[i] = mkc_dim_const(i);
-		sp[i] = mkc_dim_const(1);
-	}
-	if (n->nin > 3 && n->in[3] && mkc_const_dims(g, n, 3, ax, MKC_MAX_RANK, false) < 0)
-		return -1;
-	if (n->nin > 4 && n->in[4] && mkc_const_dims(g, n, 4, sp, MKC_MAX_RANK, false) < 0)
-		return -1;
 	decl_all(e, n);
 	fprintf(f, "\tint64_t st[%d] = {0}, sp[%d];\n\tfor (int d = 0; d < %d; d++)\n"
 		"\t\tsp[d] = x0_s[d];\n", r + 1, r + 1, r + 1);
-	for (int i = 0; i < k; i++) {
-		int64_t a = ax[i].c < 0 ? ax[i].c + r : ax[i].c;
+	for (int i = 0; i < k->nslice; i++) {
+		long long a = k->slice_axis[i], step = k->slice_step[i];
 		char b[96];
 		fprintf(f, "\tst[%lld] = mkc_rt_slice_start(%s, %lld, x0_d[%lld]) * x0_s[%lld];\n"
-			"\tsp[%lld] = %lld * x0_s[%lld];\n", (long long)a, mkc_dimx(g, st[i], b, sizeof b),
-			(long long)sp[i].c, (long long)a, (long long)a, (long long)a, (long long)sp[i].c,
-			(long long)a);
+			"\tsp[%lld] = %lld * x0_s[%lld];\n", a, mkc_dimx(g, k->slice_start[i], b, sizeof b),
+			step, a, a, a, step, a);
 	}
 	fprintf(f, "\tint64_t base = 0;\n\tfor (int d = 0; d < %d; d++)\n\t\tbase += st[d];\n", r);
 	open_box(f, r);
@@ -427,9 +417,7 @@ emit_gather(mkc_emitter *e, const mkc_node *n)
 	FILE *f = e->f;
 	const mkc_tensor *x = n->in[0], *ind = n->in[1];
 	int r = n->out[0]->rank;
-	int64_t axis = mkc_node_attr_int(n, "axis", 0);
-	if (axis < 0)
-		axis += x->rank;
+	int64_t axis = n->kern->axis;
 	decl_all(e, n);
 	open_box(f, r);
 	fprintf(f, "\t\tint64_t j = (int64_t)x1[mkc_rt_dot(idx + %lld, x1_s, %d)];\n"
@@ -592,7 +580,7 @@ emit_matmul(mkc_emitter *e, const mkc_node *n)
 	if (a->rank < 2 || b->rank < 2)
 		return unsupported(e, n, "MatMul of a vector");
 	/* canon's mkc_trans_b: b is stored [N, K] and read by rows */
-	bool tb = mkc_node_attr_int(n, "mkc_trans_b", 0);
+	bool tb = n->kern->trans_b;
 	decl_all(e, n);
 	fprintf(f, "\tint64_t as[%d], bs[%d];\n"
 		"\tmkc_rt_bmap(x0_d, x0_s, %d, %d, as);\n\tmkc_rt_bmap(x1_d, x1_s, %d, %d, bs);\n"
@@ -625,8 +613,8 @@ static int
 emit_gemm(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
-	bool ta = mkc_node_attr_int(n, "transA", 0), tb = mkc_node_attr_int(n, "transB", 0);
-	float alpha = mkc_node_attr_float(n, "alpha", 1), beta = mkc_node_attr_float(n, "beta", 1);
+	bool ta = n->kern->trans_a, tb = n->kern->trans_b;
+	float alpha = n->kern->alpha, beta = n->kern->beta;
 	char fa[48];
 	decl_all(e, n);
 	if (!ta && tb && n->in[0]->rank == 2 && rows_fit(e, n->in[1], n->in[0]->shape[1])) {
@@ -671,8 +659,8 @@ static int
 emit_norm_gemm(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
-	float alpha = mkc_node_attr_float(n, "alpha", 1), beta = mkc_node_attr_float(n, "beta", 1);
-	float eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
+	float alpha = n->kern->alpha, beta = n->kern->beta;
+	float eps = n->kern->eps;
 	bool c = n->nin > 3 && n->in[3];
 	int64_t k = n->in[0]->shape[1].c;
 	char fa[48], fb[48], fe[48], sb[128], out[200];
@@ -730,20 +718,10 @@ open_rows(mkc_emitter *e, const mkc_node *n, int axis, bool one_axis, bool share
 }
 
 static int
-row_axis(const mkc_graph *g, const mkc_node *n, int64_t dflt)
-{
-	int64_t a = mkc_node_attr_int(n, "axis", dflt);
-	return (int)(a < 0 ? a + n->out[0]->rank : a);
-}
-
-static int
 emit_softmax(mkc_emitter *e, const mkc_node *n)
 {
-	mkc_graph *g = e->p->g;
-	bool v13 = mkc_graph_opset(g, "") >= 13;
-	int axis = row_axis(g, n, v13 ? -1 : 1);
 	decl_all(e, n);
-	open_rows(e, n, axis, v13, false);
+	open_rows(e, n, n->kern->axis, n->kern->one_axis, false);
 	fputs("\t\tconst float *px = x0 + oy;\n\t\tfloat *py = y + oy;\n\t\tfloat mx = -INFINITY, sum = 0;\n"
 	      "\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tmx = fmaxf(mx, px[j * st]);\n"
 	      "\t\tfor (int64_t j = 0; j < len; j++) {\n\t\t\tpy[j * st] = expf(px[j * st] - mx);\n"
@@ -765,8 +743,8 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 	bool layer = n->op == MKC_OP_LAYER_NORM;
 	if (n->op == MKC_OP_RMS_NORM && n->nout > 1)
 		return unsupported(e, n, "RMSNormalization with more than one output");
-	int axis = row_axis(e->p->g, n, -1);
-	float eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
+	int axis = n->kern->axis;
+	float eps = n->kern->eps;
 	char fe[48], sb[128], bb[128];
 	bool bias = layer && n->nin > 2 && n->in[2];
 	decl_all(e, n);
@@ -809,9 +787,9 @@ emit_skip_norm(mkc_emitter *e, const mkc_node *n)
 	FILE *f = e->f;
 	char fe[48], gb[128], bb[128];
 	bool bias = n->nin > 3 && n->in[3], keep = n->nout > 3 && n->out[3];
-	float eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
+	float eps = n->kern->eps;
 	decl_all(e, n);
-	open_rows(e, n, n->out[0]->rank - 1, false, false);
+	open_rows(e, n, n->kern->axis, false, false);
 	fprintf(f, "\t\tconst float *pa = x0 + oy, *pb = x1 + oy;\n\t\tfloat *py = y + oy;\n"
 		"\t\tfloat *ps = %s;\n\t\tfloat ss = 0;\n"
 		"\t\tfor (int64_t j = 0; j < len; j++) {\n\t\t\tps[j] = pa[j] + pb[j]%s%s;\n"
@@ -839,9 +817,8 @@ emit_rotary(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
 	const mkc_tensor *x = n->in[0];
-	bool inter = mkc_node_attr_int(n, "interleaved", 0);
-	int64_t heads = mkc_node_attr_int(n, "num_heads", 0);
-	int64_t rot = mkc_node_attr_int(n, "rotary_embedding_dim", 0);
+	bool inter = n->kern->interleaved;
+	int64_t heads = n->kern->heads, rot = n->kern->rot_dim;
 	bool ms = n->op == MKC_OP_MS_ROTARY;
 	bool pos = ms || (n->nin > 3 && n->in[3]);
 	int ic = ms ? 2 : 1, is = ms ? 3 : 2, ip = ms ? 1 : 3;   /* cos, sin, positions */
@@ -885,6 +862,20 @@ emit_rotary(mkc_emitter *e, const mkc_node *n)
 }
 
 /*
+ * An attention node's scale: the model's, or 1 / sqrt(head size) computed
+ * at run time from dim, the float operations lower.c's value came from.
+ */
+static void
+emit_scale(FILE *f, const mkc_kernel *k, const char *dim)
+{
+	char b[48];
+	if (k->scale_given)
+		fprintf(f, "\tconst float scale = %s;\n", flit(b, k->scale));
+	else
+		fprintf(f, "\tconst float scale = 1.0f / sqrtf((float)%s);\n", dim);
+}
+
+/*
  * Attention (opset 23), 4-D. Lanes share the output elements (b, h, s, d);
  * each walks the keys once with an online softmax (running maximum and
  * rescaled sums), so no scratch memory is needed: scores are scaled,
@@ -905,7 +896,7 @@ static int64_t
 attention_fast_dim(const mkc_emitter *e, const mkc_node *n)
 {
 	const mkc_tensor *q = n->in[0], *k = n->in[1], *v = n->in[2];
-	if (e->t->warp != 32 || n->nin > 3 || mkc_node_attr_float(n, "softcap", 0) != 0)
+	if (e->t->warp != 32 || n->nin > 3 || n->kern->softcap != 0)
 		return 0;
 	for (int o = 1; o < n->nout; o++)
 		if (n->out[o])
@@ -930,19 +921,15 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 	const mkc_tensor *q = n->in[0];
 	if (q->rank != 4)
 		return unsupported(e, n, "3-D query, key and value");
-	if (mkc_node_attr_int(n, "is_causal", 0))
+	if (n->kern->causal)
 		return unsupported(e, n, "is_causal = 1");
 	if (n->nout > 3 && n->out[3])
 		return unsupported(e, n, "the QK^T output");
 	bool mask = n->nin > 3 && n->in[3], past = n->nin > 4 && n->in[4];
-	float softcap = mkc_node_attr_float(n, "softcap", 0);
+	float softcap = n->kern->softcap;
 	char fa[48], fb[48];
-	const mkc_attr *sa = mkc_node_attr(n, "scale");
 	decl_all(e, n);
-	if (sa)
-		fprintf(f, "\tconst float scale = %s;\n", flit(fa, sa->f));
-	else
-		fputs("\tconst float scale = 1.0f / sqrtf((float)x0_d[3]);\n", f);
+	emit_scale(f, n->kern, "x0_d[3]");
 	int64_t d = attention_fast_dim(e, n);
 	if (d > 0) {
 		fprintf(f, "\tmkc_attn_rows<%lld>(x0, x0_s, x1, x1_s, x2, x2_s, y, y_s, x0_d[0], x0_d[2], "
@@ -1015,14 +1002,9 @@ static int
 emit_attn_part(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
-	const mkc_attr *sa = mkc_node_attr(n, "scale");
-	int64_t c = mkc_node_attr_int(n, "chunks", 1), d = n->in[0]->shape[3].c;
-	char fa[48];
+	int64_t c = n->kern->chunks, d = n->in[0]->shape[3].c;
 	decl_all(e, n);
-	if (sa)
-		fprintf(f, "\tconst float scale = %s;\n", flit(fa, sa->f));
-	else
-		fputs("\tconst float scale = 1.0f / sqrtf((float)x0_d[3]);\n", f);
+	emit_scale(f, n->kern, "x0_d[3]");
 	fprintf(f, "\tconst int64_t B = x0_d[0], Sq = x0_d[2], D = x0_d[3], L = x1_d[2];\n"
 		"\tconst int64_t C = %lld, G = x0_d[1] / x1_d[1];\n", (long long)c);
 	int64_t grp = n->in[0]->shape[1].c / n->in[1]->shape[1].c;
@@ -1054,7 +1036,7 @@ static int
 emit_attn_merge(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
-	int64_t c = mkc_node_attr_int(n, "chunks", 1);
+	int64_t c = n->kern->chunks;
 	decl_all(e, n);
 	fprintf(f, "\tconst int64_t B = y_d[0], Hq = y_d[1], Sq = y_d[2], D = y_d[3], C = %lld;\n"
 		"\tconst int64_t G = Hq / (x0_d[1] / C), NH = hi[1] - lo[1];\n", (long long)c);
@@ -1116,18 +1098,18 @@ emit_gqa(mkc_emitter *e, const mkc_node *n)
 	const mkc_tensor *q = n->in[0];
 	if (n->nout < 3 || !n->out[1] || !n->out[2])
 		return unsupported(e, n, "GroupQueryAttention without both present outputs");
-	int64_t hq = mkc_node_attr_int(n, "num_heads", 0), hk = mkc_node_attr_int(n, "kv_num_heads", 0);
+	const mkc_kernel *k = n->kern;
+	int64_t hq = k->heads, hk = k->kv_heads;
 	int64_t dh = q->shape[2].c / hq;
-	bool rot = mkc_node_attr_int(n, "do_rotary", 0), inter = mkc_node_attr_int(n, "rotary_interleaved", 0);
+	bool rot = k->rotary, inter = k->interleaved;
 	bool past = n->in[3] != NULL;
-	float softcap = mkc_node_attr_float(n, "softcap", 0);
-	const mkc_attr *sa = mkc_node_attr(n, "scale");
+	float softcap = k->softcap;
 	char fa[48], fb[48];
 	decl_all(e, n);
 	fprintf(f, "\tconst int64_t B = x0_d[0], S = x0_d[1], Hq = %lld, Hk = %lld, D = %lld;\n"
 		"\tconst int64_t P = %s, L = P + S, R = %s;\n\tconst float scale = %s;\n",
 		(long long)hq, (long long)hk, (long long)dh, past ? "x3_d[2]" : "0",
-		rot ? "2 * x7_d[1]" : "0", sa ? flit(fa, sa->f) : "1.0f / sqrtf((float)D)");
+		rot ? "2 * x7_d[1]" : "0", k->scale_given ? flit(fa, k->scale) : "1.0f / sqrtf((float)D)");
 	/* the rotation rows of new token s of batch b: pc, ps (NULL-free when R = 0) */
 	const char *rows = rot ? "\t\tconst int64_t pos = (int64_t)x5[b] + 1 - S + s;\n"
 		"\t\tif (pos < 0 || pos >= x7_d[0]) {\n"
@@ -1180,26 +1162,12 @@ static int
 emit_reduce(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
-	mkc_graph *g = e->p->g;
 	const mkc_tensor *x = n->in[0];
 	if (!all_float(n))
 		return unsupported(e, n, "a reduction of a non-float tensor");
 	bool red[MKC_MAX_RANK] = {false};
-	const mkc_attr *a = mkc_node_attr(n, "axes");
-	mkc_dim ax[MKC_MAX_RANK];
-	int64_t na = 0;
-	if (a) {
-		na = a->n;
-		for (int i = 0; i < a->n; i++)
-			ax[i] = mkc_dim_const(a->ints[i]);
-	} else if (n->nin > 1 && n->in[1] && (na = mkc_const_dims(g, n, 1, ax, MKC_MAX_RANK, false)) < 0) {
-		return -1;
-	}
-	for (int i = 0; i < na; i++)
-		red[ax[i].c < 0 ? ax[i].c + x->rank : ax[i].c] = true;
-	if (na == 0 && !mkc_node_attr_int(n, "noop_with_empty_axes", 0))
-		for (int i = 0; i < x->rank; i++)
-			red[i] = true;
+	for (int i = 0; i < n->kern->naxes; i++)
+		red[n->kern->axes[i]] = true;
 	decl_all(e, n);
 	fprintf(f, "\tint64_t kd[%d], rd[%d], kz[%d] = {0}, idx[%d], ridx[%d];\n", x->rank + 1,
 		x->rank + 1, x->rank + 1, x->rank + 1, x->rank + 1);
@@ -1234,9 +1202,7 @@ emit_split(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
 	const mkc_tensor *x = n->in[0];
-	int64_t axis = mkc_node_attr_int(n, "axis", 0);
-	if (axis < 0)
-		axis += x->rank;
+	int64_t axis = n->kern->axis;
 	decl_all(e, n);
 	fprintf(f, "\tint64_t at = 0, idx[%d];\n", x->rank + 1);
 	for (int o = 0; o < n->nout; o++) {
@@ -1257,15 +1223,6 @@ emit_split(mkc_emitter *e, const mkc_node *n)
 
 /* A node whose outputs are all known (kept only because they are graph
  * outputs): write the values. */
-static bool
-all_known(const mkc_node *n)
-{
-	for (int i = 0; i < n->nout; i++)
-		if (n->out[i] && !mkc_tensor_is_const(n->out[i]))
-			return false;
-	return true;
-}
-
 static int
 emit_known(mkc_emitter *e, const mkc_node *n)
 {
@@ -1297,27 +1254,36 @@ emit_known(mkc_emitter *e, const mkc_node *n)
 	return 0;
 }
 
+/*
+ * Dispatch on the node's kernel description (passes/lower.c); within a kind
+ * the op picks the body (Softmax or a norm, Gemm or MatMul).
+ */
 int
 mkc_emit_node(mkc_emitter *e, const mkc_node *n)
 {
-	if (all_known(n))
+	const mkc_kernel *k = n->kern;
+	MKC_ASSERT(k);
+	if (k->kind == MKC_KERN_KNOWN)
 		return emit_known(e, n);
+	if (k->refuse)
+		return unsupported(e, n, k->refuse);
 	int row = ew_index(n->op);
-	if (row >= 0)
+	switch (k->kind) {
+	case MKC_KERN_ELEMENTWISE:
+		if (row < 0)
+			return unsupported(e, n, "no code generator for this op");
 		return emit_elementwise(e, n, row);
-	switch (n->op) {
-	case MKC_OP_RESHAPE:
-	case MKC_OP_FLATTEN:
-	case MKC_OP_SQUEEZE:
-	case MKC_OP_UNSQUEEZE:
-		return emit_copy(e, n);
-	case MKC_OP_TRANSPOSE: return emit_transpose(e, n);
-	case MKC_OP_CONCAT: return emit_concat(e, n);
-	case MKC_OP_SLICE: return emit_slice(e, n);
-	case MKC_OP_GATHER: return emit_gather(e, n);
-	case MKC_OP_RANGE: return emit_range(e, n);
-	case MKC_OP_SPLIT: return emit_split(e, n);
-	case MKC_OP_MS_GQA:   /* int32 seqlens_k and total length beside float tensors */
+	case MKC_KERN_COPY: return emit_copy(e, n);
+	case MKC_KERN_TRANSPOSE: return emit_transpose(e, n);
+	case MKC_KERN_CONCAT: return emit_concat(e, n);
+	case MKC_KERN_SLICE: return emit_slice(e, n);
+	case MKC_KERN_GATHER: return emit_gather(e, n);
+	case MKC_KERN_RANGE: return emit_range(e, n);
+	case MKC_KERN_SPLIT: return emit_split(e, n);
+	case MKC_KERN_ATTENTION:
+		if (n->op != MKC_OP_MS_GQA)
+			break;
+		/* int32 seqlens_k and total length beside float tensors */
 		if (n->in[0]->dtype != MKC_DT_FLOAT || n->in[5]->dtype != MKC_DT_INT32)
 			return unsupported(e, n, "float32 query and int32 seqlens_k are what it takes");
 		return emit_gqa(e, n);
@@ -1325,24 +1291,19 @@ mkc_emit_node(mkc_emitter *e, const mkc_node *n)
 	}
 	if (!all_float(n))
 		return unsupported(e, n, "float32 is the only type it takes on this target");
-	switch (n->op) {
-	case MKC_OP_MATMUL: return emit_matmul(e, n);
-	case MKC_OP_GEMM: return emit_gemm(e, n);
-	case MKC_OP_NORM_GEMM: return emit_norm_gemm(e, n);
-	case MKC_OP_SOFTMAX: return emit_softmax(e, n);
-	case MKC_OP_REDUCE_MEAN:
-	case MKC_OP_REDUCE_SUM:
-	case MKC_OP_REDUCE_MAX: return emit_reduce(e, n);
-	case MKC_OP_RMS_NORM:
-	case MKC_OP_LAYER_NORM:
-	case MKC_OP_MS_SIMPLIFIED_LN: return emit_norm(e, n);
-	case MKC_OP_MS_SKIP_SIMPLIFIED_LN: return emit_skip_norm(e, n);
-	case MKC_OP_ROTARY:
-	case MKC_OP_MS_ROTARY: return emit_rotary(e, n);
-	case MKC_OP_ATTENTION: return emit_attention(e, n);
-	case MKC_OP_CACHE_APPEND: return emit_cache_append(e, n);
-	case MKC_OP_ATTN_PART: return emit_attn_part(e, n);
-	case MKC_OP_ATTN_MERGE: return emit_attn_merge(e, n);
+	switch (k->kind) {
+	case MKC_KERN_MATMUL:
+		return n->op == MKC_OP_MATMUL ? emit_matmul(e, n)
+		       : n->op == MKC_OP_GEMM ? emit_gemm(e, n) : emit_norm_gemm(e, n);
+	case MKC_KERN_ROWS:
+		return n->op == MKC_OP_SOFTMAX ? emit_softmax(e, n)
+		       : n->op == MKC_OP_MS_SKIP_SIMPLIFIED_LN ? emit_skip_norm(e, n) : emit_norm(e, n);
+	case MKC_KERN_REDUCE: return emit_reduce(e, n);
+	case MKC_KERN_ROTARY: return emit_rotary(e, n);
+	case MKC_KERN_ATTENTION:
+		return n->op == MKC_OP_ATTENTION ? emit_attention(e, n)
+		       : n->op == MKC_OP_ATTN_PART ? emit_attn_part(e, n) : emit_attn_merge(e, n);
+	case MKC_KERN_CACHE_APPEND: return emit_cache_append(e, n);
 	default: return unsupported(e, n, "no code generator for this op");
 	}
 }

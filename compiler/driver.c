@@ -3,7 +3,11 @@
 
 #include <string.h>
 
-/* Graph passes run on the graph, plan passes on the task plan made after them. */
+/*
+ * Graph passes run on the graph, plan passes on the task plan made after
+ * them; lower, last, describes the graph's nodes for the backends once the
+ * plan is proven.
+ */
 typedef struct {
 	const char *name;
 	int (*graph)(mkc_graph *g);
@@ -26,6 +30,7 @@ static const pass passes[] = {
 	{"events", NULL, mkc_pass_events},
 	{"schedule", NULL, mkc_pass_schedule},
 	{"verify", NULL, mkc_pass_verify},
+	{"lower", mkc_pass_lower, NULL},
 };
 
 enum { NPASSES = sizeof passes / sizeof passes[0] };

@@ -4,10 +4,12 @@
  *   input  past_key_values.0.key: float32[1,2,past_len,32]
  *   weight m.lm_head.weight: float32[1024,256] (external model.bin+0)
  *   node   node_add_16 Add(sym_size_int_15, val_7) -> add_16: int64[]
+ *          kernel elementwise
  *
+ * (the kernel line once passes/lower.c has described the node)
  * Stable across runs, so tests and humans can diff it.
  */
-#include "graph.h"
+#include "kernel.h"
 
 static void
 tensor_type(FILE *f, const mkc_graph *g, const mkc_tensor *t)
@@ -54,6 +56,11 @@ mkc_dump_graph(FILE *f, const mkc_graph *g)
 			values(f, g, t);
 		}
 		fputs(n->dead ? " (folded)\n" : "\n", f);
+		if (n->kern) {
+			fputs("       kernel ", f);
+			mkc_kernel_print(f, g, n);
+			fputc('\n', f);
+		}
 	}
 	for (int i = 0; i < g->outputs.n; i++) {
 		fprintf(f, "output %s: ", MKC_OUTPUT(g, i)->name);

@@ -91,6 +91,7 @@ typedef enum {
 
 typedef struct mkc_graph mkc_graph;
 typedef struct mkc_node mkc_node;
+typedef struct mkc_kernel mkc_kernel;   /* ir/kernel.h */
 
 typedef struct mkc_tensor {
 	const char *name;
@@ -181,6 +182,7 @@ struct mkc_node {
 	mkc_attr *attr;
 	int id;
 	bool dead;                 /* folded away; removed by the dce pass */
+	mkc_kernel *kern;          /* passes/lower.c: what the backends compile; NULL before */
 };
 
 typedef struct {

@@ -196,7 +196,7 @@ single_axis(const mkc_node *n, int rank)
 	return norm_axis(ax[0], rank);
 }
 
-/* The axis attribute (Concat, Softmax), for rank. */
+/* The axis attribute (Concat), for rank. */
 static int
 axis_attr(const mkc_node *n, int64_t dflt, int rank)
 {
@@ -590,8 +590,8 @@ match_attention(mkc_graph *g, mkc_node *root)
 	mkc_node *sm = take(&m, p, MKC_OP_SOFTMAX);
 	if (!sm || p->rank != 4)
 		return false;
-	bool v13 = mkc_graph_opset(g, "") >= 13;   /* before 13, axis 3 flattens to the same rows */
-	if (axis_attr(sm, v13 ? -1 : 1, 4) != 3)
+	/* before opset 13, axis 3 flattens to the same rows */
+	if (norm_axis(mkc_softmax_axis_attr(g, sm, NULL), 4) != 3)
 		return false;
 	mkc_node *qk = take(&m, sm->in[0], MKC_OP_MATMUL);
 	if (!qk) {

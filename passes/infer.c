@@ -100,8 +100,7 @@ static int
 infer_softmax(mkc_graph *g, mkc_node *n)
 {
 	int64_t axis;
-	int64_t dflt = mkc_graph_opset(g, "") >= 13 ? -1 : 1;
-	if (norm_axis(g, n, mkc_node_attr_int(n, "axis", dflt), n->in[0]->rank, &axis) != 0)
+	if (norm_axis(g, n, mkc_softmax_axis_attr(g, n, NULL), n->in[0]->rank, &axis) != 0)
 		return -1;
 	copy_out(n, 0, n->in[0], n->in[0]->dtype);
 	return 0;

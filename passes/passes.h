@@ -30,6 +30,9 @@
  *   schedule  tasks onto per-worker queues in one topological order
  *   verify    the proof: thresholds exact, no deadlock, every conflicting
  *             pair of accesses ordered; nothing is emitted unless it passes
+ * and last, on the graph again:
+ *   lower     every node's kernel description (ir/kernel.h), attributes
+ *             resolved: what the backends read instead of ONNX
  * Each file's opening comment says what it requires and provides.
  */
 #ifndef MKC_PASSES_H
@@ -54,6 +57,18 @@ int mkc_pass_deps(mkc_plan *p);
 int mkc_pass_events(mkc_plan *p);
 int mkc_pass_schedule(mkc_plan *p);
 int mkc_pass_verify(mkc_plan *p);
+int mkc_pass_lower(mkc_graph *g);          /* passes/lower.c: kernel descriptions */
+
+/*
+ * ONNX rules that passes before lower need too (passes/lower.c, their one
+ * place). Softmax's axis attribute with its opset's default (1 before
+ * opset 13, -1 from it), not normalised; *one_axis (when not NULL): a row
+ * is that axis alone (opset 13 on) rather than every axis from it on.
+ * mkc_rows_axis: the first axis of the rows of Softmax or a norm, made
+ * non-negative for the output's rank.
+ */
+int64_t mkc_softmax_axis_attr(const mkc_graph *g, const mkc_node *n, bool *one_axis);
+int mkc_rows_axis(const mkc_graph *g, const mkc_node *n, bool *one_axis);
 
 /*
  * Constant evaluation of one node whose inputs are known (passes/fold.c).

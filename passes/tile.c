@@ -96,19 +96,6 @@ mapping_of(const mkc_node *n)
 	}
 }
 
-/*
- * Row-wise ops work on whole rows from their axis on: Softmax (before
- * opset 13 its default axis is 1, after it -1) and RMSNormalization.
- */
-static int
-row_axis(const mkc_graph *g, const mkc_node *n)
-{
-	int rank = n->out[0]->rank;
-	int64_t dflt = n->op == MKC_OP_SOFTMAX && mkc_graph_opset(g, "") < 13 ? 1 : -1;
-	int64_t axis = mkc_node_attr_int(n, "axis", dflt);
-	return (int)(axis < 0 ? axis + rank : axis);
-}
-
 /* Picks the split axis and tile count; axis -1 means one tile. */
 static void
 choose_split(const mkc_plan *p, const mkc_node *n, mapping m, int *axis, int *ntiles)
@@ -119,8 +106,8 @@ choose_split(const mkc_plan *p, const mkc_node *n, mapping m, int *axis, int *nt
 	int limit = y->rank;
 	if (m == MAP_WHOLE || y->rank == 0)
 		return;
-	if (m == MAP_ROWS)
-		limit = row_axis(p->g, n);
+	if (m == MAP_ROWS)   /* Softmax, RMSNormalization: rows stay whole */
+		limit = mkc_rows_axis(p->g, n, NULL);
 	if ((m == MAP_MATMUL && n->in[1]->kind == MKC_TK_WEIGHT && n->in[1]->rank == 2) ||
 	    m == MAP_GEMM) {
 		int64_t cols = y->shape[y->rank - 1].c;

@@ -1,0 +1,97 @@
+/* kernel.c - printing kernel descriptions (--dump-after=lower). See kernel.h. */
+#include "kernel.h"
+
+const char *
+mkc_kernel_kind_name(mkc_kernel_kind k)
+{
+	static const char *const names[] = {
+		[MKC_KERN_KNOWN] = "known", [MKC_KERN_ELEMENTWISE] = "elementwise",
+		[MKC_KERN_COPY] = "copy", [MKC_KERN_TRANSPOSE] = "transpose",
+		[MKC_KERN_CONCAT] = "concat", [MKC_KERN_SLICE] = "slice",
+		[MKC_KERN_GATHER] = "gather", [MKC_KERN_SPLIT] = "split",
+		[MKC_KERN_RANGE] = "range", [MKC_KERN_MATMUL] = "matmul",
+		[MKC_KERN_ROWS] = "rows", [MKC_KERN_REDUCE] = "reduce",
+		[MKC_KERN_ROTARY] = "rotary", [MKC_KERN_ATTENTION] = "attention",
+		[MKC_KERN_CACHE_APPEND] = "cache_append", [MKC_KERN_OTHER] = "other",
+	};
+	return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
+static void
+ints(FILE *f, const char *name, const int *v, int n)
+{
+	fprintf(f, " %s=[", name);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%d", i ? "," : "", v[i]);
+	fputc(']', f);
+}
+
+static void
+print_slice(FILE *f, const mkc_graph *g, const mkc_kernel *k)
+{
+	ints(f, "axes", k->slice_axis, k->nslice);
+	fputs(" starts=[", f);
+	for (int i = 0; i < k->nslice; i++) {
+		char b[64];
+		fprintf(f, "%s%s", i ? "," : "", mkc_dim_str(g, k->slice_start[i], b, sizeof b));
+	}
+	fputs("] steps=[", f);
+	for (int i = 0; i < k->nslice; i++)
+		fprintf(f, "%s%lld", i ? "," : "", (long long)k->slice_step[i]);
+	fputc(']', f);
+}
+
+static void
+print_attention(FILE *f, const mkc_node *n, const mkc_kernel *k)
+{
+	fprintf(f, " scale=%.9g%s softcap=%.9g causal=%d", (double)k->scale,
+		k->scale_given ? "" : " (1/sqrt(head size))", (double)k->softcap, k->causal);
+	if (n->op == MKC_OP_ATTN_PART || n->op == MKC_OP_ATTN_MERGE)
+		fprintf(f, " chunks=%lld", (long long)k->chunks);
+	if (n->op == MKC_OP_MS_GQA)
+		fprintf(f, " heads=%lld kv_heads=%lld rotary=%d interleaved=%d", (long long)k->heads,
+			(long long)k->kv_heads, k->rotary, k->interleaved);
+}
+
+void
+mkc_kernel_print(FILE *f, const mkc_graph *g, const mkc_node *n)
+{
+	const mkc_kernel *k = n->kern;
+	fputs(mkc_kernel_kind_name(k->kind), f);
+	switch (k->kind) {
+	case MKC_KERN_TRANSPOSE:
+		ints(f, "perm", k->perm, n->out[0]->rank);
+		break;
+	case MKC_KERN_CONCAT: case MKC_KERN_GATHER: case MKC_KERN_SPLIT:
+		fprintf(f, " axis=%d", k->axis);
+		break;
+	case MKC_KERN_SLICE:
+		print_slice(f, g, k);
+		break;
+	case MKC_KERN_MATMUL:
+		fprintf(f, " trans_a=%d trans_b=%d alpha=%.9g beta=%.9g", k->trans_a, k->trans_b,
+			(double)k->alpha, (double)k->beta);
+		if (n->op == MKC_OP_NORM_GEMM)
+			fprintf(f, " eps=%.9g", (double)k->eps);
+		break;
+	case MKC_KERN_ROWS:
+		fprintf(f, " axis=%d%s", k->axis, k->one_axis ? " (that axis alone)" : " (axes from it on)");
+		if (n->op != MKC_OP_SOFTMAX)
+			fprintf(f, " eps=%.9g", (double)k->eps);
+		break;
+	case MKC_KERN_REDUCE:
+		ints(f, "axes", k->axes, k->naxes);
+		break;
+	case MKC_KERN_ROTARY:
+		fprintf(f, " interleaved=%d heads=%lld rot_dim=%lld", k->interleaved,
+			(long long)k->heads, (long long)k->rot_dim);
+		break;
+	case MKC_KERN_ATTENTION:
+		print_attention(f, n, k);
+		break;
+	default:
+		break;
+	}
+	if (k->refuse)
+		fprintf(f, " (refused: %s)", k->refuse);
+}
