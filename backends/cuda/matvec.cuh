@@ -22,6 +22,11 @@
 
 #define MKC_GEMV_ROWS 64
 
+/* 16-byte weight loads a thread has in one batch (two batches in flight) */
+#ifndef MKC_GEMV_INFLIGHT
+#define MKC_GEMV_INFLIGHT 8
+#endif
+
 /* x[0..8) . w[0..8) with w 8 bf16 in one 16-byte word */
 static __device__ __forceinline__ float MKC_UNUSED
 mkc_gemv_dot(float4 a, float4 b, uint4 w)
@@ -226,7 +231,7 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, con
 	static_assert(K % E == 0, "K: whole 16-byte chunks");
 	constexpr int T = K / E;                        /* chunks a row */
 	constexpr int C = (T + MKC_THREADS - 1) / MKC_THREADS;   /* chunks a thread */
-	constexpr int RB = C >= 8 ? 1 : 8 / C;          /* rows a batch; two in flight */
+	constexpr int RB = C >= MKC_GEMV_INFLIGHT ? 1 : MKC_GEMV_INFLIGHT / C;   /* rows a batch; two in flight */
 #if MKC_RING
 	if (RING && MKC_RING_ROWS_FIT(T * 16)) {
 		if (n > 0)
