@@ -25,7 +25,7 @@ LIB_SRC = $(wildcard ir/*.c) $(wildcard passes/*.c) $(wildcard backends/*.c) \
 GEN_SRC = $(BUILD)/gen/onnx.pb-c.c
 # runtime/ is C text that the emitter writes into every output file
 RUNTIME = runtime/common.h runtime/api_h.h runtime/files.h runtime/host.h runtime/profile.h \
-	runtime/c/exec.h runtime/c/api.h runtime/cuda/exec.cuh backends/cuda/attention.cuh \
+	backends/c/exec.h runtime/api.h backends/cuda/exec.cuh backends/cuda/attention.cuh \
 	backends/cuda/matvec.cuh
 # tests/fuzz holds libFuzzer targets, built by `make fuzz` only; tests/loaders
 # a program that test_loaders.c builds against each model it compiles
@@ -56,9 +56,9 @@ $(BUILD)/gen/runtime_text.c: $(RUNTIME) tools/embed.sh
 	  sh tools/embed.sh mkc_rt_files runtime/files.h; \
 	  sh tools/embed.sh mkc_rt_host runtime/host.h; \
 	  sh tools/embed.sh mkc_rt_profile runtime/profile.h; \
-	  sh tools/embed.sh mkc_rt_c_exec runtime/c/exec.h; \
-	  sh tools/embed.sh mkc_rt_c_api runtime/c/api.h; \
-	  sh tools/embed.sh mkc_rt_cuda_exec runtime/cuda/exec.cuh; \
+	  sh tools/embed.sh mkc_rt_c_exec backends/c/exec.h; \
+	  sh tools/embed.sh mkc_rt_c_api runtime/api.h; \
+	  sh tools/embed.sh mkc_rt_cuda_exec backends/cuda/exec.cuh; \
 	  sh tools/embed.sh mkc_rt_cuda_attention backends/cuda/attention.cuh; \
 	  sh tools/embed.sh mkc_rt_cuda_matvec backends/cuda/matvec.cuh; } > $@
 

@@ -9,7 +9,7 @@
  */
 #include "frontend.h"
 #include "passes.h"
-#include "../backends/emit.h"
+#include "../backends/core/emit.h"
 #include "driver.h"
 
 #include <stdlib.h>

@@ -30,7 +30,7 @@
 #include "driver.h"
 #include "frontend.h"
 #include "numeric.h"
-#include "../backends/emit.h"
+#include "../backends/core/emit.h"
 
 #include <dirent.h>
 #include <errno.h>

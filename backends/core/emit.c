@@ -12,7 +12,7 @@
  *   the tile functions, mkc_run_task, mkc_fill_symvals; the public API.
  */
 #include "emit.h"
-#include "../ir/numeric.h"
+#include "../../ir/numeric.h"
 
 #include <ctype.h>
 #include <errno.h>

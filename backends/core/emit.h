@@ -16,7 +16,7 @@
 #ifndef MKC_EMIT_H
 #define MKC_EMIT_H
 
-#include "../ir/task.h"
+#include "../../ir/task.h"
 
 typedef struct {
 	const char *name;           /* "c", "cuda", "hip" */

@@ -13,7 +13,7 @@
 #include "frontend.h"
 #include "passes.h"
 #include "driver.h"
-#include "../backends/emit.h"
+#include "../backends/core/emit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
