@@ -17,15 +17,16 @@
 #define MKC_EMIT_H
 
 #include "../../ir/task.h"
+#include "runtime_files.h"
 
 typedef struct {
 	const char *name;           /* "c", "cuda", "hip" */
 	const char *headers;        /* #include lines at the top */
-	const char *const *runtime; /* texts after the tables, NULL-terminated */
+	const char *const *runtime; /* texts after the tables, by name (runtime_files.h), NULL-terminated */
 	const char *fn_qual;        /* declares a tile function: "static" */
 	const char *node_qual;      /* added for node bodies: " __noinline__" on GPUs */
 	const char *table_qual;     /* declares a table the workers read */
-	const char *api;            /* the public API's implementation */
+	const char *api;            /* the public API's implementation, by name */
 	bool half_types;            /* float16 / bfloat16 tensors supported */
 	int warp;                   /* lanes that share one dot product with shuffles and
 	                               vector loads (GPU gemv bodies); 0: one lane an output */
@@ -52,11 +53,6 @@ int mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o);
  * from OUT's stem is made safe instead ("out" becomes "out_model").
  */
 const char *mkc_emit_name_problem(const char *name);
-
-/* Runtime texts, generated from runtime/ at build time. */
-extern const char mkc_rt_common[], mkc_rt_api_h[], mkc_rt_files[], mkc_rt_host[], mkc_rt_profile[],
-	mkc_rt_c_exec[], mkc_rt_c_api[], mkc_rt_cuda_exec[], mkc_rt_cuda_attention[],
-	mkc_rt_cuda_matvec[];
 
 /*
  * What the tile emitters (emit_ops.c) need to know about the file being
