@@ -22,62 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const c_runtime[] = {"backends/c/exec.h", "runtime/files.h", "runtime/host.h",
-					 "runtime/profile.h", NULL};
-static const char *const cuda_runtime[] = {"backends/cuda/exec.cuh", "backends/cuda/attention.cuh",
-					    "backends/cuda/matvec.cuh", "runtime/files.h",
-					    "runtime/host.h", "runtime/profile.h", NULL};
-
-#define STD_HEADERS "#include <errno.h>\n#include <fcntl.h>\n#include <math.h>\n#include <stdarg.h>\n" \
-	"#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n" \
-	"#include <sys/stat.h>\n#include <unistd.h>\n"
-
-const mkc_target mkc_target_c = {
-	.name = "c",
-	/* XSI for realpath (runtime/files.h keeps weight files inside the model's folder) */
-	.headers = "#define _XOPEN_SOURCE 700\n" STD_HEADERS
-		   "#include <pthread.h>\n#include <sched.h>\n#include <stdatomic.h>\n#include <time.h>\n",
-	.runtime = c_runtime,
-	.fn_qual = "static",
-	.node_qual = "",
-	.table_qual = "static const",
-	.api = "runtime/api.h",
-	.half_types = false,
-	.warp = 0,
-};
-
-/* The same API text serves CUDA: the runtime under it differs. */
-const mkc_target mkc_target_cuda = {
-	.name = "cuda",
-	.headers = "#include <cuda_runtime.h>\n" STD_HEADERS,
-	.runtime = cuda_runtime,
-	.fn_qual = "static __device__",
-	.node_qual = " __noinline__",
-	.table_qual = "static __device__ const",
-	.api = "runtime/api.h",
-	.half_types = false,
-	.warp = 32,
-};
-
-const char *
-mkc_runtime_text(const char *name)
-{
-	const mkc_runtime_file *r = mkc_runtime_files;
-	while (r->name && strcmp(r->name, name) != 0)
-		r++;
-	MKC_ASSERT(r->name);   /* a text the targets name is missing from the Makefile's RUNTIME */
-	return r->text;
-}
-
-const mkc_target *
-mkc_target_find(const char *name)
-{
-	if (strcmp(name, "c") == 0)
-		return &mkc_target_c;
-	if (strcmp(name, "cuda") == 0)
-		return &mkc_target_cuda;
-	return NULL;
-}
+/* Host code every target embeds after its exec and bodies. */
+static const char *const shared_runtime[] = {"runtime/files.h", "runtime/host.h", "runtime/profile.h",
+					      NULL};
 
 const char *
 mkc_cstr(mkc_arena *a, const char *s, bool format)
@@ -227,6 +174,33 @@ text_uses(const char *text, const char *name)
 	return false;
 }
 
+/*
+ * Whether the host-side code of any written target uses name: its headers,
+ * exec and API, and the shared texts. (The bodies' names are their own:
+ * mkc_rt_ functions and the locals in them.)
+ */
+static bool
+host_code_uses(const char *name)
+{
+	const char *const shared[] = {"runtime/common.h", "runtime/api_h.h"};
+	for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
+		if (text_uses(mkc_runtime_text(shared[i]), name))
+			return true;
+	for (const char *const *r = shared_runtime; *r; r++)
+		if (text_uses(mkc_runtime_text(*r), name))
+			return true;
+	for (const mkc_target *const *t = mkc_targets; *t; t++) {
+		if ((*t)->unwritten)
+			continue;
+		if (text_uses((*t)->headers, name) || text_uses(mkc_runtime_text((*t)->api), name))
+			return true;
+		for (const char *const *r = (*t)->exec; *r; r++)
+			if (text_uses(mkc_runtime_text(*r), name))
+				return true;
+	}
+	return false;
+}
+
 const char *
 mkc_emit_name_problem(const char *name)
 {
@@ -249,15 +223,8 @@ mkc_emit_name_problem(const char *name)
 	for (size_t i = 0; i < sizeof reserved_names / sizeof *reserved_names; i++)
 		if (strcmp(name, reserved_names[i]) == 0)
 			return "is a C or C++ keyword or a name of the C library";
-	const char *const texts[] = {
-		mkc_runtime_text("runtime/common.h"), mkc_runtime_text("runtime/api_h.h"),
-		mkc_runtime_text("runtime/files.h"), mkc_runtime_text("runtime/host.h"),
-		mkc_runtime_text("runtime/profile.h"), mkc_runtime_text("backends/c/exec.h"),
-		mkc_runtime_text("runtime/api.h"), mkc_runtime_text("backends/cuda/exec.cuh"),
-		mkc_target_c.headers, mkc_target_cuda.headers};
-	for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
-		if (text_uses(texts[i], name))
-			return "is a name the emitted code already uses";
+	if (host_code_uses(name))
+		return "is a name the emitted code already uses";
 	return NULL;
 }
 
@@ -891,7 +858,11 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 		"%s void mkc_run_node(struct mkc_model *m, int node, const int64_t *lo, const int64_t *hi);\n"
 		"%s void mkc_fill_symvals(struct mkc_model *m);\n", e->t->fn_qual, e->t->fn_qual,
 		e->t->fn_qual, e->t->fn_qual);
-	for (const char *const *r = e->t->runtime; *r; r++)
+	for (const char *const *r = e->t->exec; *r; r++)
+		put_template(f, mkc_runtime_text(*r), prefix);
+	for (const char *const *r = e->t->bodies; *r; r++)
+		put_template(f, mkc_runtime_text(*r), prefix);
+	for (const char *const *r = shared_runtime; *r; r++)
 		put_template(f, mkc_runtime_text(*r), prefix);
 	if (emit_nodes(e) != 0)
 		return -1;
@@ -947,6 +918,9 @@ int
 mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o)
 {
 	mkc_ctx *c = p->g->ctx;
+	if (t->unwritten)
+		return mkc_error(c, "%s: %s; nothing was written to %s", p->g->path, t->unwritten,
+				 o->out_path);
 	const char *prefix = o->prefix ? o->prefix : prefix_of(c->arena, o->out_path);
 	const char *bad = mkc_emit_name_problem(prefix);
 	if (bad)

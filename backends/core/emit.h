@@ -9,9 +9,12 @@
  * output.
  *
  * A target is a const table of what differs between C, CUDA and HIP: the
- * headers, the runtime texts embedded after the tables, and how tile
- * functions are declared. Runtime and API texts are templates in one small
- * language: every "$P" becomes the API prefix (llama_create, ...).
+ * headers, the runtime texts embedded after the tables, how tile
+ * functions are declared, and how `mkc test` builds what it emits. Each
+ * target describes itself in its own folder (backends/c/target_c.c, ...);
+ * backends/core/targets.c is the registry, a line a target. Runtime and
+ * API texts are templates in one small language: every "$P" becomes the
+ * API prefix (llama_create, ...).
  */
 #ifndef MKC_EMIT_H
 #define MKC_EMIT_H
@@ -20,21 +23,39 @@
 #include "runtime_files.h"
 
 typedef struct {
-	const char *name;           /* "c", "cuda", "hip" */
+	const char *name;           /* --target: "c", "cuda", "hip" */
+	const char *ext;            /* OUT's extension that picks it: "c", "cu", "hip" */
+	const char *unwritten;      /* why it cannot emit yet (a sentence), or NULL */
 	const char *headers;        /* #include lines at the top */
-	const char *const *runtime; /* texts after the tables, by name (runtime_files.h), NULL-terminated */
+	/* texts by name (runtime_files.h), each list NULL-terminated; between the
+	 * tables and the tile functions the file holds: exec, bodies, then the
+	 * host code every target shares (runtime/files.h, host.h, profile.h) */
+	const char *const *exec;    /* the model object and the executor */
+	const char *const *bodies;  /* tile bodies the tile functions call */
+	const char *api;            /* the public API's implementation */
 	const char *fn_qual;        /* declares a tile function: "static" */
 	const char *node_qual;      /* added for node bodies: " __noinline__" on GPUs */
 	const char *table_qual;     /* declares a table the workers read */
-	const char *api;            /* the public API's implementation, by name */
 	bool half_types;            /* float16 / bfloat16 tensors supported */
 	int warp;                   /* lanes that share one dot product with shuffles and
 	                               vector loads (GPU gemv bodies); 0: one lane an output */
+	/* mkc test: a shell command that builds $W/model.EXT and $W/main.EXT
+	 * (the harness) into $W/run; $F: the flags of --tsan or $MKC_TEST_CFLAGS */
+	const char *test_build;
+	const char *test_buffers;   /* the harness's DEV_ALLOC, TO_DEV, TO_HOST, POISON, DEV_FREE */
+	bool host_workers;          /* workers are host threads: --tsan and --shuffle apply */
 } mkc_target;
 
-extern const mkc_target mkc_target_c, mkc_target_cuda;
+/* The standard headers every written target includes. */
+#define MKC_STD_HEADERS "#include <errno.h>\n#include <fcntl.h>\n#include <math.h>\n" \
+	"#include <stdarg.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n" \
+	"#include <string.h>\n#include <sys/stat.h>\n#include <unistd.h>\n"
 
-const mkc_target *mkc_target_find(const char *name);  /* NULL if unknown */
+extern const mkc_target mkc_target_c, mkc_target_cuda, mkc_target_hip;
+extern const mkc_target *const mkc_targets[];   /* the registry, NULL-terminated */
+
+const mkc_target *mkc_target_find(const char *name);   /* NULL if unknown */
+const mkc_target *mkc_target_of_path(const char *out); /* by OUT's extension; NULL if none */
 
 typedef struct {
 	const char *out_path;       /* the .c / .cu file; the header goes beside it */
