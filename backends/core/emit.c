@@ -8,7 +8,9 @@
  *   sizes (#defines), symbol names and maxima, embedded data, the tensor
  *   table, the task table (node, output box, wait event, signal list), the
  *   event table (threshold, producers) and the per-worker queues;
- *   the target runtime (model object, executor, weight loading);
+ *   the target runtime (model object, executor), runtime/exec_api.h (the
+ *   hooks it provides, checked), its bodies, the shared host code (weight
+ *   loading, binding, KV caches, the timeline);
  *   the tile functions, mkc_run_task, mkc_fill_symvals; the public API.
  */
 #include "emit.h"
@@ -182,7 +184,7 @@ text_uses(const char *text, const char *name)
 static bool
 host_code_uses(const char *name)
 {
-	const char *const shared[] = {"runtime/common.h", "runtime/api_h.h"};
+	const char *const shared[] = {"runtime/common.h", "runtime/api_h.h", "runtime/exec_api.h"};
 	for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
 		if (text_uses(mkc_runtime_text(shared[i]), name))
 			return true;
@@ -860,6 +862,7 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 		e->t->fn_qual, e->t->fn_qual);
 	for (const char *const *r = e->t->exec; *r; r++)
 		put_template(f, mkc_runtime_text(*r), prefix);
+	fputs(mkc_runtime_text("runtime/exec_api.h"), f);
 	for (const char *const *r = e->t->bodies; *r; r++)
 		put_template(f, mkc_runtime_text(*r), prefix);
 	for (const char *const *r = shared_runtime; *r; r++)
