@@ -24,10 +24,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Host code every target embeds after its exec and bodies. */
-static const char *const shared_runtime[] = {"runtime/files.h", "runtime/host.h", "runtime/profile.h",
-					      NULL};
-
 const char *
 mkc_cstr(mkc_arena *a, const char *s, bool format)
 {
@@ -188,7 +184,7 @@ host_code_uses(const char *name)
 	for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
 		if (text_uses(mkc_runtime_text(shared[i]), name))
 			return true;
-	for (const char *const *r = shared_runtime; *r; r++)
+	for (const char *const *r = mkc_shared_runtime; *r; r++)
 		if (text_uses(mkc_runtime_text(*r), name))
 			return true;
 	for (const mkc_target *const *t = mkc_targets; *t; t++) {
@@ -860,12 +856,9 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 		"%s void mkc_run_node(struct mkc_model *m, int node, const int64_t *lo, const int64_t *hi);\n"
 		"%s void mkc_fill_symvals(struct mkc_model *m);\n", e->t->fn_qual, e->t->fn_qual,
 		e->t->fn_qual, e->t->fn_qual);
-	for (const char *const *r = e->t->exec; *r; r++)
-		put_template(f, mkc_runtime_text(*r), prefix);
-	fputs(mkc_runtime_text("runtime/exec_api.h"), f);
-	for (const char *const *r = e->t->bodies; *r; r++)
-		put_template(f, mkc_runtime_text(*r), prefix);
-	for (const char *const *r = shared_runtime; *r; r++)
+	const char *texts[MKC_MAX_TEXTS];
+	mkc_target_runtime(e->t, texts);
+	for (const char **r = texts; *r; r++)
 		put_template(f, mkc_runtime_text(*r), prefix);
 	if (emit_nodes(e) != 0)
 		return -1;

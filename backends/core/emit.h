@@ -55,6 +55,16 @@ extern const mkc_target mkc_target_c, mkc_target_cuda, mkc_target_hip;
 extern const mkc_target *const mkc_targets[];   /* the registry, NULL-terminated */
 
 const mkc_target *mkc_target_find(const char *name);   /* NULL if unknown */
+
+/*
+ * The texts a target's file holds between the tables and the tile
+ * functions, in order: its exec, runtime/exec_api.h (the hooks, checked),
+ * its bodies, then mkc_shared_runtime (host code every target embeds).
+ * names gets them, NULL-terminated; returns how many.
+ */
+#define MKC_MAX_TEXTS 32
+extern const char *const mkc_shared_runtime[];
+int mkc_target_runtime(const mkc_target *t, const char **names);
 const mkc_target *mkc_target_of_path(const char *out); /* by OUT's extension; NULL if none */
 
 typedef struct {

@@ -14,6 +14,31 @@ const mkc_target *const mkc_targets[] = {
 	NULL,
 };
 
+const char *const mkc_shared_runtime[] = {"runtime/files.h", "runtime/host.h", "runtime/profile.h",
+					   NULL};
+
+static void
+push(const char **names, int *n, const char *const *list)
+{
+	for (; *list; list++) {
+		MKC_ASSERT(*n < MKC_MAX_TEXTS - 1);
+		names[(*n)++] = *list;
+	}
+}
+
+int
+mkc_target_runtime(const mkc_target *t, const char **names)
+{
+	static const char *const exec_api[] = {"runtime/exec_api.h", NULL};
+	int n = 0;
+	push(names, &n, t->exec);
+	push(names, &n, exec_api);
+	push(names, &n, t->bodies);
+	push(names, &n, mkc_shared_runtime);
+	names[n] = NULL;
+	return n;
+}
+
 const mkc_target *
 mkc_target_find(const char *name)
 {
