@@ -51,8 +51,7 @@ typedef struct {
 	"#include <stdarg.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n" \
 	"#include <string.h>\n#include <sys/stat.h>\n#include <unistd.h>\n"
 
-extern const mkc_target mkc_target_c, mkc_target_cuda, mkc_target_hip;
-extern const mkc_target *const mkc_targets[];   /* the registry, NULL-terminated */
+extern const mkc_target *const mkc_targets[];   /* the registry (targets.c), NULL-terminated */
 
 const mkc_target *mkc_target_find(const char *name);   /* NULL if unknown */
 

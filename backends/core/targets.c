@@ -7,6 +7,9 @@
 
 #include <string.h>
 
+/* each defined in backends/<name>/target_<name>.c */
+extern const mkc_target mkc_target_c, mkc_target_cuda, mkc_target_hip;
+
 const mkc_target *const mkc_targets[] = {
 	&mkc_target_c,
 	&mkc_target_cuda,
