@@ -23,9 +23,11 @@ LIBS = -l:libprotobuf-c.a -lcjson -lm
 LIB_SRC = $(wildcard ir/*.c) $(wildcard passes/*.c) $(wildcard backends/*.c) \
 	$(wildcard backends/*/*.c) $(filter-out compiler/main.c,$(wildcard compiler/*.c))
 GEN_SRC = $(BUILD)/gen/onnx.pb-c.c
-# runtime/ is C text that the emitter writes into every output file
+# C text that the emitter writes into output files, found by these paths
+# (tools/embed.sh makes one {name, text} table of them): runtime/ for every
+# target, backends/<target>/ for one
 RUNTIME = runtime/common.h runtime/api_h.h runtime/files.h runtime/host.h runtime/profile.h \
-	runtime/c/exec.h runtime/c/api.h runtime/cuda/exec.cuh backends/cuda/attention.cuh \
+	runtime/exec_api.h backends/c/exec.h runtime/api.h backends/cuda/exec.cuh backends/cuda/attention.cuh \
 	backends/cuda/matvec.cuh backends/cuda/ring.cuh
 # tests/fuzz holds libFuzzer targets, built by `make fuzz` only; tests/loaders
 # a program that test_loaders.c builds against each model it compiles
@@ -51,21 +53,11 @@ $(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h &: $(ONNX_PROTO)
 
 $(BUILD)/gen/runtime_text.c: $(RUNTIME) tools/embed.sh
 	@mkdir -p $(BUILD)/gen
-	{ sh tools/embed.sh mkc_rt_common runtime/common.h; \
-	  sh tools/embed.sh mkc_rt_api_h runtime/api_h.h; \
-	  sh tools/embed.sh mkc_rt_files runtime/files.h; \
-	  sh tools/embed.sh mkc_rt_host runtime/host.h; \
-	  sh tools/embed.sh mkc_rt_profile runtime/profile.h; \
-	  sh tools/embed.sh mkc_rt_c_exec runtime/c/exec.h; \
-	  sh tools/embed.sh mkc_rt_c_api runtime/c/api.h; \
-	  sh tools/embed.sh mkc_rt_cuda_exec runtime/cuda/exec.cuh; \
-	  sh tools/embed.sh mkc_rt_cuda_attention backends/cuda/attention.cuh; \
-	  sh tools/embed.sh mkc_rt_cuda_matvec backends/cuda/matvec.cuh; \
-	  sh tools/embed.sh mkc_rt_cuda_ring backends/cuda/ring.cuh; } > $@
+	sh tools/embed.sh $(RUNTIME) > $@
 
-$(BUILD)/obj/gen/runtime_text.o: $(BUILD)/gen/runtime_text.c
+$(BUILD)/obj/gen/runtime_text.o: $(BUILD)/gen/runtime_text.c backends/core/runtime_files.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 $(CFLAGS) -c $< -o $@
+	$(CC) -std=c11 $(CFLAGS) -I. -c $< -o $@
 
 # the generated reader is not ours to warn about
 $(BUILD)/obj/gen/onnx.pb-c.o: $(GEN_SRC)

@@ -9,7 +9,7 @@
  */
 #include "frontend.h"
 #include "passes.h"
-#include "../backends/emit.h"
+#include "../backends/core/emit.h"
 #include "driver.h"
 
 #include <stdlib.h>
@@ -109,21 +109,6 @@ parse_count(const char *s, long long lo, long long hi, long long *v)
 	return *v >= lo && *v <= hi;
 }
 
-static const char *
-target_of(const char *out)
-{
-	const char *dot = strrchr(out, '.');
-	if (!dot)
-		return NULL;
-	if (strcmp(dot, ".cu") == 0)
-		return "cuda";
-	if (strcmp(dot, ".hip") == 0)
-		return "hip";
-	if (strcmp(dot, ".c") == 0)
-		return "c";
-	return NULL;
-}
-
 static int
 parse_args(int argc, char **argv, int from, options *o)
 {
@@ -204,8 +189,7 @@ parse_args(int argc, char **argv, int from, options *o)
 	}
 	if (!o->model)
 		return bad_usage("%s", "no model given");
-	if (o->target && strcmp(o->target, "cuda") && strcmp(o->target, "hip") &&
-	    strcmp(o->target, "c"))
+	if (o->target && !mkc_target_find(o->target))
 		return bad_usage("--target must be cuda, hip or c, not '%s'", o->target);
 	const char *why = o->name ? mkc_emit_name_problem(o->name) : NULL;
 	if (why) {
@@ -213,8 +197,12 @@ parse_args(int argc, char **argv, int from, options *o)
 		snprintf(fmt, sizeof fmt, "--name '%%s' %s", why);
 		return bad_usage(fmt, o->name);
 	}
-	if (o->out && !o->target && !(o->target = target_of(o->out)))
-		return bad_usage("cannot tell the target from '%s'; name it with --target", o->out);
+	if (o->out && !o->target) {
+		const mkc_target *t = mkc_target_of_path(o->out);
+		if (!t)
+			return bad_usage("cannot tell the target from '%s'; name it with --target", o->out);
+		o->target = t->name;
+	}
 	return 0;
 }
 
@@ -256,10 +244,9 @@ compile(const options *o)
 		goto out;
 	if (o->out) {
 		const mkc_target *t = mkc_target_find(o->target);
-		if (!t) {
-			mkc_error(c, "%s: the %s backend is not implemented yet; "
-				  "the passes succeeded; nothing was written to %s", o->model, o->target,
-				  o->out);
+		if (t->unwritten) {
+			mkc_error(c, "%s: %s; the passes succeeded; nothing was written to %s", o->model,
+				  t->unwritten, o->out);
 			goto out;
 		}
 		mkc_emit_options eo = {

@@ -30,7 +30,7 @@
 #include "driver.h"
 #include "frontend.h"
 #include "numeric.h"
-#include "../backends/emit.h"
+#include "../backends/core/emit.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -152,28 +152,6 @@ numel_at(const mkc_tensor *t, const int64_t *sym)
 	return n;
 }
 
-/*
- * The harness: reads inputs, runs the steps, writes each step's outputs.
- * Buffers live where the target computes; these macros hide which.
- */
-static const char harness_c[] =
-	"#define DEV_ALLOC(n) malloc(n)\n"
-	"#define TO_DEV(d, h, n) memcpy(d, h, n)\n"
-	"#define TO_HOST(h, d, n) memcpy(h, d, n)\n"
-	"#define POISON(d, n) memset(d, 0xff, n)\n"
-	"#define DEV_FREE(d) free(d)\n";
-
-static const char harness_cuda[] =
-	"#include <cuda_runtime.h>\n"
-	"static void *\ndev_alloc(size_t n)\n{\n\tvoid *p = NULL;\n"
-	"\tif (cudaMalloc(&p, n ? n : 1) != cudaSuccess) {\n"
-	"\t\tfprintf(stderr, \"cudaMalloc failed\\n\");\n\t\texit(3);\n\t}\n\treturn p;\n}\n"
-	"#define DEV_ALLOC(n) dev_alloc(n)\n"
-	"#define TO_DEV(d, h, n) cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)\n"
-	"#define TO_HOST(h, d, n) cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost)\n"
-	"#define POISON(d, n) cudaMemset(d, 0xff, n)\n"
-	"#define DEV_FREE(d) cudaFree(d)\n";
-
 static size_t
 bytes_at(const mkc_tensor *t, const int64_t *sym)
 {
@@ -215,10 +193,10 @@ cache_bytes(const mkc_graph *g, int c, const int64_t *sym)
  */
 static int
 write_harness(const char *dir, mkc_graph *g, const int64_t *sym, const test_options *o,
-	      const char *model_path, bool cuda)
+	      const char *model_path, const mkc_target *t)
 {
 	char path[4096];
-	snprintf(path, sizeof path, "%s/main.%s", dir, cuda ? "cu" : "c");
+	snprintf(path, sizeof path, "%s/main.%s", dir, t->ext);
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return -1;
@@ -240,7 +218,7 @@ write_harness(const char *dir, mkc_graph *g, const int64_t *sym, const test_opti
 		"int\nmain(void)\n{\n\tmodel *m;\n\tmodel_options opt = {%d, %uu, %g};\n"
 		"\tif (model_create(&m, &opt) || model_load_weights(m, \"%s\")) {\n"
 		"\t\tfprintf(stderr, \"%%s\\n\", model_last_error(m));\n\t\treturn 2;\n\t}\n",
-		cuda ? harness_cuda : harness_c, o->threads, o->shuffle, o->timeout, model_path);
+		t->test_buffers, o->threads, o->shuffle, o->timeout, model_path);
 	fprintf(f, "\tconst int64_t dims[%d] = {", g->syms.n + 1);
 	for (int s = 0; s < g->syms.n; s++)
 		fprintf(f, "%lld, ", (long long)sym[s]);
@@ -394,6 +372,27 @@ extra_cflags(const test_options *o)
 	return getenv("MKC_TEST_CFLAGS") ? getenv("MKC_TEST_CFLAGS") : "";
 }
 
+/*
+ * The target's build command with $W the scratch folder and $F the extra
+ * flags; the shell expands the rest (${CC:-cc}). -1 if it does not fit.
+ */
+static int
+build_command(const char *tmpl, const char *work, const char *flags, char *cmd, size_t n)
+{
+	size_t k = 0;
+	for (const char *s = tmpl; *s; s++) {
+		const char *v = s[0] == '$' && s[1] == 'W' ? work : s[0] == '$' && s[1] == 'F' ? flags : NULL;
+		size_t len = v ? strlen(v) : 1;
+		if (k + len >= n)
+			return -1;
+		memcpy(cmd + k, v ? v : s, len);
+		k += len;
+		s += v != NULL;
+	}
+	cmd[k] = 0;
+	return 0;
+}
+
 /* One test_data_set folder; prints its line. 0 pass, -1 fail. */
 static int
 run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, mkc_tensor **outputs,
@@ -461,22 +460,15 @@ run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, mkc_tensor 
 	}
 	if (bind_syms(g, in, nin, sym, why, sizeof why) != 0)
 		goto done;
-	bool cuda = strcmp(o->target, "cuda") == 0;
-	if (write_harness(work, g, sym, o, model, cuda) != 0) {
+	const mkc_target *t = mkc_target_find(o->target);
+	if (write_harness(work, g, sym, o, model, t) != 0) {
 		snprintf(why, sizeof why, "cannot write the harness");
 		goto done;
 	}
 	char cmd[8192], log[4200];
 	snprintf(log, sizeof log, "%s/build.log", work);
-	if (cuda)
-		snprintf(cmd, sizeof cmd, "%s -gencode=arch=compute_90a,code=sm_90a -O2 -Xcompiler -Wall,-Wextra "
-			 "-Werror all-warnings -o %s/run %s/model.cu %s/main.cu",
-			 getenv("NVCC") ? getenv("NVCC") : "nvcc", work, work, work);
-	else
-		snprintf(cmd, sizeof cmd, "%s -std=c11 -O1 -g -Wall -Wextra -Werror -pthread %s -o %s/run "
-			 "%s/model.c %s/main.c -lm", getenv("CC") ? getenv("CC") : "cc", extra_cflags(o),
-			 work, work, work);
-	if (run_command(cmd, log) != 0) {
+	if (build_command(t->test_build, work, extra_cflags(o), cmd, sizeof cmd) != 0 ||
+	    run_command(cmd, log) != 0) {
 		snprintf(why, sizeof why, "the emitted code does not build: see %s", log);
 		goto done;
 	}
@@ -657,8 +649,8 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 	mkc_driver_options d = {.workers = o->workers, .bf16_weights = o->bf16,
 				.no_reuse = o->no_reuse, .max_seq = o->max_seq, .kv_io = o->kv_io,
 				.no_fuse = o->no_fuse};
-	bool cuda = strcmp(o->target, "cuda") == 0;
-	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, cuda ? "cu" : "c"),
+	const mkc_target *t = mkc_target_find(o->target);
+	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, t->ext),
 			       "model", "mkc test", 4096, o->embed_limit, o->profile ? 1 : 0};
 	bool ok = (g = mkc_load_model(c, model)) != NULL;
 	mkc_tensor **inputs = NULL, **outputs = NULL;
@@ -688,7 +680,7 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 		fprintf(stderr, "mkc test: dropped the wait of task %d (%s)\n", o->drop_wait,
 			MKC_TASK(p, o->drop_wait)->node->name);
 	}
-	if (!ok || mkc_emit(p, mkc_target_find(o->target), &eo) != 0) {
+	if (!ok || mkc_emit(p, t, &eo) != 0) {
 		printf("FAIL %s: %s", dir, c->errors ? c->errors : "does not compile\n");
 		(*failed)++;
 		remove_scratch(work, false);
@@ -829,10 +821,14 @@ mkc_test_main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if ((strcmp(o.target, "c") && strcmp(o.target, "cuda")) || !ndirs ||
-	    (!strcmp(o.target, "cuda") && (o.tsan || o.shuffle))) {
-		fputs(ndirs ? "mkc test: --target is c or cuda; --tsan and --shuffle are for c\n"
-			    : test_usage, stderr);
+	const mkc_target *t = mkc_target_find(o.target);
+	if (!t || t->unwritten || !ndirs || (!t->host_workers && (o.tsan || o.shuffle))) {
+		if (!ndirs)
+			fputs(test_usage, stderr);
+		else if (t && t->unwritten)
+			fprintf(stderr, "mkc test: %s\n", t->unwritten);
+		else
+			fputs("mkc test: --target is c or cuda; --tsan and --shuffle are for c\n", stderr);
 		free(dirs);
 		return 2;
 	}

@@ -4,10 +4,9 @@
  * dimensions, binding caller-owned weights, and loading weights from the
  * ONNX file (the wire walker in common.h) through the target's hooks.
  *
- * The target defines before this text: mkc_host (a struct with buf[],
- * owned[], sym[] and err[]), mkc_store (copy host bytes into a buffer),
- * mkc_copy_rows (a strided copy between buffers, or host memory and a
- * buffer) and mkc_free_buf (release a buffer mkc allocated).
+ * The target's exec defines before this text mkc_host and the hooks this
+ * code calls (mkc_store, mkc_copy_rows, mkc_free_buf): runtime/exec_api.h
+ * lists them and checks their types.
  *
  * KV caches the model keeps (mkc_caches): the symbol that counts their
  * positions lives in m->sym between steps; a step takes its value from

@@ -8,11 +8,13 @@
  *   sizes (#defines), symbol names and maxima, embedded data, the tensor
  *   table, the task table (node, output box, wait event, signal list), the
  *   event table (threshold, producers) and the per-worker queues;
- *   the target runtime (model object, executor, weight loading);
+ *   the target runtime (model object, executor), runtime/exec_api.h (the
+ *   hooks it provides, checked), its bodies, the shared host code (weight
+ *   loading, binding, KV caches, the timeline);
  *   the tile functions, mkc_run_task, mkc_fill_symvals; the public API.
  */
 #include "emit.h"
-#include "../ir/numeric.h"
+#include "../../ir/numeric.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -21,53 +23,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static const char *const c_runtime[] = {mkc_rt_c_exec, mkc_rt_files, mkc_rt_host, mkc_rt_profile,
-					 NULL};
-static const char *const cuda_runtime[] = {mkc_rt_cuda_ring, mkc_rt_cuda_exec, mkc_rt_cuda_attention,
-					    mkc_rt_cuda_matvec, mkc_rt_files, mkc_rt_host,
-					    mkc_rt_profile, NULL};
-
-#define STD_HEADERS "#include <errno.h>\n#include <fcntl.h>\n#include <math.h>\n#include <stdarg.h>\n" \
-	"#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n" \
-	"#include <sys/stat.h>\n#include <unistd.h>\n"
-
-const mkc_target mkc_target_c = {
-	.name = "c",
-	/* XSI for realpath (runtime/files.h keeps weight files inside the model's folder) */
-	.headers = "#define _XOPEN_SOURCE 700\n" STD_HEADERS
-		   "#include <pthread.h>\n#include <sched.h>\n#include <stdatomic.h>\n#include <time.h>\n",
-	.runtime = c_runtime,
-	.fn_qual = "static",
-	.node_qual = "",
-	.table_qual = "static const",
-	.api = mkc_rt_c_api,
-	.half_types = false,
-	.warp = 0,
-};
-
-/* The same API text serves CUDA: the runtime under it differs. */
-const mkc_target mkc_target_cuda = {
-	.name = "cuda",
-	.headers = "#include <cuda_runtime.h>\n" STD_HEADERS,
-	.runtime = cuda_runtime,
-	.fn_qual = "static __device__",
-	.node_qual = " __noinline__",
-	.table_qual = "static __device__ const",
-	.api = mkc_rt_c_api,
-	.half_types = false,
-	.warp = 32,
-};
-
-const mkc_target *
-mkc_target_find(const char *name)
-{
-	if (strcmp(name, "c") == 0)
-		return &mkc_target_c;
-	if (strcmp(name, "cuda") == 0)
-		return &mkc_target_cuda;
-	return NULL;
-}
 
 const char *
 mkc_cstr(mkc_arena *a, const char *s, bool format)
@@ -217,6 +172,33 @@ text_uses(const char *text, const char *name)
 	return false;
 }
 
+/*
+ * Whether the host-side code of any written target uses name: its headers,
+ * exec and API, and the shared texts. (The bodies' names are their own:
+ * mkc_rt_ functions and the locals in them.)
+ */
+static bool
+host_code_uses(const char *name)
+{
+	const char *const shared[] = {"runtime/common.h", "runtime/api_h.h", "runtime/exec_api.h"};
+	for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
+		if (text_uses(mkc_runtime_text(shared[i]), name))
+			return true;
+	for (const char *const *r = mkc_shared_runtime; *r; r++)
+		if (text_uses(mkc_runtime_text(*r), name))
+			return true;
+	for (const mkc_target *const *t = mkc_targets; *t; t++) {
+		if ((*t)->unwritten)
+			continue;
+		if (text_uses((*t)->headers, name) || text_uses(mkc_runtime_text((*t)->api), name))
+			return true;
+		for (const char *const *r = (*t)->exec; *r; r++)
+			if (text_uses(mkc_runtime_text(*r), name))
+				return true;
+	}
+	return false;
+}
+
 const char *
 mkc_emit_name_problem(const char *name)
 {
@@ -239,12 +221,8 @@ mkc_emit_name_problem(const char *name)
 	for (size_t i = 0; i < sizeof reserved_names / sizeof *reserved_names; i++)
 		if (strcmp(name, reserved_names[i]) == 0)
 			return "is a C or C++ keyword or a name of the C library";
-	const char *const texts[] = {mkc_rt_common, mkc_rt_api_h, mkc_rt_files, mkc_rt_host,
-				     mkc_rt_profile, mkc_rt_c_exec, mkc_rt_c_api, mkc_rt_cuda_exec,
-				     mkc_target_c.headers, mkc_target_cuda.headers};
-	for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
-		if (text_uses(texts[i], name))
-			return "is a name the emitted code already uses";
+	if (host_code_uses(name))
+		return "is a name the emitted code already uses";
 	return NULL;
 }
 
@@ -886,8 +864,8 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 		(unsigned long long)hash_file(g->path), e->t->name, p->tp.nworkers, p->tasks.n,
 		p->events.n, hname);
 	fputs(e->t->headers, f);
-	fputs(mkc_rt_common, f);
-	put_template(f, mkc_rt_api_h, prefix);
+	fputs(mkc_runtime_text("runtime/common.h"), f);
+	put_template(f, mkc_runtime_text("runtime/api_h.h"), prefix);
 	int ntensors = number_tensors(e);
 	fprintf(f, "\n#define MKC_NSYMS %d\n#define MKC_NTENSORS %d\n#define MKC_NTASKS %d\n"
 		"#define MKC_NEVENTS %d\n#define MKC_NWORKERS %d\n#define MKC_NINPUTS %d\n"
@@ -907,12 +885,14 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 		"%s void mkc_run_node(struct mkc_model *m, int node, const int64_t *lo, const int64_t *hi);\n"
 		"%s void mkc_fill_symvals(struct mkc_model *m);\n", e->t->fn_qual, e->t->fn_qual,
 		e->t->fn_qual, e->t->fn_qual);
-	for (const char *const *r = e->t->runtime; *r; r++)
-		put_template(f, *r, prefix);
+	const char *texts[MKC_MAX_TEXTS];
+	mkc_target_runtime(e->t, texts);
+	for (const char **r = texts; *r; r++)
+		put_template(f, mkc_runtime_text(*r), prefix);
 	if (emit_nodes(e) != 0)
 		return -1;
 	emit_symvals(e);
-	put_template(f, e->t->api, prefix);
+	put_template(f, mkc_runtime_text(e->t->api), prefix);
 	return 0;
 }
 
@@ -963,6 +943,9 @@ int
 mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o)
 {
 	mkc_ctx *c = p->g->ctx;
+	if (t->unwritten)
+		return mkc_error(c, "%s: %s; nothing was written to %s", p->g->path, t->unwritten,
+				 o->out_path);
 	const char *prefix = o->prefix ? o->prefix : prefix_of(c->arena, o->out_path);
 	const char *bad = mkc_emit_name_problem(prefix);
 	if (bad)
@@ -980,7 +963,7 @@ mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o)
 		fprintf(hf, "/* %s - generated by mkc %s from %s; do not edit. */\n"
 			"#ifndef %s_H\n#define %s_H\n", mkc_ccomment(c->arena, hname), MKC_VERSION,
 			mkc_ccomment(c->arena, p->g->path), prefix, prefix);
-		put_template(hf, mkc_rt_api_h, prefix);
+		put_template(hf, mkc_runtime_text("runtime/api_h.h"), prefix);
 		fprintf(hf, "#endif\n");
 		rc = emit_source(&e, o, prefix, hname);
 	}

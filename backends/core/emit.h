@@ -9,31 +9,62 @@
  * output.
  *
  * A target is a const table of what differs between C, CUDA and HIP: the
- * headers, the runtime texts embedded after the tables, and how tile
- * functions are declared. Runtime and API texts are templates in one small
- * language: every "$P" becomes the API prefix (llama_create, ...).
+ * headers, the runtime texts embedded after the tables, how tile
+ * functions are declared, and how `mkc test` builds what it emits. Each
+ * target describes itself in its own folder (backends/c/target_c.c, ...);
+ * backends/core/targets.c is the registry, a line a target. Runtime and
+ * API texts are templates in one small language: every "$P" becomes the
+ * API prefix (llama_create, ...).
  */
 #ifndef MKC_EMIT_H
 #define MKC_EMIT_H
 
-#include "../ir/task.h"
+#include "../../ir/task.h"
+#include "runtime_files.h"
 
 typedef struct {
-	const char *name;           /* "c", "cuda", "hip" */
+	const char *name;           /* --target: "c", "cuda", "hip" */
+	const char *ext;            /* OUT's extension that picks it: "c", "cu", "hip" */
+	const char *unwritten;      /* why it cannot emit yet (a sentence), or NULL */
 	const char *headers;        /* #include lines at the top */
-	const char *const *runtime; /* texts after the tables, NULL-terminated */
+	/* texts by name (runtime_files.h), each list NULL-terminated; between the
+	 * tables and the tile functions the file holds: exec, bodies, then the
+	 * host code every target shares (runtime/files.h, host.h, profile.h) */
+	const char *const *exec;    /* the model object and the executor */
+	const char *const *bodies;  /* tile bodies the tile functions call */
+	const char *api;            /* the public API's implementation */
 	const char *fn_qual;        /* declares a tile function: "static" */
 	const char *node_qual;      /* added for node bodies: " __noinline__" on GPUs */
 	const char *table_qual;     /* declares a table the workers read */
-	const char *api;            /* the public API's implementation */
 	bool half_types;            /* float16 / bfloat16 tensors supported */
 	int warp;                   /* lanes that share one dot product with shuffles and
 	                               vector loads (GPU gemv bodies); 0: one lane an output */
+	/* mkc test: a shell command that builds $W/model.EXT and $W/main.EXT
+	 * (the harness) into $W/run; $F: the flags of --tsan or $MKC_TEST_CFLAGS */
+	const char *test_build;
+	const char *test_buffers;   /* the harness's DEV_ALLOC, TO_DEV, TO_HOST, POISON, DEV_FREE */
+	bool host_workers;          /* workers are host threads: --tsan and --shuffle apply */
 } mkc_target;
 
-extern const mkc_target mkc_target_c, mkc_target_cuda;
+/* The standard headers every written target includes. */
+#define MKC_STD_HEADERS "#include <errno.h>\n#include <fcntl.h>\n#include <math.h>\n" \
+	"#include <stdarg.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n" \
+	"#include <string.h>\n#include <sys/stat.h>\n#include <unistd.h>\n"
 
-const mkc_target *mkc_target_find(const char *name);  /* NULL if unknown */
+extern const mkc_target *const mkc_targets[];   /* the registry (targets.c), NULL-terminated */
+
+const mkc_target *mkc_target_find(const char *name);   /* NULL if unknown */
+
+/*
+ * The texts a target's file holds between the tables and the tile
+ * functions, in order: its exec, runtime/exec_api.h (the hooks, checked),
+ * its bodies, then mkc_shared_runtime (host code every target embeds).
+ * names gets them, NULL-terminated; returns how many.
+ */
+#define MKC_MAX_TEXTS 32
+extern const char *const mkc_shared_runtime[];
+int mkc_target_runtime(const mkc_target *t, const char **names);
+const mkc_target *mkc_target_of_path(const char *out); /* by OUT's extension; NULL if none */
 
 typedef struct {
 	const char *out_path;       /* the .c / .cu file; the header goes beside it */
@@ -52,11 +83,6 @@ int mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o);
  * from OUT's stem is made safe instead ("out" becomes "out_model").
  */
 const char *mkc_emit_name_problem(const char *name);
-
-/* Runtime texts, generated from runtime/ at build time. */
-extern const char mkc_rt_common[], mkc_rt_api_h[], mkc_rt_files[], mkc_rt_host[], mkc_rt_profile[],
-	mkc_rt_c_exec[], mkc_rt_c_api[], mkc_rt_cuda_exec[], mkc_rt_cuda_attention[],
-	mkc_rt_cuda_matvec[], mkc_rt_cuda_ring[];
 
 /*
  * What the tile emitters (emit_ops.c) need to know about the file being

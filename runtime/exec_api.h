@@ -1,0 +1,87 @@
+/*
+ * exec_api.h - the interface between a target's exec (backends/<t>/exec.*)
+ * and what every target shares: the host code (files.h, host.h,
+ * profile.h) and the public API (api.h). Embedded right after the exec.
+ *
+ * Before the exec, the emitted file defines the sizes (MKC_NTENSORS,
+ * MKC_NTASKS, ...), the tables (mkc_tensors[], mkc_task_wait[],
+ * mkc_queue[], ...), MKC_PROFILE, MKC_CAN_GENERATE, and declares
+ * mkc_run_task, mkc_task_bounds, mkc_run_node and mkc_fill_symvals (the
+ * tile functions, written after the runtime).
+ *
+ * The exec defines:
+ *   mkc_host          the host-side model object, with buf[MKC_NTENSORS]
+ *                     (each tensor's buffer, in the memory the target
+ *                     computes in), owned[MKC_NTENSORS] (mkc allocated it),
+ *                     sym[MKC_NSYMS + 1] (symbol values between steps),
+ *                     err[] (the last error, a sentence) and, with
+ *                     MKC_PROFILE, prof_count (steps recorded this call);
+ *   MKC_FAIL(m, ...)  what a tile function calls on bad data;
+ *   MKC_PROF_TARGET   with MKC_PROFILE: the target's name in the timeline;
+ *   the hooks below.
+ * It may call what host.h defines after it (declaring it first):
+ * mkc_seterr, mkc_numel, mkc_begin_step, mkc_end_step, mkc_generate_check
+ * and mkc_next_position.
+ *
+ * The hooks are checked, not declared: each pointer below is initialised
+ * from the exec's function, so a hook that is missing or whose type differs
+ * is a compile error on every target. (A prototype would not do: in CUDA's
+ * C++ a declaration with other parameter types is an overload, and mkc_host
+ * is the exec's own type, so nothing can name it before the exec.)
+ */
+
+/* C only warns (GCC before 14) where C++ refuses: an error here too */
+#ifndef __cplusplus
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wincompatible-pointer-types"
+#endif
+
+/* A model with every buffer allocated; 0 or -1. On failure *out is NULL
+ * (out of memory) or holds the error in err; the caller destroys it. */
+static int (*const mkc_hook_model_create)(mkc_host **out, int nthreads, unsigned shuffle_seed,
+					   double timeout_s) MKC_UNUSED = mkc_model_create;
+
+/* Frees m and every buffer it owns; m may be NULL or half created. */
+static void (*const mkc_hook_model_destroy)(mkc_host *m) MKC_UNUSED = mkc_model_destroy;
+
+/* One step on the caller's buffers (in the target's memory); dims as in
+ * mkc_begin_step. 0 or -1 with err set. */
+static int (*const mkc_hook_step)(mkc_host *m, const void *const *inputs, void *const *outputs,
+				  const int64_t *dims) MKC_UNUSED = mkc_step;
+
+/* Greedy decoding of n_new tokens after the prompt (host memory), all in
+ * the target; 0 or -1 with err set (also when !MKC_CAN_GENERATE). */
+static int (*const mkc_hook_generate)(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
+				      int64_t *out) MKC_UNUSED = mkc_generate;
+
+/* Copies n bytes of host memory into a buffer. 0 or -1 with err set. */
+static int (*const mkc_hook_store)(mkc_host *m, void *dst, const void *src,
+				   size_t n) MKC_UNUSED = mkc_store;
+
+/* rows rows of width bytes, dpitch and spitch bytes apart; either side a
+ * buffer or host memory. 0 or -1 with err set. */
+static int (*const mkc_hook_copy_rows)(mkc_host *m, void *dst, size_t dpitch, const void *src,
+				       size_t spitch, size_t width,
+				       size_t rows) MKC_UNUSED = mkc_copy_rows;
+
+/* Frees a buffer mkc allocated (owned[t]). */
+static void (*const mkc_hook_free_buf)(void *p) MKC_UNUSED = mkc_free_buf;
+
+#if MKC_PROFILE
+/* Copies the timeline (MKC_PROF_WORDS words) into host memory. */
+static int (*const mkc_hook_prof_fetch)(mkc_host *m, uint64_t *dst) MKC_UNUSED = mkc_prof_fetch;
+#endif
+
+#ifndef __cplusplus
+#pragma GCC diagnostic pop
+#endif
+
+/* The fields of mkc_host that the shared code reads. */
+static void MKC_UNUSED
+mkc_hook_host_fields(mkc_host *m)
+{
+	(void)m->buf, (void)m->owned, (void)m->sym, (void)m->err;
+#if MKC_PROFILE
+	(void)m->prof_count;
+#endif
+}

@@ -1,0 +1,41 @@
+/*
+ * stub_nodes.h - the tile functions of stub_plan.h, which the emitter
+ * writes after the runtime texts: they do nothing, as the test only
+ * compiles. (mkc_run_task is unused where the exec runs nodes itself, as
+ * in the emitted file.)
+ */
+MKC_STUB_FN void
+mkc_task_bounds(const struct mkc_model *m, int task, int64_t *lo, int64_t *hi)
+{
+	(void)m, (void)task, (void)lo, (void)hi;
+}
+
+MKC_STUB_FN void
+mkc_run_node(struct mkc_model *m, int node, const int64_t *lo, const int64_t *hi)
+{
+	(void)m, (void)node, (void)lo, (void)hi;
+}
+
+MKC_STUB_FN void MKC_UNUSED
+mkc_run_task(struct mkc_model *m, int task)
+{
+	int64_t lo[MKC_RANK], hi[MKC_RANK];
+	mkc_task_bounds(m, task, lo, hi);
+	mkc_run_node(m, mkc_task_node[task], lo, hi);
+}
+
+MKC_STUB_FN void
+mkc_fill_symvals(struct mkc_model *m)
+{
+	(void)m;
+}
+
+#ifdef __CUDACC__
+/* no node of the stub plan reads weight rows through the ring (ring.cuh) */
+static __device__ const int *
+mkc_node_rows_of(int node)
+{
+	(void)node;
+	return NULL;
+}
+#endif
