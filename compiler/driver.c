@@ -51,7 +51,10 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 {
 	mkc_target_params tp = {
 		.nworkers = o->workers ? o->workers : 8,
-		.min_tile_elems = 4096,
+		/* a GPU block's 256 lanes take 4 elements each of a 1024-element
+		 * tile in one round of loads; at 4096 the lanes walked 16 in turn,
+		 * and the 1B step's SwiGLU cost 8.6 us a tile on its critical path */
+		.min_tile_elems = o->wide_target ? 1024 : 4096,
 		.matmul_tile_cols = 64,
 		.matmul_min_cols = 8,
 		.max_dim = o->max_dim,

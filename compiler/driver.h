@@ -18,6 +18,7 @@ typedef struct {
 	int64_t max_seq;         /* positions a KV cache holds (0: max_dim) */
 	bool kv_io;              /* keep past/present as inputs and outputs */
 	bool no_fuse;            /* skip the fuse and fuse_norm passes (exact rewrites) */
+	bool wide_target;        /* a GPU: a tile's lanes are a block's threads, not one */
 } mkc_driver_options;
 
 bool mkc_pass_known(const char *name);   /* "load" and every pass */

@@ -238,8 +238,9 @@ compile(const options *o)
 	if (g && bind_consts(g, o) != 0)
 		goto out;
 	mkc_plan *p = NULL;
+	const mkc_target *tt = o->out ? mkc_target_find(o->target) : NULL;
 	mkc_driver_options d = {o->workers, o->dump_after, o->dump_dot, o->bf16, o->max_dim,
-				o->no_reuse, o->max_seq, o->kv_io, o->no_fuse};
+				o->no_reuse, o->max_seq, o->kv_io, o->no_fuse, tt && tt->warp > 0};
 	if (!g || mkc_run_passes(g, &d, &p) != 0)
 		goto out;
 	if (o->out) {

@@ -646,10 +646,10 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 		mkc_ctx_destroy(c);
 		return;
 	}
+	const mkc_target *t = mkc_target_find(o->target);
 	mkc_driver_options d = {.workers = o->workers, .bf16_weights = o->bf16,
 				.no_reuse = o->no_reuse, .max_seq = o->max_seq, .kv_io = o->kv_io,
-				.no_fuse = o->no_fuse};
-	const mkc_target *t = mkc_target_find(o->target);
+				.no_fuse = o->no_fuse, .wide_target = t->warp > 0};
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, t->ext),
 			       "model", "mkc test", 4096, o->embed_limit, o->profile ? 1 : 0};
 	bool ok = (g = mkc_load_model(c, model)) != NULL;

@@ -316,10 +316,12 @@ emit_elementwise(mkc_emitter *e, const mkc_node *n, int row)
 	decl_all(e, n);
 	if (flat) {
 		/* the tile is the run i0 .. i0 + cnt of every operand */
+		/* on a GPU four rounds' loads go out together (restrict: no
+		 * store can change them) */
 		fprintf(f, "\tint64_t ext[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
-			"\tconst int64_t i0 = mkc_rt_dot(lo, y_s, %d);\n"
+			"\tconst int64_t i0 = mkc_rt_dot(lo, y_s, %d);\n%s"
 			"\tfor (int64_t i = i0 + MKC_LANE; i < i0 + cnt; i += MKC_NLANES) {\n",
-			y->rank + 1, y->rank, y->rank);
+			y->rank + 1, y->rank, y->rank, e->t->warp ? "#pragma unroll 4\n" : "");
 		return emit_element(e, n, row, nin, true);
 	}
 	for (int i = 0; i < nin; i++)
