@@ -18,6 +18,11 @@
  * (The barrier-then-release and acquire-then-barrier pairs are the PTX
  * memory model's way for a block to publish and to consume; a full fence
  * per task, as before, cost more.)
+ * What a task is (its node, box, event, signals) comes from its descriptor,
+ * built on the device at create time and copied into shared memory three
+ * tasks ahead (mkc_qdesc_kernel). Before a task's wait, thread 0 may also
+ * ask for the weight rows of the next matvec (the weight ring, ring.cuh;
+ * compiled in only with -DMKC_RING_ON, as it measured slower).
  * Counters are never reset; the epoch grows by one a step. A watchdog in
  * the wait (clock64) gives up after timeout_s and reports task and event;
  * every block then leaves. A tile that finds bad data (a Gather index out
