@@ -538,6 +538,32 @@ note_rows(mkc_emitter *e, const mkc_tensor *w, int axis)
 	return 1;
 }
 
+/*
+ * The call of the matvec body (backends/cuda/matvec.cuh) on the tile's rows
+ * of weight w (operand xwi), K long, by the activations x (an expression;
+ * with at0 it reads idx, set first to the tile's first output), normalised
+ * first when norm is 1 or 2 (scale, eps: C expressions), then the epilogue
+ * out (of acc and idx) into y. MatMul, Gemm and NormGemm share it.
+ */
+static void
+emit_gemv(mkc_emitter *e, int r, int64_t k, const mkc_tensor *w, int wi, const char *x, bool at0,
+	  int norm, const char *scale, const char *eps, const char *out)
+{
+	FILE *f = e->f;
+	int ring = note_rows(e, w, r - 1);
+	fprintf(f, "\t__shared__ float dots[MKC_GEMV_ROWS];\n"
+		"\tint64_t ext[%d], idx[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n",
+		r + 1, r + 1, r);
+	if (at0)
+		fprintf(f, "\tmkc_rt_unflat(0, lo, ext, %d, idx);\n", r);
+	fprintf(f, "\tmkc_gemv<%lld, %s, %d, %d>(%s, x%d + lo[%d] * x%d_s[0], x%d_s[0], cnt, dots, %s, "
+		"%s);\n\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n"
+		"\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n\t\tconst float acc = dots[f];\n"
+		"\t\ty[mkc_rt_dot(idx, y_s, %d)] = %s;\n\t}\n",
+		(long long)k, is_bf16(w) ? "true" : "false", norm, ring, x, wi, r - 1, wi, wi, scale, eps,
+		r, r, out);
+}
+
 static void
 emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *pa, const char *out)
 {
@@ -546,16 +572,7 @@ emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *pa, const ch
 	int v = wb ? 8 : 4, w = e->t->warp;
 	const mkc_tensor *a = n->in[0];
 	if (gemv_fits(e, n, r, 1)) {
-		int ring = note_rows(e, n->in[1], r - 1);
-		fprintf(f, "\t__shared__ float dots[MKC_GEMV_ROWS];\n"
-			"\tint64_t ext[%d], idx[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
-			"\tmkc_rt_unflat(0, lo, ext, %d, idx);\n"
-			"\tmkc_gemv<%lld, %s, 0, %d>(%s, x1 + lo[%d] * x1_s[0], x1_s[0], cnt, dots, NULL, 0.0f);\n"
-			"\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n"
-			"\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n\t\tconst float acc = dots[f];\n"
-			"\t\ty[mkc_rt_dot(idx, y_s, %d)] = %s;\n\t}\n",
-			r + 1, r + 1, r, r, (long long)a->shape[a->rank - 1].c, wb ? "true" : "false",
-			ring, pa, r - 1, r, r, out);
+		emit_gemv(e, r, a->shape[a->rank - 1].c, n->in[1], 1, pa, true, 0, "NULL", "0.0f", out);
 		return;
 	}
 	fprintf(f, "\tconst int64_t KR = %lld;\n"
@@ -672,15 +689,8 @@ emit_norm_gemm(mkc_emitter *e, const mkc_node *n)
 	snprintf(out, sizeof out, "%s * acc%s%s%s", flit(fa, alpha), c ? " + " : "", c ? flit(fb, beta) : "",
 		 c ? " * x3[mkc_rt_dot(idx, cs, 2)]" : "");
 	if (gemv_fits(e, n, 2, 2)) {
-		int ring = note_rows(e, n->in[2], 1);
-		fprintf(f, "\t__shared__ float dots[MKC_GEMV_ROWS];\n"
-			"\tint64_t ext[3], idx[3];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, 2, ext);\n"
-			"\tmkc_gemv<%lld, %s, %d, %d>(x0, x2 + lo[1] * x2_s[0], x2_s[0], cnt, dots, x1, %s);\n"
-			"\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n"
-			"\t\tmkc_rt_unflat(f, lo, ext, 2, idx);\n\t\tconst float acc = dots[f];\n"
-			"\t\ty[mkc_rt_dot(idx, y_s, 2)] = %s;\n\t}\n",
-			(long long)k, is_bf16(n->in[2]) ? "true" : "false", is_bf16(n->in[1]) ? 2 : 1,
-			ring, flit(fe, eps), out);
+		emit_gemv(e, 2, k, n->in[2], 2, "x0", false, is_bf16(n->in[1]) ? 2 : 1, "x1",
+			  flit(fe, eps), out);
 		return 0;
 	}
 	fprintf(f, "\tconst int64_t K = %lld;\n\tfloat mean = 0, ss = 0;\n"
