@@ -20,7 +20,7 @@
  * (ir/kernel.h, passes/lower.c): no body reads an ONNX attribute or opset.
  */
 #include "emit.h"
-#include "../ir/kernel.h"
+#include "../../ir/kernel.h"
 
 #include <math.h>
 #include <string.h>
