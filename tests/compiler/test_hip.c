@@ -194,3 +194,18 @@ Test(hip, target_option_picks_hip)
 	const char *t = emit_text("tiny_llama_decode_op18", "cpp", "--target hip");
 	cr_expect(strstr(t, " * target: hip;"), "--target hip did not write HIP");
 }
+
+/*
+ * tests/gpu/hip_on_cuda.h, the test-only mapping that is to run the .hip on
+ * the H200, keeps compiling with nvcc (CI has nvcc and no GPU): built, not
+ * run.
+ */
+Test(hip, emitted_hip_builds_with_nvcc_through_the_mapping_header, .timeout = 300)
+{
+	/* the tests run in the repository root: $(pwd) is the tree */
+	const char *build = "mkdir $d/hip && echo \"#include \\\"$(pwd)/tests/gpu/hip_on_cuda.h\\\"\" > "
+			    "$d/hip/hip_runtime.h && nvcc -gencode=arch=compute_90a,code=sm_90a -O2 "
+			    "-I$d -x cu -Xcompiler -Wall,-Wextra -Werror all-warnings -c $d/m.hip "
+			    "-o $d/m.o";
+	cr_assert_eq(emit_and("tiny_llama_decode_op23", build), 0, "%s", out);
+}
