@@ -209,3 +209,19 @@ Test(hip, emitted_hip_builds_with_nvcc_through_the_mapping_header, .timeout = 30
 			    "-o $d/m.o";
 	cr_assert_eq(emit_and("tiny_llama_decode_op23", build), 0, "%s", out);
 }
+
+/*
+ * mkc test --target hip builds the model and its harness into a program
+ * (Debian's hipcc knows gfx90a, not gfx942: hence MKC_HIP_ARCH); with no
+ * AMD GPU the run fails, and must fail with a sentence, not a crash. This
+ * is the only HIP code that runs here: the host side's error path.
+ */
+Test(hip, mkc_test_builds_and_fails_cleanly_without_a_gpu, .timeout = 300)
+{
+	need("${HIPCC:-hipcc}");
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "MKC_HIP_ARCH=gfx90a %s test --target hip tests/models/hand/small_mlp",
+		 mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 1, "%s", out);
+	cr_assert(strstr(out, "the run failed: hip") && strstr(out, " failed (line "), "%s", out);
+}
