@@ -743,8 +743,10 @@ static const char test_usage[] =
 	"                  proof, so that the watchdog must name the stuck task\n"
 	"  --edit CMD      testing the tests: run `CMD FILE` on the emitted file\n"
 	"                  before building it; CMD must succeed and change it\n"
-	"  --target T      c (the default; builds with cc) or cuda (builds with\n"
-	"                  nvcc for sm_90a and needs an NVIDIA GPU to run)\n";
+	"  --target T      c (the default; builds with cc), cuda (builds with\n"
+	"                  nvcc for sm_90a and needs an NVIDIA GPU to run) or hip\n"
+	"                  (builds with hipcc for $MKC_HIP_ARCH, default gfx942, and\n"
+	"                  needs an AMD GPU to run; never run so far)\n";
 
 int
 mkc_test_main(int argc, char **argv)
@@ -828,7 +830,7 @@ mkc_test_main(int argc, char **argv)
 		else if (t && t->unwritten)
 			fprintf(stderr, "mkc test: %s\n", t->unwritten);
 		else
-			fputs("mkc test: --target is c or cuda; --tsan and --shuffle are for c\n", stderr);
+			fputs("mkc test: --target is c, cuda or hip; --tsan and --shuffle are for c\n", stderr);
 		free(dirs);
 		return 2;
 	}

@@ -30,7 +30,7 @@ mkc_fill_symvals(struct mkc_model *m)
 	(void)m;
 }
 
-#ifdef __CUDACC__
+#if defined(__CUDACC__) || defined(__HIPCC__)
 /* no node of the stub plan reads weight rows through the ring (ring.cuh) */
 static __device__ const int *
 mkc_node_rows_of(int node)

@@ -9,8 +9,10 @@
  * a prefix only has to be free of errors (it uses functions that a later
  * text defines).
  *
- * C with cc -fsyntax-only; CUDA with nvcc for sm_90a (no GPU needed), or a
- * printed note when there is no nvcc.
+ * C with cc -fsyntax-only; CUDA with nvcc for sm_90a (no GPU needed); HIP
+ * with clang-19 for gfx942, host and device sides parsed (-fsyntax-only,
+ * Debian's HIP headers, no device libraries); or a printed note when the
+ * compiler is missing.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -33,6 +35,8 @@ static const checker checkers[] = {
 		   "-I tests/backends $F $S", "-Wall -Wextra -Werror"},
 	{"cuda", "cu", "${NVCC:-nvcc} -gencode=arch=compute_90a,code=sm_90a -I tests/backends "
 		       "-c -o /dev/null $F $S", "-Xcompiler -Wall,-Wextra -Werror all-warnings"},
+	{"hip", "hip", "${CLANG19:-clang-19} -x hip --offload-arch=gfx942 -nogpulib -fsyntax-only "
+		       "-I tests/backends $F $S", "-Wall -Wextra -Werror"},
 };
 
 static const checker *
@@ -134,6 +138,11 @@ Test(runtime, c_texts_compile_against_a_stub_plan, .timeout = 300)
 Test(runtime, cuda_texts_compile_against_a_stub_plan, .timeout = 300)
 {
 	check_target("cuda", "command -v ${NVCC:-nvcc}");
+}
+
+Test(runtime, hip_texts_compile_against_a_stub_plan, .timeout = 300)
+{
+	check_target("hip", "command -v ${CLANG19:-clang-19}");
 }
 
 /* Every text a written target names is in the generated table. */

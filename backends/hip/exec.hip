@@ -1,0 +1,711 @@
+/*
+ * exec.hip - the HIP target's runtime (AMD GPUs, gfx90a and gfx942),
+ * embedded after the tables of an emitted .hip file: the persistent kernel,
+ * the event protocol on the GPU, and the host object that owns device
+ * memory. A port of backends/cuda/exec.cuh; where the two differ, this file
+ * says why.
+ *
+ * NEVER RUN: no AMD GPU was available when this was written. It is
+ * compiled in the tests (hipcc for gfx90a, clang-19 for gfx942), nothing
+ * more; the wave64 paths have never executed.
+ *
+ * One launch per step. Block w is worker w and runs queue w; the grid has
+ * exactly MKC_NWORKERS blocks, and create refuses a GPU on which that many
+ * blocks cannot be resident at once (a block spinning on an event whose
+ * producer never got a compute unit would hang the step).
+ *
+ * Event protocol, per task (as on CUDA, in Clang's scoped atomics instead
+ * of PTX, so the ordering is the compiler's to honour on every gfx):
+ *   wait:   thread 0 polls the 64-bit counter with an acquire load at
+ *           agent (whole GPU) scope until it reaches threshold * epoch;
+ *           __syncthreads() hands the result to the block;
+ *   run:    all threads of the block share the tile's loops;
+ *   signal: __syncthreads() (the block's writes are done), thread 0 adds 1
+ *           with release ordering at agent scope on each event's counter.
+ * Agent scope makes the write-back of the producer's L2 lines (one L2 an
+ * XCD on gfx942) part of the release and the invalidate part of the
+ * acquire; a narrower scope would be wrong across XCDs.
+ * Counters are never reset; the epoch grows by one a step. A watchdog in
+ * the wait (clock64, the shader clock; hipDeviceAttributeClockRate gives its
+ * peak rate, so the limit is a lower bound when the clock is lowered) gives
+ * up after timeout_s and reports task and event; every block then leaves.
+ *
+ * The wavefront is MKC_WARP (64) lanes: the emitted matvecs split a block
+ * into groups of that many lanes and sum them with mkc_rt_warp_sum
+ * (backends/hip/wave.h); create refuses a device whose wavefront differs.
+ * The CUDA-only parts are absent: no weight ring (cp.async.bulk), no
+ * cp.async copy of descriptors, and the bodies of matvec.cuh and
+ * attention.cuh, which the emitter only calls for 32-wide warps.
+ */
+
+#define MKC_THREADS 256
+
+struct mkc_model {              /* what tile functions see, in device memory */
+	void *buf[MKC_NTENSORS];
+	int64_t sym[MKC_NSYMS + 1];
+	int *status;                /* [0] 0 ok, 1 watchdog, 2 bad data; [1] task; [2] event or line */
+	const int *qdesc;           /* the task descriptors (mkc_qdesc_kernel) */
+#if MKC_PROFILE
+	unsigned long long *prof;   /* the timeline (runtime/profile.h) */
+#endif
+};
+
+static __device__ void MKC_UNUSED
+mkc_dev_fail(struct mkc_model *m, int line)
+{
+	if (atomicCAS(&m->status[0], 0, 2) == 0)
+		m->status[2] = line;
+}
+
+#define MKC_FAIL(m, ...) mkc_dev_fail(m, __LINE__)
+
+struct mkc_hip_host {
+	void *buf[MKC_NTENSORS];    /* device pointers */
+	unsigned char owned[MKC_NTENSORS];
+	int64_t sym[MKC_NSYMS + 1];
+	struct mkc_model *dev;      /* the device copy of the tile view */
+	void *arena;                /* the intermediates, placed by the memory pass */
+	unsigned long long *counter;
+	int *status;
+	int *qdesc;                 /* device memory */
+	unsigned long long epoch;
+	unsigned long long bars;    /* arrivals at generate's barrier so far */
+	double timeout_s;
+	long long timeout_cycles;
+	char err[512];
+#if MKC_PROFILE
+	unsigned long long *prof;   /* device memory */
+	long long prof_count;       /* steps recorded since the last call began */
+#endif
+};
+
+typedef struct mkc_hip_host mkc_host;
+
+static void
+mkc_seterr(mkc_host *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int64_t mkc_numel(const mkc_host *m, int t, int use_max);
+static int mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
+			  const int64_t *dims);
+
+static int
+mkc_hip_check(mkc_host *m, hipError_t e, const char *what, int line)
+{
+	if (e == hipSuccess)
+		return 0;
+	mkc_seterr(m, "%s failed (line %d of the runtime): %s", what, line, hipGetErrorString(e));
+	return -1;
+}
+
+/* Every HIP call goes through this: it names the call and the line. */
+#define MKC_HIP(m, call) mkc_hip_check(m, (call), #call, __LINE__)
+
+static __global__ void
+mkc_symvals_kernel(struct mkc_model *m)
+{
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+		mkc_fill_symvals(m);
+}
+
+static __device__ __forceinline__ unsigned long long
+mkc_ld_acquire(unsigned long long *p)
+{
+	return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+}
+
+static __device__ __forceinline__ void
+mkc_red_release(unsigned long long *p)
+{
+	__hip_atomic_fetch_add(p, 1ULL, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+}
+
+/* A short pause between polls, so that a spinning wave leaves the memory
+ * system to the producers (s_sleep 1: about 64 clocks, as CUDA's
+ * __nanosleep(64)); the host pass only parses it. */
+static __device__ __forceinline__ void
+mkc_backoff(void)
+{
+#if defined(__HIP_DEVICE_COMPILE__)
+	__builtin_amdgcn_s_sleep(1);
+#endif
+}
+
+/*
+ * Thread 0 waits until *counter reaches target, then the block goes on;
+ * 0, or 1 when the step failed or the watchdog fired (who = task, or -1
+ * for generate's grid barrier).
+ */
+static __device__ int
+mkc_wait(struct mkc_model *m, unsigned long long *counter, unsigned long long target,
+	 long long timeout_cycles, int who, int ev)
+{
+	__shared__ int stop;
+	if (threadIdx.x == 0) {
+		const long long start = clock64();
+		int ok = 1;
+		while (mkc_ld_acquire(counter) < target) {
+			if (__hip_atomic_load(&m->status[0], __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT)) {
+				ok = 0;
+				break;
+			}
+			if (clock64() - start > timeout_cycles) {
+				if (atomicCAS(&m->status[0], 0, 1) == 0) {
+					m->status[1] = who;
+					m->status[2] = ev;
+				}
+				ok = 0;
+				break;
+			}
+			mkc_backoff();
+		}
+		stop = !ok;
+	}
+	__syncthreads();
+	return stop;
+}
+
+#if MKC_PROFILE
+/*
+ * Ticks of the constant clock every compute unit shares (s_memrealtime,
+ * 100 MHz on gfx90a and gfx942); mkc_prof_fetch turns them into the
+ * nanoseconds runtime/profile.h expects. HIP 5.2 declares wall_clock64 for
+ * the device pass only, hence the builtin.
+ */
+#define MKC_HIP_WALL_NS 10ULL
+
+static __device__ __forceinline__ unsigned long long
+mkc_prof_now(void)
+{
+#if defined(__HIP_DEVICE_COMPILE__)
+	return (unsigned long long)__builtin_amdgcn_s_memrealtime();
+#else
+	return 0;
+#endif
+}
+
+/* stamp k of a task in this step's slot, by thread 0 */
+#define MKC_PROF_TASK(task, k, v) \
+	(prof[MKC_NSYMS + 2 * MKC_NWORKERS + 4 * (task) + (k)] = (v))
+#else
+#define MKC_PROF_TASK(task, k, v) ((void)0)
+#endif
+
+/*
+ * Task descriptors: what a worker needs of a task, in 128 contiguous bytes,
+ * one per queue position (worker w's run from mkc_queue_start[w]), built
+ * on the device when the model is created (mkc_qdesc_kernel) from the
+ * tables, so that a task costs one load of contiguous words before its
+ * wait instead of four dependent table loads. CUDA copies them ahead into
+ * shared memory with cp.async; there is no such copy here, and the fields
+ * are read with plain loads: their addresses are the same in every lane,
+ * so the compiler may make them scalar loads, and the descriptor of the
+ * next task is in the same or the next cache line.
+ */
+enum {
+	MKC_QD_TASK, MKC_QD_NODE, MKC_QD_EV, MKC_QD_THR, MKC_QD_SIG0, MKC_QD_S0, MKC_QD_S1,
+	MKC_QD_RANK,        /* -1: symbolic bounds, evaluated at run time (mkc_task_bounds) */
+	MKC_QD_LO = 14, MKC_QD_HI = 22,
+	MKC_QD_WORDS = 32
+};
+
+/* Emitted after the tile functions for every GPU target: the weight rows a
+ * node's matvec reads through CUDA's ring. No HIP body uses the ring, so
+ * every entry is empty and nothing here calls it. */
+static __device__ const int *mkc_node_rows_of(int node) MKC_UNUSED;
+
+/* One thread a queue position: fills out[i * MKC_QD_WORDS ...]. */
+static __global__ void
+mkc_qdesc_kernel(int *out)
+{
+	const int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= MKC_NTASKS)
+		return;
+	int *d = out + (size_t)i * MKC_QD_WORDS;
+	const int task = mkc_queue[i], node = mkc_task_node[task], ev = mkc_task_wait[task];
+	const int s0 = mkc_task_sig_start[task], s1 = mkc_task_sig_start[task + 1];
+	for (int k = 0; k < MKC_QD_WORDS; k++)
+		d[k] = 0;
+	d[MKC_QD_TASK] = task;
+	d[MKC_QD_NODE] = node;
+	d[MKC_QD_EV] = ev;
+	d[MKC_QD_THR] = ev >= 0 ? mkc_event_threshold[ev] : 0;
+	d[MKC_QD_SIG0] = s1 > s0 ? mkc_task_sig[s0] : -1;
+	d[MKC_QD_S0] = s0;
+	d[MKC_QD_S1] = s1;
+	const int b = mkc_task_box_start[task], rank = (mkc_task_box_start[task + 1] - b) / 2;
+	int ok = rank <= 8;
+	for (int k = 0; ok && k < 2 * rank; k++) {
+		const mkc_rt_dim x = mkc_task_box[b + k];
+		ok = (x.s < 0 || x.k == 0) && x.c >= 0 && x.c <= 0x7fffffff;
+		d[(k & 1 ? MKC_QD_HI : MKC_QD_LO) + k / 2] = (int)x.c;
+	}
+	d[MKC_QD_RANK] = ok ? rank : -1;
+}
+
+/*
+ * Block w runs queue w for one step (events count to threshold * epoch);
+ * with --profile it stamps each task into slot slot of the timeline.
+ */
+static __device__ int
+mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch,
+	      long long timeout_cycles, int slot)
+{
+	const int w = blockIdx.x;
+#if MKC_PROFILE
+	unsigned long long *prof = m->prof + (size_t)slot * MKC_PROF_SLOT_WORDS;
+	if (threadIdx.x == 0) {
+		prof[MKC_NSYMS + 2 * w] = mkc_prof_now();
+		prof[MKC_NSYMS + 2 * w + 1] = __smid();
+		for (int s = 0; w == 0 && s < MKC_NSYMS; s++)
+			prof[s] = (unsigned long long)m->sym[s];
+	}
+#else
+	(void)slot;
+#endif
+	const int start = mkc_queue_start[w], n = mkc_queue_start[w + 1] - start;
+	const int *gd = m->qdesc + (size_t)start * MKC_QD_WORDS;
+	for (int i = 0; i < n; i++) {
+		const int *d = gd + (size_t)i * MKC_QD_WORDS;
+		const int task = d[MKC_QD_TASK], ev = d[MKC_QD_EV];
+		if (threadIdx.x == 0)
+			MKC_PROF_TASK(task, 0, mkc_prof_now());
+		if (ev >= 0 && mkc_wait(m, &counter[ev], (unsigned long long)d[MKC_QD_THR] * epoch,
+					timeout_cycles, task, ev))
+			return 1;
+		if (threadIdx.x == 0)
+			MKC_PROF_TASK(task, 1, mkc_prof_now());
+		int64_t lo[MKC_RANK], hi[MKC_RANK];
+		if (d[MKC_QD_RANK] >= 0)
+			for (int k = 0; k < d[MKC_QD_RANK]; k++) {
+				lo[k] = d[MKC_QD_LO + k];
+				hi[k] = d[MKC_QD_HI + k];
+			}
+		else
+			mkc_task_bounds(m, task, lo, hi);
+		mkc_run_node(m, d[MKC_QD_NODE], lo, hi);
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			if (d[MKC_QD_SIG0] >= 0)
+				mkc_red_release(&counter[d[MKC_QD_SIG0]]);
+			for (int k = d[MKC_QD_S0] + 1; k < d[MKC_QD_S1]; k++)
+				mkc_red_release(&counter[mkc_task_sig[k]]);
+			MKC_PROF_TASK(task, 2, mkc_prof_now());
+			MKC_PROF_TASK(task, 3, (unsigned long long)w);
+		}
+	}
+	return 0;
+}
+
+/*
+ * The tile view kept in shared memory (LDS): tile bodies read m->buf[] and
+ * m->sym[] for every task, and from global memory each read is a round trip
+ * to L2 before the first load of data. A plan with too many tensors for
+ * that keeps the global one.
+ */
+#if (MKC_NTENSORS + MKC_NSYMS + 4) * 8 <= 24576
+#define MKC_MODEL_SHARED 1
+#else
+#define MKC_MODEL_SHARED 0
+#endif
+
+static __device__ struct mkc_model *
+mkc_model_view(struct mkc_model *m)
+{
+#if MKC_MODEL_SHARED
+	__shared__ struct mkc_model sh;
+	const int n = (int)(sizeof sh / sizeof(unsigned long long));
+	for (int i = threadIdx.x; i < n; i += blockDim.x)
+		((unsigned long long *)&sh)[i] = ((const volatile unsigned long long *)m)[i];
+	__syncthreads();
+	return &sh;
+#else
+	return m;
+#endif
+}
+
+static __global__ void __launch_bounds__(MKC_THREADS)
+mkc_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch,
+	   long long timeout_cycles)
+{
+	mkc_run_queue(mkc_model_view(m), counter, epoch, timeout_cycles, 0);
+}
+
+#if MKC_PROFILE
+#define MKC_PROF_SLOTS MKC_PROFILE_STEPS
+#else
+#define MKC_PROF_SLOTS 1
+#endif
+
+#if MKC_CAN_GENERATE
+/*
+ * Every block arrives; all go on once all have. The counter after the
+ * events' counts is never reset either: arrival p of this launch waits for
+ * base + p * MKC_NWORKERS.
+ */
+static __device__ int
+mkc_grid_sync(struct mkc_model *m, unsigned long long *bar, unsigned long long target,
+	      long long timeout_cycles)
+{
+	__syncthreads();
+	if (threadIdx.x == 0)
+		mkc_red_release(bar);
+	const int stop = mkc_wait(m, bar, target, timeout_cycles, -1, -1);
+	/* the next wait may come at once (a step's first task): its write of
+	 * the shared stop flag must not overtake this read */
+	__syncthreads();
+	return stop;
+}
+
+/* Block-wide argmax of the logits (the first of equals, as torch.argmax). */
+static __device__ int64_t
+mkc_block_argmax(const float *x, int64_t n)
+{
+	__shared__ float bv[MKC_THREADS];
+	__shared__ int64_t bi[MKC_THREADS];
+	float v = -INFINITY;
+	int64_t at = -1;
+	for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+		if (at < 0 || x[i] > v) {   /* each thread walks upwards: ties keep the first */
+			v = x[i];
+			at = i;
+		}
+	bv[threadIdx.x] = v;
+	bi[threadIdx.x] = at;
+	__syncthreads();
+	for (int s = blockDim.x / 2; s > 0; s /= 2) {
+		const int t = threadIdx.x;
+		if (t < s) {
+			const float o = bv[t + s];
+			const int64_t oi = bi[t + s];
+			if (oi >= 0 && (bi[t] < 0 || o > bv[t] || (o == bv[t] && oi < bi[t]))) {
+				bv[t] = o;
+				bi[t] = oi;
+			}
+		}
+		__syncthreads();
+	}
+	const int64_t r = bi[0];
+	__syncthreads();
+	return r < 0 ? 0 : r;
+}
+
+/* Where generate's kernel finds the token, position and logits buffers. */
+struct mkc_gen_io {
+	int64_t *ids, *pos;          /* pos may be NULL */
+	const float *logits;
+	const int64_t *prompt;       /* device copy */
+	int64_t *out;                /* device buffer for the new tokens */
+	int n_prompt, steps;
+	int sym;                     /* the symbol that counts cache positions, or -1 */
+	int64_t nnew;
+};
+
+/*
+ * Greedy decoding in one launch: step j runs every queue with epoch
+ * epoch0 + j + 1; at its end all blocks meet, block 0 takes the argmax of
+ * the logits, writes the next token and position and advances the cache
+ * count (and the symbolic values that follow it), and all meet again.
+ */
+static __global__ void __launch_bounds__(MKC_THREADS)
+mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch0,
+		    unsigned long long bar0, long long timeout_cycles, struct mkc_gen_io io)
+{
+	unsigned long long *bar = &counter[MKC_NEVENTS];
+	for (int j = 0; j < io.steps; j++) {
+		const unsigned long long arrivals = 2ULL * (unsigned long long)j;
+		/* again every step: block 0 advanced the symbols at the last one */
+		if (mkc_run_queue(mkc_model_view(m), counter, epoch0 + (unsigned long long)j + 1,
+				  timeout_cycles, j % MKC_PROF_SLOTS) ||
+		    mkc_grid_sync(m, bar, bar0 + (arrivals + 1) * MKC_NWORKERS, timeout_cycles))
+			return;
+		if (blockIdx.x == 0) {
+			const int64_t tok = mkc_block_argmax(io.logits, MKC_GEN_VOCAB);
+			if (threadIdx.x == 0) {
+				if (j >= io.n_prompt - 1)
+					io.out[j - (io.n_prompt - 1)] = tok;
+				io.ids[0] = j + 1 < io.n_prompt ? io.prompt[j + 1] : tok;
+				if (io.sym >= 0)
+					m->sym[io.sym] += io.nnew;
+				if (io.pos)
+					io.pos[0] = io.sym >= 0 ? m->sym[io.sym] : j + 1;
+				mkc_fill_symvals(m);
+			}
+		}
+		/* the barrier's release publishes block 0's writes above */
+		if (mkc_grid_sync(m, bar, bar0 + (arrivals + 2) * MKC_NWORKERS, timeout_cycles))
+			return;
+	}
+}
+#endif
+
+static int
+mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double timeout_s)
+{
+	(void)nthreads;
+	mkc_host *m = (mkc_host *)calloc(1, sizeof *m);
+	*out = m;
+	if (!m)
+		return -1;
+	if (shuffle_seed) {
+		mkc_seterr(m, "the shuffled queue is a test mode of the C target only");
+		return -1;
+	}
+	m->timeout_s = timeout_s > 0 ? timeout_s : 10.0;
+	int dev, cus, per_cu, khz, wave;
+	if (MKC_HIP(m, hipGetDevice(&dev)) ||
+	    MKC_HIP(m, hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, dev)) ||
+	    MKC_HIP(m, hipDeviceGetAttribute(&khz, hipDeviceAttributeClockRate, dev)) ||
+	    MKC_HIP(m, hipDeviceGetAttribute(&wave, hipDeviceAttributeWarpSize, dev)) ||
+	    MKC_HIP(m, hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_cu, mkc_kernel, MKC_THREADS, 0)))
+		return -1;
+	if (wave != MKC_WARP) {
+		mkc_seterr(m, "this file was compiled for %d-wide wavefronts but the device runs %d",
+			   MKC_WARP, wave);
+		return -1;
+	}
+	if ((long long)per_cu * cus < MKC_NWORKERS) {
+		mkc_seterr(m, "the plan needs %d co-resident blocks but this GPU holds %d (%d CUs x %d); "
+			   "compile with --workers %d or fewer", MKC_NWORKERS, per_cu * cus, cus, per_cu,
+			   per_cu * cus);
+		return -1;
+	}
+	m->timeout_cycles = (long long)(m->timeout_s * (double)khz * 1000.0);
+	if (MKC_HIP(m, hipMalloc(&m->arena, MKC_ARENA_BYTES ? MKC_ARENA_BYTES : 1)))
+		return -1;
+	for (int t = 0; t < MKC_NTENSORS; t++) {
+		const mkc_rt_tensor_info *ti = &mkc_tensors[t];
+		if (ti->kind == MKC_RT_INPUT || ti->kind == MKC_RT_OUTPUT)
+			continue;   /* the caller's device buffers, given at each step */
+		if (ti->arena_off >= 0) {
+			m->buf[t] = (char *)m->arena + ti->arena_off;
+			continue;
+		}
+		size_t bytes = (size_t)mkc_numel(m, t, 1) * (size_t)ti->esize;
+		if (MKC_HIP(m, hipMalloc(&m->buf[t], bytes ? bytes : 1)))
+			return -1;
+		m->owned[t] = 1;
+		if (ti->data && MKC_HIP(m, hipMemcpy(m->buf[t], ti->data, bytes, hipMemcpyHostToDevice)))
+			return -1;
+	}
+	if (MKC_HIP(m, hipMalloc((void **)&m->counter, (MKC_NEVENTS + 1) * sizeof *m->counter)) ||
+	    MKC_HIP(m, hipMemset(m->counter, 0, (MKC_NEVENTS + 1) * sizeof *m->counter)) ||
+	    MKC_HIP(m, hipMalloc((void **)&m->status, 4 * sizeof *m->status)) ||
+	    MKC_HIP(m, hipMemset(m->status, 0, 4 * sizeof *m->status)) ||
+	    MKC_HIP(m, hipMalloc((void **)&m->dev, sizeof *m->dev)) ||
+	    MKC_HIP(m, hipMalloc((void **)&m->qdesc, (size_t)MKC_NTASKS * MKC_QD_WORDS * sizeof(int))))
+		return -1;
+	mkc_qdesc_kernel<<<(MKC_NTASKS + 255) / 256, 256>>>(m->qdesc);
+	if (MKC_HIP(m, hipGetLastError()) || MKC_HIP(m, hipDeviceSynchronize()))
+		return -1;
+#if MKC_PROFILE
+	if (MKC_HIP(m, hipMalloc((void **)&m->prof, MKC_PROF_WORDS * sizeof *m->prof)))
+		return -1;
+#endif
+	return 0;
+}
+
+/* hipFree's status is of no use while tearing down: the first error is in err */
+static void
+mkc_hip_free(void *p)
+{
+	if (p)
+		(void)hipFree(p);
+}
+
+static void
+mkc_model_destroy(mkc_host *m)
+{
+	if (!m)
+		return;
+	for (int t = 0; t < MKC_NTENSORS; t++)
+		if (m->owned[t])
+			mkc_hip_free(m->buf[t]);
+	mkc_hip_free(m->arena);
+	mkc_hip_free(m->counter);
+	mkc_hip_free(m->status);
+	mkc_hip_free(m->dev);
+	mkc_hip_free(m->qdesc);
+#if MKC_PROFILE
+	mkc_hip_free(m->prof);
+#endif
+	free(m);
+}
+
+/* After a launch: waits for it, and turns a failure into a sentence. */
+static int
+mkc_finish(mkc_host *m)
+{
+	if (MKC_HIP(m, hipGetLastError()) || MKC_HIP(m, hipDeviceSynchronize()))
+		return -1;
+	int st[4];
+	if (MKC_HIP(m, hipMemcpy(st, m->status, sizeof st, hipMemcpyDeviceToHost)))
+		return -1;
+	if (st[0] == 0)
+		return 0;
+	if (st[0] == 1 && st[1] < 0)
+		mkc_seterr(m, "watchdog: a block waited %.1f s at generate's barrier between steps",
+			   m->timeout_s);
+	else if (st[0] == 1)
+		mkc_seterr(m, "watchdog: task %d (%s) waited %.1f s on event %d", st[1],
+			   mkc_task_name[st[1]], m->timeout_s, st[2]);
+	else
+		mkc_seterr(m, "a tile found bad data (line %d of the generated file)", st[2]);
+	/* start afresh: counters are out of step with the epoch (a failure
+	 * here leaves the first error in err) */
+	(void)hipMemset(m->counter, 0, (MKC_NEVENTS + 1) * sizeof *m->counter);
+	(void)hipMemset(m->status, 0, 4 * sizeof *m->status);
+	m->epoch = 0;
+	m->bars = 0;
+	return -1;
+}
+
+/* The tile view of the model, copied to the device before a launch. */
+static int
+mkc_upload_view(mkc_host *m)
+{
+	struct mkc_model view;
+	memcpy(view.buf, m->buf, sizeof view.buf);
+	memcpy(view.sym, m->sym, sizeof view.sym);
+	view.status = m->status;
+	view.qdesc = m->qdesc;
+#if MKC_PROFILE
+	view.prof = m->prof;
+#endif
+	return MKC_HIP(m, hipMemcpy(m->dev, &view, sizeof view, hipMemcpyHostToDevice));
+}
+
+/* inputs and outputs are device pointers; the step is finished on return. */
+static int
+mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int64_t *dims)
+{
+	if (mkc_begin_step(m, inputs, outputs, dims) || mkc_upload_view(m))
+		return -1;
+	m->epoch++;
+#if MKC_PROFILE
+	/* unrun tasks stay 0; the trace leaves them out */
+	if (MKC_HIP(m, hipMemset(m->prof, 0, MKC_PROF_SLOT_WORDS * sizeof *m->prof)))
+		return -1;
+	m->prof_count = 1;
+#endif
+	mkc_symvals_kernel<<<1, 1>>>(m->dev);
+	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS>>>(m->dev, m->counter, m->epoch, m->timeout_cycles);
+	return mkc_finish(m);
+}
+
+static int mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
+			      const int64_t *out, int *steps);
+static int64_t mkc_next_position(const mkc_host *m);
+
+/*
+ * Greedy decoding, every step in one launch (mkc_generate_kernel). The
+ * model's own device buffers take the inputs and outputs; out is host
+ * memory.
+ */
+static int
+mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_t *out)
+{
+	int steps;
+#if !MKC_CAN_GENERATE
+	return mkc_generate_check(m, prompt, n_prompt, n_new, out, &steps);   /* says why not */
+#else
+	int rc = -1;
+	if (mkc_generate_check(m, prompt, n_prompt, n_new, out, &steps))
+		return -1;
+	void *in[MKC_NINPUTS + 1] = {0}, *outs[MKC_NOUTPUTS + 1] = {0};
+	int64_t *dprompt = NULL, *dout = NULL, first[2] = {prompt[0], mkc_next_position(m)};
+	struct mkc_gen_io io;
+	memset(&io, 0, sizeof io);
+	for (int i = 0; i < MKC_NINPUTS; i++)
+		if (MKC_HIP(m, hipMalloc(&in[i], sizeof(int64_t))) ||
+		    MKC_HIP(m, hipMemcpy(in[i], &first[i == MKC_GEN_IDS ? 0 : 1], sizeof(int64_t),
+					 hipMemcpyHostToDevice)))
+			goto out;
+	for (int o = 0; o < MKC_NOUTPUTS; o++) {
+		size_t bytes = (size_t)mkc_numel(m, mkc_outputs[o], 1) *
+			       (size_t)mkc_tensors[mkc_outputs[o]].esize;
+		if (MKC_HIP(m, hipMalloc(&outs[o], bytes ? bytes : 1)))
+			goto out;
+	}
+	if (MKC_HIP(m, hipMalloc((void **)&dprompt, (size_t)n_prompt * sizeof *dprompt)) ||
+	    MKC_HIP(m, hipMalloc((void **)&dout, (size_t)n_new * sizeof *dout)) ||
+	    MKC_HIP(m, hipMemcpy(dprompt, prompt, (size_t)n_prompt * sizeof *dprompt,
+				 hipMemcpyHostToDevice)) ||
+	    mkc_begin_step(m, (const void *const *)in, outs, NULL) || mkc_upload_view(m))
+		goto out;
+	io.ids = (int64_t *)in[MKC_GEN_IDS];
+	io.pos = MKC_GEN_POS >= 0 ? (int64_t *)in[MKC_GEN_POS] : NULL;
+	io.logits = (const float *)outs[MKC_GEN_LOGITS];
+	io.prompt = dprompt;
+	io.out = dout;
+	io.n_prompt = n_prompt;
+	io.steps = steps;
+	io.sym = MKC_NCACHES ? mkc_caches[0].sym : -1;
+	io.nnew = MKC_NCACHES ? mkc_caches[0].nnew : 0;
+#if MKC_PROFILE
+	if (MKC_HIP(m, hipMemset(m->prof, 0, MKC_PROF_WORDS * sizeof *m->prof)))
+		goto out;
+	m->prof_count = steps;
+#endif
+	mkc_symvals_kernel<<<1, 1>>>(m->dev);
+	mkc_generate_kernel<<<MKC_NWORKERS, MKC_THREADS>>>(m->dev, m->counter, m->epoch, m->bars,
+							   m->timeout_cycles, io);
+	if (mkc_finish(m))
+		goto out;
+	m->epoch += (unsigned long long)steps;
+	m->bars += 2ULL * (unsigned long long)steps * MKC_NWORKERS;
+	if (io.sym >= 0)
+		m->sym[io.sym] += (int64_t)steps * io.nnew;
+	rc = MKC_HIP(m, hipMemcpy(out, dout, (size_t)n_new * sizeof *dout, hipMemcpyDeviceToHost));
+out:
+	for (int i = 0; i < MKC_NINPUTS; i++)
+		mkc_hip_free(in[i]);
+	for (int o = 0; o < MKC_NOUTPUTS; o++)
+		mkc_hip_free(outs[o]);
+	mkc_hip_free(dprompt);
+	mkc_hip_free(dout);
+	return rc;
+#endif
+}
+
+/* Hooks for runtime/host.h: weights go to device memory. */
+static int
+mkc_store(mkc_host *m, void *dst, const void *src, size_t n)
+{
+	return MKC_HIP(m, hipMemcpy(dst, src, n, hipMemcpyHostToDevice));
+}
+
+/* rows rows of width bytes, pitch bytes apart; either side may be host
+ * or device memory (unified addressing tells which) */
+static int
+mkc_copy_rows(mkc_host *m, void *dst, size_t dpitch, const void *src, size_t spitch,
+	      size_t width, size_t rows)
+{
+	return MKC_HIP(m, hipMemcpy2D(dst, dpitch, src, spitch, width, rows, hipMemcpyDefault));
+}
+
+static void
+mkc_free_buf(void *p)
+{
+	mkc_hip_free(p);
+}
+
+#if MKC_PROFILE
+#define MKC_PROF_TARGET "hip"
+
+/* The timeline, its clock ticks made nanoseconds (0, an unrun task, stays 0). */
+static int
+mkc_prof_fetch(mkc_host *m, uint64_t *dst)
+{
+	if (MKC_HIP(m, hipMemcpy(dst, m->prof, MKC_PROF_WORDS * sizeof *dst, hipMemcpyDeviceToHost)))
+		return -1;
+	for (size_t s = 0; s < (size_t)MKC_PROFILE_STEPS; s++) {
+		uint64_t *p = dst + s * MKC_PROF_SLOT_WORDS;
+		for (int w = 0; w < MKC_NWORKERS; w++)
+			p[MKC_NSYMS + 2 * w] *= MKC_HIP_WALL_NS;
+		for (int t = 0; t < MKC_NTASKS; t++)
+			for (int k = 0; k < 3; k++)
+				p[MKC_NSYMS + 2 * MKC_NWORKERS + 4 * t + k] *= MKC_HIP_WALL_NS;
+	}
+	return 0;
+}
+#endif

@@ -1,0 +1,147 @@
+/*
+ * hip_on_cuda.h - TEST ONLY, NEVER RUN YET. Maps the HIP calls an emitted
+ * .hip file makes onto CUDA, so that the HIP output can run on the H200
+ * through the golden tests and token parity (issue 13, "Run what can be
+ * run"). Debian's own HIP headers for the NVIDIA platform (HIP 5.2) do not
+ * compile against CUDA 13, hence this header. It has been compiled with
+ * nvcc (below); it has not been run on a GPU.
+ *
+ * Use: the .hip includes <hip/hip_runtime.h>, so put a folder first on the
+ * include path whose hip/hip_runtime.h includes this file:
+ *
+ *   d=$(mktemp -d) && mkdir $d/hip &&
+ *   echo "#include \"$PWD/tests/gpu/hip_on_cuda.h\"" > $d/hip/hip_runtime.h &&
+ *   nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -I$d -x cu -c llama.hip
+ *
+ * What it runs and what it does not:
+ * - The file keeps its 64-lane groups (the emitter sized them by the HIP
+ *   target's width): a group is a pair of CUDA warps, and the one shuffle
+ *   that crosses them (offset 32) goes through shared memory with a
+ *   64-thread named barrier. So the wave64 logic of the tile functions
+ *   runs, but not AMD's shuffle hardware; hipDeviceAttributeWarpSize
+ *   reports 64 for that reason.
+ * - The scoped atomics become libcu++ atomic_ref at device scope: the
+ *   event protocol's logic runs, not AMD's memory model.
+ * - __builtin_amdgcn_* sit under __HIP_DEVICE_COMPILE__, which nvcc does
+ *   not define: the wait does not pause between polls, and the timeline's
+ *   clock reads 0 (--profile gives no times here).
+ */
+#ifndef MKC_HIP_ON_CUDA_H
+#define MKC_HIP_ON_CUDA_H
+
+#include <cuda_runtime.h>
+#include <cuda/atomic>
+
+typedef cudaError_t hipError_t;
+#define hipSuccess cudaSuccess
+#define hipGetErrorString cudaGetErrorString
+#define hipGetDevice cudaGetDevice
+#define hipGetLastError cudaGetLastError
+#define hipDeviceSynchronize cudaDeviceSynchronize
+#define hipMalloc cudaMalloc
+#define hipFree cudaFree
+#define hipMemcpy cudaMemcpy
+#define hipMemset cudaMemset
+#define hipMemcpy2D cudaMemcpy2D
+#define hipMemcpyHostToDevice cudaMemcpyHostToDevice
+#define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define hipMemcpyDefault cudaMemcpyDefault
+#define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
+
+enum {
+	hipDeviceAttributeMultiprocessorCount,
+	hipDeviceAttributeClockRate,
+	hipDeviceAttributeWarpSize,
+};
+
+/* the three attributes exec.hip asks for; the warp is the emulated 64 */
+static inline hipError_t
+hipDeviceGetAttribute(int *v, int attr, int dev)
+{
+	switch (attr) {
+	case hipDeviceAttributeMultiprocessorCount:
+		return cudaDeviceGetAttribute(v, cudaDevAttrMultiProcessorCount, dev);
+	case hipDeviceAttributeClockRate:
+		return cudaDeviceGetAttribute(v, cudaDevAttrClockRate, dev);
+	case hipDeviceAttributeWarpSize:
+		*v = 64;
+		return cudaSuccess;
+	}
+	return cudaErrorInvalidValue;
+}
+
+/* Clang's scoped atomics, as exec.hip uses them (agent scope only). */
+#define __HIP_MEMORY_SCOPE_AGENT 3
+
+static __device__ __forceinline__ cuda::memory_order
+mkc_hoc_order(int order)
+{
+	return order == __ATOMIC_ACQUIRE ? cuda::memory_order_acquire
+	     : order == __ATOMIC_RELEASE ? cuda::memory_order_release
+	     : order == __ATOMIC_RELAXED ? cuda::memory_order_relaxed
+					 : cuda::memory_order_seq_cst;
+}
+
+template <class T>
+static __device__ __forceinline__ T
+__hip_atomic_load(T *p, int order, int scope)
+{
+	(void)scope;
+	return cuda::atomic_ref<T, cuda::thread_scope_device>(*p).load(mkc_hoc_order(order));
+}
+
+template <class T>
+static __device__ __forceinline__ T
+__hip_atomic_fetch_add(T *p, T v, int order, int scope)
+{
+	(void)scope;
+	return cuda::atomic_ref<T, cuda::thread_scope_device>(*p).fetch_add(v, mkc_hoc_order(order));
+}
+
+static __device__ __forceinline__ unsigned
+__smid(void)
+{
+	unsigned s;
+	asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+	return s;
+}
+
+/*
+ * HIP's __shfl_xor within width lanes. Offsets under 32 stay in one CUDA
+ * warp; offset 32 swaps with the other warp of the 64-lane group through
+ * shared memory, the two warps meeting at named barrier 1 + group (every
+ * lane of the group calls it, as the emitted sums do). A block of 256
+ * threads uses barriers 1 to 4 of 16.
+ */
+static __device__ __forceinline__ float
+mkc_hoc_swap32(float v)
+{
+	__shared__ float x[1024];
+	const unsigned bar = 1 + threadIdx.x / 64;
+	x[threadIdx.x] = v;
+	asm volatile("bar.sync %0, 64;" ::"r"(bar) : "memory");
+	const float o = x[threadIdx.x ^ 32];
+	asm volatile("bar.sync %0, 64;" ::"r"(bar) : "memory");
+	return o;
+}
+
+static __device__ __forceinline__ float
+mkc_hoc_shfl_xor(float v, int o, int width)
+{
+	if (o >= 32)
+		return width == 64 ? mkc_hoc_swap32(v) : v;
+	return __shfl_xor_sync(0xffffffffu, v, o, width < 32 ? width : 32);
+}
+
+/* CUDA's headers define an old __shfl_xor of their own: a macro wins */
+#define __shfl_xor(v, o, w) mkc_hoc_shfl_xor(v, o, w)
+
+/*
+ * From here on the file is HIP: runtime/common.h must take its __HIPCC__
+ * side, or its 32-lane CUDA helpers would clash with (and differ from) the
+ * 64-lane ones of backends/hip/wave.h. The CUDA headers are all in by now.
+ */
+#undef __CUDACC__
+#define __HIPCC__ 1
+
+#endif
