@@ -20,8 +20,6 @@
 #include "passes.h"
 #include "task.h"
 
-#include <stdlib.h>
-#include <string.h>
 
 typedef struct {
 	mkc_task *task;
@@ -29,54 +27,45 @@ typedef struct {
 	bool write;
 } access;
 
-static int
-cmp_int(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-	return (x > y) - (x < y);
-}
-
 /*
- * Transitive reduction: an edge q -> t is dropped when another predecessor
- * of t already comes after q. Ancestor sets are bit rows, built in task
- * order (topological). Taking t's predecessors latest first, with U the
- * union of the ancestors of those kept so far, q is implied exactly when
- * q is in U: whatever implies q is later than q, and was kept or is itself
- * inside U. t's own row is then U. Fewer edges mean smaller events and
- * fewer signals; the ordering is the same, and verify checks it from the
- * regions, not from these lists.
+ * Transitive reduction, done per task as soon as its candidates are known,
+ * so that only the kept edges are ever stored. An edge q -> t is dropped
+ * when another predecessor of t already comes after q. Ancestor sets are
+ * bit rows, built in task order (topological). Taking t's candidates
+ * latest first, with U the union of the ancestors of those kept so far, q
+ * is implied exactly when q is in U: whatever implies q is later than q,
+ * and was kept or is itself inside U. t's own row is then U. Fewer edges
+ * mean smaller events and fewer signals; the ordering is the same, and
+ * verify checks it from the regions, not from these lists.
+ *
+ * cand is a bit row of t's candidates (all below t), cleared on the way;
+ * a bit row rather than a sorted list, since a task can have thousands.
+ * The kept ones go to t->preds in ascending order.
  */
 static void
-reduce(mkc_plan *p)
+reduce_task(mkc_plan *p, mkc_task *t, uint64_t *anc, int words, uint64_t *cand, int *buf)
 {
 	mkc_arena *a = p->g->ctx->arena;
-	int nt = p->tasks.n, words = (nt + 63) / 64;
-	uint64_t *anc = mkc_arena_alloc(a, (size_t)nt * (size_t)words * 8 + 8);
-	int64_t kept = 0;
-	char *keep = mkc_arena_alloc(a, (size_t)nt + 1);
-	for (int i = 0; i < nt; i++) {
-		mkc_task *t = MKC_TASK(p, i);
-		uint64_t *row = anc + (size_t)i * (size_t)words;
-		for (int k = t->npreds - 1; k >= 0; k--) {   /* preds are sorted */
-			int q = t->preds[k];
-			keep[k] = !((row[q / 64] >> (q % 64)) & 1);
-			if (!keep[k])
+	int i = t->id, n = 0;
+	uint64_t *row = anc + (size_t)i * (size_t)words;
+	for (int w = i / 64; w >= 0; w--) {
+		while (cand[w]) {
+			int b = 63 - __builtin_clzll(cand[w]), q = w * 64 + b;
+			cand[w] &= ~((uint64_t)1 << b);
+			if ((row[w] >> b) & 1)
 				continue;
+			/* q's row has bits below q only */
 			const uint64_t *pr = anc + (size_t)q * (size_t)words;
-			for (int w = 0; w < words; w++)
-				row[w] |= pr[w];
-			row[q / 64] |= (uint64_t)1 << (q % 64);
+			for (int k = 0; k <= w; k++)
+				row[k] |= pr[k];
+			row[w] |= (uint64_t)1 << b;
+			buf[n++] = q;
 		}
-		int n = 0;
-		for (int k = 0; k < t->npreds; k++)
-			if (keep[k])
-				t->preds[n++] = t->preds[k];
-		t->npreds = n;
-		kept += n;
 	}
-	mkc_progress(p->g->ctx, "deps: %lld edges after dropping %lld implied ones",
-		     (long long)kept, (long long)(p->nedges - kept));
-	p->nedges = kept;
+	t->npreds = n;
+	t->preds = mkc_arena_alloc(a, (size_t)(n + 1) * sizeof *t->preds);
+	for (int k = 0; k < n; k++)
+		t->preds[k] = buf[n - 1 - k];
 }
 
 int
@@ -84,14 +73,14 @@ mkc_pass_deps(mkc_plan *p)
 {
 	mkc_graph *g = p->g;
 	mkc_arena *a = g->ctx->arena;
+	int nt = p->tasks.n, words = (nt + 63) / 64;
 	mkc_vec *by_tensor = mkc_arena_alloc(a, (size_t)(g->tensors.n + 1) * sizeof *by_tensor);
-	int *seen = mkc_arena_alloc(a, (size_t)(p->tasks.n + 1) * sizeof *seen);
-	int *buf = mkc_arena_alloc(a, (size_t)(p->tasks.n + 1) * sizeof *buf);
-	for (int i = 0; i < p->tasks.n; i++)
-		seen[i] = -1;
-	for (int i = 0; i < p->tasks.n; i++) {
+	int *buf = mkc_arena_alloc(a, (size_t)(nt + 1) * sizeof *buf);
+	uint64_t *cand = mkc_arena_alloc(a, (size_t)words * 8 + 8);
+	uint64_t *anc = mkc_arena_alloc(a, (size_t)nt * (size_t)words * 8 + 8);
+	int64_t raw = 0;
+	for (int i = 0; i < nt; i++) {
 		mkc_task *t = MKC_TASK(p, i);
-		int n = 0;
 		for (int k = 0; k < t->nreads + t->nwrites; k++) {
 			bool w = k >= t->nreads;
 			const mkc_region *r = w ? &t->writes[k - t->nreads] : &t->reads[k];
@@ -103,12 +92,13 @@ mkc_pass_deps(mkc_plan *p)
 				mkc_vec *v = &by_tensor[same ? id : p->alias[id][al]];
 				for (int j = 0; j < v->n; j++) {
 					access *x = v->v[j];
-					if (x->task == t || (!w && !x->write) || seen[x->task->id] == i)
+					int q = x->task->id;
+					if (x->task == t || (!w && !x->write) || ((cand[q / 64] >> (q % 64)) & 1))
 						continue;
 					if (same && !mkc_box_overlap(r->t->rank, &r->box, &x->r->box))
 						continue;
-					seen[x->task->id] = i;
-					buf[n++] = x->task->id;
+					cand[q / 64] |= (uint64_t)1 << (q % 64);
+					raw++;
 				}
 			}
 		}
@@ -120,14 +110,11 @@ mkc_pass_deps(mkc_plan *p)
 			x->r = x->write ? &t->writes[k - t->nreads] : &t->reads[k];
 			mkc_vec_push(a, &by_tensor[x->r->t->id], x);
 		}
-		qsort(buf, (size_t)n, sizeof *buf, cmp_int);
-		t->npreds = n;
-		t->preds = mkc_arena_alloc(a, (size_t)(n + 1) * sizeof *t->preds);
-		memcpy(t->preds, buf, (size_t)n * sizeof *buf);
-		p->nedges += n;
+		reduce_task(p, t, anc, words, cand, buf);
+		p->nedges += t->npreds;
 	}
-	mkc_progress(g->ctx, "deps: %lld edges between %d tasks", (long long)p->nedges,
-		     p->tasks.n);
-	reduce(p);
+	mkc_progress(g->ctx, "deps: %lld edges between %d tasks", (long long)raw, nt);
+	mkc_progress(g->ctx, "deps: %lld edges after dropping %lld implied ones",
+		     (long long)p->nedges, (long long)(raw - p->nedges));
 	return 0;
 }
