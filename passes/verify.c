@@ -155,7 +155,12 @@ build_reach(mkc_plan *p, mkc_task **order, reach *r, int **by_event, const int *
 {
 	mkc_arena *a = p->g->ctx->arena;
 	r->words = (p->tasks.n + 63) / 64;
-	r->bits = mkc_arena_alloc(a, (size_t)r->words * (size_t)p->tasks.n * 8 + 8);
+	size_t bytes = (size_t)r->words * (size_t)p->tasks.n * 8 + 8;
+	/* a second build reuses the rows: nt * nt / 8 bytes, 268 MB at 46k tasks */
+	if (r->bits)
+		memset(r->bits, 0, bytes);
+	else
+		r->bits = mkc_arena_alloc(a, bytes);
 	for (int i = 0; i < p->tasks.n; i++) {
 		mkc_task *t = order[i];
 		if (queues && t->pos > 0)
@@ -287,7 +292,7 @@ mkc_pass_verify(mkc_plan *p)
 	mkc_task **order = mkc_arena_alloc(a, (size_t)(p->tasks.n + 1) * sizeof *order);
 	if (simulate(p, order) != 0)
 		return -1;
-	reach r;
+	reach r = {0, NULL};
 	build_reach(p, order, &r, by_event, nsig, true);
 	if (check_conflicts(p, &r) != 0)
 		return -1;
