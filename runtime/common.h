@@ -284,6 +284,11 @@ mkc_rt_block_sum(float v)
 		s += part[w];
 	return s;
 }
+#endif
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+/* (The dot products do not depend on the lane width: HIP's wave.h has its
+ * own sums only.) */
 
 /* x[0..8) . w[0..8), w in bf16; one 16-byte load of w, two of x. */
 static __device__ inline float MKC_UNUSED

@@ -1,8 +1,9 @@
 /*
  * wave.h - the lane-group helpers the emitted tile functions call on HIP:
- * sums over a wavefront and over the block, and the 16-byte dot products
- * of the matvecs. runtime/common.h defines the CUDA ones (32 lanes,
- * __shfl_xor_sync) under __CUDACC__, which HIP does not define; these are
+ * sums over a wavefront and over the block (the matvecs' 16-byte dot
+ * products, which do not depend on the width, are runtime/common.h's).
+ * runtime/common.h defines the CUDA sums (32 lanes, __shfl_xor_sync) under
+ * __CUDACC__, which HIP does not define; these are
  * sized by MKC_WARP, the width the target description gives the emitter
  * (64 on gfx90a and gfx942), never by a literal.
  *
@@ -46,24 +47,4 @@ mkc_rt_block_sum(float v)
 	for (int w = 0; w < (int)(blockDim.x + MKC_WARP - 1) / MKC_WARP; w++)
 		s += part[w];
 	return s;
-}
-
-/* x[0..8) . w[0..8), w in bf16; one 16-byte load of w, two of x. */
-static __device__ inline float MKC_UNUSED
-mkc_rt_dot8_bf16(const float *x, const uint16_t *w)
-{
-	const uint4 b = *(const uint4 *)w;
-	const float4 p = ((const float4 *)x)[0], q = ((const float4 *)x)[1];
-	return p.x * __uint_as_float(b.x << 16) + p.y * __uint_as_float(b.x & 0xffff0000u) +
-	       p.z * __uint_as_float(b.y << 16) + p.w * __uint_as_float(b.y & 0xffff0000u) +
-	       q.x * __uint_as_float(b.z << 16) + q.y * __uint_as_float(b.z & 0xffff0000u) +
-	       q.z * __uint_as_float(b.w << 16) + q.w * __uint_as_float(b.w & 0xffff0000u);
-}
-
-/* x[0..4) . w[0..4) in float32, 16-byte loads. */
-static __device__ inline float MKC_UNUSED
-mkc_rt_dot4(const float *x, const float *w)
-{
-	const float4 p = *(const float4 *)x, q = *(const float4 *)w;
-	return p.x * q.x + p.y * q.y + p.z * q.z + p.w * q.w;
 }
