@@ -22,6 +22,7 @@ static const pass passes[] = {
 	{"state", mkc_pass_state, NULL},
 	{"weights", mkc_pass_weights, NULL},
 	{"fuse_norm", mkc_pass_fuse_norm, NULL},
+	{"fuse_glu", mkc_pass_fuse_glu, NULL},
 	{"split_attn", mkc_pass_split_attn, NULL},
 	{"tile", NULL, mkc_pass_tile},
 	{"views", NULL, mkc_pass_views},
@@ -79,7 +80,8 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 			p = mkc_plan_create(g, &tp);
 		}
 		/* --no-fuse: the graph as canon left it, for comparing */
-		bool skip = o->no_fuse && (ps->graph == mkc_pass_fuse || ps->graph == mkc_pass_fuse_norm);
+		bool skip = o->no_fuse && (ps->graph == mkc_pass_fuse || ps->graph == mkc_pass_fuse_norm ||
+				     ps->graph == mkc_pass_fuse_glu);
 		if (!skip && (ps->graph ? ps->graph(g) != 0 : ps->plan(p) != 0))
 			return -1;
 		bool here = dump && strcmp(dump, ps->name) == 0;

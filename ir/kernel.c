@@ -71,7 +71,7 @@ mkc_kernel_print(FILE *f, const mkc_graph *g, const mkc_node *n)
 	case MKC_KERN_MATMUL:
 		fprintf(f, " trans_a=%d trans_b=%d alpha=%.9g beta=%.9g", k->trans_a, k->trans_b,
 			(double)k->alpha, (double)k->beta);
-		if (n->op == MKC_OP_NORM_GEMM)
+		if (n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU)
 			fprintf(f, " eps=%.9g", (double)k->eps);
 		break;
 	case MKC_KERN_ROWS:

@@ -166,7 +166,7 @@ lower_matmul(const mkc_node *n, mkc_kernel *k)
 	k->trans_b = mkc_node_attr_int(n, "transB", 0);
 	k->alpha = mkc_node_attr_float(n, "alpha", 1);
 	k->beta = mkc_node_attr_float(n, "beta", 1);
-	if (n->op == MKC_OP_NORM_GEMM)
+	if (n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU)
 		k->eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
 }
 
@@ -257,7 +257,7 @@ lower_node(mkc_graph *g, const mkc_node *n, mkc_kernel *k)
 	case MKC_OP_RANGE:
 		k->kind = MKC_KERN_RANGE;
 		return 0;
-	case MKC_OP_MATMUL: case MKC_OP_GEMM: case MKC_OP_NORM_GEMM:
+	case MKC_OP_MATMUL: case MKC_OP_GEMM: case MKC_OP_NORM_GEMM: case MKC_OP_NORM_GLU:
 		k->kind = MKC_KERN_MATMUL;
 		lower_matmul(n, k);
 		return 0;

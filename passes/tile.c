@@ -13,11 +13,13 @@
  *   - elementwise ops (with broadcasting): the outermost constant axis of
  *     size > 1; an input is read in the output box aligned from the right,
  *     with its broadcast axes (size 1) read whole;
- *   - MatMul or Gemm by a weight matrix: the output columns,
- *     matmul_tile_cols at a time, so each tile streams its own slice of the
- *     weight, and in at least as many tiles as there are workers while a
- *     tile keeps matmul_min_cols columns; batched MatMul: the outermost
- *     batch axis;
+ *   - MatMul or Gemm by a weight matrix (NormGemm, NormGlu): the output
+ *     columns, matmul_tile_cols at a time (NormGlu's tiles read those rows
+ *     of both its weights), so each tile streams its own slice; the
+ *     products that read the same activations share the workers by their
+ *     columns (a tile a worker while a tile keeps matmul_min_cols
+ *     columns); more tiles than workers are rounded up to a multiple of
+ *     them; batched MatMul: the outermost batch axis;
  *   - Softmax, the norms and Gather: the axes they do not reduce over;
  *   - Attention with one output and 4-D inputs: the query heads, one or
  *     more a tile, each tile reading the key and value heads its query
@@ -73,7 +75,7 @@ mapping_of(const mkc_node *n)
 		return n->in[0]->rank >= 2 && n->in[1]->rank >= 2 ? MAP_MATMUL : MAP_WHOLE;
 	case MKC_OP_GEMM:
 		return n->in[1]->kind == MKC_TK_WEIGHT ? MAP_GEMM : MAP_WHOLE;
-	case MKC_OP_NORM_GEMM:
+	case MKC_OP_NORM_GEMM: case MKC_OP_NORM_GLU:
 		return MAP_GEMM;
 	case MKC_OP_SOFTMAX:
 	case MKC_OP_RMS_NORM:
@@ -96,6 +98,33 @@ mapping_of(const mkc_node *n)
 	}
 }
 
+/* A product by a weight kept whole, its output's columns (0: not one). */
+static int64_t
+weight_cols(const mkc_node *n)
+{
+	const mkc_tensor *y = n->out[0];
+	if (n->dead || n->nout != 1 || y->rank < 1 || !mkc_dim_is_const(y->shape[y->rank - 1]))
+		return 0;
+	bool ok = n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU ||
+		  (n->op == MKC_OP_GEMM && n->in[1]->kind == MKC_TK_WEIGHT) ||
+		  (n->op == MKC_OP_MATMUL && n->in[1]->kind == MKC_TK_WEIGHT && n->in[1]->rank == 2 &&
+		   n->in[0]->rank >= 2);
+	return ok ? y->shape[y->rank - 1].c : 0;
+}
+
+/* The columns of every product by a weight that reads n's activations (n's included). */
+static int64_t
+sibling_cols(const mkc_graph *g, const mkc_node *n)
+{
+	int64_t sum = 0;
+	for (int i = 0; i < g->nodes.n; i++) {
+		const mkc_node *m = MKC_NODE(g, i);
+		if (m->nin > 0 && m->in[0] == n->in[0])
+			sum += weight_cols(m);
+	}
+	return sum;
+}
+
 /* Picks the split axis and tile count; axis -1 means one tile. */
 static void
 choose_split(const mkc_plan *p, const mkc_node *n, mapping m, int *axis, int *ntiles)
@@ -114,16 +143,25 @@ choose_split(const mkc_plan *p, const mkc_node *n, mapping m, int *axis, int *nt
 		if (!mkc_dim_is_const(y->shape[y->rank - 1]))
 			return;
 		*axis = y->rank - 1;
-		int64_t t = (cols + p->tp.matmul_tile_cols - 1) / p->tp.matmul_tile_cols;
+		int64_t tc = p->tp.matmul_tile_cols;
+		int64_t t = (cols + tc - 1) / tc, w = p->tp.nworkers;
 		/* a weight too small for a tile a worker at matmul_tile_cols is
-		 * still spread over every worker (down to matmul_min_cols a tile):
-		 * one node's weight is all a decode step streams at that moment,
-		 * and a worker left out is bandwidth left unused */
+		 * still spread over the workers (down to matmul_min_cols a tile):
+		 * the products that read the same activations (a layer's q, k
+		 * and v) are all a decode step streams at that moment, and a
+		 * worker left out is bandwidth left unused. They share the
+		 * workers by their columns, so each worker gets one tile of them. */
+		int64_t group = sibling_cols(p->g, n);
 		int64_t spread = p->tp.matmul_min_cols > 0 ? cols / p->tp.matmul_min_cols : 0;
-		if (spread > p->tp.nworkers)
-			spread = p->tp.nworkers;
+		int64_t share = group > 0 ? (w * cols + group / 2) / group : w;
+		if (spread > share)
+			spread = share;
 		if (t < spread)
 			t = spread;
+		/* more tiles than workers: a whole number of them a worker, so
+		 * that no worker is left with one more tile at the end */
+		if (t > w && t % w && (t + w - 1) / w * w <= cols)
+			t = (t + w - 1) / w * w;
 		*ntiles = (int)(t < 1 ? 1 : t);
 		return;
 	}
@@ -232,7 +270,8 @@ matmul_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 /*
  * Gemm: A by output rows, B by output columns (its rows when transB), C
  * broadcast. NormGemm (x, scale, W, C) reads its one row x and the scale
- * whole, then W and C as Gemm reads B and C.
+ * whole, then W and C as Gemm reads B and C; NormGlu (x, scale, Wg, Wu)
+ * reads Wu as it reads Wg.
  */
 static void
 gemm_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
@@ -240,13 +279,14 @@ gemm_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 	mkc_node *n = t->node;
 	bool ta = mkc_node_attr_int(n, "transA", 0), tb = mkc_node_attr_int(n, "transB", 0);
 	int w = 1;
-	if (n->op == MKC_OP_NORM_GEMM) {
+	bool norm = n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU;
+	if (norm) {
 		mkc_box s = mkc_box_full(n->in[1]);
 		mkc_task_add_region(p, t, false, n->in[1], &s);
 		w = 2;
 	}
 	mkc_box a = mkc_box_full(n->in[0]), b = mkc_box_full(n->in[w]);
-	if (n->op != MKC_OP_NORM_GEMM) {
+	if (!norm) {
 		a.lo[ta] = ob->lo[0];
 		a.hi[ta] = ob->hi[0];
 	}
@@ -254,6 +294,10 @@ gemm_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 	b.hi[!tb] = ob->hi[1];
 	mkc_task_add_region(p, t, false, n->in[0], &a);
 	mkc_task_add_region(p, t, false, n->in[w], &b);
+	if (n->op == MKC_OP_NORM_GLU) {   /* the up weight, read as the gate's */
+		mkc_task_add_region(p, t, false, n->in[3], &b);
+		return;
+	}
 	if (n->nin > w + 1 && n->in[w + 1]) {
 		mkc_box c = broadcast_box(n->in[w + 1], n->out[0], ob);
 		mkc_task_add_region(p, t, false, n->in[w + 1], &c);

@@ -32,6 +32,8 @@ takes_bf16(const mkc_node *n, int input)
 		return input == 0;
 	case MKC_OP_NORM_GEMM:
 		return input == 1 || input == 2;
+	case MKC_OP_NORM_GLU:
+		return input >= 1;
 	case MKC_OP_RMS_NORM:
 	case MKC_OP_LAYER_NORM:
 	case MKC_OP_MS_SIMPLIFIED_LN:

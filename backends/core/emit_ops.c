@@ -511,12 +511,14 @@ gemv_fits(const mkc_emitter *e, const mkc_node *n, int r, int wi)
 	for (int d = 0; d < r - 1; d++)
 		if (!mkc_dim_eq(y->shape[d], mkc_dim_const(1)))
 			return false;
+	/* MKC_GEMV_ROWS dot products a tile; NormGlu's two an output */
+	const int64_t most = n->op == MKC_OP_NORM_GLU ? 64 : 128;
 	const mkc_plan *p = e->p;
 	for (int i = 0; i < p->tasks.n; i++) {
 		const mkc_task *t = MKC_TASK(p, i);
 		if (t->node == n && (!mkc_dim_is_const(t->out.hi[r - 1]) ||
 				     !mkc_dim_is_const(t->out.lo[r - 1]) ||
-				     t->out.hi[r - 1].c - t->out.lo[r - 1].c > 64))
+				     t->out.hi[r - 1].c - t->out.lo[r - 1].c > most))
 			return false;
 	}
 	return true;
@@ -543,25 +545,30 @@ note_rows(mkc_emitter *e, const mkc_tensor *w, int axis)
  * of weight w (operand xwi), K long, by the activations x (an expression;
  * with at0 it reads idx, set first to the tile's first output), normalised
  * first when norm is 1 or 2 (scale, eps: C expressions), then the epilogue
- * out (of acc and idx) into y. MatMul, Gemm and NormGemm share it.
+ * out (of acc and idx) into y. With a second weight (operand x(wi + 1),
+ * NormGlu) the tile's rows of it too, acc2 in out. MatMul, Gemm, NormGemm
+ * and NormGlu share it.
  */
 static void
-emit_gemv(mkc_emitter *e, int r, int64_t k, const mkc_tensor *w, int wi, const char *x, bool at0,
-	  int norm, const char *scale, const char *eps, const char *out)
+emit_gemv(mkc_emitter *e, int r, int64_t k, const mkc_tensor *w, int wi, bool two, const char *x,
+	  bool at0, int norm, const char *scale, const char *eps, const char *out)
 {
 	FILE *f = e->f;
-	int ring = note_rows(e, w, r - 1);
+	int ring = two ? 0 : note_rows(e, w, r - 1);
+	char w2[64] = "";
+	if (two)
+		snprintf(w2, sizeof w2, ", x%d + lo[%d] * x%d_s[0]", wi + 1, r - 1, wi + 1);
 	fprintf(f, "\t__shared__ float dots[MKC_GEMV_ROWS];\n"
 		"\tint64_t ext[%d], idx[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n",
 		r + 1, r + 1, r);
 	if (at0)
 		fprintf(f, "\tmkc_rt_unflat(0, lo, ext, %d, idx);\n", r);
 	fprintf(f, "\tmkc_gemv<%lld, %s, %d, %d>(%s, x%d + lo[%d] * x%d_s[0], x%d_s[0], cnt, dots, %s, "
-		"%s);\n\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n"
-		"\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n\t\tconst float acc = dots[f];\n"
+		"%s%s);\n\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n"
+		"\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n\t\tconst float acc = dots[f];\n%s"
 		"\t\ty[mkc_rt_dot(idx, y_s, %d)] = %s;\n\t}\n",
 		(long long)k, is_bf16(w) ? "true" : "false", norm, ring, x, wi, r - 1, wi, wi, scale, eps,
-		r, r, out);
+		w2, r, two ? "\t\tconst float acc2 = dots[cnt + f];\n" : "", r, out);
 }
 
 static void
@@ -572,7 +579,8 @@ emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *pa, const ch
 	int v = wb ? 8 : 4, w = e->t->warp;
 	const mkc_tensor *a = n->in[0];
 	if (gemv_fits(e, n, r, 1)) {
-		emit_gemv(e, r, a->shape[a->rank - 1].c, n->in[1], 1, pa, true, 0, "NULL", "0.0f", out);
+		emit_gemv(e, r, a->shape[a->rank - 1].c, n->in[1], 1, false, pa, true, 0, "NULL", "0.0f",
+			  out);
 		return;
 	}
 	fprintf(f, "\tconst int64_t KR = %lld;\n"
@@ -672,7 +680,8 @@ emit_gemm(mkc_emitter *e, const mkc_node *n)
  * registers; otherwise the row's sum of squares first, then each product
  * scales x on the fly, with the same float operations in the same order as
  * the norm's and the Gemm's own bodies (the C target's results are those of
- * the two nodes, bit for bit).
+ * the two nodes, bit for bit). NormGlu (passes/fuse_glu.c) is two such
+ * products, by Wg and Wu, and SiluMul's expression of them.
  */
 static int
 emit_norm_gemm(mkc_emitter *e, const mkc_node *n)
@@ -680,27 +689,38 @@ emit_norm_gemm(mkc_emitter *e, const mkc_node *n)
 	FILE *f = e->f;
 	float alpha = n->kern->alpha, beta = n->kern->beta;
 	float eps = n->kern->eps;
-	bool c = n->nin > 3 && n->in[3];
+	bool glu = n->op == MKC_OP_NORM_GLU, c = !glu && n->nin > 3 && n->in[3];
 	int64_t k = n->in[0]->shape[1].c;
 	char fa[48], fb[48], fe[48], sb[128], out[200];
 	decl_all(e, n);
 	if (c)
 		fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x3_d, x3_s, %d, 2, cs);\n", n->in[3]->rank);
-	snprintf(out, sizeof out, "%s * acc%s%s%s", flit(fa, alpha), c ? " + " : "", c ? flit(fb, beta) : "",
-		 c ? " * x3[mkc_rt_dot(idx, cs, 2)]" : "");
+	if (glu)   /* SiluMul's $0 * (1.0f / (1.0f + expf(-$0))) * $1 of the two products */
+		snprintf(out, sizeof out, "(%s * acc) * (1.0f / (1.0f + expf(-(%s * acc)))) * (%s * acc2)",
+			 flit(fa, alpha), fa, fa);
+	else
+		snprintf(out, sizeof out, "%s * acc%s%s%s", flit(fa, alpha), c ? " + " : "",
+			 c ? flit(fb, beta) : "", c ? " * x3[mkc_rt_dot(idx, cs, 2)]" : "");
 	if (gemv_fits(e, n, 2, 2)) {
-		emit_gemv(e, 2, k, n->in[2], 2, "x0", false, is_bf16(n->in[1]) ? 2 : 1, "x1",
+		emit_gemv(e, 2, k, n->in[2], 2, glu, "x0", false, is_bf16(n->in[1]) ? 2 : 1, "x1",
 			  flit(fe, eps), out);
 		return 0;
 	}
+	const char *wt = is_bf16(n->in[2]) ? "uint16_t" : "float";
+	const char *wk = is_bf16(n->in[2]) ? "mkc_rt_bf16(pb[k])" : "pb[k]";
 	fprintf(f, "\tconst int64_t K = %lld;\n\tfloat mean = 0, ss = 0;\n"
 		"\tfor (int64_t j = 0; j < K; j++)\n\t\tss += (x0[j] - mean) * (x0[j] - mean);\n"
 		"\tconst float inv = 1.0f / sqrtf(ss / (float)K + %s);\n", (long long)k, flit(fe, eps));
 	open_box(f, 2);
 	fprintf(f, "\t\tconst %s *pb = x2 + idx[1] * x2_s[0];\n\t\tfloat acc = 0;\n"
-		"\t\tfor (int64_t k = 0; k < K; k++)\n\t\t\tacc += (x0[k] - mean) * inv * %s * %s;\n"
-		"\t\ty[oy] = %s;\n\t}\n", is_bf16(n->in[2]) ? "uint16_t" : "float", rd(sb, n, 1, "k"),
-		is_bf16(n->in[2]) ? "mkc_rt_bf16(pb[k])" : "pb[k]", out);
+		"\t\tfor (int64_t k = 0; k < K; k++)\n\t\t\tacc += (x0[k] - mean) * inv * %s * %s;\n",
+		wt, rd(sb, n, 1, "k"), wk);
+	if (glu)
+		fprintf(f, "\t\tconst float acc1 = acc;\n\t\tpb = x3 + idx[1] * x3_s[0];\n\t\tacc = 0;\n"
+			"\t\tfor (int64_t k = 0; k < K; k++)\n"
+			"\t\t\tacc += (x0[k] - mean) * inv * %s * %s;\n"
+			"\t\tconst float acc2 = acc;\n\t\tacc = acc1;\n", rd(sb, n, 1, "k"), wk);
+	fprintf(f, "\t\ty[oy] = %s;\n\t}\n", out);
 	return 0;
 }
 

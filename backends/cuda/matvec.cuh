@@ -20,7 +20,9 @@
  * a row has fewer chunks than the block has threads, the rest idle.
  */
 
-#define MKC_GEMV_ROWS 64
+#ifndef MKC_GEMV_ROWS
+#define MKC_GEMV_ROWS 128
+#endif
 
 /* 16-byte weight loads a thread has in one batch (two batches in flight) */
 #ifndef MKC_GEMV_INFLIGHT
@@ -109,20 +111,27 @@ mkc_gemv_norm(float4 *xa, float4 *xb, const void *scale, float eps)
 	}
 }
 
-/* rows r .. r + RB of the weight, this thread's C chunks of each (zero past n) */
+/*
+ * rows r .. r + RB of the tile, this thread's C chunks of each (zero past
+ * nt): rows below n of w, the rest of w2 (from its row 0)
+ */
 template <int RB, int C, bool BF16>
 static __device__ __forceinline__ void
-mkc_gemv_load(uint4 (*v)[C], const void *w, int64_t ldw, int64_t r, int64_t n, int T)
+mkc_gemv_load(uint4 (*v)[C], const void *w, const void *w2, int64_t ldw, int64_t r, int64_t n,
+	      int64_t nt, int T)
 {
 	const int t = threadIdx.x;
 #pragma unroll
-	for (int j = 0; j < RB; j++)
+	for (int j = 0; j < RB; j++) {
+		const int64_t q = r + j;
+		const char *base = (const char *)(q < n ? w : w2);
+		const uint4 *row = (const uint4 *)(base + (q < n ? q : q - n) * ldw * (BF16 ? 2 : 4));
 #pragma unroll
 		for (int c = 0; c < C; c++) {
 			const int k = t + c * MKC_THREADS;
-			const uint4 *row = (const uint4 *)((const char *)w + (r + j) * ldw * (BF16 ? 2 : 4));
-			v[j][c] = r + j < n && k < T ? row[k] : make_uint4(0, 0, 0, 0);
+			v[j][c] = q < nt && k < T ? row[k] : make_uint4(0, 0, 0, 0);
 		}
+	}
 }
 
 /* x . w with w 16 bytes of weights (8 bf16 or 4 float32) */
@@ -220,12 +229,14 @@ mkc_gemv_ring(const float *x, const void *w, int64_t n, float *dots, const void 
  * (2) scale of K elements, as a NormGemm node asks (passes/fuse_norm.c).
  * With RING, on sm_90 and when a row fits a slot, the rows come from the
  * weight ring, where the worker put them (ring.cuh: mkc_task_rows says so
- * for the same tasks); otherwise from global memory.
+ * for the same tasks); otherwise from global memory. With a second weight
+ * w2 (NormGlu, never through the ring), dots[n + r] = x . w2[r] too
+ * (2 n <= MKC_GEMV_ROWS): both weights' rows stream as one tile's.
  */
 template <int K, bool BF16, int NORM, int RING>
 static __device__ __noinline__ void MKC_UNUSED
 mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, const void *scale,
-	 float eps)
+	 float eps, const void *w2 = nullptr)
 {
 	constexpr int E = BF16 ? 8 : 4;                 /* weights in 16 bytes */
 	static_assert(K % E == 0, "K: whole 16-byte chunks");
@@ -233,7 +244,7 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, con
 	constexpr int C = (T + MKC_THREADS - 1) / MKC_THREADS;   /* chunks a thread */
 	constexpr int RB = C >= MKC_GEMV_INFLIGHT ? 1 : MKC_GEMV_INFLIGHT / C;   /* rows a batch; two in flight */
 #if MKC_RING
-	if (RING && MKC_RING_ROWS_FIT(T * 16)) {
+	if (RING && !w2 && MKC_RING_ROWS_FIT(T * 16)) {
 		if (n > 0)
 			mkc_gemv_ring<K, BF16, NORM>(x, w, n, dots, scale, eps);
 		return;
@@ -244,13 +255,14 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, con
 	/* the first rows' loads go out first: they wait on nothing, and the
 	 * memory can stream them while the activations and the norm's sum
 	 * come in */
+	const int64_t nt = w2 ? 2 * n : n;   /* the tile's rows */
 	uint4 cur[RB][C], nxt[RB][C];
-	mkc_gemv_load<RB, C, BF16>(cur, w, ldw, 0, n, T);
+	mkc_gemv_load<RB, C, BF16>(cur, w, w2, ldw, 0, n, nt, T);
 	float4 xa[C], xb[C];
 	mkc_gemv_x<K, E, C, NORM>(x, xa, xb, scale, eps);
-	for (int64_t r = 0; r < n; r += RB) {
+	for (int64_t r = 0; r < nt; r += RB) {
 		/* the next rows' loads go out before this batch is summed */
-		mkc_gemv_load<RB, C, BF16>(nxt, w, ldw, r + RB, n, T);
+		mkc_gemv_load<RB, C, BF16>(nxt, w, w2, ldw, r + RB, n, nt, T);
 #pragma unroll
 		for (int j = 0; j < RB; j++) {
 			float acc = 0;
@@ -259,7 +271,7 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, con
 				acc += mkc_gemv_dot16<BF16>(xa[c], xb[c], cur[j][c]);
 			for (int o = 16; o > 0; o >>= 1)
 				acc += __shfl_xor_sync(0xffffffffu, acc, o);
-			if (lane == 0 && r + j < n)
+			if (lane == 0 && r + j < nt)
 				red[warp][r + j] = acc;
 		}
 #pragma unroll
@@ -268,5 +280,5 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, con
 			for (int c = 0; c < C; c++)
 				cur[j][c] = nxt[j][c];
 	}
-	mkc_gemv_sum<T>(red, n, dots);
+	mkc_gemv_sum<T>(red, nt, dots);
 }

@@ -16,54 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MKC_THREADS 256
-#define MKC_UNUSED __attribute__((unused))
-
-/* the pieces of runtime/common.h the bodies use */
-static __device__ inline float
-mkc_rt_warp_sum(float v)
-{
-	for (int o = 16; o > 0; o >>= 1)
-		v += __shfl_xor_sync(0xffffffffu, v, o);
-	return v;
-}
-
-static __device__ inline float
-mkc_rt_block_sum(float v)
-{
-	__shared__ float part[32];
-	v = mkc_rt_warp_sum(v);
-	__syncthreads();
-	if ((threadIdx.x & 31) == 0)
-		part[threadIdx.x >> 5] = v;
-	__syncthreads();
-	float s = 0;
-	for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++)
-		s += part[w];
-	return s;
-}
-
-static __host__ __device__ inline float
-mkc_rt_bf16(uint16_t b)
-{
-	uint32_t x = (uint32_t)b << 16;
-	float f;
-	memcpy(&f, &x, 4);
-	return f;
-}
+#include "rt_stub.cuh"
 
 #include "../../backends/cuda/ring.cuh"
 #include "../../backends/cuda/attention.cuh"
 #include "../../backends/cuda/matvec.cuh"
-
-#define CHECK(x)                                                                         \
-	do {                                                                             \
-		cudaError_t e_ = (x);                                                    \
-		if (e_ != cudaSuccess) {                                                 \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-			exit(2);                                                         \
-		}                                                                        \
-	} while (0)
 
 static unsigned rng = 12345;
 
@@ -115,7 +72,7 @@ report(const char *what, const float *got, const double *want, int n, double tol
 template <int K, bool BF16, int NORM, int RING>
 static __global__ void
 gemv_kernel(const float *x, const void *w, int64_t n, float *out, const void *scale, float eps,
-	    int twice)
+	    int twice, const void *w2)
 {
 	__shared__ float dots[MKC_GEMV_ROWS];
 	const int row = K * (BF16 ? 2 : 4);
@@ -127,17 +84,20 @@ gemv_kernel(const float *x, const void *w, int64_t n, float *out, const void *sc
 			if (k == 0 && twice)
 				mkc_ring_push(w, n * row, row);
 		}
-		mkc_gemv<K, BF16, NORM, RING>(x, w, K, n, dots, scale, eps);
+		mkc_gemv<K, BF16, NORM, RING>(x, w, K, w2 ? n / 2 : n, dots, scale, eps, w2);
 		for (int64_t r = threadIdx.x; r < n; r += blockDim.x)
 			out[k * n + r] = dots[r];
 		__syncthreads();
 	}
 }
 
-/* n rows of a [n, K] weight (bf16 or float32) by x, RMS-normalised first with NORM */
+/*
+ * n rows of a [n, K] weight (bf16 or float32) by x, RMS-normalised first
+ * with NORM; with two, the rows from n / 2 on as a second weight (NormGlu's)
+ */
 template <int K, bool BF16, int NORM, int RING>
 static void
-gemv_case(int n, int twice)
+gemv_case(int n, int twice, bool two = false)
 {
 	float *x = (float *)malloc(sizeof(float) * K), *wf = (float *)malloc(sizeof(float) * K * n);
 	uint16_t *wb = (uint16_t *)malloc(2 * (size_t)K * n), sb[K];
@@ -170,8 +130,9 @@ gemv_case(int n, int twice)
 	CHECK(cudaMemset(dout, 0xff, sizeof(float) * n * runs));   /* NaN until written */
 	CHECK(cudaFuncSetAttribute(gemv_kernel<K, BF16, NORM, RING>,
 				   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_RING_BYTES));
+	const void *dw2 = two ? (const char *)dw + (size_t)(n / 2) * K * (BF16 ? 2 : 4) : NULL;
 	gemv_kernel<K, BF16, NORM, RING><<<1, MKC_THREADS, MKC_RING_BYTES>>>(dx, dw, n, dout, ds, eps,
-									   twice);
+									   twice, dw2);
 	CHECK(cudaGetLastError());
 	for (int k = 0; k < runs; k++) {
 		float *g = (float *)malloc(sizeof(float) * n);
@@ -179,8 +140,9 @@ gemv_case(int n, int twice)
 		memcpy(wcopy, want, sizeof(double) * n);
 		CHECK(cudaMemcpy(g, dout + k * n, sizeof(float) * n, cudaMemcpyDeviceToHost));
 		char what[96];
-		snprintf(what, sizeof what, "mkc_gemv<%d, %s, %d, %d>, %d rows%s", K,
-			 BF16 ? "bf16" : "f32", NORM, RING, n, k ? ", 2nd in ring" : "");
+		snprintf(what, sizeof what, "mkc_gemv<%d, %s, %d, %d>, %d rows%s%s", K,
+			 BF16 ? "bf16" : "f32", NORM, RING, n, k ? ", 2nd in ring" : "",
+			 two ? ", 2 weights" : "");
 		report(what, g, wcopy, n, 1e-5);
 	}
 	cudaFree(dx);
@@ -322,6 +284,10 @@ main(void)
 	gemv_case<576, true, 0, 0>(9, 0);     /* fewer 16-byte chunks than threads */
 	gemv_case<1024, false, 1, 0>(33, 0);
 	gemv_case<256, false, 0, 0>(1, 0);
+	gemv_case<2048, true, 2, 0>(62, 0, true);   /* NormGlu: 31 rows of each weight */
+	gemv_case<2048, true, 2, 0>(124, 0, true);  /* 62 of each: MKC_GEMV_ROWS */
+	gemv_case<8192, true, 0, 0>(6, 0, true);
+	gemv_case<1024, false, 1, 0>(2, 0, true);
 	gemv_case<2048, true, 0, 1>(15, 1);   /* 4 rows a stage, the last stage short */
 	gemv_case<2048, true, 2, 1>(64, 1);   /* 16 stages: the 8 slots go round twice */
 	gemv_case<8192, true, 0, 1>(16, 1);   /* a row a stage */

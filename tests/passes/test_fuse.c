@@ -243,6 +243,7 @@ expect_same_bits(const char *model, const char *weights, const char *want_fused)
 		    model, NULL);
 	cr_assert_eq(r->status, 0, "%s%s", r->out, r->err);
 	cr_assert_null(strstr(r->err, "fuse: "), "--no-fuse ran the pass:\n%s", r->err);
+	cr_assert_null(strstr(r->err, "fuse_glu: "), "--no-fuse ran fuse_glu:\n%s", r->err);
 	const char *plain = kept_dir(r->err);
 	char cmd[2048], out[8192];
 	/* every output and cache file of the unfused run has a twin with the same bytes */
@@ -260,6 +261,9 @@ Test(fuse, fused_models_give_the_same_bits, .timeout = 300)
 	const char *both = "fuse: 4 residual adds into Gemm, 2 SwiGLU, 0 SiLU alone";
 	expect_same_bits("tests/models/tiny_llama_hf", "f32", both);
 	expect_same_bits("tests/models/tiny_llama_hf", "bf16", both);
+	/* each SwiGLU with its gate and up products: one NormGlu node */
+	expect_same_bits("tests/models/hf/llama_tiny_bf16", "f32",
+			 "fuse_glu: 2 SwiGLU with the products that feed them");
 	/* o_proj has no bias: fused; down_proj has none either */
 	expect_same_bits("tests/models/hf/qwen2_tiny", "f32", both);
 	/* mlp_bias and attention_bias: every Gemm has a C already, so only SwiGLU fuses */

@@ -116,6 +116,49 @@ Test(plan, weight_matmuls_are_cut_by_columns)
 		     task_of(p, "node_linear_2", 0)->waits[0]);
 }
 
+/* the tiles of node, each on a worker of its own and none shared with seen[] */
+static int
+distinct_workers(mkc_plan *p, const char *node, bool *seen)
+{
+	int k = 0;
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		if (strcmp(t->node->name, node))
+			continue;
+		cr_expect_not(seen[t->worker], "%s tile %d: worker %d already has one", node, t->tile,
+			      t->worker);
+		seen[t->worker] = true;
+		k++;
+	}
+	return k;
+}
+
+Test(plan, products_of_one_input_share_the_workers)
+{
+	mkc_target_params tp = {.nworkers = 24, .min_tile_elems = 4096, .matmul_tile_cols = 64,
+				.matmul_min_cols = 8};
+	mkc_plan *p = mkc_plan_create(graph_of(MODEL("tiny_llama_decode_op23/model.onnx")), &tp);
+	cr_assert_eq(mkc_pass_tile(p), 0, "%s", errs());
+	cr_assert_eq(mkc_pass_memory(p), 0, "%s", errs());
+	cr_assert_eq(mkc_pass_deps(p), 0, "%s", errs());
+	finish(p);
+	/* q (256 columns), k and v (64 each) read the same normed row: 24
+	 * workers split 16 / 4 / 4, and the schedule puts each tile on a
+	 * worker of its own (taking tiles by when they are ready: the
+	 * rotary after q does not take a worker that k or v needed) */
+	bool seen[24] = {false};
+	cr_assert_eq(distinct_workers(p, "node_linear", seen), 16);
+	cr_assert_eq(distinct_workers(p, "node_linear_1", seen), 4);
+	cr_assert_eq(distinct_workers(p, "node_linear_2", seen), 4);
+	cr_assert_eq(mkc_pass_verify(p), 0, "%s", errs());
+	/* the gate's 512 columns at 5 workers: 8 tiles of 64 would leave 3
+	 * workers a second tile; 10 tiles give each of them two */
+	tp.nworkers = 5;
+	p = mkc_plan_create(graph_of(MODEL("tiny_llama_decode_op23/model.onnx")), &tp);
+	cr_assert_eq(mkc_pass_tile(p), 0, "%s", errs());
+	cr_assert_eq(tasks_of(p, "node_linear_4"), 10);
+}
+
 Test(plan, plan_dump_is_deterministic)
 {
 	char *a = NULL, *b = NULL;
