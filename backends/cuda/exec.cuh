@@ -229,7 +229,8 @@ mkc_qdesc_kernel(int *out)
 	d[MKC_QD_RANK] = ok ? rank : -1;
 	const int *r = mkc_node_rows_of(node);
 	d[MKC_QD_ROWS] = -1;
-	if (r && ok && MKC_RING_ROWS_FIT(r[2])) {
+	if (r && ok && (MKC_RING ? MKC_RING_ROWS_FIT(r[2]) : r[2] % 16 == 0) &&
+	    (long long)(d[MKC_QD_HI + r[1]] - d[MKC_QD_LO + r[1]]) * r[2] <= 0x7fffffff) {
 		const long long lo = d[MKC_QD_LO + r[1]], hi = d[MKC_QD_HI + r[1]];
 		d[MKC_QD_ROWS] = r[0];
 		d[MKC_QD_ROW_BYTES] = r[2];
@@ -266,6 +267,39 @@ mkc_qdesc_landed(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 	asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
+/*
+ * With MKC_L2_AHEAD > 0 (and no ring), the weight rows of the matvec
+ * MKC_L2_AHEAD tasks ahead are asked into L2 (one cp.async.bulk.prefetch,
+ * sm_90) by the feeder warp as task i starts: a weight does not depend on
+ * the step, so the memory could stream a task's rows while the worker is
+ * busy with the task before or waits for its activations. At most
+ * MKC_QD_AHEAD - 1 (the descriptors that have landed). Off: measured on an
+ * H200 (Llama-3.2-1B shape, bench/RESULTS.md, 2026-12-01) the step took
+ * 1.64 ms (1 ahead) and 1.66 ms (2 ahead) against 1.48 ms without at
+ * context 1024; every stage got slower, the hand-offs too (0.59 to 1.06 us).
+ */
+#ifndef MKC_L2_AHEAD
+#define MKC_L2_AHEAD 0
+#endif
+static_assert(MKC_L2_AHEAD >= 0 && MKC_L2_AHEAD < MKC_QD_AHEAD, "MKC_L2_AHEAD: 0 to MKC_QD_AHEAD - 1");
+
+/* Feeder lane 0: the rows descriptor d's matvec reads go into L2. */
+static __device__ __forceinline__ void
+mkc_l2_prefetch(const struct mkc_model *m, const int *d)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	if (d[MKC_QD_ROWS] < 0)
+		return;
+	const char *p = (const char *)m->buf[d[MKC_QD_ROWS]] + *(const long long *)&d[MKC_QD_ROWS_OFF];
+	const unsigned bytes = (unsigned)d[MKC_QD_ROWS_BYTES];
+	if (((uintptr_t)p & 15) == 0 && bytes > 0)
+		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#else
+	(void)m;
+	(void)d;
 #endif
 }
 
@@ -314,6 +348,9 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 		for (int j = 0; j < MKC_QD_AHEAD && j < n; j++)
 			mkc_qdesc_fetch(dq, gd, j);
 		mkc_qdesc_landed<0>();
+		__syncwarp();
+		for (int j = 0; !MKC_RING && threadIdx.x == 32 && j < MKC_L2_AHEAD && j < n; j++)
+			mkc_l2_prefetch(m, dq[j]);
 	}
 	__syncthreads();
 	if (MKC_RING_AHEAD && threadIdx.x == 0 && n > 0)
@@ -325,6 +362,10 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 			 * while the task runs (its slot's last reader was task
 			 * i + MKC_QD_AHEAD - MKC_QD_SLOTS, long done) */
 			mkc_qdesc_landed<0>();
+			/* every lane's part of descriptor i + MKC_L2_AHEAD is there */
+			__syncwarp();
+			if (!MKC_RING && MKC_L2_AHEAD && threadIdx.x == 32 && i + MKC_L2_AHEAD < n)
+				mkc_l2_prefetch(m, dq[(i + MKC_L2_AHEAD) % MKC_QD_SLOTS]);
 			if (i + MKC_QD_AHEAD < n)
 				mkc_qdesc_fetch(dq, gd, i + MKC_QD_AHEAD);
 		}
