@@ -27,6 +27,9 @@ static const char usage[] =
 	"  -o OUT             output file; its extension picks the target\n"
 	"                     (.cu: cuda, .hip: hip, .c: c)\n"
 	"  --target T         cuda, hip or c, whatever OUT is called\n"
+	"  --arch A           hip: the AMD architecture the file is for, gfx942\n"
+	"                     (MI300, the default) or gfx90a (MI200); a device\n"
+	"                     build for another one stops with an #error\n"
 	"  --name NAME        prefix of the emitted API, a C identifier that is no\n"
 	"                     keyword and no name the emitted code uses (default:\n"
 	"                     OUT's stem, with _model after it where it would be)\n"
@@ -72,7 +75,7 @@ static const char usage[] =
 	"tests but has never run on a GPU.\n";
 
 typedef struct {
-	const char *model, *out, *target, *name, *dump_after;
+	const char *model, *out, *target, *name, *dump_after, *arch;
 	int verbose;
 	int workers;
 	int64_t max_dim, max_seq;
@@ -148,7 +151,7 @@ parse_args(int argc, char **argv, int from, options *o)
 				o->max_dim = x;
 			i++;
 		} else if (strcmp(a, "-o") == 0 || strcmp(a, "--target") == 0 ||
-		    strcmp(a, "--name") == 0) {
+			   strcmp(a, "--name") == 0 || strcmp(a, "--arch") == 0) {
 			if (!v)
 				return bad_usage("%s needs a value", a);
 			i++;
@@ -156,6 +159,8 @@ parse_args(int argc, char **argv, int from, options *o)
 				o->out = v;
 			else if (a[2] == 't')
 				o->target = v;
+			else if (a[2] == 'a')
+				o->arch = v;
 			else
 				o->name = v;
 		} else if (strcmp(a, "--weights") == 0) {
@@ -204,6 +209,16 @@ parse_args(int argc, char **argv, int from, options *o)
 		if (!t)
 			return bad_usage("cannot tell the target from '%s'; name it with --target", o->out);
 		o->target = t->name;
+	}
+	if (o->arch) {
+		const mkc_target *t = o->target ? mkc_target_find(o->target) : NULL;
+		if (!t)
+			return bad_usage("%s needs a hip output (-o FILE.hip)", "--arch");
+		if (!mkc_target_has_arch(t, NULL))
+			return bad_usage("--arch is for the hip target (gfx942 or gfx90a), not for '%s'",
+					 t->name);
+		if (!mkc_target_has_arch(t, o->arch))
+			return bad_usage("--arch must be gfx942 or gfx90a, not '%s'", o->arch);
 	}
 	return 0;
 }
@@ -259,6 +274,7 @@ compile(const options *o)
 			.max_dim = o->max_dim ? o->max_dim : 4096,
 			.embed_limit = o->embed_limit,
 			.profile_steps = o->profile_steps,
+			.arch = o->arch,
 		};
 		if (mkc_emit(p, t, &eo) != 0)
 			goto out;

@@ -647,11 +647,22 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 		return;
 	}
 	const mkc_target *t = mkc_target_find(o->target);
+	/* the file is generated for the architecture the build command names */
+	const char *arch = t->archs ? getenv("MKC_HIP_ARCH") : NULL;
+	if (arch && *arch && !mkc_target_has_arch(t, arch)) {
+		printf("FAIL %s: MKC_HIP_ARCH=%s: the %s target is generated for gfx942 or gfx90a\n",
+		       dir, arch, t->name);
+		(*failed)++;
+		rmdir(work);
+		mkc_ctx_destroy(c);
+		return;
+	}
 	mkc_driver_options d = {.workers = o->workers, .bf16_weights = o->bf16,
 				.no_reuse = o->no_reuse, .max_seq = o->max_seq, .kv_io = o->kv_io,
 				.no_fuse = o->no_fuse, .wide_target = t->warp > 0};
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, t->ext),
-			       "model", "mkc test", 4096, o->embed_limit, o->profile ? 1 : 0};
+			       "model", "mkc test", 4096, o->embed_limit, o->profile ? 1 : 0,
+			       arch && *arch ? arch : NULL};
 	bool ok = (g = mkc_load_model(c, model)) != NULL;
 	mkc_tensor **inputs = NULL, **outputs = NULL;
 	int ninputs = 0, noutputs = 0;

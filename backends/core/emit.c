@@ -59,18 +59,25 @@ mkc_ccomment(mkc_arena *a, const char *s)
 	return out;
 }
 
-/* Writes text with every "$P" replaced by the prefix. */
+/* Writes text with every "$" key (a letter: "$P") replaced by value. */
 static void
-put_template(FILE *f, const char *text, const char *prefix)
+put_subst(FILE *f, const char *text, char key, const char *value)
 {
 	for (const char *s = text; *s; s++) {
-		if (s[0] == '$' && s[1] == 'P') {
-			fputs(prefix, f);
+		if (s[0] == '$' && s[1] == key) {
+			fputs(value, f);
 			s++;
 		} else {
 			fputc(*s, f);
 		}
 	}
+}
+
+/* Writes text with every "$P" replaced by the prefix. */
+static void
+put_template(FILE *f, const char *text, const char *prefix)
+{
+	put_subst(f, text, 'P', prefix);
 }
 
 /*
@@ -864,6 +871,8 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 		(unsigned long long)hash_file(g->path), e->t->name, p->tp.nworkers, p->tasks.n,
 		p->events.n, hname);
 	fputs(e->t->headers, f);
+	if (e->t->archs)   /* "$A": the architecture the device code is for */
+		put_subst(f, e->t->arch_guard, 'A', o->arch ? o->arch : e->t->archs[0]);
 	fputs(mkc_runtime_text("runtime/common.h"), f);
 	put_template(f, mkc_runtime_text("runtime/api_h.h"), prefix);
 	int ntensors = number_tensors(e);

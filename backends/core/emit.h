@@ -44,7 +44,16 @@ typedef struct {
 	const char *test_build;
 	const char *test_buffers;   /* the harness's DEV_ALLOC, TO_DEV, TO_HOST, POISON, DEV_FREE */
 	bool host_workers;          /* workers are host threads: --tsan and --shuffle apply */
+	/* --arch: the GPU architectures the file may be generated for, the
+	 * default first, NULL-terminated; NULL: the target takes no --arch */
+	const char *const *archs;
+	/* with archs: the lines after the headers that hold a device compile
+	 * to the chosen one; "%s" (any number of them) is its name */
+	const char *arch_guard;
 } mkc_target;
+
+/* Whether t takes --arch a (any a when a is NULL: whether it takes --arch at all). */
+bool mkc_target_has_arch(const mkc_target *t, const char *a);
 
 /* The standard headers every written target includes. */
 #define MKC_STD_HEADERS "#include <errno.h>\n#include <fcntl.h>\n#include <math.h>\n" \
@@ -73,6 +82,7 @@ typedef struct {
 	int64_t max_dim;            /* compiled maximum of every symbol */
 	int64_t embed_limit;        /* initializers up to this many bytes are embedded */
 	int profile_steps;          /* --profile: steps the timeline keeps (0: no timeline) */
+	const char *arch;           /* --arch, for a target with archs; NULL: its default */
 } mkc_emit_options;
 
 int mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o);

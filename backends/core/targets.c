@@ -51,6 +51,15 @@ mkc_target_find(const char *name)
 	return NULL;
 }
 
+bool
+mkc_target_has_arch(const mkc_target *t, const char *a)
+{
+	for (const char *const *x = t->archs; x && *x; x++)
+		if (!a || strcmp(*x, a) == 0)
+			return true;
+	return false;
+}
+
 const mkc_target *
 mkc_target_of_path(const char *out)
 {

@@ -35,8 +35,8 @@ const mkc_target mkc_target_hip = {
 	.table_qual = "static __device__ const",
 	.half_types = false,
 	.warp = HIP_WARP,
-	/* gfx942 (MI300) by default; MKC_HIP_ARCH=gfx90a for MI200, HIPCC
-	 * names another hipcc. Never run here: no AMD GPU. */
+	/* --arch (mkc test: $MKC_HIP_ARCH), gfx942 (MI300) by default, gfx90a
+	 * for MI200; HIPCC names another hipcc. Never run here: no AMD GPU. */
 	.test_build = "${HIPCC:-hipcc} --offload-arch=${MKC_HIP_ARCH:-gfx942} -O2 "
 		      "-Wall -Wextra -Werror -o $W/run $W/model.hip $W/main.hip",
 	.test_buffers =
@@ -50,4 +50,17 @@ const mkc_target mkc_target_hip = {
 		"#define POISON(d, n) (void)hipMemset(d, 0xff, n)\n"
 		"#define DEV_FREE(d) (void)hipFree(d)\n",
 	.host_workers = false,
+	/* gfx942 (MI300) first: the default. The device code is the same for
+	 * both (wave64, the same scoped atomics; clang lowers them per
+	 * architecture), so the guard's first job is to stop a build for a
+	 * 32-wide RDNA part or another gfx9 the plan was not made for. */
+	.archs = (const char *const[]){"gfx942", "gfx90a", NULL},
+	.arch_guard =
+		"/* for $A (mkc --arch $A): hipcc --offload-arch=$A -O2 -c this file */\n"
+		"#if defined(__HIP_DEVICE_COMPILE__) && !defined(__$A__) && !defined(MKC_ANY_ARCH)\n"
+		"#error \"generated for $A (mkc --arch $A): build with --offload-arch=$A, generate the "
+		"file again for your GPU, or define MKC_ANY_ARCH\"\n#endif\n"
+		"#if defined(__AMDGCN_WAVEFRONT_SIZE) && __AMDGCN_WAVEFRONT_SIZE != MKC_WARP\n"
+		"#error \"the kernel's lane groups are MKC_WARP lanes: this device compile's wavefronts "
+		"are not\"\n#endif\n",
 };

@@ -39,6 +39,19 @@ Test(cli, bad_command_lines)
 	cr_assert(strstr(r->err, "no pass is called 'nopass'"), "%s", r->err);
 	r = mkc_run(MODEL("hand/storage.onnx"), "--target", "vulkan", NULL);
 	cr_assert_eq(r->status, 2);
+	/* --arch: the hip target's, one of its architectures, and nothing written otherwise */
+	r = mkc_run(MODEL("hand/storage.onnx"), "-o", "/tmp/mkc_cli_arch.cu", "--arch", "gfx90a", NULL);
+	cr_assert_eq(r->status, 2);
+	cr_assert(strstr(r->err, "--arch is for the hip target (gfx942 or gfx90a), not for 'cuda'"),
+		  "%s", r->err);
+	r = mkc_run(MODEL("hand/storage.onnx"), "-o", "/tmp/mkc_cli_arch.hip", "--arch", "gfx1100", NULL);
+	cr_assert_eq(r->status, 2);
+	cr_assert(strstr(r->err, "--arch must be gfx942 or gfx90a, not 'gfx1100'"), "%s", r->err);
+	r = mkc_run(MODEL("hand/storage.onnx"), "--arch", "gfx942", NULL);
+	cr_assert_eq(r->status, 2);
+	cr_assert(strstr(r->err, "--arch needs a hip output"), "%s", r->err);
+	struct stat st;
+	cr_assert_neq(stat("/tmp/mkc_cli_arch.hip", &st), 0, "a refused command wrote a file");
 }
 
 Test(cli, info_llama_op18)
@@ -153,6 +166,15 @@ Test(cli, hip_output_and_header_are_written)
 	struct stat st;
 	cr_assert_eq(stat(path, &st), 0);
 	cr_assert_eq(stat(h, &st), 0);
+	/* for gfx942 unless --arch says otherwise: the guard names it */
+	char cmd[256], text[512];
+	snprintf(cmd, sizeof cmd, "grep -c 'defined(__gfx942__)' %s", path);
+	cr_assert_eq(mkc_shell(cmd, text, sizeof text), 0, "no gfx942 guard in %s", path);
+	r = mkc_run(MODEL("tiny_llama_decode_op18/model.onnx"), "-o", path, "--arch", "gfx90a", NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	snprintf(cmd, sizeof cmd, "grep -c 'defined(__gfx90a__)' %s && ! grep -q '__gfx942__' %s", path,
+		 path);
+	cr_assert_eq(mkc_shell(cmd, text, sizeof text), 0, "--arch gfx90a: %s", text);
 	unlink(path);
 	unlink(h);
 	rmdir(dir);

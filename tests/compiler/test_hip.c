@@ -42,22 +42,48 @@ need(const char *tool)
 		     "clang-19, lld-19)", tool);
 }
 
-/* Emits model as $d/m.hip, then runs build (which may name $d); 0 when both worked. */
+/*
+ * Emits model as $d/m.hip for arch (mkc --arch), then runs build (which may
+ * name $d); 0 when both worked.
+ */
+static int
+emit_for(const char *model, const char *arch, const char *build)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s tests/models/%s -o $d/m.hip --arch %s && %s; "
+		 "rc=$?; rm -rf $d; exit $rc", mkc_bin(), model, arch, build);
+	return mkc_shell(cmd, out, sizeof out);
+}
+
+/* The same for gfx942, the default. */
 static int
 emit_and(const char *model, const char *build)
 {
-	char cmd[2048];
-	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s tests/models/%s -o $d/m.hip && %s; "
-		 "rc=$?; rm -rf $d; exit $rc", mkc_bin(), model, build);
-	return mkc_shell(cmd, out, sizeof out);
+	return emit_for(model, "gfx942", build);
 }
 
 Test(hip, emitted_hip_builds_for_gfx90a_with_hipcc, .timeout = 600)
 {
 	need("${HIPCC:-hipcc}");
 	for (size_t i = 0; i < NMODELS; i++)
-		cr_assert_eq(emit_and(models[i], HIPCC " -c $d/m.hip -o $d/m.o"), 0, "%s: %s",
+		cr_assert_eq(emit_for(models[i], "gfx90a", HIPCC " -c $d/m.hip -o $d/m.o"), 0, "%s: %s",
 			     models[i], out);
+}
+
+/*
+ * A file is for the architecture mkc --arch named: a device build for
+ * another stops at the guard, with a sentence saying what to do.
+ */
+Test(hip, a_build_for_another_architecture_stops_at_the_guard, .timeout = 300)
+{
+	need("${HIPCC:-hipcc}");
+	/* the compiler's first lines: the guard's error comes first */
+	cr_assert_neq(emit_for("hand/small_mlp", "gfx942",
+			       "{ " HIPCC " -c $d/m.hip -o $d/m.o > $d/log 2>&1; rc=$?; head -c 800 $d/log; "
+			       "exit $rc; }"),
+		      0, "a gfx942 file built for gfx90a");
+	cr_assert(strstr(out, "generated for gfx942 (mkc --arch gfx942): build with "
+			      "--offload-arch=gfx942"), "%s", out);
 }
 
 Test(hip, emitted_hip_builds_for_gfx942_with_clang_19, .timeout = 600)
