@@ -4,15 +4,17 @@
  * megakernel's matvec tasks can reach, and the knobs that move it.
  *
  *   nvcc -gencode=arch=compute_90a,code=sm_90a -O2 [-DMKC_THREADS=N]
- *        [-DMKC_GEMV_INFLIGHT=N] -o gemv bench/gemv.cu && ./gemv [SMS]
+ *        [-DMKC_GEMV_INFLIGHT=N] -o gemv bench/gemv.cu && [GEMV_ALL=1] ./gemv [SMS]
  *
  * The weights are 1 GiB of bf16 (so L2 holds none of them between
- * passes), viewed as layers of [N, K] matrices. One block per SM walks
- * the layers as the megakernel's queue does: tasks of R rows dealt
- * round-robin, each an mkc_gemv call writing its dots out. No task waits
+ * passes), viewed as layers of [N, K] matrices. With GEMV_ALL set, one
+ * block per SM walks the layers as the megakernel's queue does: tasks of
+ * R rows dealt round-robin, each an mkc_gemv call writing its dots out. No task waits
  * for another, so the rate is the body's alone. Printed: GB/s for each
  * shape and R, with the plain read (every thread summing 16-byte loads,
- * 16 in flight) at the same block size and at 1024 threads for scale.
+ * 16 in flight) at the same block size and at 1024 threads for scale;
+ * then the Llama-3.2-1B step's products with one tile a block, streamed and
+ * in phases (gemv_phases: a barrier between layers, as the kernel's events).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +123,42 @@ gemv_stream(const float *x, const uint16_t *w, int64_t n, int layers, int r, flo
 		}
 }
 
+/*
+ * As the megakernel runs a layer's products: one tile of r rows a block, a
+ * phase a layer, and between phases every block waits for all (thread 0
+ * adds to a counter with a release and polls it with acquire loads, as
+ * exec.cuh's events do). Against gemv_stream's rate this says how much of
+ * the gap between the body alone and the body in the kernel is the phase
+ * structure (every SM starting and ending together) rather than the code.
+ */
+template <int K, int NORM, bool TWO = false>
+static __global__ void __launch_bounds__(MKC_THREADS, 1)
+gemv_phases(const float *x, const uint16_t *w, int64_t n, int layers, int r, float *y,
+	    const uint16_t *scale, unsigned long long *counter)
+{
+	__shared__ float dots[MKC_GEMV_ROWS];
+	for (int l = 0; l + TWO < layers; l += 1 + TWO) {
+		for (int64_t lo = (int64_t)blockIdx.x * r; lo < n; lo += (int64_t)gridDim.x * r) {
+			const int64_t rows = lo + r <= n ? r : n - lo;
+			const uint16_t *p = w + ((int64_t)l * n + lo) * K;
+			mkc_gemv<K, true, NORM, 0>(x, p, K, rows, dots, scale, 1e-5f,
+						   TWO ? p + n * K : nullptr);
+			for (int64_t i = threadIdx.x; i < rows; i += MKC_THREADS)
+				y[(int64_t)l * n + lo + i] = dots[i];
+		}
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			const unsigned long long want = (unsigned long long)(l / (1 + TWO) + 1) * gridDim.x;
+			asm volatile("red.release.gpu.global.add.u64 [%0], 1;" ::"l"(counter) : "memory");
+			unsigned long long v;
+			do
+				asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(counter) : "memory");
+			while (v < want);
+		}
+		__syncthreads();
+	}
+}
+
 /* every thread sums 16-byte loads, 16 in flight */
 static __global__ void
 read_stream(const uint4 *p, int64_t n, unsigned *sink)
@@ -174,6 +212,34 @@ gemv_case(const char *what, stream_fn f, int K, int sms, const uint16_t *w, cons
 	CHECK(cudaGetLastError());
 }
 
+typedef void (*phase_fn)(const float *, const uint16_t *, int64_t, int, int, float *,
+			 const uint16_t *, unsigned long long *);
+
+/* gemv_phases over n rows a layer (tiles of r, one a block when n = blocks * r) */
+static void
+phase_case(const char *what, phase_fn f, int K, int sms, const uint16_t *w, const float *x,
+	   float *y, const uint16_t *scale, int64_t n, int r, unsigned long long *counter)
+{
+	const int layers = (int)(BYTES / (n * K * 2));
+	cudaEvent_t a, b;
+	CHECK(cudaEventCreate(&a));
+	CHECK(cudaEventCreate(&b));
+	float ms = 0;
+	for (int k = 0; k < 6; k++) {   /* the first is a warm-up */
+		CHECK(cudaMemset(counter, 0, 8));
+		CHECK(cudaEventRecord(a));
+		f<<<sms, MKC_THREADS>>>(x, w, n, layers, r, y, scale, counter);
+		CHECK(cudaEventRecord(b));
+		if (k)
+			ms += ms_of(a, b) / 5;
+		else
+			ms_of(a, b);
+	}
+	printf("%-16s K %5d n %5lld rows/task %2d, a phase a layer: %7.1f GB/s\n", what, K,
+	       (long long)n, r, (double)layers * n * K * 2 / ms / 1e6);
+	CHECK(cudaGetLastError());
+}
+
 static void
 read_case(int blocks, int threads, const uint16_t *w, unsigned *sink)
 {
@@ -221,6 +287,16 @@ main(int argc, char **argv)
 		gemv_case("warp D32", warp_stream<8192, 0, 32>, 8192, sms, w, x, y, scale, 2048, rs[i]);
 	}
 	gemv_case("mkc_gemv", gemv_stream<2048, 0>, 2048, sms, w, x, y, scale, 2048, 16);
+	/* the 1B step's shapes, one tile a worker, with and without the phases */
+	unsigned long long *counter;
+	CHECK(cudaMalloc(&counter, 8));
+	gemv_case("down", gemv_stream<8192, 0>, 8192, sms, w, x, y, scale, 16 * sms, 16);
+	phase_case("down", gemv_phases<8192, 0>, 8192, sms, w, x, y, scale, 16 * sms, 16, counter);
+	gemv_case("o_proj", gemv_stream<2048, 0>, 2048, sms, w, x, y, scale, 16 * sms, 16);
+	phase_case("o_proj", gemv_phases<2048, 0>, 2048, sms, w, x, y, scale, 16 * sms, 16, counter);
+	gemv_case("glu 62+62", gemv_stream<2048, 2, true>, 2048, sms, w, x, y, scale, 62 * sms, 62);
+	phase_case("glu 62+62", gemv_phases<2048, 2, true>, 2048, sms, w, x, y, scale, 62 * sms, 62,
+		   counter);
 	/* the 1B step's MLP: gate and up as two nodes, or as NormGlu's tiles */
 	gemv_case("gate, up", gemv_stream<2048, 2>, 2048, sms, w, x, y, scale, 8192, 62);
 	gemv_case("glu 31+31", gemv_stream<2048, 2, true>, 2048, sms, w, x, y, scale, 8192, 31);
