@@ -2,7 +2,7 @@
 """Read a timeline that mkc --profile wrote (NAME_profile_write, or
 `mkc test --profile FILE`) and say where the step's time went.
 
-    python3 tools/profile_report.py TRACE [--step N] [--png OUT] [--top K]
+    python3 tools/profile_report.py TRACE [--step N] [--png OUT] [--top K] [--nodes PART]
     python3 tools/profile_report.py TRACE --check [--tasks N] [--steps N]
 
 The trace is Chrome trace-event JSON: per worker (tid) a "wait" slice
@@ -20,7 +20,11 @@ The report, for one step (default: the last):
     task had to wait for it, else the task before it on the same worker;
     with the hand-off latency (signal to wake-up) on each event edge;
   - worker utilisation: busy / step time per worker;
-  - with --png, a timeline picture: a row per worker, a colour per op kind.
+  - with --png, a timeline picture: a row per worker, a colour per op kind;
+  - with --nodes PART, each node whose name holds PART (model.layers.5.) in
+    the order it began: its tiles, its span, its median and largest tile
+    and the bytes it read over its span.
+A TRACE ending in .gz is read through gzip (bench/profile_1b_ctx1024.trace.json.gz).
 
 --check validates the file instead (the invariants CI relies on) and exits
 1 with the first broken one: valid JSON; every task exactly once per step,
@@ -31,6 +35,7 @@ the queue loop's gaps (at most a quarter of the step).
 """
 import argparse
 import collections
+import gzip
 import json
 import sys
 
@@ -38,7 +43,7 @@ EPS = 0.0015   # us: the file prints nanoseconds, so rounding is below this
 
 
 def load(path):
-    with open(path) as f:
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         d = json.load(f)
     meta = d.get("otherData", {})
     steps = collections.defaultdict(lambda: {"tasks": {}, "waits": {}, "slice": None})
@@ -240,12 +245,40 @@ def picture(meta, steps, k, out, top):
     fig.savefig(out, dpi=110)
 
 
+def nodes(steps, k, part):
+    """Each node whose name holds part, in the order its tiles began: its
+    tiles, the span from its first start to its last end (us since the step
+    began), the median and largest tile, and the bytes its tiles read over
+    that span."""
+    s = steps[k]
+    t0 = s["slice"]["ts"]
+    by = collections.defaultdict(list)
+    for e in s["tasks"].values():
+        if part in e["name"]:
+            by[e["name"]].append(e)
+    if not by:
+        print(f"\nno node's name holds '{part}'")
+        return
+    print(f"\nnodes whose name holds '{part}' (us since the step began)")
+    print(f"{'node':56} {'tiles':>5} {'from':>8} {'to':>8} {'span':>6} {'median':>7} "
+          f"{'max':>7} {'TB/s':>6}")
+    for name, es in sorted(by.items(), key=lambda kv: min(e["ts"] for e in kv[1])):
+        lo = min(e["ts"] for e in es) - t0
+        hi = max(e["ts"] + e["dur"] for e in es) - t0
+        d = sorted(e["dur"] for e in es)
+        rd = sum(e["args"].get("bytes_read", 0) for e in es)
+        print(f"{name[-56:]:56} {len(es):5d} {lo:8.1f} {hi:8.1f} {hi - lo:6.1f} "
+              f"{d[len(d) // 2]:7.2f} {d[-1]:7.2f} {rd / 1e6 / (hi - lo) if hi > lo else 0:6.2f}")
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("trace")
     ap.add_argument("--step", type=int, help="which step (default: the last in the file)")
     ap.add_argument("--png", help="draw the timeline into this PNG file")
     ap.add_argument("--top", type=int, default=12, help="op kinds listed (default 12)")
+    ap.add_argument("--nodes", metavar="PART",
+                    help="also each node whose name holds PART (model.layers.5.): its span")
     ap.add_argument("--check", action="store_true", help="validate the trace, report nothing")
     ap.add_argument("--tasks", type=int, help="with --check: the task count expected")
     ap.add_argument("--steps", type=int, help="with --check: the step count expected")
@@ -271,6 +304,8 @@ def main(argv):
         print(f"{a.trace}: no step {k} (steps {min(steps)}..{max(steps)})", file=sys.stderr)
         return 1
     report(meta, steps, k, a.top)
+    if a.nodes:
+        nodes(steps, k, a.nodes)
     if a.png:
         picture(meta, steps, k, a.png, a.top)
         print(f"\nwrote {a.png}")

@@ -122,9 +122,9 @@ Test(generate, header_lists_the_caches, .timeout = 120)
  * --profile: `mkc test --profile` and a generate call of 7 steps with a
  * timeline of 3 write traces that tools/profile_report.py finds sound
  * (every task once per step, a wait slice before each, no overlap on a
- * worker, all inside the step), the generate one holding the last 3 steps;
- * the tokens are those of onnxruntime still; and the report and its
- * picture come out of the trace.
+ * worker, all inside the step), the generate one holding the last 3 steps,
+ * gzipped too; the tokens are those of onnxruntime still; and the report,
+ * its spans of nodes and its picture come out of the trace.
  */
 Test(profile, traces_are_sound, .timeout = 300)
 {
@@ -141,13 +141,18 @@ Test(profile, traces_are_sound, .timeout = 300)
 		 "python3 tools/profile_report.py --check --steps 3 $d/gen.json && "
 		 "python3 -c \"import json; d = json.load(open('$d/gen.json'))['otherData']; "
 		 "assert (d['first_step'], d['steps_in_call']) == (4, 7), d\" && "
-		 "python3 tools/profile_report.py $d/gen.json --png $d/gen.png && test -s $d/gen.png && "
+		 "gzip -k $d/gen.json && python3 tools/profile_report.py --check --steps 3 $d/gen.json.gz && "
+		 "python3 tools/profile_report.py $d/gen.json --png $d/gen.png --nodes node_linear && "
+		 "test -s $d/gen.png && "
 		 "python3 tools/ort_decode.py $m 7 --prompt 7; rc=$?; rm -rf $d; exit $rc",
 		 mkc_bin(), mkc_bin(), mkc_bin());
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
 	cr_assert(strstr(out, "step.json: sound: 1 steps x "), "%s", out);
 	cr_assert(strstr(out, "gen.json: sound: 3 steps x "), "%s", out);
 	cr_assert(strstr(out, "critical path: "), "%s", out);
+	cr_assert(strstr(out, "gen.json.gz: sound: 3 steps x "), "%s", out);
+	cr_assert(strstr(out, "nodes whose name holds 'node_linear'") && strstr(out, "\nnode_linear "),
+		  "%s", out);
 	same_tokens("generate with --profile");
 }
 
