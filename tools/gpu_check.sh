@@ -8,7 +8,9 @@
 #   1. mkc test --target cuda on every golden model, 100 steps each (every
 #      step compared, so a race shows up as a moving result);
 #   2. compute-sanitizer memcheck and racecheck on the op23 Llama run and on
-#      the tiny Hugging Face Llama (the decode attention and matvec bodies).
+#      the tiny Hugging Face Llama (the decode attention and matvec bodies);
+#   3. the HIP output of the same models, built for this GPU with
+#      tests/gpu/hipcc_on_cuda.sh (the mapping header), 100 steps each.
 set -u
 out=${OUT:-/tmp/mkc_gpu}
 mkdir -p "$out"
@@ -40,6 +42,13 @@ if [ -n "$hf" ]; then
 	build/mkc test --target cuda --steps 20 $hf >"$out/cuda_hf.log" 2>&1
 	hf_rc=$?
 fi
+
+# the HIP output on this NVIDIA GPU through tests/gpu/hip_on_cuda.h (issue
+# 13): the golden models, the same 100 steps; each 64-lane group of the file
+# runs as a pair of warps, AMD's shuffles and memory model do not
+HIPCC="$PWD/tests/gpu/hipcc_on_cuda.sh" build/mkc test --target hip --steps 100 $models $hf \
+	>"$out/hip_on_cuda.log" 2>&1
+hip_rc=$?
 
 # the decode example on the GPU against onnxruntime on the same files
 for m in tiny_llama_decode_op18 tiny_llama_decode_op23; do
@@ -117,6 +126,8 @@ echo "== mkc test --target cuda --weights bf16 (100 steps, tolerance 1e-2) =="
 cat "$out/cuda_bf16.log"
 echo "== mkc test --target cuda on Hugging Face folders (20 steps) =="
 cat "$out/cuda_hf.log" 2>/dev/null
+echo "== mkc test --target hip through tests/gpu/hip_on_cuda.h (100 steps) =="
+cat "$out/hip_on_cuda.log" 2>/dev/null
 echo "== examples/decode.c on the GPU vs onnxruntime (32 tokens from token 7) =="
 for m in tiny_llama_decode_op18 tiny_llama_decode_op23; do
 	a=$(grep '^tokens' "$out/decode_$m.log"); b=$(grep '^tokens' "$out/ort_$m.log")
@@ -141,4 +152,4 @@ printf '%-12s exit %s  %s\n' memcheck "$mem_rc" "$(grep -m1 'ERROR SUMMARY' "$ou
 printf '%-12s exit %s  %s\n' racecheck "$race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' "memcheck hf" "$hf_mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck_hf.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' "racecheck hf" "$hf_race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck_hf.log" 2>/dev/null)"
-[ $bodies_rc -eq 0 ] && [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ]
+[ $bodies_rc -eq 0 ] && [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ] && [ $hip_rc -eq 0 ]

@@ -251,3 +251,19 @@ Test(hip, mkc_test_builds_and_fails_cleanly_without_a_gpu, .timeout = 300)
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 1, "%s", out);
 	cr_assert(strstr(out, "the run failed: hip") && strstr(out, " failed (line "), "%s", out);
 }
+
+/*
+ * The stand-in hipcc that tools/gpu_check.sh gives mkc test to run the HIP
+ * output on the H200 (tests/gpu/hipcc_on_cuda.sh: nvcc with the mapping
+ * header) builds a golden model and its harness; here, with no GPU, the run
+ * must fail with a sentence.
+ */
+Test(hip, the_cuda_stand_in_builds_mkc_tests_program, .timeout = 300)
+{
+	need("nvcc");
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "HIPCC=$(pwd)/tests/gpu/hipcc_on_cuda.sh %s test --target hip "
+		 "tests/models/hand/small_mlp", mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 1, "%s", out);
+	cr_assert(strstr(out, "the run failed: hip") && strstr(out, " failed (line "), "%s", out);
+}

@@ -13,6 +13,10 @@
  *   echo "#include \"$PWD/tests/gpu/hip_on_cuda.h\"" > $d/hip/hip_runtime.h &&
  *   nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -I$d -x cu -c llama.hip
  *
+ * (tests/gpu/hipcc_on_cuda.sh does this as a stand-in for hipcc, so that
+ * `HIPCC=$PWD/tests/gpu/hipcc_on_cuda.sh mkc test --target hip DIR` runs
+ * the golden tests; tools/gpu_check.sh does that.)
+ *
  * What it runs and what it does not:
  * - The file keeps its 64-lane groups (the emitter sized them by the HIP
  *   target's width): a group is a pair of CUDA warps, and the one shuffle
