@@ -23,6 +23,7 @@ static const pass passes[] = {
 	{"weights", mkc_pass_weights, NULL},
 	{"fuse_norm", mkc_pass_fuse_norm, NULL},
 	{"fuse_glu", mkc_pass_fuse_glu, NULL},
+	{"fuse_rope", mkc_pass_fuse_rope, NULL},
 	{"split_attn", mkc_pass_split_attn, NULL},
 	{"tile", NULL, mkc_pass_tile},
 	{"views", NULL, mkc_pass_views},
@@ -56,7 +57,10 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		 * tile in one round of loads; at 4096 the lanes walked 16 in turn,
 		 * and the 1B step's SwiGLU cost 8.6 us a tile on its critical path */
 		.min_tile_elems = o->wide_target ? 1024 : 4096,
-		.matmul_tile_cols = 64,
+		/* the GPU matvec body holds up to 128 rows a tile (MKC_GEMV_ROWS):
+		 * the output layer's 2112 tiles of 61 rows streamed at 2.96 TB/s
+		 * in the 1B step, each paying the first loads' latency */
+		.matmul_tile_cols = o->wide_target ? 128 : 64,
 		.matmul_min_cols = 8,
 		.max_dim = o->max_dim,
 		.no_reuse = o->no_reuse,
@@ -81,7 +85,7 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		}
 		/* --no-fuse: the graph as canon left it, for comparing */
 		bool skip = o->no_fuse && (ps->graph == mkc_pass_fuse || ps->graph == mkc_pass_fuse_norm ||
-				     ps->graph == mkc_pass_fuse_glu);
+				     ps->graph == mkc_pass_fuse_glu || ps->graph == mkc_pass_fuse_rope);
 		if (!skip && (ps->graph ? ps->graph(g) != 0 : ps->plan(p) != 0))
 			return -1;
 		bool here = dump && strcmp(dump, ps->name) == 0;

@@ -89,6 +89,11 @@ mkc_kernel_print(FILE *f, const mkc_graph *g, const mkc_node *n)
 	case MKC_KERN_ATTENTION:
 		print_attention(f, n, k);
 		break;
+	case MKC_KERN_CACHE_APPEND:
+		if (k->rotary)
+			fprintf(f, " rotary interleaved=%d rot_dim=%lld", k->interleaved,
+				(long long)k->rot_dim);
+		break;
 	default:
 		break;
 	}

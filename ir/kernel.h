@@ -61,8 +61,10 @@ typedef struct mkc_kernel {
 	bool scale_given, causal;
 	int64_t chunks;            /* AttnPart, AttnMerge: position chunks a key head */
 	int64_t heads, kv_heads;   /* ROTARY (heads of a 3-D input; 0: 4-D), GroupQueryAttention */
-	bool rotary, interleaved;  /* GroupQueryAttention's do_rotary; ROTARY and it: pairs (2i, 2i+1) */
-	int64_t rot_dim;           /* ROTARY: leading dims rotated (0: all) */
+	/* GroupQueryAttention's do_rotary, CACHE_APPEND's rotation of the new
+	 * positions; ROTARY and both: pairs (2i, 2i+1) when interleaved */
+	bool rotary, interleaved;
+	int64_t rot_dim;           /* ROTARY, CACHE_APPEND: leading dims rotated (0: all) */
 } mkc_kernel;
 
 const char *mkc_kernel_kind_name(mkc_kernel_kind k);

@@ -279,6 +279,10 @@ lower_node(mkc_graph *g, const mkc_node *n, mkc_kernel *k)
 		return 0;
 	case MKC_OP_CACHE_APPEND:
 		k->kind = MKC_KERN_CACHE_APPEND;
+		if (n->nin == 3) {   /* fuse_rope's: the rotary's attributes */
+			k->rotary = true;
+			lower_rotary(n, k);
+		}
 		return 0;
 	default:
 		k->kind = MKC_KERN_OTHER;

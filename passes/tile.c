@@ -14,8 +14,9 @@
  *     size > 1; an input is read in the output box aligned from the right,
  *     with its broadcast axes (size 1) read whole;
  *   - MatMul or Gemm by a weight matrix (NormGemm, NormGlu): the output
- *     columns, matmul_tile_cols at a time (NormGlu's tiles read those rows
- *     of both its weights), so each tile streams its own slice; the
+ *     columns, matmul_tile_cols at a time (NormGlu's tiles half as many,
+ *     reading those rows of both its weights), so each tile streams its
+ *     own slice; the
  *     products that read the same activations share the workers by their
  *     columns (a tile a worker while a tile keeps matmul_min_cols
  *     columns); more tiles than workers are rounded up to a multiple of
@@ -143,7 +144,8 @@ choose_split(const mkc_plan *p, const mkc_node *n, mapping m, int *axis, int *nt
 		if (!mkc_dim_is_const(y->shape[y->rank - 1]))
 			return;
 		*axis = y->rank - 1;
-		int64_t tc = p->tp.matmul_tile_cols;
+		/* a NormGlu tile reads its columns' rows of two weights */
+		int64_t tc = p->tp.matmul_tile_cols / (n->op == MKC_OP_NORM_GLU ? 2 : 1);
 		int64_t t = (cols + tc - 1) / tc, w = p->tp.nworkers;
 		/* a weight too small for a tile a worker at matmul_tile_cols is
 		 * still spread over the workers (down to matmul_min_cols a tile):

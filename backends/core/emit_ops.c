@@ -1087,13 +1087,31 @@ emit_attn_merge(mkc_emitter *e, const mkc_node *n)
 
 /*
  * CacheAppend: the new positions into the cache, at past_len along the
- * cache axis. The box is those positions; the input is dense.
+ * cache axis. The box is those positions; the input is dense. A float
+ * cache [B, H, cap, D] takes backends/c/cache.h's body, which also rotates
+ * the positions for fuse_rope's CacheAppend(x, cos, sin); other layouts
+ * walk the box.
  */
 static int
 emit_cache_append(mkc_emitter *e, const mkc_node *n)
 {
 	const mkc_tensor *y = n->out[0];
+	const mkc_kernel *k = n->kern;
 	decl_all(e, n);
+	if (y->rank == 4 && y->cap_axis == 2 && y->dtype == MKC_DT_FLOAT &&
+	    n->in[0]->dtype == MKC_DT_FLOAT) {
+		fprintf(e->f, "\tmkc_cache_append(y, x0, x0_d[0], x0_d[1], x0_d[2], x0_d[3], %lldLL, lo[2], ",
+			(long long)y->cap);
+		if (k->rotary)
+			fprintf(e->f, "x1, x2, x1_s[0], x1_s[1], %lldLL ? %lldLL : x0_d[3], %d);\n",
+				(long long)k->rot_dim, (long long)k->rot_dim, k->interleaved);
+		else
+			fputs("NULL, NULL, 0, 0, 0, 0);\n", e->f);
+		fputs("\t(void)hi;\n", e->f);
+		return 0;
+	}
+	if (k->rotary)
+		return unsupported(e, n, "a rotated append into a cache not [B, H, positions, D]");
 	open_box(e->f, y->rank);
 	fprintf(e->f, "\t\tidx[%d] -= lo[%d];\n\t\ty[oy] = x0[mkc_rt_dot(idx, x0_s, %d)];\n\t}\n",
 		y->cap_axis, y->cap_axis, y->rank);

@@ -21,6 +21,7 @@
 #include "../../backends/cuda/ring.cuh"
 #include "../../backends/cuda/attention.cuh"
 #include "../../backends/cuda/matvec.cuh"
+#include "../../backends/c/cache.h"
 
 static unsigned rng = 12345;
 
@@ -274,6 +275,82 @@ attn_case(int hk, int64_t L, int64_t cap, int64_t C)
 	free(part);
 }
 
+static __global__ void
+cache_kernel(float *y, const float *x, int64_t H, int64_t S, int64_t D, int64_t cap, int64_t pos,
+	     const float *cos, const float *sin, int64_t R, int inter)
+{
+	mkc_cache_append(y, x, 1, H, S, D, cap, pos, cos, sin, S * (R / 2), R / 2, R, inter);
+}
+
+/*
+ * mkc_cache_append (backends/c/cache.h): S new positions of H heads into a
+ * cache of cap positions at pos, rotated when R > 0 (R dimensions of D,
+ * halves or interleaved pairs), against the rotation in float64; the cache
+ * is poisoned first and every position but the new ones must stay so.
+ */
+static void
+cache_case(int H, int S, int D, int cap, int pos, int R, int inter)
+{
+	const int n = H * S * D, half = R / 2;
+	float *x = (float *)malloc(sizeof(float) * n), cs[64], sn[64];
+	for (int i = 0; i < n; i++)
+		x[i] = urand();
+	for (int i = 0; i < S * half; i++) {
+		cs[i] = cosf(0.37f * (float)(i + 1));
+		sn[i] = sinf(0.37f * (float)(i + 1));
+	}
+	double *want = (double *)malloc(sizeof(double) * n);
+	for (int h = 0; h < H; h++)
+		for (int s = 0; s < S; s++) {
+			const float *px = x + (h * S + s) * D;
+			double *pw = want + (h * S + s) * D;
+			for (int d = 0; d < D; d++)
+				pw[d] = px[d];
+			for (int i = 0; i < half; i++) {
+				const int i1 = inter ? 2 * i : i, i2 = inter ? 2 * i + 1 : i + half;
+				const double c = cs[s * half + i], sv = sn[s * half + i];
+				pw[i1] = px[i1] * c - px[i2] * sv;
+				pw[i2] = px[i2] * c + px[i1] * sv;
+			}
+		}
+	const size_t ny = (size_t)H * cap * D;
+	float *dx = (float *)dev_copy(x, sizeof(float) * n), *dc = (float *)dev_copy(cs, sizeof cs);
+	float *ds = (float *)dev_copy(sn, sizeof sn), *dy;
+	CHECK(cudaMalloc(&dy, sizeof(float) * ny));
+	CHECK(cudaMemset(dy, 0xff, sizeof(float) * ny));   /* NaN until written */
+	cache_kernel<<<1, MKC_THREADS>>>(dy, dx, H, S, D, cap, pos, R ? dc : NULL, R ? ds : NULL, R,
+					 inter);
+	CHECK(cudaGetLastError());
+	float *all = (float *)malloc(sizeof(float) * ny), *got = (float *)malloc(sizeof(float) * n);
+	CHECK(cudaMemcpy(all, dy, sizeof(float) * ny, cudaMemcpyDeviceToHost));
+	int stray = 0;
+	for (int h = 0; h < H; h++)
+		for (int t = 0; t < cap; t++)
+			for (int d = 0; d < D; d++) {
+				const float v = all[((size_t)h * cap + t) * D + d];
+				if (t >= pos && t < pos + S)
+					got[(h * S + t - pos) * D + d] = v;
+				else
+					stray += !isnan(v);
+			}
+	char what[96];
+	snprintf(what, sizeof what, "mkc_cache_append H %d S %d D %d R %d%s", H, S, D, R,
+		 inter ? " pairs" : "");
+	report(what, got, want, n, 1e-6);
+	if (stray) {
+		printf("%-44s FAIL  %d values written outside the new positions\n", what, stray);
+		failures++;
+	}
+	cudaFree(dx);
+	cudaFree(dc);
+	cudaFree(ds);
+	cudaFree(dy);
+	free(x);
+	free(want);
+	free(all);
+	free(got);
+}
+
 int
 main(void)
 {
@@ -300,6 +377,10 @@ main(void)
 	attn_case<64, 4>(2, 1000, 1024, 16);
 	attn_case<128, 2>(2, 4097, 4100, 8);
 	attn_case<32, 4>(1, 77, 80, 3);
+	cache_case(8, 1, 64, 80, 33, 64, 0);   /* a Llama key: every dimension rotated */
+	cache_case(8, 1, 64, 80, 79, 64, 1);   /* interleaved pairs, the last position */
+	cache_case(2, 3, 128, 40, 0, 32, 0);   /* three positions, 32 of 128 rotated */
+	cache_case(8, 1, 64, 80, 5, 0, 0);     /* a value: copied */
 	printf("%s\n", failures ? "bodies: FAILED" : "bodies: all match the float64 reference");
 	return failures != 0;
 }

@@ -12,6 +12,11 @@
 #define MKC_THREADS 256
 #endif
 #define MKC_UNUSED __attribute__((unused))
+/* runtime/common.h's lanes, for the bodies every target shares (backends/c/) */
+#define MKC_HD __host__ __device__
+#define MKC_LANE ((int64_t)threadIdx.x)
+#define MKC_NLANES ((int64_t)blockDim.x)
+#define MKC_RESTRICT __restrict__
 
 /* the pieces of runtime/common.h the bodies use */
 static __device__ inline float

@@ -244,6 +244,7 @@ expect_same_bits(const char *model, const char *weights, const char *want_fused)
 	cr_assert_eq(r->status, 0, "%s%s", r->out, r->err);
 	cr_assert_null(strstr(r->err, "fuse: "), "--no-fuse ran the pass:\n%s", r->err);
 	cr_assert_null(strstr(r->err, "fuse_glu: "), "--no-fuse ran fuse_glu:\n%s", r->err);
+	cr_assert_null(strstr(r->err, "fuse_rope: "), "--no-fuse ran fuse_rope:\n%s", r->err);
 	const char *plain = kept_dir(r->err);
 	char cmd[2048], out[8192];
 	/* every output and cache file of the unfused run has a twin with the same bytes */
@@ -272,4 +273,10 @@ Test(fuse, fused_models_give_the_same_bits, .timeout = 300)
 	/* an ONNX export: MatMul residuals stay, SwiGLU fuses */
 	expect_same_bits("tests/models/tiny_llama_decode_op18", "f32",
 			 "fuse: 0 residual adds into Gemm, 2 SwiGLU");
+	/* each layer's key rotated as its append writes the cache: the caches
+	 * compared are the ones the fused body wrote (Qwen3: after k_norm) */
+	expect_same_bits("tests/models/tiny_llama_decode_op23", "f32",
+			 "fuse_rope: 2 rotary embeddings into the cache appends after them");
+	expect_same_bits("tests/models/hf/qwen3_tiny", "f32",
+			 "fuse_rope: 2 rotary embeddings into the cache appends after them");
 }
