@@ -107,11 +107,14 @@ typedef struct {
 	 * that nodes of one form share one body: bi[k] is slot[k] */
 	int *slot;
 	int nslot;
-	/* set by a body that reads its weight rows through the ring
-	 * (backends/cuda/ring.cuh): the weight's table index, the output axis
-	 * its tiles split the rows on, a row's bytes; rows_of is -1 otherwise */
+	/* set by a matvec body: the weight whose rows its tiles stream first
+	 * (its table index), the output axis its tiles split the rows on, a
+	 * row's bytes, and whether the body reads them through the weight ring
+	 * (backends/cuda/ring.cuh); rows_of is -1 otherwise. The executor asks
+	 * for the rows ahead (the ring, or the first of them into L2). */
 	int rows_of, rows_axis;
 	int64_t row_bytes;
+	bool rows_ring;
 } mkc_emitter;
 
 /*

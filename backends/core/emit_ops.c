@@ -525,19 +525,22 @@ gemv_fits(const mkc_emitter *e, const mkc_node *n, int r, int wi)
 }
 
 /*
- * A matvec body reads its tile's rows of weight w, rows split on output
- * axis axis: on a GPU with the weight ring the worker asks for them ahead
- * (backends/cuda/ring.cuh), when w is a plain [N, K] table.
+ * A matvec body reads its tile's rows of weight w (first, when it reads
+ * two), rows split on output axis axis: on a GPU the worker asks for them
+ * ahead when w is a plain [N, K] table, through the weight ring
+ * (backends/cuda/ring.cuh) when ring, or the first of them into L2.
+ * Returns whether the body takes them from the ring.
  */
 static int
-note_rows(mkc_emitter *e, const mkc_tensor *w, int axis)
+note_rows(mkc_emitter *e, const mkc_tensor *w, int axis, bool ring)
 {
 	if (w->rank != 2 || !mkc_dim_is_const(w->shape[1]))
 		return 0;
 	e->rows_of = e->index[w->id];
 	e->rows_axis = axis;
 	e->row_bytes = w->shape[1].c * (is_bf16(w) ? 2 : 4);
-	return 1;
+	e->rows_ring = ring;
+	return ring;
 }
 
 /*
@@ -554,7 +557,7 @@ emit_gemv(mkc_emitter *e, int r, int64_t k, const mkc_tensor *w, int wi, bool tw
 	  bool at0, int norm, const char *scale, const char *eps, const char *out)
 {
 	FILE *f = e->f;
-	int ring = two ? 0 : note_rows(e, w, r - 1);
+	int ring = note_rows(e, w, r - 1, !two);
 	char w2[64] = "";
 	if (two)
 		snprintf(w2, sizeof w2, ", x%d + lo[%d] * x%d_s[0]", wi + 1, r - 1, wi + 1);

@@ -229,7 +229,7 @@ mkc_qdesc_kernel(int *out)
 	d[MKC_QD_RANK] = ok ? rank : -1;
 	const int *r = mkc_node_rows_of(node);
 	d[MKC_QD_ROWS] = -1;
-	if (r && ok && (MKC_RING ? MKC_RING_ROWS_FIT(r[2]) : r[2] % 16 == 0) &&
+	if (r && ok && (MKC_RING ? r[3] && MKC_RING_ROWS_FIT(r[2]) : r[2] % 16 == 0) &&
 	    (long long)(d[MKC_QD_HI + r[1]] - d[MKC_QD_LO + r[1]]) * r[2] <= 0x7fffffff) {
 		const long long lo = d[MKC_QD_LO + r[1]], hi = d[MKC_QD_HI + r[1]];
 		d[MKC_QD_ROWS] = r[0];
@@ -295,6 +295,40 @@ mkc_l2_prefetch(const struct mkc_model *m, const int *d)
 		return;
 	const char *p = (const char *)m->buf[d[MKC_QD_ROWS]] + *(const long long *)&d[MKC_QD_ROWS_OFF];
 	const unsigned bytes = (unsigned)d[MKC_QD_ROWS_BYTES];
+	if (((uintptr_t)p & 15) == 0 && bytes > 0)
+		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#else
+	(void)m;
+	(void)d;
+#endif
+}
+
+/*
+ * With MKC_L2_HEAD > 0 (and no ring), thread 0 asks the first MKC_L2_HEAD
+ * bytes of a matvec task's weight rows into L2 just before it waits for
+ * the task's event: the weights do not depend on the step, and the tile's
+ * first loads then find L2 instead of starting the stream from HBM after
+ * the wait (the ramp every stage pays). Unlike MKC_L2_AHEAD it asks for a
+ * head only, when the worker has nothing else in flight. Measured on an
+ * H200 (Llama-3.2-1B shape, nvcc variants of one file, bench/RESULTS.md
+ * session 8): 32 KB took 1.302 / 1.373 / 1.437 ms a step at contexts
+ * 1 / 1024 / 4096 against 1.316 / 1.389 / 1.458 without (mean of two runs
+ * each); 16 KB and 64 KB gained less.
+ */
+#ifndef MKC_L2_HEAD
+#define MKC_L2_HEAD 32768
+#endif
+static_assert(MKC_L2_HEAD % 16 == 0, "MKC_L2_HEAD: whole 16-byte chunks");
+
+static __device__ __forceinline__ void
+mkc_l2_head(const struct mkc_model *m, const int *d)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	if (d[MKC_QD_ROWS] < 0)
+		return;
+	const char *p = (const char *)m->buf[d[MKC_QD_ROWS]] + *(const long long *)&d[MKC_QD_ROWS_OFF];
+	const unsigned bytes = d[MKC_QD_ROWS_BYTES] < MKC_L2_HEAD ? (unsigned)d[MKC_QD_ROWS_BYTES]
+								 : (unsigned)MKC_L2_HEAD;
 	if (((uintptr_t)p & 15) == 0 && bytes > 0)
 		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 #else
@@ -374,6 +408,8 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 		const int task = d[MKC_QD_TASK], ev = d[MKC_QD_EV];
 		if (threadIdx.x == 0)
 			MKC_PROF_TASK(task, 0, mkc_prof_now());
+		if (!MKC_RING && MKC_L2_HEAD && threadIdx.x == 0 && ev >= 0)
+			mkc_l2_head(m, d);
 		if (ev >= 0 && mkc_wait(m, &counter[ev], (unsigned long long)d[MKC_QD_THR] * epoch,
 					timeout_cycles, task, ev)) {
 			if (threadIdx.x == 0)
