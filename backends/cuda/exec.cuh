@@ -286,20 +286,21 @@ mkc_qdesc_landed(void)
 #endif
 static_assert(MKC_L2_AHEAD >= 0 && MKC_L2_AHEAD < MKC_QD_AHEAD, "MKC_L2_AHEAD: 0 to MKC_QD_AHEAD - 1");
 
-/* Feeder lane 0: the rows descriptor d's matvec reads go into L2. */
+/* The first most bytes of the rows descriptor d's matvec reads go into L2. */
 static __device__ __forceinline__ void
-mkc_l2_prefetch(const struct mkc_model *m, const int *d)
+mkc_l2_prefetch(const struct mkc_model *m, const int *d, int most)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 	if (d[MKC_QD_ROWS] < 0)
 		return;
 	const char *p = (const char *)m->buf[d[MKC_QD_ROWS]] + *(const long long *)&d[MKC_QD_ROWS_OFF];
-	const unsigned bytes = (unsigned)d[MKC_QD_ROWS_BYTES];
+	const unsigned bytes = (unsigned)(d[MKC_QD_ROWS_BYTES] < most ? d[MKC_QD_ROWS_BYTES] : most);
 	if (((uintptr_t)p & 15) == 0 && bytes > 0)
 		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 #else
 	(void)m;
 	(void)d;
+	(void)most;
 #endif
 }
 
@@ -319,23 +320,6 @@ mkc_l2_prefetch(const struct mkc_model *m, const int *d)
 #define MKC_L2_HEAD 32768
 #endif
 static_assert(MKC_L2_HEAD % 16 == 0, "MKC_L2_HEAD: whole 16-byte chunks");
-
-static __device__ __forceinline__ void
-mkc_l2_head(const struct mkc_model *m, const int *d)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	if (d[MKC_QD_ROWS] < 0)
-		return;
-	const char *p = (const char *)m->buf[d[MKC_QD_ROWS]] + *(const long long *)&d[MKC_QD_ROWS_OFF];
-	const unsigned bytes = d[MKC_QD_ROWS_BYTES] < MKC_L2_HEAD ? (unsigned)d[MKC_QD_ROWS_BYTES]
-								 : (unsigned)MKC_L2_HEAD;
-	if (((uintptr_t)p & 15) == 0 && bytes > 0)
-		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#else
-	(void)m;
-	(void)d;
-#endif
-}
 
 /* 1: a task's weight rows are asked for before the wait of the task before it */
 #ifndef MKC_RING_AHEAD
@@ -384,7 +368,7 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 		mkc_qdesc_landed<0>();
 		__syncwarp();
 		for (int j = 0; !MKC_RING && threadIdx.x == 32 && j < MKC_L2_AHEAD && j < n; j++)
-			mkc_l2_prefetch(m, dq[j]);
+			mkc_l2_prefetch(m, dq[j], 0x7fffffff);
 	}
 	__syncthreads();
 	if (MKC_RING_AHEAD && threadIdx.x == 0 && n > 0)
@@ -399,7 +383,7 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 			/* every lane's part of descriptor i + MKC_L2_AHEAD is there */
 			__syncwarp();
 			if (!MKC_RING && MKC_L2_AHEAD && threadIdx.x == 32 && i + MKC_L2_AHEAD < n)
-				mkc_l2_prefetch(m, dq[(i + MKC_L2_AHEAD) % MKC_QD_SLOTS]);
+				mkc_l2_prefetch(m, dq[(i + MKC_L2_AHEAD) % MKC_QD_SLOTS], 0x7fffffff);
 			if (i + MKC_QD_AHEAD < n)
 				mkc_qdesc_fetch(dq, gd, i + MKC_QD_AHEAD);
 		}
@@ -409,7 +393,7 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 		if (threadIdx.x == 0)
 			MKC_PROF_TASK(task, 0, mkc_prof_now());
 		if (!MKC_RING && MKC_L2_HEAD && threadIdx.x == 0 && ev >= 0)
-			mkc_l2_head(m, d);
+			mkc_l2_prefetch(m, d, MKC_L2_HEAD);
 		if (ev >= 0 && mkc_wait(m, &counter[ev], (unsigned long long)d[MKC_QD_THR] * epoch,
 					timeout_cycles, task, ev)) {
 			if (threadIdx.x == 0)
