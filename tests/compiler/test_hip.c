@@ -96,6 +96,31 @@ Test(hip, emitted_hip_builds_for_gfx942_with_clang_19, .timeout = 600)
 }
 
 /*
+ * The Llama-3.2-1B-shaped graph (tools/gen_llama.py: 16 layers, sparse
+ * weights), emitted for 132 workers with bf16 weights for each
+ * architecture and built by clang-19, warnings as errors: the device side
+ * to gfx90a and to gfx942 assembly, the host side to an object. (Debian's
+ * hipcc, on clang 15, took over ten minutes on the gfx90a device side of
+ * this file on a 2-core machine; clang-19 takes about 20 s an architecture.)
+ */
+Test(hip, llama_1b_graph_builds_for_gfx90a_and_gfx942_with_clang_19, .timeout = 900)
+{
+	need("${CLANG19:-clang-19}");
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && rc= && python3 tools/gen_llama.py $d/g > /dev/null && "
+		 "for a in gfx90a gfx942; do "
+		 "%s $d/g/model.onnx -o $d/$a.hip --arch $a --workers 132 --weights bf16 && "
+		 "${CLANG19:-clang-19} -x hip --offload-arch=$a -nogpulib -O2 -Wall -Wextra -Werror "
+		 "--offload-device-only -S $d/$a.hip -o $d/$a.s && grep -q 'amdgcn-amd-amdhsa--'$a $d/$a.s "
+		 "|| { rc=1; break; }; done; "
+		 "[ -z \"$rc\" ] && " CLANG " --offload-host-only -c $d/gfx942.hip -o $d/h.o; "
+		 "rc=$?; rm -rf $d; exit $rc",
+		 mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+}
+
+/*
  * The event protocol in gfx942 code: the release add writes back L2
  * (buffer_wbl2 sc1: agent scope, the other XCDs' L2 included) before the
  * 64-bit atomic add, and the acquire load invalidates (buffer_inv sc1)
