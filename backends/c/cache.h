@@ -1,12 +1,53 @@
 /*
- * cache.h - the KV cache append, a tile body in plain C over the lanes of
- * a tile (runtime/common.h: MKC_LANE of MKC_NLANES, MKC_HD), so the C,
- * CUDA and HIP targets all embed it and call it the same way.
+ * cache.h - RotaryEmbedding and the KV cache append, tile bodies in plain
+ * C over the lanes of a tile (runtime/common.h: MKC_LANE of MKC_NLANES,
+ * MKC_HD), so the C, CUDA and HIP targets all embed them and call them the
+ * same way. Both rotate pairs of a row the way RotaryEmbedding does:
+ * halves (i, i + R/2) of the first R dimensions, or pairs (2i, 2i + 1)
+ * when interleaved, by cos[i] and sin[i] of the row's position.
  *
- * The emitter (backends/core/emit_ops.c, CacheAppend) calls it when the
- * cache keeps its positions on axis 2 of four; other layouts keep the
- * general box walk.
+ * The emitter (backends/core/emit_ops.c) calls mkc_rotary for every
+ * RotaryEmbedding, and mkc_cache_append for a CacheAppend whose cache keeps
+ * its positions on axis 2 of four; other layouts keep the general box walk.
  */
+
+/* Pair (i1, i2) of row px rotated by (cs, sn) into row py. */
+static inline MKC_HD void MKC_UNUSED
+mkc_rope_pair(float *py, const float *px, int64_t i1, int64_t i2, float cs, float sn)
+{
+	const float a = px[i1], c = px[i2];
+	py[i1] = a * cs - c * sn;
+	py[i2] = c * cs + a * sn;
+}
+
+/*
+ * RotaryEmbedding of x [B, H, S, D] (strides sb, sh, ss; dimension stride
+ * 1) into y, laid out alike. The cos/sin row of (b, s): without positions,
+ * cb * b + cs * s; with pos, row pos[pb * b + ps * s] + padd * s, cb apart
+ * (ONNX's position_ids [B, S]: padd 0; onnxruntime's one first position:
+ * pb = ps = 0, padd 1).
+ */
+static inline MKC_HD void MKC_UNUSED
+mkc_rotary(float *MKC_RESTRICT y, const float *MKC_RESTRICT x, int64_t B, int64_t H, int64_t S,
+	   int64_t D, int64_t sb, int64_t sh, int64_t ss, const float *cos, const float *sin,
+	   int64_t cb, int64_t cs, const int64_t *pos, int64_t pb, int64_t ps, int64_t padd,
+	   int64_t R, int inter)
+{
+	const int64_t half = R / 2, W = D - half;   /* lanes a row: pairs, then the rest */
+	for (int64_t p = MKC_LANE; p < B * H * S * W; p += MKC_NLANES) {
+		const int64_t q = p / W, i = p % W;
+		const int64_t b = q / (H * S), h = q / S % H, s = q % S;
+		const float *px = x + b * sb + h * sh + s * ss;
+		float *py = y + b * sb + h * sh + s * ss;
+		if (i >= half) {
+			py[i + half] = px[i + half];
+			continue;
+		}
+		const int64_t c = pos ? (pos[b * pb + s * ps] + padd * s) * cb : b * cb + s * cs;
+		mkc_rope_pair(py, px, inter ? 2 * i : i, inter ? 2 * i + 1 : i + half, cos[c + i],
+			      sin[c + i]);
+	}
+}
 
 /*
  * The S new positions of x, dense [B, H, S, D], into the cache y, dense
@@ -33,11 +74,8 @@ mkc_cache_append(float *MKC_RESTRICT y, const float *MKC_RESTRICT x, int64_t B, 
 			py[i + half] = px[i + half];
 			continue;
 		}
-		const int64_t b = bh / H;
-		const float *pc = cos + b * cs_b + s * cs_s, *ps = sin + b * cs_b + s * cs_s;
-		const int64_t i1 = inter ? 2 * i : i, i2 = inter ? 2 * i + 1 : i + half;
-		const float a = px[i1], c = px[i2];
-		py[i1] = a * pc[i] - c * ps[i];
-		py[i2] = c * pc[i] + a * ps[i];
+		const int64_t c = bh / H * cs_b + s * cs_s;
+		mkc_rope_pair(py, px, inter ? 2 * i : i, inter ? 2 * i + 1 : i + half, cos[c + i],
+			      sin[c + i]);
 	}
 }

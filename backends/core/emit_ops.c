@@ -861,6 +861,8 @@ emit_rotary(mkc_emitter *e, const mkc_node *n)
 		return unsupported(e, n, "3-D input without num_heads");
 	if (x->rank != 3 && x->rank != 4)
 		return unsupported(e, n, "an input that is not 3-D or 4-D");
+	if (pos && n->in[ip]->dtype != MKC_DT_INT64)
+		return unsupported(e, n, "position_ids that are not int64");
 	decl_all(e, n);
 	if (x->rank == 4)
 		fputs("\tconst int64_t B = x0_d[0], H = x0_d[1], S = x0_d[2], D = x0_d[3];\n"
@@ -868,31 +870,15 @@ emit_rotary(mkc_emitter *e, const mkc_node *n)
 	else
 		fprintf(f, "\tconst int64_t B = x0_d[0], H = %lld, S = x0_d[1], D = x0_d[2] / H;\n"
 			"\tconst int64_t sb = x0_s[0], sh = D, ss = x0_s[1];\n", (long long)heads);
-	/* a lane a pair (i, i + half) of one row, so that a decode step's few
-	 * rows still keep every lane busy; then the dimensions past R */
-	fprintf(f, "\tconst int64_t R = %lld ? %lld : D, half = R / 2, W = half + D - R;\n"
-		"\tfor (int64_t p = MKC_LANE; p < B * H * S * W; p += MKC_NLANES) {\n"
-		"\t\tconst int64_t q = p / W, i = p %% W;\n"
-		"\t\tconst int64_t b = q / (H * S), h = q / S %% H, s = q %% S;\n"
-		"\t\tconst float *px = x0 + b * sb + h * sh + s * ss;\n"
-		"\t\tfloat *py = y + b * sb + h * sh + s * ss;\n"
-		"\t\tif (i >= half) {\n\t\t\tpy[i + half] = px[i + half];\n\t\t\tcontinue;\n\t\t}\n",
-		(long long)rot, (long long)rot);
+	fprintf(f, "\tmkc_rotary(y, x0, B, H, S, D, sb, sh, ss, x%d, x%d, x%d_s[0], ", ic, is, ic);
 	if (pos && n->in[ip]->rank == 2)
-		fprintf(f, "\t\tconst int64_t row = (int64_t)x%d[b * x%d_s[0] + s * x%d_s[1]];\n",
-			ip, ip, ip);
+		fprintf(f, "0, x%d, x%d_s[0], x%d_s[1], 0, ", ip, ip, ip);
 	else if (pos)
-		fprintf(f, "\t\tconst int64_t row = (int64_t)x%d[0] + s;\n", ip);
-	if (pos)
-		fprintf(f, "\t\tconst float *pc = x%d + row * x%d_s[0], *ps = x%d + row * x%d_s[0];\n",
-			ic, ic, is, is);
+		fprintf(f, "0, x%d, 0, 0, 1, ", ip);
 	else
-		fputs("\t\tconst float *pc = x1 + b * x1_s[0] + s * x1_s[1];\n"
-		      "\t\tconst float *ps = x2 + b * x2_s[0] + s * x2_s[1];\n", f);
-	fprintf(f, "\t\tconst int64_t i1 = %s, i2 = %s;\n\t\tconst float a = px[i1], c = px[i2];\n"
-		"\t\tpy[i1] = a * pc[i] - c * ps[i];\n\t\tpy[i2] = c * pc[i] + a * ps[i];\n\t}\n",
-		inter ? "2 * i" : "i", inter ? "2 * i + 1" : "i + half");
-	fputs("\t(void)lo; (void)hi;\n", f);
+		fputs("x1_s[1], NULL, 0, 0, 0, ", f);
+	fprintf(f, "%lldLL ? %lldLL : D, %d);\n\t(void)lo;\n\t(void)hi;\n", (long long)rot,
+		(long long)rot, inter);
 	return 0;
 }
 
@@ -1029,9 +1015,10 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
  * that key head's G query heads and query positions, an online softmax over
  * the chunk's positions: the unnormalised sums of the values, the maximum
  * score and the sum of exp(score - maximum). On a GPU with a head size it
- * has a body for, backends/cuda/attention.cuh; otherwise a lane an output
- * element. Merge: each output element from the C partial results of its
- * key head, rescaled to their common maximum.
+ * has a body for, backends/cuda/attention.cuh; otherwise backends/c/
+ * attention.h's, a lane an output element. Merge: each output element from
+ * the C partial results of its key head, rescaled to their common maximum
+ * (backends/c/attention.h).
  */
 static int
 emit_attn_part(mkc_emitter *e, const mkc_node *n)
@@ -1048,22 +1035,8 @@ emit_attn_part(mkc_emitter *e, const mkc_node *n)
 			"B, Sq, L, C, lo[1], hi[1], scale);\n", (long long)d, (long long)grp);
 		return 0;
 	}
-	fputs("\tfor (int64_t o = MKC_LANE; o < B * (hi[1] - lo[1]) * G * Sq * D; o += MKC_NLANES) {\n"
-	      "\t\tconst int64_t b = o / ((hi[1] - lo[1]) * G * Sq * D);\n"
-	      "\t\tconst int64_t r = lo[1] + o / (G * Sq * D) % (hi[1] - lo[1]), kh = r / C, ch = r % C;\n"
-	      "\t\tconst int64_t i = o / D % (G * Sq), dd = o % D, h = kh * G + i / Sq, s = i % Sq;\n"
-	      "\t\tconst float *pq = x0 + b * x0_s[0] + h * x0_s[1] + s * x0_s[2];\n"
-	      "\t\tfloat mx = -INFINITY, sum = 0, acc = 0;\n"
-	      "\t\tfor (int64_t t = ch * L / C; t < (ch + 1) * L / C; t++) {\n"
-	      "\t\t\tconst float *pk = x1 + b * x1_s[0] + kh * x1_s[1] + t * x1_s[2];\n"
-	      "\t\t\tconst float *pv = x2 + b * x2_s[0] + kh * x2_s[1] + t * x2_s[2];\n"
-	      "\t\t\tfloat v = 0;\n\t\t\tfor (int64_t k = 0; k < D; k++)\n\t\t\t\tv += pq[k] * pk[k];\n"
-	      "\t\t\tv *= scale;\n\t\t\tif (v == -INFINITY)\n\t\t\t\tcontinue;\n"
-	      "\t\t\tconst float nm = fmaxf(mx, v), rr = expf(mx - nm), w = expf(v - nm);\n"
-	      "\t\t\tsum = sum * rr + w;\n\t\t\tacc = acc * rr + w * pv[dd];\n\t\t\tmx = nm;\n\t\t}\n"
-	      "\t\tfloat *py = y + b * y_s[0] + r * y_s[1] + i * y_s[2];\n"
-	      "\t\tpy[dd] = acc;\n\t\tif (dd == 0) {\n\t\t\tpy[D] = mx;\n\t\t\tpy[D + 1] = sum;\n\t\t}\n"
-	      "\t}\n", f);
+	fputs("\tmkc_attn_part_c(x0, x0_s, x1, x1_s, x2, x2_s, y, y_s, B, Sq, D, L, C, G, lo[1], hi[1], "
+	      "scale);\n", f);
 	return 0;
 }
 
@@ -1073,18 +1046,9 @@ emit_attn_merge(mkc_emitter *e, const mkc_node *n)
 	FILE *f = e->f;
 	int64_t c = n->kern->chunks;
 	decl_all(e, n);
-	fprintf(f, "\tconst int64_t B = y_d[0], Hq = y_d[1], Sq = y_d[2], D = y_d[3], C = %lld;\n"
-		"\tconst int64_t G = Hq / (x0_d[1] / C), NH = hi[1] - lo[1];\n", (long long)c);
-	fputs("\tfor (int64_t o = MKC_LANE; o < B * NH * Sq * D; o += MKC_NLANES) {\n"
-	      "\t\tconst int64_t b = o / (NH * Sq * D), h = lo[1] + o / (Sq * D) % NH;\n"
-	      "\t\tconst int64_t s = o / D % Sq, d = o % D, kh = h / G;\n"
-	      "\t\tconst float *pp = x0 + b * x0_s[0] + kh * C * x0_s[1] + (h % G * Sq + s) * x0_s[2];\n"
-	      "\t\tfloat m = -INFINITY, sum = 0, acc = 0;\n"
-	      "\t\tfor (int64_t c = 0; c < C; c++)\n\t\t\tm = fmaxf(m, pp[c * x0_s[1] + D]);\n"
-	      "\t\tfor (int64_t c = 0; c < C; c++) {\n\t\t\tconst float *pc = pp + c * x0_s[1];\n"
-	      "\t\t\tif (pc[D] == -INFINITY)\n\t\t\t\tcontinue;\n"
-	      "\t\t\tconst float w = expf(pc[D] - m);\n\t\t\tsum += pc[D + 1] * w;\n\t\t\tacc += pc[d] * w;\n\t\t}\n"
-	      "\t\ty[b * y_s[0] + h * y_s[1] + s * y_s[2] + d] = sum > 0 ? acc / sum : 0;\n\t}\n", f);
+	fprintf(f, "\tconst int64_t C = %lld, G = y_d[1] / (x0_d[1] / C);\n"
+		"\tmkc_attn_merge_c(x0, x0_s, y, y_s, y_d[0], y_d[2], y_d[3], C, G, lo[1], hi[1]);\n",
+		(long long)c);
 	return 0;
 }
 

@@ -28,7 +28,8 @@ const mkc_target mkc_target_hip = {
 		   "#define MKC_WARP " HIP_STR(HIP_WARP) "\n"
 		   "#ifdef __clang__\n#pragma clang diagnostic ignored \"-Wpass-failed\"\n#endif\n",
 	.exec = (const char *const[]){"backends/hip/exec.hip", NULL},
-	.bodies = (const char *const[]){"backends/c/cache.h", "backends/hip/wave.h", NULL},
+	.bodies = (const char *const[]){"backends/c/cache.h", "backends/c/attention.h",
+					"backends/hip/wave.h", NULL},
 	.api = "runtime/api.h",
 	.fn_qual = "static __device__",
 	.node_qual = " __noinline__",
