@@ -18,12 +18,14 @@
  */
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define MKC_HD __host__ __device__
+#define MKC_BODY __device__          /* a tile body (backends/c/): device code only */
 #define MKC_LANE ((int64_t)threadIdx.x)
 #define MKC_NLANES ((int64_t)blockDim.x)
 #define MKC_LANES_SYNC() __syncthreads()   /* a tile reads what its own lanes wrote */
 #define MKC_RESTRICT __restrict__   /* a node never writes memory it reads (memory.c) */
 #else
 #define MKC_HD
+#define MKC_BODY
 #define MKC_LANE 0
 #define MKC_NLANES 1
 #define MKC_LANES_SYNC() ((void)0)

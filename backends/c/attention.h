@@ -18,7 +18,7 @@
  */
 
 /* AttnPart: rows r0 .. r1 of part. */
-static inline MKC_HD void MKC_UNUSED
+static inline MKC_BODY void MKC_UNUSED
 mkc_attn_part_c(const float *q, const int64_t *qs, const float *k, const int64_t *ks,
 		const float *v, const int64_t *vs, float *MKC_RESTRICT part, const int64_t *ps,
 		int64_t B, int64_t Sq, int64_t D, int64_t L, int64_t C, int64_t G, int64_t r0,
@@ -55,7 +55,7 @@ mkc_attn_part_c(const float *q, const int64_t *qs, const float *k, const int64_t
 }
 
 /* AttnMerge: query heads h0 .. h1 of y from the C partial results of their key head. */
-static inline MKC_HD void MKC_UNUSED
+static inline MKC_BODY void MKC_UNUSED
 mkc_attn_merge_c(const float *part, const int64_t *ps, float *MKC_RESTRICT y, const int64_t *ys,
 		 int64_t B, int64_t Sq, int64_t D, int64_t C, int64_t G, int64_t h0, int64_t h1)
 {

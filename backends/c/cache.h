@@ -1,7 +1,7 @@
 /*
  * cache.h - RotaryEmbedding and the KV cache append, tile bodies in plain
  * C over the lanes of a tile (runtime/common.h: MKC_LANE of MKC_NLANES,
- * MKC_HD), so the C, CUDA and HIP targets all embed them and call them the
+ * MKC_BODY), so the C, CUDA and HIP targets all embed them and call them the
  * same way. Both rotate pairs of a row the way RotaryEmbedding does:
  * halves (i, i + R/2) of the first R dimensions, or pairs (2i, 2i + 1)
  * when interleaved, by cos[i] and sin[i] of the row's position.
@@ -12,7 +12,7 @@
  */
 
 /* Pair (i1, i2) of row px rotated by (cs, sn) into row py. */
-static inline MKC_HD void MKC_UNUSED
+static inline MKC_BODY void MKC_UNUSED
 mkc_rope_pair(float *py, const float *px, int64_t i1, int64_t i2, float cs, float sn)
 {
 	const float a = px[i1], c = px[i2];
@@ -27,7 +27,7 @@ mkc_rope_pair(float *py, const float *px, int64_t i1, int64_t i2, float cs, floa
  * (ONNX's position_ids [B, S]: padd 0; onnxruntime's one first position:
  * pb = ps = 0, padd 1).
  */
-static inline MKC_HD void MKC_UNUSED
+static inline MKC_BODY void MKC_UNUSED
 mkc_rotary(float *MKC_RESTRICT y, const float *MKC_RESTRICT x, int64_t B, int64_t H, int64_t S,
 	   int64_t D, int64_t sb, int64_t sh, int64_t ss, const float *cos, const float *sin,
 	   int64_t cb, int64_t cs, const int64_t *pos, int64_t pb, int64_t ps, int64_t padd,
@@ -59,7 +59,7 @@ mkc_rotary(float *MKC_RESTRICT y, const float *MKC_RESTRICT x, int64_t B, int64_
  * step's few rows still keep every lane busy; the float operations are
  * RotaryEmbedding's body's, in its order.
  */
-static inline MKC_HD void MKC_UNUSED
+static inline MKC_BODY void MKC_UNUSED
 mkc_cache_append(float *MKC_RESTRICT y, const float *MKC_RESTRICT x, int64_t B, int64_t H,
 		 int64_t S, int64_t D, int64_t cap, int64_t pos, const float *cos, const float *sin,
 		 int64_t cs_b, int64_t cs_s, int64_t R, int inter)

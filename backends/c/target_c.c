@@ -11,7 +11,8 @@ const mkc_target mkc_target_c = {
 	.headers = "#define _XOPEN_SOURCE 700\n" MKC_STD_HEADERS
 		   "#include <pthread.h>\n#include <sched.h>\n#include <stdatomic.h>\n#include <time.h>\n",
 	.exec = (const char *const[]){"backends/c/exec.h", NULL},
-	.bodies = (const char *const[]){"backends/c/cache.h", "backends/c/attention.h", NULL},
+	.bodies = (const char *const[]){"backends/c/cache.h", "backends/c/attention.h",
+					"backends/c/rows.h", NULL},
 	.api = "runtime/api.h",
 	.fn_qual = "static",
 	.node_qual = "",

@@ -102,6 +102,17 @@ is_bf16(const mkc_tensor *t)
 	return t && t->storage == MKC_DT_BFLOAT16;
 }
 
+/*
+ * Input k as the float32 (f) or the bf16 argument of a body that takes
+ * either (backends/c/rows.h): "x2" for the one it is, "NULL" for the other.
+ */
+static const char *
+vec_f(const mkc_node *n, int k, bool f)
+{
+	static const char *const name[] = {"x0", "x1", "x2", "x3", "x4", "x5"};
+	return k < 6 && is_bf16(n->in[k]) != f ? name[k] : "NULL";
+}
+
 /* "x1[i]" or "mkc_rt_bf16(x1[i])": an element of input k as float. */
 static const char *
 rd(char *buf, const mkc_node *n, int k, const char *index)
@@ -728,40 +739,16 @@ emit_norm_gemm(mkc_emitter *e, const mkc_node *n)
 }
 
 /*
- * Row-wise ops: the box is walked with the row axes collapsed (ext = 1 from
- * `axis` on, or only at `axis` for Softmax from opset 13), and each body
- * handles one row of len elements at stride st. The lanes take a row each,
- * or with `shared` every lane walks every row (in the same order): the lanes
- * then share the elements of a row and reduce with mkc_rt_block_sum.
+ * Row-wise ops (Softmax, the norms): backends/c/rows.h walks the box with
+ * the row axes collapsed, a lane a row, or for the norms every lane on
+ * every row in turn, reducing with mkc_rt_block_sum.
  */
-static void
-open_rows(mkc_emitter *e, const mkc_node *n, int axis, bool one_axis, bool shared)
-{
-	FILE *f = e->f;
-	int r = n->out[0]->rank;
-	fprintf(f, "\tint64_t ext[%d], idx[%d], len = 1, st MKC_UNUSED = 1;\n"
-		"\tmkc_rt_extents(lo, hi, %d, ext);\n", r + 1, r + 1, r);
-	if (one_axis)
-		fprintf(f, "\tlen = y_d[%d];\n\tst = y_s[%d];\n\text[%d] = 1;\n", axis, axis, axis);
-	else
-		fprintf(f, "\tfor (int d = %d; d < %d; d++) {\n\t\tlen *= y_d[d];\n\t\text[d] = 1;\n\t}\n",
-			axis, r);
-	fprintf(f, "\tint64_t cnt = 1;\n\tfor (int d = 0; d < %d; d++)\n\t\tcnt *= ext[d];\n"
-		"\tfor (int64_t f = %s) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
-		"\t\tint64_t oy = mkc_rt_dot(idx, y_s, %d);\n", r,
-		shared ? "0; f < cnt; f++" : "MKC_LANE; f < cnt; f += MKC_NLANES", r, r);
-}
-
 static int
 emit_softmax(mkc_emitter *e, const mkc_node *n)
 {
 	decl_all(e, n);
-	open_rows(e, n, n->kern->axis, n->kern->one_axis, false);
-	fputs("\t\tconst float *px = x0 + oy;\n\t\tfloat *py = y + oy;\n\t\tfloat mx = -INFINITY, sum = 0;\n"
-	      "\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tmx = fmaxf(mx, px[j * st]);\n"
-	      "\t\tfor (int64_t j = 0; j < len; j++) {\n\t\t\tpy[j * st] = expf(px[j * st] - mx);\n"
-	      "\t\t\tsum += py[j * st];\n\t\t}\n"
-	      "\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tpy[j * st] /= sum;\n\t}\n", e->f);
+	fprintf(e->f, "\tmkc_softmax(y, x0, y_d, y_s, %d, %d, %d, lo, hi);\n", n->out[0]->rank,
+		n->kern->axis, n->kern->one_axis);
 	return 0;
 }
 
@@ -778,36 +765,18 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 	bool layer = n->op == MKC_OP_LAYER_NORM;
 	if (n->op == MKC_OP_RMS_NORM && n->nout > 1)
 		return unsupported(e, n, "RMSNormalization with more than one output");
-	int axis = n->kern->axis;
-	float eps = n->kern->eps;
-	char fe[48], sb[128], bb[128];
+	char fe[48];
 	bool bias = layer && n->nin > 2 && n->in[2];
+	bool y1 = n->nout > 1 && n->out[1], y2 = n->nout > 2 && n->out[2];
 	decl_all(e, n);
 	/* scale and bias are indexed by the element's place in the row: they
 	 * hold the whole row, or one value (infer checked they broadcast) */
-	fprintf(f, "\tint64_t wn = 1;\n\tfor (int d = 0; d < %d; d++)\n\t\twn *= x1_d[d];\n",
-		n->in[1]->rank);
-	open_rows(e, n, axis, false, true);
-	fputs("\t\tconst float *px = x0 + oy;\n\t\tfloat *py = y + oy;\n\t\tfloat mean = 0, ss = 0;\n", f);
-	if (layer)
-		fputs("\t\tfor (int64_t j = MKC_LANE; j < len; j += MKC_NLANES)\n\t\t\tmean += px[j];\n"
-		      "\t\tmean = mkc_rt_block_sum(mean) / (float)len;\n", f);
-	fprintf(f, "\t\tfor (int64_t j = MKC_LANE; j < len; j += MKC_NLANES)\n"
-		"\t\t\tss += (px[j] - mean) * (px[j] - mean);\n"
-		"\t\tss = mkc_rt_block_sum(ss);\n"
-		"\t\tfloat inv = 1.0f / sqrtf(ss / (float)len + %s);\n"
-		"\t\tfor (int64_t j = MKC_LANE; j < len; j += MKC_NLANES)\n"
-		"\t\t\tpy[j] = (px[j] - mean) * inv * %s%s%s;\n",
-		flit(fe, eps), rd(sb, n, 1, "j % wn"), bias ? " + " : "", bias ? rd(bb, n, 2, "j % wn") : "");
-	/* optional outputs per row: LayerNormalization's mean and 1 / deviation,
-	 * SimplifiedLayerNormalization's 1 / deviation */
-	if (n->nout > 1 && n->out[1])
-		fprintf(f, "\t\tif (MKC_LANE == 0)\n\t\t\ty1[mkc_rt_dot(idx, y1_s, %d)] = %s;\n",
-			n->out[0]->rank, layer ? "mean" : "inv");
-	if (n->nout > 2 && n->out[2])
-		fprintf(f, "\t\tif (MKC_LANE == 0)\n\t\t\ty2[mkc_rt_dot(idx, y2_s, %d)] = inv;\n",
-			n->out[0]->rank);
-	fputs("\t}\n", f);
+	fprintf(f, "\tint64_t wn = 1;\n\tfor (int d = 0; d < %d; d++)\n\t\twn *= x1_d[d];\n"
+		"\tmkc_norm(y, x0, y_d, y_s, %d, %d, lo, hi, %s, %s, %s, %s, wn, %s, %d, %s, %s, %s, %s);\n",
+		n->in[1]->rank, n->out[0]->rank, n->kern->axis, vec_f(n, 1, true), vec_f(n, 1, false),
+		bias ? vec_f(n, 2, true) : "NULL", bias ? vec_f(n, 2, false) : "NULL",
+		flit(fe, n->kern->eps), layer, y1 ? "y1" : "NULL", y1 ? "y1_s" : "NULL",
+		y2 ? "y2" : "NULL", y2 ? "y2_s" : "NULL");
 	return 0;
 }
 
@@ -819,25 +788,15 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 static int
 emit_skip_norm(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
-	char fe[48], gb[128], bb[128];
+	char fe[48];
 	bool bias = n->nin > 3 && n->in[3], keep = n->nout > 3 && n->out[3];
-	float eps = n->kern->eps;
+	bool y1 = n->nout > 1 && n->out[1], y2 = n->nout > 2 && n->out[2];
 	decl_all(e, n);
-	open_rows(e, n, n->kern->axis, false, false);
-	fprintf(f, "\t\tconst float *pa = x0 + oy, *pb = x1 + oy;\n\t\tfloat *py = y + oy;\n"
-		"\t\tfloat *ps = %s;\n\t\tfloat ss = 0;\n"
-		"\t\tfor (int64_t j = 0; j < len; j++) {\n\t\t\tps[j] = pa[j] + pb[j]%s%s;\n"
-		"\t\t\tss += ps[j] * ps[j];\n\t\t}\n"
-		"\t\tfloat inv = 1.0f / sqrtf(ss / (float)len + %s);\n"
-		"\t\tfor (int64_t j = 0; j < len; j++)\n\t\t\tpy[j] = ps[j] * inv * %s;\n",
-		keep ? "y3 + oy" : "py", bias ? " + " : "", bias ? rd(bb, n, 3, "j") : "",
-		flit(fe, eps), rd(gb, n, 2, "j"));
-	if (n->nout > 2 && n->out[2])
-		fprintf(f, "\t\ty2[mkc_rt_dot(idx, y2_s, %d)] = inv;\n", n->out[0]->rank);
-	if (n->nout > 1 && n->out[1])
-		fprintf(f, "\t\ty1[mkc_rt_dot(idx, y1_s, %d)] = 0;\n", n->out[0]->rank);
-	fputs("\t}\n", f);
+	fprintf(e->f, "\tmkc_skip_norm(y, x0, x1, y_d, y_s, %d, %d, lo, hi, %s, %s, %s, %s, %s, %s, "
+		"%s, %s, %s, %s);\n", n->out[0]->rank, n->kern->axis, vec_f(n, 2, true),
+		vec_f(n, 2, false), bias ? vec_f(n, 3, true) : "NULL", bias ? vec_f(n, 3, false) : "NULL",
+		flit(fe, n->kern->eps), keep ? "y3" : "NULL", y1 ? "y1" : "NULL", y1 ? "y1_s" : "NULL",
+		y2 ? "y2" : "NULL", y2 ? "y2_s" : "NULL");
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #define MKC_UNUSED __attribute__((unused))
 /* runtime/common.h's lanes, for the bodies every target shares (backends/c/) */
 #define MKC_HD __host__ __device__
+#define MKC_BODY __device__
 #define MKC_LANE ((int64_t)threadIdx.x)
 #define MKC_NLANES ((int64_t)blockDim.x)
 #define MKC_RESTRICT __restrict__
