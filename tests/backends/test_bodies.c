@@ -1,0 +1,331 @@
+/*
+ * test_bodies.c - the tile bodies every target embeds (backends/c/), run
+ * alone on the CPU (one lane, as the C target runs them) against a
+ * float64 reference computed here from the same data. Outputs are poisoned
+ * with NaN first, so an element a body leaves unwritten fails; where a
+ * body writes part of a buffer (the cache append), the rest must stay NaN.
+ * Tolerances: 1e-5 relative to the largest reference value (float32
+ * arithmetic against float64). tests/gpu/bodies.cu runs the CUDA bodies
+ * the same way on the GPU.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* what an emitted file defines before the bodies: the plan's largest rank,
+ * then runtime/common.h (whose ONNX reader the bodies do not use) */
+#define MKC_RANK 8
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "../../runtime/common.h"
+#pragma GCC diagnostic pop
+#include "../../backends/c/cache.h"
+#include "../../backends/c/attention.h"
+#include "../../backends/c/rows.h"
+
+static unsigned rng = 7;
+
+static float
+urand(void)
+{
+	rng = rng * 1103515245u + 12345u;
+	return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static void
+poison(float *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = NAN;
+}
+
+/* largest |got - want| over the largest |want|, NaN counting as infinite */
+static double
+rel_err(const float *got, const double *want, size_t n)
+{
+	double big = 0, err = 0;
+	for (size_t i = 0; i < n; i++)
+		big = fmax(big, fabs(want[i]));
+	for (size_t i = 0; i < n; i++)
+		err = isnan(got[i]) ? INFINITY : fmax(err, fabs(got[i] - want[i]));
+	return big > 0 ? err / big : err;
+}
+
+static void
+rope_ref(double *pw, const float *px, int D, int R, int inter, const float *c, const float *s)
+{
+	for (int d = 0; d < D; d++)
+		pw[d] = px[d];
+	for (int i = 0; i < R / 2; i++) {
+		int i1 = inter ? 2 * i : i, i2 = inter ? 2 * i + 1 : i + R / 2;
+		pw[i1] = (double)px[i1] * c[i] - (double)px[i2] * s[i];
+		pw[i2] = (double)px[i2] * c[i] + (double)px[i1] * s[i];
+	}
+}
+
+/* S new positions of H heads into a cache of cap at pos, rotated when R > 0 */
+static void
+cache_case(int H, int S, int D, int cap, int pos, int R, int inter)
+{
+	enum { MAXN = 2 * 4 * 128, MAXC = 4 * 64 };
+	float x[MAXN], cs[MAXC], sn[MAXC], y[8 * 64 * 128];
+	double want[MAXN];
+	cr_assert(H * S * D <= MAXN && S * (R / 2) <= MAXC && H * cap * D <= 8 * 64 * 128);
+	for (int i = 0; i < H * S * D; i++)
+		x[i] = urand();
+	for (int i = 0; i < S * (R / 2); i++) {
+		cs[i] = cosf(0.3f * (float)(i + 1));
+		sn[i] = sinf(0.3f * (float)(i + 1));
+	}
+	for (int h = 0; h < H; h++)
+		for (int s = 0; s < S; s++)
+			rope_ref(want + (h * S + s) * D, x + (h * S + s) * D, D, R, inter,
+				 cs + s * (R / 2), sn + s * (R / 2));
+	poison(y, (size_t)H * cap * D);
+	mkc_cache_append(y, x, 1, H, S, D, cap, pos, R ? cs : NULL, R ? sn : NULL, S * (R / 2), R / 2,
+			 R, inter);
+	float got[MAXN];
+	int stray = 0;
+	for (int h = 0; h < H; h++)
+		for (int t = 0; t < cap; t++)
+			for (int d = 0; d < D; d++) {
+				float v = y[(h * cap + t) * D + d];
+				if (t >= pos && t < pos + S)
+					got[(h * S + t - pos) * D + d] = v;
+				else
+					stray += !isnan(v);
+			}
+	double e = rel_err(got, want, (size_t)H * S * D);
+	cr_expect(e <= 1e-5, "mkc_cache_append H %d S %d D %d R %d inter %d: error %.2e", H, S, D, R,
+		  inter, e);
+	cr_expect_eq(stray, 0, "mkc_cache_append wrote %d values outside the new positions", stray);
+}
+
+Test(bodies, cache_append_rotates_and_writes_only_the_new_positions)
+{
+	cache_case(8, 1, 64, 40, 17, 64, 0);
+	cache_case(8, 1, 64, 40, 39, 64, 1);
+	cache_case(2, 3, 128, 16, 0, 32, 0);
+	cache_case(4, 2, 32, 8, 6, 0, 0);
+}
+
+/* RotaryEmbedding of x [B, H, S, D] with each way of finding the cos/sin row */
+Test(bodies, rotary_by_batch_and_position_by_position_ids_and_by_a_first_position)
+{
+	enum { B = 2, H = 3, S = 2, D = 16, R = 12, MAXPOS = 10 };
+	float x[B * H * S * D], y[B * H * S * D], cs[MAXPOS * R / 2], sn[MAXPOS * R / 2];
+	double want[B * H * S * D];
+	int64_t ids[B * S] = {3, 7, 0, 9}, first[1] = {4};
+	for (int i = 0; i < B * H * S * D; i++)
+		x[i] = urand();
+	for (int i = 0; i < MAXPOS * R / 2; i++) {
+		cs[i] = cosf(0.1f * (float)i);
+		sn[i] = sinf(0.1f * (float)i);
+	}
+	for (int mode = 0; mode < 3; mode++)
+		for (int inter = 0; inter <= 1; inter++) {
+			for (int b = 0; b < B; b++)
+				for (int h = 0; h < H; h++)
+					for (int s = 0; s < S; s++) {
+						/* mode 0: cos rows [B, S] (the table read as such) */
+						int row = mode == 0 ? b * S + s : mode == 1 ? (int)ids[b * S + s]
+											   : (int)first[0] + s;
+						int o = ((b * H + h) * S + s) * D;
+						rope_ref(want + o, x + o, D, R, inter, cs + row * R / 2,
+							 sn + row * R / 2);
+					}
+			poison(y, B * H * S * D);
+			if (mode == 0)
+				mkc_rotary(y, x, B, H, S, D, H * S * D, S * D, D, cs, sn, S * R / 2, R / 2,
+					   NULL, 0, 0, 0, R, inter);
+			else if (mode == 1)
+				mkc_rotary(y, x, B, H, S, D, H * S * D, S * D, D, cs, sn, R / 2, 0, ids, S,
+					   1, 0, R, inter);
+			else
+				mkc_rotary(y, x, B, H, S, D, H * S * D, S * D, D, cs, sn, R / 2, 0, first, 0,
+					   0, 1, R, inter);
+			double e = rel_err(y, want, B * H * S * D);
+			cr_expect(e <= 1e-5, "mkc_rotary mode %d inter %d: error %.2e", mode, inter, e);
+		}
+}
+
+/* flash-decoding's parts and merge against one softmax over all positions */
+static void
+attn_case(int Hk, int G, int D, int L, int C)
+{
+	enum { MAXQ = 16 * 64, MAXK = 4 * 200 * 64, MAXP = 4 * 16 * 8 * 66 };
+	const int Hq = Hk * G, cap = L + 3;
+	static float q[MAXQ], k[MAXK], v[MAXK], part[MAXP], y[MAXQ];
+	double want[MAXQ];
+	cr_assert(Hq * D <= MAXQ && Hk * cap * D <= MAXK && Hk * C * G * (D + 2) <= MAXP);
+	for (int i = 0; i < Hq * D; i++)
+		q[i] = urand();
+	for (int i = 0; i < Hk * cap * D; i++) {
+		k[i] = urand();
+		v[i] = urand();
+	}
+	const float scale = 1.0f / sqrtf((float)D);
+	for (int h = 0; h < Hq; h++) {
+		int kh = h / G;
+		double mx = -INFINITY, sum = 0, sc[256];
+		for (int t = 0; t < L; t++) {
+			double dot = 0;
+			for (int d = 0; d < D; d++)
+				dot += (double)q[h * D + d] * k[(kh * cap + t) * D + d];
+			sc[t] = dot * scale;
+			mx = fmax(mx, sc[t]);
+		}
+		for (int t = 0; t < L; t++)
+			sum += exp(sc[t] - mx);
+		for (int d = 0; d < D; d++) {
+			double acc = 0;
+			for (int t = 0; t < L; t++)
+				acc += exp(sc[t] - mx) * v[(kh * cap + t) * D + d];
+			want[h * D + d] = acc / sum;
+		}
+	}
+	const int64_t qs[4] = {(int64_t)Hq * D, D, D, 1}, ks[4] = {(int64_t)Hk * cap * D, cap * D, D, 1};
+	const int64_t ps[4] = {(int64_t)Hk * C * G * (D + 2), G * (D + 2), D + 2, 1};
+	const int64_t ys[4] = {(int64_t)Hq * D, D, D, 1};
+	poison(part, (size_t)Hk * C * G * (D + 2));
+	poison(y, (size_t)Hq * D);
+	/* a few rows a tile, as tiles would have them */
+	for (int r = 0; r < Hk * C; r += 3)
+		mkc_attn_part_c(q, qs, k, ks, v, ks, part, ps, 1, 1, D, L, C, G, r,
+				r + 3 < Hk * C ? r + 3 : Hk * C, scale);
+	mkc_attn_merge_c(part, ps, y, ys, 1, 1, D, C, G, 0, Hq);
+	double e = rel_err(y, want, (size_t)Hq * D);
+	cr_expect(e <= 1e-5, "mkc_attn_part_c + merge, Hk %d G %d D %d L %d C %d: error %.2e", Hk, G, D,
+		  L, C, e);
+}
+
+Test(bodies, attention_parts_and_merge_match_one_softmax)
+{
+	attn_case(2, 4, 64, 1, 16);   /* one position: every chunk but the last empty */
+	attn_case(2, 4, 64, 200, 16);
+	attn_case(4, 2, 32, 77, 3);
+	attn_case(1, 1, 128, 5, 8);
+}
+
+Test(bodies, softmax_over_the_last_axes_and_over_one_axis)
+{
+	enum { A = 3, Bd = 4, Cd = 5 };
+	float x[A * Bd * Cd], y[A * Bd * Cd];
+	double want[A * Bd * Cd];
+	const int64_t d[4] = {A, Bd, Cd, 0}, s[4] = {Bd * Cd, Cd, 1, 0};
+	const int64_t lo[3] = {0, 0, 0}, hi[3] = {A, Bd, Cd};
+	for (int i = 0; i < A * Bd * Cd; i++)
+		x[i] = 3 * urand();
+	/* rows of axes 1..2 (20 elements), then rows of axis 1 alone (4, stride 5) */
+	for (int one = 0; one <= 1; one++) {
+		int len = one ? Bd : Bd * Cd, st = one ? Cd : 1, rows = one ? A * Cd : A;
+		for (int rw = 0; rw < rows; rw++) {
+			int base = one ? rw / Cd * Bd * Cd + rw % Cd : rw * Bd * Cd;
+			double mx = -INFINITY, sum = 0;
+			for (int j = 0; j < len; j++)
+				mx = fmax(mx, x[base + j * st]);
+			for (int j = 0; j < len; j++)
+				sum += exp(x[base + j * st] - mx);
+			for (int j = 0; j < len; j++)
+				want[base + j * st] = exp(x[base + j * st] - mx) / sum;
+		}
+		poison(y, A * Bd * Cd);
+		mkc_softmax(y, x, d, s, 3, 1, one, lo, hi);
+		double e = rel_err(y, want, A * Bd * Cd);
+		cr_expect(e <= 1e-5, "mkc_softmax one_axis %d: error %.2e", one, e);
+	}
+}
+
+static uint16_t
+to_bf16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	u += 0x7fffu + ((u >> 16) & 1);
+	return (uint16_t)(u >> 16);
+}
+
+Test(bodies, rms_and_layer_norms_with_float_and_bf16_scales_and_their_row_outputs)
+{
+	enum { R = 3, N = 48 };
+	float x[R * N], y[R * N], sf[N], bias[N], y1[R], y2[R];
+	uint16_t sb[N];
+	double want[R * N], w1[R], w2[R];
+	const int64_t d[3] = {R, N, 0}, s[3] = {N, 1, 0}, s1[3] = {1, 1, 0};
+	const int64_t lo[2] = {0, 0}, hi[2] = {R, N};
+	for (int i = 0; i < R * N; i++)
+		x[i] = urand() + 0.3f;
+	for (int j = 0; j < N; j++) {
+		sb[j] = to_bf16(1.0f + 0.5f * urand());
+		sf[j] = mkc_rt_bf16(sb[j]);
+		bias[j] = urand();
+	}
+	const float eps = 1e-5f;
+	for (int layer = 0; layer <= 1; layer++)
+		for (int bf = 0; bf <= 1; bf++) {
+			for (int r = 0; r < R; r++) {
+				double mean = 0, ss = 0;
+				if (layer)
+					for (int j = 0; j < N; j++)
+						mean += x[r * N + j] / (double)N;
+				for (int j = 0; j < N; j++)
+					ss += (x[r * N + j] - mean) * (x[r * N + j] - mean);
+				double inv = 1 / sqrt(ss / N + eps);
+				for (int j = 0; j < N; j++)
+					want[r * N + j] = (x[r * N + j] - mean) * inv * sf[j] +
+							  (layer ? bias[j] : 0);
+				w1[r] = layer ? mean : inv;
+				w2[r] = inv;
+			}
+			poison(y, R * N);
+			poison(y1, R);
+			poison(y2, R);
+			mkc_norm(y, x, d, s, 2, 1, lo, hi, bf ? NULL : sf, bf ? sb : NULL,
+				 layer ? bias : NULL, NULL, N, eps, layer, y1, s1, y2, s1);
+			cr_expect(rel_err(y, want, R * N) <= 1e-5, "mkc_norm layer %d bf16 %d", layer, bf);
+			cr_expect(rel_err(y1, w1, R) <= 1e-5, "mkc_norm's y1, layer %d", layer);
+			cr_expect(rel_err(y2, w2, R) <= 1e-5, "mkc_norm's y2, layer %d", layer);
+		}
+}
+
+Test(bodies, skip_norm_keeps_the_sum_and_normalises_it)
+{
+	enum { R = 2, N = 32 };
+	float a[R * N], b[R * N], g[N], bias[N], y[R * N], sum[R * N], y2[R];
+	double want[R * N], wsum[R * N], w2[R];
+	const int64_t d[3] = {R, N, 0}, s[3] = {N, 1, 0}, s1[3] = {1, 1, 0};
+	const int64_t lo[2] = {0, 0}, hi[2] = {R, N};
+	for (int i = 0; i < R * N; i++) {
+		a[i] = urand();
+		b[i] = urand();
+	}
+	for (int j = 0; j < N; j++) {
+		g[j] = 1 + 0.5f * urand();
+		bias[j] = urand();
+	}
+	for (int r = 0; r < R; r++) {
+		double ss = 0;
+		for (int j = 0; j < N; j++) {
+			wsum[r * N + j] = (double)a[r * N + j] + b[r * N + j] + bias[j];
+			ss += wsum[r * N + j] * wsum[r * N + j];
+		}
+		w2[r] = 1 / sqrt(ss / N + 1e-6);
+		for (int j = 0; j < N; j++)
+			want[r * N + j] = wsum[r * N + j] * w2[r] * g[j];
+	}
+	poison(y, R * N);
+	poison(sum, R * N);
+	poison(y2, R);
+	mkc_skip_norm(y, a, b, d, s, 2, 1, lo, hi, g, NULL, bias, NULL, 1e-6f, sum, NULL, NULL, y2, s1);
+	cr_expect(rel_err(y, want, R * N) <= 1e-5, "mkc_skip_norm's output");
+	cr_expect(rel_err(sum, wsum, R * N) <= 1e-6, "mkc_skip_norm's sum");
+	cr_expect(rel_err(y2, w2, R) <= 1e-5, "mkc_skip_norm's 1 / deviation");
+}
