@@ -30,15 +30,8 @@
 #include "../../backends/c/cache.h"
 #include "../../backends/c/attention.h"
 #include "../../backends/c/rows.h"
+#include "../test_data.h"
 
-static unsigned rng = 7;
-
-static float
-urand(void)
-{
-	rng = rng * 1103515245u + 12345u;
-	return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
 
 static void
 poison(float *p, size_t n)
@@ -242,15 +235,6 @@ Test(bodies, softmax_over_the_last_axes_and_over_one_axis)
 		double e = rel_err(y, want, A * Bd * Cd);
 		cr_expect(e <= 1e-5, "mkc_softmax one_axis %d: error %.2e", one, e);
 	}
-}
-
-static uint16_t
-to_bf16(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	u += 0x7fffu + ((u >> 16) & 1);
-	return (uint16_t)(u >> 16);
 }
 
 Test(bodies, rms_and_layer_norms_with_float_and_bf16_scales_and_their_row_outputs)

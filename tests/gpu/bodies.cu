@@ -22,24 +22,7 @@
 #include "../../backends/cuda/attention.cuh"
 #include "../../backends/cuda/matvec.cuh"
 #include "../../backends/c/cache.h"
-
-static unsigned rng = 12345;
-
-static float
-urand(void)
-{
-	rng = rng * 1103515245u + 12345u;
-	return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
-
-static uint16_t
-to_bf16(float f)
-{
-	uint32_t x;
-	memcpy(&x, &f, 4);
-	x += 0x7fffu + ((x >> 16) & 1);
-	return (uint16_t)(x >> 16);
-}
+#include "../test_data.h"
 
 static void *
 dev_copy(const void *p, size_t n)
