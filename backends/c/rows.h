@@ -6,8 +6,8 @@
  * by every target.
  *
  * A row is the elements that differ only in the row axes: axis alone
- * (one_axis, Softmax before opset 13 aside, which lower.c turned into the
- * axes from axis on) or the axes from axis to the last. A tile's box holds
+ * (one_axis) or the axes from axis to the last (passes/lower.c decides
+ * which, from the op and Softmax's opset). A tile's box holds
  * whole rows; y and x have the same shape, dims d and strides s (rank r).
  * Scales and biases are float32 or bf16 (one pointer of the two is NULL)
  * and hold the whole row or one value: element j of a row reads entry
