@@ -3,7 +3,9 @@
 # with build/mkc built beforehand (it needs libcjson: put libcjson.so.1 in
 # .carry/lib). COMMIT names the commit in the logs (the device copy is not
 # a git checkout). Writes logs under $OUT (or /tmp/mkc_gpu) and ends with a
-# short table.
+# short table. The lent device returns only a few files from its $OUT: give
+# the script another folder and pack it, as session 8 did:
+#   o=$OUT; OUT=/tmp/gc bash tools/gpu_check.sh > $o/summary.txt; tar czf $o/logs.tgz -C /tmp/gc .
 #   0. tests/gpu/bodies.cu: the CUDA tile bodies alone against float64;
 #   1. mkc test --target cuda on every golden model, 100 steps each (every
 #      step compared, so a race shows up as a moving result);
