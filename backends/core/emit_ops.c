@@ -103,14 +103,18 @@ is_bf16(const mkc_tensor *t)
 }
 
 /*
- * Input k as the float32 (f) or the bf16 argument of a body that takes
- * either (backends/c/rows.h): "x2" for the one it is, "NULL" for the other.
+ * Input k as the float32 and bf16 arguments of a body that takes either
+ * (backends/c/rows.h): "x2, NULL" or "NULL, x2"; "NULL, NULL" when k < 0
+ * (an input the node leaves out).
  */
 static const char *
-vec_f(const mkc_node *n, int k, bool f)
+vec_args(char *buf, const mkc_node *n, int k)
 {
-	static const char *const name[] = {"x0", "x1", "x2", "x3", "x4", "x5"};
-	return k < 6 && is_bf16(n->in[k]) != f ? name[k] : "NULL";
+	if (k < 0)
+		snprintf(buf, 32, "NULL, NULL");
+	else
+		snprintf(buf, 32, is_bf16(n->in[k]) ? "NULL, x%d" : "x%d, NULL", k);
+	return buf;
 }
 
 /* "x1[i]" or "mkc_rt_bf16(x1[i])": an element of input k as float. */
@@ -765,18 +769,17 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 	bool layer = n->op == MKC_OP_LAYER_NORM;
 	if (n->op == MKC_OP_RMS_NORM && n->nout > 1)
 		return unsupported(e, n, "RMSNormalization with more than one output");
-	char fe[48];
+	char fe[48], sa[32], ba[32];
 	bool bias = layer && n->nin > 2 && n->in[2];
 	bool y1 = n->nout > 1 && n->out[1], y2 = n->nout > 2 && n->out[2];
 	decl_all(e, n);
 	/* scale and bias are indexed by the element's place in the row: they
 	 * hold the whole row, or one value (infer checked they broadcast) */
 	fprintf(f, "\tint64_t wn = 1;\n\tfor (int d = 0; d < %d; d++)\n\t\twn *= x1_d[d];\n"
-		"\tmkc_norm(y, x0, y_d, y_s, %d, %d, lo, hi, %s, %s, %s, %s, wn, %s, %d, %s, %s, %s, %s);\n",
-		n->in[1]->rank, n->out[0]->rank, n->kern->axis, vec_f(n, 1, true), vec_f(n, 1, false),
-		bias ? vec_f(n, 2, true) : "NULL", bias ? vec_f(n, 2, false) : "NULL",
-		flit(fe, n->kern->eps), layer, y1 ? "y1" : "NULL", y1 ? "y1_s" : "NULL",
-		y2 ? "y2" : "NULL", y2 ? "y2_s" : "NULL");
+		"\tmkc_norm(y, x0, y_d, y_s, %d, %d, lo, hi, %s, %s, wn, %s, %d, %s, %s);\n",
+		n->in[1]->rank, n->out[0]->rank, n->kern->axis, vec_args(sa, n, 1),
+		vec_args(ba, n, bias ? 2 : -1), flit(fe, n->kern->eps), layer,
+		y1 ? "y1, y1_s" : "NULL, NULL", y2 ? "y2, y2_s" : "NULL, NULL");
 	return 0;
 }
 
@@ -788,15 +791,14 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 static int
 emit_skip_norm(mkc_emitter *e, const mkc_node *n)
 {
-	char fe[48];
+	char fe[48], ga[32], ba[32];
 	bool bias = n->nin > 3 && n->in[3], keep = n->nout > 3 && n->out[3];
 	bool y1 = n->nout > 1 && n->out[1], y2 = n->nout > 2 && n->out[2];
 	decl_all(e, n);
-	fprintf(e->f, "\tmkc_skip_norm(y, x0, x1, y_d, y_s, %d, %d, lo, hi, %s, %s, %s, %s, %s, %s, "
-		"%s, %s, %s, %s);\n", n->out[0]->rank, n->kern->axis, vec_f(n, 2, true),
-		vec_f(n, 2, false), bias ? vec_f(n, 3, true) : "NULL", bias ? vec_f(n, 3, false) : "NULL",
-		flit(fe, n->kern->eps), keep ? "y3" : "NULL", y1 ? "y1" : "NULL", y1 ? "y1_s" : "NULL",
-		y2 ? "y2" : "NULL", y2 ? "y2_s" : "NULL");
+	fprintf(e->f, "\tmkc_skip_norm(y, x0, x1, y_d, y_s, %d, %d, lo, hi, %s, %s, %s, %s, %s, %s);\n",
+		n->out[0]->rank, n->kern->axis, vec_args(ga, n, 2), vec_args(ba, n, bias ? 3 : -1),
+		flit(fe, n->kern->eps), keep ? "y3" : "NULL", y1 ? "y1, y1_s" : "NULL, NULL",
+		y2 ? "y2, y2_s" : "NULL, NULL");
 	return 0;
 }
 
