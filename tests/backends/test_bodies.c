@@ -52,18 +52,6 @@ rel_err(const float *got, const double *want, size_t n)
 	return big > 0 ? err / big : err;
 }
 
-static void
-rope_ref(double *pw, const float *px, int D, int R, int inter, const float *c, const float *s)
-{
-	for (int d = 0; d < D; d++)
-		pw[d] = px[d];
-	for (int i = 0; i < R / 2; i++) {
-		int i1 = inter ? 2 * i : i, i2 = inter ? 2 * i + 1 : i + R / 2;
-		pw[i1] = (double)px[i1] * c[i] - (double)px[i2] * s[i];
-		pw[i2] = (double)px[i2] * c[i] + (double)px[i1] * s[i];
-	}
-}
-
 /* S new positions of H heads into a cache of cap at pos, rotated when R > 0 */
 static void
 cache_case(int H, int S, int D, int cap, int pos, int R, int inter)
@@ -80,22 +68,13 @@ cache_case(int H, int S, int D, int cap, int pos, int R, int inter)
 	}
 	for (int h = 0; h < H; h++)
 		for (int s = 0; s < S; s++)
-			rope_ref(want + (h * S + s) * D, x + (h * S + s) * D, D, R, inter,
+			ref_rope(want + (h * S + s) * D, x + (h * S + s) * D, D, R, inter,
 				 cs + s * (R / 2), sn + s * (R / 2));
 	poison(y, (size_t)H * cap * D);
 	mkc_cache_append(y, x, 1, H, S, D, cap, pos, R ? cs : NULL, R ? sn : NULL, S * (R / 2), R / 2,
 			 R, inter);
 	float got[MAXN];
-	int stray = 0;
-	for (int h = 0; h < H; h++)
-		for (int t = 0; t < cap; t++)
-			for (int d = 0; d < D; d++) {
-				float v = y[(h * cap + t) * D + d];
-				if (t >= pos && t < pos + S)
-					got[(h * S + t - pos) * D + d] = v;
-				else
-					stray += !isnan(v);
-			}
+	int stray = cache_unpack(y, H, S, D, cap, pos, got);
 	double e = rel_err(got, want, (size_t)H * S * D);
 	cr_expect(e <= 1e-5, "mkc_cache_append H %d S %d D %d R %d inter %d: error %.2e", H, S, D, R,
 		  inter, e);
@@ -132,7 +111,7 @@ Test(bodies, rotary_by_batch_and_position_by_position_ids_and_by_a_first_positio
 						int row = mode == 0 ? b * S + s : mode == 1 ? (int)ids[b * S + s]
 											   : (int)first[0] + s;
 						int o = ((b * H + h) * S + s) * D;
-						rope_ref(want + o, x + o, D, R, inter, cs + row * R / 2,
+						ref_rope(want + o, x + o, D, R, inter, cs + row * R / 2,
 							 sn + row * R / 2);
 					}
 			poison(y, B * H * S * D);
@@ -166,25 +145,7 @@ attn_case(int Hk, int G, int D, int L, int C)
 		v[i] = urand();
 	}
 	const float scale = 1.0f / sqrtf((float)D);
-	for (int h = 0; h < Hq; h++) {
-		int kh = h / G;
-		double mx = -INFINITY, sum = 0, sc[256];
-		for (int t = 0; t < L; t++) {
-			double dot = 0;
-			for (int d = 0; d < D; d++)
-				dot += (double)q[h * D + d] * k[(kh * cap + t) * D + d];
-			sc[t] = dot * scale;
-			mx = fmax(mx, sc[t]);
-		}
-		for (int t = 0; t < L; t++)
-			sum += exp(sc[t] - mx);
-		for (int d = 0; d < D; d++) {
-			double acc = 0;
-			for (int t = 0; t < L; t++)
-				acc += exp(sc[t] - mx) * v[(kh * cap + t) * D + d];
-			want[h * D + d] = acc / sum;
-		}
-	}
+	ref_attention(want, q, k, v, Hq, G, D, L, cap, scale);
 	const int64_t qs[4] = {(int64_t)Hq * D, D, D, 1}, ks[4] = {(int64_t)Hk * cap * D, cap * D, D, 1};
 	const int64_t ps[4] = {(int64_t)Hk * C * G * (D + 2), G * (D + 2), D + 2, 1};
 	const int64_t ys[4] = {(int64_t)Hq * D, D, D, 1};

@@ -178,27 +178,7 @@ attn_case(int hk, int64_t L, int64_t cap, int64_t C)
 		v[i] = urand();
 	}
 	double *want = (double *)malloc(sizeof(double) * nq);
-	for (int h = 0; h < hq; h++) {
-		const int kh = h / G;
-		double mx = -INFINITY, sum = 0;
-		double *sc = (double *)malloc(sizeof(double) * L);
-		for (int64_t t = 0; t < L; t++) {
-			double dot = 0;
-			for (int d = 0; d < D; d++)
-				dot += (double)q[h * D + d] * k[((size_t)kh * cap + t) * D + d];
-			sc[t] = dot * scale;
-			mx = fmax(mx, sc[t]);
-		}
-		for (int64_t t = 0; t < L; t++)
-			sum += exp(sc[t] - mx);
-		for (int d = 0; d < D; d++) {
-			double acc = 0;
-			for (int64_t t = 0; t < L; t++)
-				acc += exp(sc[t] - mx) * v[((size_t)kh * cap + t) * D + d];
-			want[h * D + d] = acc / sum;
-		}
-		free(sc);
-	}
+	ref_attention(want, q, k, v, hq, G, D, L, cap, scale);
 	const int64_t qs[4] = {(int64_t)nq, D, D, 1}, ks[4] = {(int64_t)nk, cap * D, D, 1};
 	const int64_t ps[4] = {hk * C * G * (D + 2), G * (D + 2), D + 2, 1};
 	float *dq = (float *)dev_copy(q, sizeof(float) * nq), *dk = (float *)dev_copy(k, sizeof(float) * nk);
@@ -284,18 +264,9 @@ cache_case(int H, int S, int D, int cap, int pos, int R, int inter)
 	}
 	double *want = (double *)malloc(sizeof(double) * n);
 	for (int h = 0; h < H; h++)
-		for (int s = 0; s < S; s++) {
-			const float *px = x + (h * S + s) * D;
-			double *pw = want + (h * S + s) * D;
-			for (int d = 0; d < D; d++)
-				pw[d] = px[d];
-			for (int i = 0; i < half; i++) {
-				const int i1 = inter ? 2 * i : i, i2 = inter ? 2 * i + 1 : i + half;
-				const double c = cs[s * half + i], sv = sn[s * half + i];
-				pw[i1] = px[i1] * c - px[i2] * sv;
-				pw[i2] = px[i2] * c + px[i1] * sv;
-			}
-		}
+		for (int s = 0; s < S; s++)
+			ref_rope(want + (h * S + s) * D, x + (h * S + s) * D, D, R, inter, cs + s * half,
+				 sn + s * half);
 	const size_t ny = (size_t)H * cap * D;
 	float *dx = (float *)dev_copy(x, sizeof(float) * n), *dc = (float *)dev_copy(cs, sizeof cs);
 	float *ds = (float *)dev_copy(sn, sizeof sn), *dy;
@@ -306,16 +277,7 @@ cache_case(int H, int S, int D, int cap, int pos, int R, int inter)
 	CHECK(cudaGetLastError());
 	float *all = (float *)malloc(sizeof(float) * ny), *got = (float *)malloc(sizeof(float) * n);
 	CHECK(cudaMemcpy(all, dy, sizeof(float) * ny, cudaMemcpyDeviceToHost));
-	int stray = 0;
-	for (int h = 0; h < H; h++)
-		for (int t = 0; t < cap; t++)
-			for (int d = 0; d < D; d++) {
-				const float v = all[((size_t)h * cap + t) * D + d];
-				if (t >= pos && t < pos + S)
-					got[(h * S + t - pos) * D + d] = v;
-				else
-					stray += !isnan(v);
-			}
+	const int stray = cache_unpack(all, H, S, D, cap, pos, got);
 	char what[96];
 	snprintf(what, sizeof what, "mkc_cache_append H %d S %d D %d R %d%s", H, S, D, R,
 		 inter ? " pairs" : "");
