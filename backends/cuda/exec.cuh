@@ -392,6 +392,14 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 		const int task = d[MKC_QD_TASK], ev = d[MKC_QD_EV];
 		if (threadIdx.x == 0)
 			MKC_PROF_TASK(task, 0, mkc_prof_now());
+		int64_t lo[MKC_RANK], hi[MKC_RANK];
+		if (d[MKC_QD_RANK] >= 0)
+			for (int k = 0; k < d[MKC_QD_RANK]; k++) {
+				lo[k] = d[MKC_QD_LO + k];
+				hi[k] = d[MKC_QD_HI + k];
+			}
+		else
+			mkc_task_bounds(m, task, lo, hi);
 		if (!MKC_RING && MKC_L2_HEAD && threadIdx.x == 0 && ev >= 0)
 			mkc_l2_prefetch(m, d, MKC_L2_HEAD);
 		if (ev >= 0 && mkc_wait(m, &counter[ev], (unsigned long long)d[MKC_QD_THR] * epoch,
@@ -404,14 +412,6 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 		}
 		if (threadIdx.x == 0)
 			MKC_PROF_TASK(task, 1, mkc_prof_now());
-		int64_t lo[MKC_RANK], hi[MKC_RANK];
-		if (d[MKC_QD_RANK] >= 0)
-			for (int k = 0; k < d[MKC_QD_RANK]; k++) {
-				lo[k] = d[MKC_QD_LO + k];
-				hi[k] = d[MKC_QD_HI + k];
-			}
-		else
-			mkc_task_bounds(m, task, lo, hi);
 		mkc_run_node(m, d[MKC_QD_NODE], lo, hi);
 		__syncthreads();
 		if (threadIdx.x == 0) {

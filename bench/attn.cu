@@ -1,0 +1,141 @@
+/*
+ * attn.cu - how long one decode-attention part (mkc_attn_part: a key head's
+ * query heads over one chunk of positions) takes when every SM runs one at
+ * once, as the 1B step's parts do, with the cache in HBM (L2 flushed
+ * before each pass) or asked into L2 beforehand (what a worker can do
+ * before a part's wait: the cache rows do not depend on the step).
+ *
+ *   nvcc -gencode=arch=compute_90a,code=sm_90a -O2 [-DATTN_HDR='"file.cuh"'] \
+ *        -o attn bench/attn.cu && ./attn
+ *
+ * ATTN_HDR names the body's header (backends/cuda/attention.cuh by
+ * default), so that two builds time two versions of the body on the same
+ * cases. Printed per case: the median and largest time of a block from its
+ * first instruction of the body to its barrier after it, in microseconds
+ * (%globaltimer), over the blocks of 20 passes.
+ */
+#include <algorithm>
+#include <vector>
+
+#include "../tests/gpu/rt_stub.cuh"
+#include "../tests/test_data.h"
+
+#ifndef ATTN_HDR
+#define ATTN_HDR "../backends/cuda/attention.cuh"
+#endif
+#include ATTN_HDR
+
+#define PASSES 20
+
+static __device__ __forceinline__ unsigned long long
+now_ns(void)
+{
+	unsigned long long t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+/*
+ * Block r runs part row r (key head r / C, chunk r % C). With warm, thread
+ * 0 first asks the row's keys and values into L2 and waits 20 us, as a
+ * worker would between its prefetch and the end of the part's wait.
+ */
+template <int D, int G>
+static __global__ void
+part_kernel(const float *q, const int64_t *qs, const float *k, const int64_t *ks, const float *v,
+	    float *part, const int64_t *ps, int64_t L, int64_t C, float scale, int warm,
+	    unsigned long long *ns)
+{
+	const int64_t r = blockIdx.x, kh = r / C, c = r % C;
+	const int64_t t0 = c * L / C, t1 = (c + 1) * L / C;
+	if (warm && threadIdx.x == 0 && t1 > t0) {
+		const unsigned bytes = (unsigned)((t1 - t0) * D * sizeof(float));
+		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(k + kh * ks[1] + t0 * D),
+			     "r"(bytes) : "memory");
+		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(v + kh * ks[1] + t0 * D),
+			     "r"(bytes) : "memory");
+		const unsigned long long s = now_ns();
+		while (now_ns() - s < 20000)
+			;
+	}
+	__syncthreads();
+	const unsigned long long s = now_ns();
+	mkc_attn_part<D, G>(q, qs, k, ks, v, ks, part, ps, 1, 1, L, C, r, r + 1, scale);
+	__syncthreads();
+	if (threadIdx.x == 0)
+		ns[r] = now_ns() - s;
+}
+
+template <int D, int G>
+static void
+run(int hk, int64_t L, int64_t cap, int64_t C, const char *shape)
+{
+	const size_t nq = (size_t)hk * G * D, nk = (size_t)hk * cap * D;
+	const size_t npart = (size_t)hk * C * G * (D + 2);
+	std::vector<float> h(nk);
+	for (size_t i = 0; i < nk; i++)
+		h[i] = urand();
+	float *q, *q2, *k, *v, *part;
+	int64_t *dqs, *dks, *dps;
+	unsigned long long *ns;
+	char *flush;
+	const size_t flush_bytes = 256u << 20;
+	CHECK(cudaMalloc(&q, nq * 4));
+	CHECK(cudaMalloc(&q2, nq * 4));
+	CHECK(cudaMalloc(&k, nk * 4));
+	CHECK(cudaMalloc(&v, nk * 4));
+	CHECK(cudaMalloc(&part, npart * 4));
+	CHECK(cudaMalloc(&ns, sizeof *ns * hk * C));
+	CHECK(cudaMalloc(&flush, flush_bytes));
+	CHECK(cudaMemcpy(q2, h.data(), nq * 4, cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy(k, h.data(), nk * 4, cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy(v, h.data(), nk * 4, cudaMemcpyHostToDevice));
+	const int64_t qs[4] = {(int64_t)nq, D, D, 1}, ks[4] = {(int64_t)nk, cap * D, D, 1};
+	const int64_t ps[4] = {hk * C * G * (D + 2), G * (D + 2), D + 2, 1};
+	CHECK(cudaMalloc(&dqs, sizeof qs));
+	CHECK(cudaMalloc(&dks, sizeof ks));
+	CHECK(cudaMalloc(&dps, sizeof ps));
+	CHECK(cudaMemcpy(dqs, qs, sizeof qs, cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy(dks, ks, sizeof ks, cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy(dps, ps, sizeof ps, cudaMemcpyHostToDevice));
+	for (int warm = 0; warm < 2; warm++) {
+		std::vector<unsigned long long> all;
+		for (int p = 0; p < PASSES; p++) {
+			/* the cache out of L2; the query written just before, as a
+			 * producer's output is */
+			CHECK(cudaMemset(flush, p, flush_bytes));
+			CHECK(cudaMemcpy(q, q2, nq * 4, cudaMemcpyDeviceToDevice));
+			part_kernel<D, G><<<hk * C, MKC_THREADS>>>(q, dqs, k, dks, v, part, dps, L, C,
+								   0.125f, warm, ns);
+			CHECK(cudaGetLastError());
+			std::vector<unsigned long long> got(hk * C);
+			CHECK(cudaMemcpy(got.data(), ns, sizeof *ns * hk * C, cudaMemcpyDeviceToHost));
+			all.insert(all.end(), got.begin(), got.end());
+		}
+		std::sort(all.begin(), all.end());
+		printf("%-12s D %3d G %d  L %5lld  C %2lld  %-6s  median %6.2f us  max %6.2f us\n", shape,
+		       D, G, (long long)L, (long long)C, warm ? "in L2" : "HBM", all[all.size() / 2] / 1e3,
+		       all.back() / 1e3);
+	}
+	cudaFree(q);
+	cudaFree(q2);
+	cudaFree(k);
+	cudaFree(v);
+	cudaFree(part);
+	cudaFree(ns);
+	cudaFree(flush);
+	cudaFree(dqs);
+	cudaFree(dks);
+	cudaFree(dps);
+}
+
+int
+main(void)
+{
+	printf("%s\n", ATTN_HDR);
+	for (int64_t L : {1, 64, 1024, 4096}) {
+		run<64, 4>(8, L, 4160, 16, "llama-1b");
+		run<128, 2>(8, L, 4160, 16, "qwen3-0.6b");
+	}
+	return 0;
+}
