@@ -12,7 +12,7 @@ const mkc_target mkc_target_c = {
 		   "#include <pthread.h>\n#include <sched.h>\n#include <stdatomic.h>\n#include <time.h>\n",
 	.exec = (const char *const[]){"backends/c/exec.h", NULL},
 	.bodies = (const char *const[]){"backends/c/cache.h", "backends/c/attention.h",
-					"backends/c/rows.h", NULL},
+					"backends/c/rows.h", "backends/c/data.h", NULL},
 	.api = "runtime/api.h",
 	.fn_qual = "static",
 	.node_qual = "",

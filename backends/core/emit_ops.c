@@ -44,6 +44,20 @@ mkc_ctype(const mkc_emitter *e, mkc_dtype t)
 	}
 }
 
+/* The type's code in the bodies (MKC_T_FLOAT ..., backends/c/data.h); NULL where mkc_ctype has none. */
+static const char *
+tcode(const mkc_emitter *e, mkc_dtype t)
+{
+	if (!mkc_ctype(e, t))
+		return NULL;
+	switch (t) {
+#define DT(s, id, size, name) case MKC_DT_##s: return "MKC_T_" #s;
+#include "../../ir/dtypes.def"
+#undef DT
+	default: return NULL;
+	}
+}
+
 /*
  * An int64 literal: "-9223372036854775808" would be the negation of a
  * constant too large for long long, so INT64_MIN is spelled as arithmetic.
@@ -172,6 +186,41 @@ open_box(FILE *f, int rank)
 	fprintf(f, "\tint64_t ext[%d], idx[%d];\n\tint64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
 		"\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
 		"\t\tint64_t oy = mkc_rt_dot(idx, y_s, %d);\n", rank + 1, rank + 1, rank, rank, rank);
+}
+
+/*
+ * The data ops move elements as bits (backends/c/data.h): a body takes an
+ * element's bytes as stored (a bf16 weight's 2).
+ */
+static int
+esize(const mkc_tensor *t)
+{
+	return is_bf16(t) ? 2 : (int)mkc_dtype_size(t->dtype);
+}
+
+/* "\tconst TYPE name[n] = {v0, v1, ...};\n" (C has no empty initialiser: n 0 writes one 0) */
+static void
+emit_ints(FILE *f, const char *type, const char *name, const int64_t *v, int n)
+{
+	fprintf(f, "\tconst %s %s[%d] = {", type, name, n ? n : 1);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%lld", i ? ", " : "", (long long)v[i]);
+	fputs(n ? "};\n" : "0};\n", f);
+}
+
+/*
+ * "\tTYPE name[n] = {P0S, P1S, ...};\n" (P the prefix, S the suffix): the
+ * inputs' pointers ("x", ""), dims ("x", "_d") or strides ("x", "_s"), or
+ * broadcast strides ("b", ""), for a body that takes the n inputs as arrays.
+ */
+static void
+emit_inputs(FILE *f, const char *type, const char *name, const char *prefix, const char *suffix,
+	    int n)
+{
+	fprintf(f, "\t%s %s[%d] = {", type, name, n);
+	for (int k = 0; k < n; k++)
+		fprintf(f, "%s%s%d%s", k ? ", " : "", prefix, k, suffix);
+	fputs("};\n", f);
 }
 
 /* Elementwise. */
@@ -360,29 +409,22 @@ emit_copy(mkc_emitter *e, const mkc_node *n)
 	if (y->cap || n->in[0]->cap)
 		return unsupported(e, n, "a reshape of a KV cache");
 	decl_all(e, n);
-	if (flat_walk(e, n, 0)) {
-		fprintf(e->f, "\tint64_t ext[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
-			"\tconst int64_t i0 = mkc_rt_dot(lo, y_s, %d);\n"
-			"\tfor (int64_t i = i0 + MKC_LANE; i < i0 + cnt; i += MKC_NLANES)\n\t\ty[i] = x0[i];\n",
-			y->rank + 1, y->rank, y->rank);
-		return 0;
-	}
-	open_box(e->f, y->rank);
-	fputs("\t\ty[oy] = x0[oy];\n\t}\n", e->f);
+	fprintf(e->f, "\tmkc_copy(y, y_s, x0, %d, %d, %d, lo, hi);\n", y->rank, esize(y),
+		flat_walk(e, n, 0));
 	return 0;
 }
 
 static int
 emit_transpose(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
 	int r = n->out[0]->rank;
-	decl_all(e, n);
-	fprintf(f, "\tint64_t ps[%d];\n", r + 1);
+	int64_t perm[MKC_MAX_RANK];
 	for (int d = 0; d < r; d++)
-		fprintf(f, "\tps[%d] = x0_s[%d];\n", d, n->kern->perm[d]);
-	open_box(f, r);
-	fprintf(f, "\t\ty[oy] = x0[mkc_rt_dot(idx, ps, %d)];\n\t}\n", r);
+		perm[d] = n->kern->perm[d];
+	decl_all(e, n);
+	emit_ints(e->f, "int", "perm", perm, r);
+	fprintf(e->f, "\tmkc_transpose(y, y_s, x0, x0_s, perm, %d, %d, lo, hi);\n", r,
+		esize(n->out[0]));
 	return 0;
 }
 
@@ -390,66 +432,56 @@ static int
 emit_concat(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
-	int r = n->out[0]->rank;
-	int64_t axis = n->kern->axis;
 	decl_all(e, n);
-	open_box(f, r);
-	fprintf(f, "\t\tint64_t a = idx[%lld];\n", (long long)axis);
-	for (int i = 0; i < n->nin; i++) {
-		fprintf(f, "\t\t%sif (a < x%d_d[%lld]) {\n\t\t\tidx[%lld] = a;\n"
-			"\t\t\ty[oy] = x%d[mkc_rt_dot(idx, x%d_s, %d)];\n\t\t\tcontinue;\n\t\t}\n"
-			"\t\ta -= x%d_d[%lld];\n", "", i, (long long)axis, (long long)axis, i, i, r, i,
-			(long long)axis);
-	}
-	fputs("\t}\n", f);
+	emit_inputs(f, "const void *const", "in", "x", "", n->nin);
+	emit_inputs(f, "const int64_t *const", "in_d", "x", "_d", n->nin);
+	emit_inputs(f, "const int64_t *const", "in_s", "x", "_s", n->nin);
+	fprintf(f, "\tmkc_concat(y, y_s, %d, in, in_d, in_s, %d, %d, %d, lo, hi);\n", n->nin,
+		n->kern->axis, n->out[0]->rank, esize(n->out[0]));
 	return 0;
 }
 
+/* Slice: each axis's start (an expression of the symbols) and step; the body clamps. */
 static int
 emit_slice(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
-	mkc_graph *g = e->p->g;
 	const mkc_kernel *k = n->kern;
 	int r = n->out[0]->rank;
-	decl_all(e, n);
-	fprintf(f, "\tint64_t st[%d] = {0}, sp[%d];\n\tfor (int d = 0; d < %d; d++)\n"
-		"\t\tsp[d] = x0_s[d];\n", r + 1, r + 1, r + 1);
-	for (int i = 0; i < k->nslice; i++) {
-		long long a = k->slice_axis[i], step = k->slice_step[i];
-		char b[96];
-		fprintf(f, "\tst[%lld] = mkc_rt_slice_start(%s, %lld, x0_d[%lld]) * x0_s[%lld];\n"
-			"\tsp[%lld] = %lld * x0_s[%lld];\n", a, mkc_dimx(g, k->slice_start[i], b, sizeof b),
-			step, a, a, a, step, a);
+	mkc_dim start[MKC_MAX_RANK];
+	int64_t step[MKC_MAX_RANK];
+	for (int d = 0; d < r; d++) {
+		start[d] = mkc_dim_const(0);
+		step[d] = 1;
 	}
-	fprintf(f, "\tint64_t base = 0;\n\tfor (int d = 0; d < %d; d++)\n\t\tbase += st[d];\n", r);
-	open_box(f, r);
-	fprintf(f, "\t\ty[oy] = x0[base + mkc_rt_dot(idx, sp, %d)];\n\t}\n", r);
+	for (int i = 0; i < k->nslice; i++) {
+		start[k->slice_axis[i]] = k->slice_start[i];
+		step[k->slice_axis[i]] = k->slice_step[i];
+	}
+	decl_all(e, n);
+	fprintf(f, "\tconst int64_t start[%d] = {", r ? r : 1);
+	for (int d = 0; d < r; d++) {
+		char b[96];
+		fprintf(f, "%s%s", d ? ", " : "", mkc_dimx(e->p->g, start[d], b, sizeof b));
+	}
+	fputs(r ? "};\n" : "0};\n", f);
+	emit_ints(f, "int64_t", "step", step, r);
+	fprintf(f, "\tmkc_slice(y, y_s, x0, x0_d, x0_s, start, step, %d, %d, lo, hi);\n", r,
+		esize(n->out[0]));
 	return 0;
 }
 
+/* Gather: the body finds an index out of range; the tile function names the node. */
 static int
 emit_gather(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
 	const mkc_tensor *x = n->in[0], *ind = n->in[1];
-	int r = n->out[0]->rank;
-	int64_t axis = n->kern->axis;
 	decl_all(e, n);
-	open_box(f, r);
-	fprintf(f, "\t\tint64_t j = (int64_t)x1[mkc_rt_dot(idx + %lld, x1_s, %d)];\n"
-		"\t\tif (j < 0)\n\t\t\tj += x0_d[%lld];\n"
-		"\t\tif (j < 0 || j >= x0_d[%lld]) {\n"
-		"\t\t\tMKC_FAIL(m, \"node '%s' (Gather): index %%lld is out of range\", (long long)j);\n"
-		"\t\t\treturn;\n\t\t}\n\t\tint64_t o = j * x0_s[%lld];\n",
-		(long long)axis, ind->rank, (long long)axis, (long long)axis,
-		mkc_cstr(e->p->g->ctx->arena, n->name, true), (long long)axis);
-	for (int d = 0; d < axis; d++)
-		fprintf(f, "\t\to += idx[%d] * x0_s[%d];\n", d, d);
-	for (int d = (int)axis + 1; d < x->rank; d++)
-		fprintf(f, "\t\to += idx[%d] * x0_s[%d];\n", d - 1 + ind->rank, d);
-	char b[128];
-	fprintf(f, "\t\ty[oy] = %s;\n\t}\n", rd(b, n, 0, "o"));
+	fprintf(e->f, "\tint64_t bad;\n"
+		"\tif (mkc_gather(y, y_s, %d, x0, x0_d, x0_s, %d, %d, %d, x1, x1_s, %d, %d, %d, lo, hi, "
+		"&bad))\n\t\tMKC_FAIL(m, \"node '%s' (Gather): index %%lld is out of range\", "
+		"(long long)bad);\n", n->out[0]->rank, x->rank, esize(x), is_bf16(x), ind->rank,
+		esize(ind), n->kern->axis, mkc_cstr(e->p->g->ctx->arena, n->name, true));
 	return 0;
 }
 
@@ -1169,33 +1201,39 @@ emit_reduce(mkc_emitter *e, const mkc_node *n)
 static int
 emit_range(mkc_emitter *e, const mkc_node *n)
 {
+	const char *t = tcode(e, n->out[0]->dtype);
+	if (!t)
+		return unsupported(e, n, "a Range of this type");
 	decl_all(e, n);
-	open_box(e->f, 1);
-	fputs("\t\ty[oy] = x0[0] + idx[0] * x2[0];\n\t}\n", e->f);
+	fprintf(e->f, "\tmkc_range(y, %s, x0, x2, lo[0], hi[0]);\n", t);
 	return 0;
 }
 
+/* Split: one whole tile, each output present in turn (an absent one takes no room). */
 static int
 emit_split(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
-	const mkc_tensor *x = n->in[0];
-	int64_t axis = n->kern->axis;
+	static const char *const what[3][3] = {{"void *const", "out", ""},
+					      {"const int64_t *const", "out_d", "_d"},
+					      {"const int64_t *const", "out_s", "_s"}};
+	int nout = 0;
+	for (int o = 0; o < n->nout; o++)
+		nout += n->out[o] != NULL;
 	decl_all(e, n);
-	fprintf(f, "\tint64_t at = 0, idx[%d];\n", x->rank + 1);
-	for (int o = 0; o < n->nout; o++) {
-		if (!n->out[o])
-			continue;
-		char v[16];
-		snprintf(v, sizeof v, o ? "y%d" : "y", o);
-		fprintf(f, "\t{\n\t\tint64_t cnt = 1;\n\t\tfor (int d = 0; d < %d; d++)\n"
-			"\t\t\tcnt *= %s_d[d];\n\t\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n"
-			"\t\t\tconst int64_t z[%d] = {0};\n\t\t\tmkc_rt_unflat(f, z, %s_d, %d, idx);\n"
-			"\t\t\t%s[f] = x0[mkc_rt_dot(idx, x0_s, %d) + at * x0_s[%lld]];\n\t\t}\n"
-			"\t\tat += %s_d[%lld];\n\t}\n", x->rank, v, x->rank + 1, v, x->rank, v,
-			x->rank, (long long)axis, v, (long long)axis);
+	for (int w = 0; w < 3; w++) {
+		fprintf(f, "\t%s %s[%d] = {", what[w][0], what[w][1], nout);
+		for (int o = 0, k = 0; o < n->nout; o++) {
+			if (!n->out[o])
+				continue;
+			char v[16];
+			snprintf(v, sizeof v, o ? "y%d" : "y", o);
+			fprintf(f, "%s%s%s", k++ ? ", " : "", v, what[w][2]);
+		}
+		fputs("};\n", f);
 	}
-	fputs("\t(void)lo; (void)hi; (void)at;\n", f);
+	fprintf(f, "\tmkc_split(%d, out, out_d, out_s, x0, x0_s, %d, %d, %d);\n\t(void)lo; (void)hi;\n",
+		nout, n->kern->axis, n->in[0]->rank, esize(n->in[0]));
 	return 0;
 }
 
