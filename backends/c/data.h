@@ -80,7 +80,8 @@ mkc_copy(void *MKC_RESTRICT y, const int64_t *ys, const void *MKC_RESTRICT x, in
 /* Transpose: axis d of y is axis perm[d] of x. */
 static inline MKC_BODY void MKC_UNUSED
 mkc_transpose(void *MKC_RESTRICT y, const int64_t *ys, const void *MKC_RESTRICT x,
-	      const int64_t *xs, const int *perm, int r, int es, const int64_t *lo, const int64_t *hi)
+	      const int64_t *xs, const int *perm, int r, int es, const int64_t *lo,
+	      const int64_t *hi)
 {
 	int64_t ps[MKC_RANK + 1];
 	for (int d = 0; d < r; d++)

@@ -6,14 +6,17 @@
  * that box. Every body starts by naming its tensors:
  *   y, y_d[], y_s[]        output 0: pointer, dims, strides (y1.. for more)
  *   x0, x0_d[], x0_s[]     input 0, and so on
- * with dims evaluated from the symbols at run time. Most bodies then walk
- * the box element by element (mkc_rt_extents / mkc_rt_unflat give idx[]).
+ * with dims evaluated from the symbols at run time. Then, for most ops, one
+ * call of a tile body with the node's constants (rank, axis, op code,
+ * types): the bodies are plain C in backends/c/ (data.h, elementwise.h,
+ * rows.h, ...) that every target embeds. The others still write their loops
+ * here as C text, walking the box element by element (mkc_rt_extents /
+ * mkc_rt_unflat give idx[]).
  *
- * Elementwise ops come from one table of expression templates, in which $0,
- * $1 and $2 stand for the operands (already converted to the type the op
- * computes in). Where no operand broadcasts and every tile is a run of
- * consecutive elements, they walk flat indices instead of coordinates. Everything else has a function of its own below. The C
- * target computes float32 tensors in float, as onnxruntime does.
+ * Elementwise ops come from one table: each op's code in elementwise.h and
+ * the forms it has. Where no operand broadcasts and every tile is a run of
+ * consecutive elements, they walk flat indices instead of coordinates. The
+ * C target computes float32 tensors in float, as onnxruntime does.
  *
  * What a body needs beyond shapes and types (axes, eps, transposes, the
  * attention scale) comes resolved in the node's kernel description
@@ -44,7 +47,7 @@ mkc_ctype(const mkc_emitter *e, mkc_dtype t)
 	}
 }
 
-/* The type's code in the bodies (MKC_T_FLOAT ..., backends/c/data.h); NULL where mkc_ctype has none. */
+/* The type's MKC_T_ code (backends/c/data.h); NULL where mkc_ctype has none. */
 static const char *
 tcode(const mkc_emitter *e, mkc_dtype t)
 {
@@ -223,51 +226,58 @@ emit_inputs(FILE *f, const char *type, const char *name, const char *prefix, con
 	fputs("};\n", f);
 }
 
-/* Elementwise. */
-
+/*
+ * Elementwise: backends/c/elementwise.h's body, by the op's code there and
+ * the forms it has (float: a float operand's; int: the integer form, in
+ * int64).
+ */
+#define EW(op, code, f, i) {MKC_OP_##op, "MKC_EW_" #code, f, i}
 static const struct {
 	mkc_op op;
-	const char *fexpr, *iexpr;   /* float and integer forms; NULL: none */
+	const char *code;
+	bool f, i;
 } ew_table[] = {
-	{MKC_OP_IDENTITY, "$0", "$0"},
-	{MKC_OP_NEG, "-$0", "-$0"},
-	{MKC_OP_ABS, "fabsf($0)", "($0 < 0 ? -$0 : $0)"},
-	{MKC_OP_SQRT, "sqrtf($0)", NULL},
-	{MKC_OP_RECIPROCAL, "1.0f / $0", NULL},
-	{MKC_OP_EXP, "expf($0)", NULL},
-	{MKC_OP_LOG, "logf($0)", NULL},
-	{MKC_OP_SIN, "sinf($0)", NULL},
-	{MKC_OP_COS, "cosf($0)", NULL},
-	{MKC_OP_TANH, "tanhf($0)", NULL},
-	{MKC_OP_SIGMOID, "1.0f / (1.0f + expf(-$0))", NULL},
-	{MKC_OP_RELU, "($0 > 0 ? $0 : 0)", "($0 > 0 ? $0 : 0)"},
-	{MKC_OP_ERF, "erff($0)", NULL},
-	{MKC_OP_FLOOR, "floorf($0)", NULL},
-	{MKC_OP_CEIL, "ceilf($0)", NULL},
-	{MKC_OP_NOT, NULL, "!$0"},
-	{MKC_OP_ISNAN, "isnan($0)", "0"},
-	{MKC_OP_CAST, "$0", "$0"},
-	{MKC_OP_CASTLIKE, "$0", "$0"},
-	{MKC_OP_EXPAND, "$0", "$0"},
-	{MKC_OP_ADD, "$0 + $1", "$0 + $1"},
-	{MKC_OP_SUB, "$0 - $1", "$0 - $1"},
-	{MKC_OP_MUL, "$0 * $1", "$0 * $1"},
-	{MKC_OP_DIV, "$0 / $1", "($1 ? $0 / $1 : 0)"},
-	{MKC_OP_POW, "powf($0, $1)", "(int64_t)pow((double)$0, (double)$1)"},
-	{MKC_OP_MAX, "fmaxf($0, $1)", "($0 > $1 ? $0 : $1)"},
-	{MKC_OP_MIN, "fminf($0, $1)", "($0 < $1 ? $0 : $1)"},
-	{MKC_OP_EQUAL, "$0 == $1", "$0 == $1"},
-	{MKC_OP_LESS, "$0 < $1", "$0 < $1"},
-	{MKC_OP_LESS_EQUAL, "$0 <= $1", "$0 <= $1"},
-	{MKC_OP_GREATER, "$0 > $1", "$0 > $1"},
-	{MKC_OP_GREATER_EQUAL, "$0 >= $1", "$0 >= $1"},
-	{MKC_OP_AND, NULL, "$0 && $1"},
-	{MKC_OP_OR, NULL, "$0 || $1"},
-	{MKC_OP_WHERE, "$0 ? $1 : $2", "$0 ? $1 : $2"},
-	/* passes/fuse.c: Sigmoid's expression, then the Mul(s) it replaced, in their order */
-	{MKC_OP_SILU, "$0 * (1.0f / (1.0f + expf(-$0)))", NULL},
-	{MKC_OP_SILU_MUL, "$0 * (1.0f / (1.0f + expf(-$0))) * $1", NULL},
+	EW(IDENTITY, IDENTITY, 1, 1),
+	EW(NEG, NEG, 1, 1),
+	EW(ABS, ABS, 1, 1),
+	EW(SQRT, SQRT, 1, 0),
+	EW(RECIPROCAL, RECIPROCAL, 1, 0),
+	EW(EXP, EXP, 1, 0),
+	EW(LOG, LOG, 1, 0),
+	EW(SIN, SIN, 1, 0),
+	EW(COS, COS, 1, 0),
+	EW(TANH, TANH, 1, 0),
+	EW(SIGMOID, SIGMOID, 1, 0),
+	EW(RELU, RELU, 1, 1),
+	EW(ERF, ERF, 1, 0),
+	EW(FLOOR, FLOOR, 1, 0),
+	EW(CEIL, CEIL, 1, 0),
+	EW(NOT, NOT, 0, 1),
+	EW(ISNAN, ISNAN, 1, 1),
+	/* the conversions are the loads' and the store's */
+	EW(CAST, IDENTITY, 1, 1),
+	EW(CASTLIKE, IDENTITY, 1, 1),
+	EW(EXPAND, IDENTITY, 1, 1),
+	EW(ADD, ADD, 1, 1),
+	EW(SUB, SUB, 1, 1),
+	EW(MUL, MUL, 1, 1),
+	EW(DIV, DIV, 1, 1),
+	EW(POW, POW, 1, 1),
+	EW(MAX, MAX, 1, 1),
+	EW(MIN, MIN, 1, 1),
+	EW(EQUAL, EQUAL, 1, 1),
+	EW(LESS, LESS, 1, 1),
+	EW(LESS_EQUAL, LESS_EQUAL, 1, 1),
+	EW(GREATER, GREATER, 1, 1),
+	EW(GREATER_EQUAL, GREATER_EQUAL, 1, 1),
+	EW(AND, AND, 0, 1),
+	EW(OR, OR, 0, 1),
+	EW(WHERE, WHERE, 1, 1),
+	/* passes/fuse.c: Sigmoid's float operations, then the Mul(s) it replaced, in their order */
+	EW(SILU, SILU, 1, 0),
+	EW(SILU_MUL, SILU_MUL, 1, 0),
 };
+#undef EW
 
 static int
 ew_index(mkc_op op)
@@ -320,79 +330,47 @@ flat_walk(const mkc_emitter *e, const mkc_node *n, int nin)
 	return true;
 }
 
-/* The operand loads and the store of one element; index is each operand's. */
-static int
-emit_element(mkc_emitter *e, const mkc_node *n, int row, int nin, bool flat)
-{
-	FILE *f = e->f;
-	const mkc_tensor *y = n->out[0];
-	/* the type the op computes in: its (first value) operand's */
-	const mkc_tensor *v = n->op == MKC_OP_WHERE ? n->in[1] : n->in[0];
-	bool isf = mkc_dtype_is_float(v->dtype);
-	const char *expr = isf ? ew_table[row].fexpr : ew_table[row].iexpr;
-	bool variadic = n->op == MKC_OP_MAX || n->op == MKC_OP_MIN;
-	const char *ct = isf ? "float" : "int64_t";
-	for (int i = 0; i < nin; i++) {
-		const char *t = n->op == MKC_OP_WHERE && i == 0 ? "int" : ct;
-		if (flat)
-			fprintf(f, "\t\t%s a%d = (%s)x%d[i];\n", t, i, t, i);
-		else
-			fprintf(f, "\t\t%s a%d = (%s)x%d[mkc_rt_dot(idx, b%d, %d)];\n", t, i, t, i, i,
-				y->rank);
-	}
-	fprintf(f, "\t\ty[%s] = (%s)(", flat ? "i" : "oy", mkc_ctype(e, y->dtype));
-	if (y->dtype == MKC_DT_BOOL && (n->op == MKC_OP_CAST || n->op == MKC_OP_CASTLIKE))
-		fputs("a0 != 0", f);
-	else if (variadic) {
-		/* Max and Min of any number: fold the operands left to right */
-		const char *fn = n->op == MKC_OP_MAX ? (isf ? "fmaxf" : "mkc_rt_imax")
-						     : (isf ? "fminf" : "mkc_rt_imin");
-		for (int i = 1; i < nin; i++)
-			fprintf(f, "%s(", fn);
-		fputs("a0", f);
-		for (int i = 1; i < nin; i++)
-			fprintf(f, ", a%d)", i);
-	} else
-		for (const char *s = expr; *s; s++) {
-			if (s[0] == '$' && s[1] >= '0' && s[1] <= '2')
-				fprintf(f, "a%c", *++s);
-			else
-				fputc(*s, f);
-		}
-	fputs(");\n\t}\n", f);
-	return 0;
-}
-
 static int
 emit_elementwise(mkc_emitter *e, const mkc_node *n, int row)
 {
 	FILE *f = e->f;
 	const mkc_tensor *y = n->out[0];
+	/* the form the op computes in: its (first value) operand's type's */
 	const mkc_tensor *v = n->op == MKC_OP_WHERE ? n->in[1] : n->in[0];
 	bool isf = mkc_dtype_is_float(v->dtype);
-	if (!(isf ? ew_table[row].fexpr : ew_table[row].iexpr))
+	if (!(isf ? ew_table[row].f : ew_table[row].i))
 		return unsupported(e, n, "no form of this op for its input type");
 	bool variadic = n->op == MKC_OP_MAX || n->op == MKC_OP_MIN;
 	if (n->nin > 3 && !variadic)
 		return unsupported(e, n, "more than three operands");
 	int nin = n->op == MKC_OP_CASTLIKE || n->op == MKC_OP_EXPAND ? 1 : n->nin;
+	const char *code = ew_table[row].code;
+	if (y->dtype == MKC_DT_BOOL && (n->op == MKC_OP_CAST || n->op == MKC_OP_CASTLIKE))
+		code = "MKC_EW_NONZERO";
+	else if (variadic && nin == 1)
+		code = "MKC_EW_IDENTITY";
+	const char *ty = tcode(e, y->dtype);
+	for (int i = 0; i < nin && ty; i++)
+		if (!tcode(e, n->in[i]->dtype))
+			ty = NULL;
+	if (!ty)
+		return unsupported(e, n, "an operand or result of a type it cannot read");
 	bool flat = flat_walk(e, n, nin);
 	decl_all(e, n);
-	if (flat) {
-		/* the tile is the run i0 .. i0 + cnt of every operand */
-		/* on a GPU four rounds' loads go out together (restrict: no
-		 * store can change them) */
-		fprintf(f, "\tint64_t ext[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
-			"\tconst int64_t i0 = mkc_rt_dot(lo, y_s, %d);\n%s"
-			"\tfor (int64_t i = i0 + MKC_LANE; i < i0 + cnt; i += MKC_NLANES) {\n",
-			y->rank + 1, y->rank, y->rank, e->t->warp ? "#pragma unroll 4\n" : "");
-		return emit_element(e, n, row, nin, true);
-	}
+	emit_inputs(f, "const void *const", "in", "x", "", nin);
+	fprintf(f, "\tconst int in_t[%d] = {", nin);
 	for (int i = 0; i < nin; i++)
-		fprintf(f, "\tint64_t b%d[%d];\n\tmkc_rt_bmap(x%d_d, x%d_s, %d, %d, b%d);\n", i,
-			y->rank + 1, i, i, n->in[i]->rank, y->rank, i);
-	open_box(f, y->rank);
-	return emit_element(e, n, row, nin, false);
+		fprintf(f, "%s%s", i ? ", " : "", tcode(e, n->in[i]->dtype));
+	fputs("};\n", f);
+	if (!flat) {
+		for (int i = 0; i < nin; i++)
+			fprintf(f, "\tint64_t b%d[%d];\n\tmkc_rt_bmap(x%d_d, x%d_s, %d, %d, b%d);\n", i,
+				y->rank + 1, i, i, n->in[i]->rank, y->rank, i);
+		emit_inputs(f, "const int64_t *const", "in_b", "b", "", nin);
+	}
+	fprintf(f, "\tmkc_elementwise(%s, %d, y, %s, y_s, %d, %d, in, in_t, %s, lo, hi);\n", code, isf,
+		ty, y->rank, nin, flat ? "NULL" : "in_b");
+	return 0;
 }
 
 /*

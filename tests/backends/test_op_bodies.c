@@ -1,11 +1,12 @@
 /*
- * test_op_bodies.c - the tile bodies of the data ops (backends/c/data.h),
- * run alone on the CPU (one lane, as the C target runs them) against
- * references written out here index by index. Outputs are poisoned first
- * (every byte 0xff: NaN as float, -1 as an integer), so an element a body
- * leaves unwritten fails. The bodies run tile by tile, over boxes cut as
- * passes/tile.c would cut them, so that lo..hi are honoured. Moves are
- * compared bit for bit.
+ * test_op_bodies.c - the tile bodies of the data ops (backends/c/data.h)
+ * and the elementwise ops (elementwise.h), run alone on the CPU (one lane,
+ * as the C target runs them) against references written out here index by
+ * index. Outputs are poisoned first (every byte 0xff: NaN as float, -1 as
+ * an integer), so an element a body leaves unwritten fails. The bodies run
+ * tile by tile, over boxes cut as passes/tile.c would cut them, so that
+ * lo..hi are honoured. Moves, conversions and integer results are compared
+ * bit for bit; float results with 1e-6 of float64 references.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -22,6 +23,7 @@
 #include "../test_data.h"
 #pragma GCC diagnostic pop
 #include "../../backends/c/data.h"
+#include "../../backends/c/elementwise.h"
 
 /* Coordinates idx of flat index f of dense dims d. */
 static void
@@ -197,7 +199,7 @@ Test(op_bodies, concat_and_split_along_the_middle_axis)
 	}
 }
 
-/* Gather of a [5, 4] table by int64 indices [2, 3] along axis 0, negative ones counted from the end. */
+/* Gather of a [5, 4] table by int64 indices [2, 3], axis 0; negative ones count from the end. */
 Test(op_bodies, gather_along_axis_0_by_int64_indices)
 {
 	const int64_t xd[3] = {5, 4, 0}, id[3] = {2, 3, 0}, yd[4] = {2, 3, 4, 0};
@@ -302,5 +304,293 @@ Test(op_bodies, range_in_each_type_s_arithmetic)
 		cr_expect_eq(iy[i], -3 + 4 * i, "int32 %d: %d", i, iy[i]);
 		cr_expect_eq(ly[i], (INT64_C(1) << 40) - 3 * i, "int64 %d", i);
 		cr_expect_eq(hy[i], 30000 + i, "int16 %d: %d", i, hy[i]);
+	}
+}
+
+/* elementwise.h */
+
+enum { EN = 37 };   /* elements of the flat tests: tiles [0, 16) and [16, 37) */
+
+/* op on nin operands x[k] of types t[k], EN elements, flat, into y of type ty */
+static void
+ew_flat(int op, int isf, void *y, int ty, int nin, const void *const *x, const int *t)
+{
+	const int64_t ys[2] = {1, 0}, lo[2][1] = {{0}, {16}}, hi[2][1] = {{16}, {EN}};
+	for (int k = 0; k < 2; k++)
+		mkc_elementwise(op, isf, y, ty, ys, 1, nin, x, t, NULL, lo[k], hi[k]);
+}
+
+/* The float form against float64: within 1e-6 of the reference, relative (absolute near 0). */
+static double
+ref_f(int op, double a, double b)
+{
+	switch (op) {
+	case MKC_EW_NEG: return -a;
+	case MKC_EW_ABS: return fabs(a);
+	case MKC_EW_SQRT: return sqrt(a);
+	case MKC_EW_RECIPROCAL: return 1 / a;
+	case MKC_EW_EXP: return exp(a);
+	case MKC_EW_LOG: return log(a);
+	case MKC_EW_SIN: return sin(a);
+	case MKC_EW_COS: return cos(a);
+	case MKC_EW_TANH: return tanh(a);
+	case MKC_EW_SIGMOID: return 1 / (1 + exp(-a));
+	case MKC_EW_RELU: return a > 0 ? a : 0;
+	case MKC_EW_ERF: return erf(a);
+	case MKC_EW_FLOOR: return floor(a);
+	case MKC_EW_CEIL: return ceil(a);
+	case MKC_EW_SILU: return a / (1 + exp(-a));
+	case MKC_EW_ADD: return a + b;
+	case MKC_EW_SUB: return a - b;
+	case MKC_EW_MUL: return a * b;
+	case MKC_EW_DIV: return a / b;
+	case MKC_EW_POW: return pow(a, b);
+	case MKC_EW_MAX: return fmax(a, b);
+	case MKC_EW_MIN: return fmin(a, b);
+	case MKC_EW_SILU_MUL: return a / (1 + exp(-a)) * b;
+	default: return a;
+	}
+}
+
+Test(op_bodies, elementwise_float_ops_match_float64)
+{
+	static const int ops[] = {
+		MKC_EW_IDENTITY, MKC_EW_NEG, MKC_EW_ABS, MKC_EW_SQRT, MKC_EW_RECIPROCAL, MKC_EW_EXP,
+		MKC_EW_LOG, MKC_EW_SIN, MKC_EW_COS, MKC_EW_TANH, MKC_EW_SIGMOID, MKC_EW_RELU,
+		MKC_EW_ERF, MKC_EW_FLOOR, MKC_EW_CEIL, MKC_EW_SILU, MKC_EW_ADD, MKC_EW_SUB,
+		MKC_EW_MUL, MKC_EW_DIV, MKC_EW_POW, MKC_EW_MAX, MKC_EW_MIN, MKC_EW_SILU_MUL,
+	};
+	float a[EN], b[EN], y[EN];
+	for (int i = 0; i < EN; i++) {
+		a[i] = 0.1f + 3 * fabsf(urand());   /* positive: Sqrt, Log and Pow stay real */
+		b[i] = 3 * urand();
+	}
+	a[5] = 2.5f;   /* a whole half: Floor and Ceil round it apart */
+	const void *const x[2] = {a, b};
+	const int t[2] = {MKC_T_FLOAT, MKC_T_FLOAT};
+	for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
+		const int op = ops[o], nin = op >= MKC_EW_ADD ? 2 : 1;
+		for (int neg = 0; neg <= 1; neg++) {   /* a, then -a where the op takes it */
+			if (neg && (op == MKC_EW_SQRT || op == MKC_EW_LOG || op == MKC_EW_POW))
+				continue;
+			float an[EN];
+			for (int i = 0; i < EN; i++)
+				an[i] = neg ? -a[i] : a[i];
+			const void *const xn[2] = {an, b};
+			memset(y, 0xff, sizeof y);
+			ew_flat(op, 1, y, MKC_T_FLOAT, nin, neg ? xn : x, t);
+			for (int i = 0; i < EN; i++) {
+				double want = ref_f(op, an[i], b[i]);
+				cr_expect(fabs(y[i] - want) <= 1e-6 * fmax(fabs(want), 1),
+					  "op %d of (%g, %g): %.9g, not %.9g", op, (double)an[i],
+					  (double)b[i], (double)y[i], want);
+			}
+		}
+	}
+}
+
+/* Comparisons, IsNaN and a Cast to bool: 0 or 1 into a bool, from both forms. */
+Test(op_bodies, elementwise_comparisons_give_bools)
+{
+	static const int ops[] = {MKC_EW_EQUAL, MKC_EW_LESS, MKC_EW_LESS_EQUAL, MKC_EW_GREATER,
+				  MKC_EW_GREATER_EQUAL, MKC_EW_ISNAN, MKC_EW_NONZERO};
+	float a[EN], b[EN];
+	int64_t ia[EN], ib[EN];
+	uint8_t y[EN];
+	for (int i = 0; i < EN; i++) {
+		ia[i] = i % 5 - 2;
+		ib[i] = i % 3 - 1;
+		a[i] = (float)ia[i];
+		b[i] = (float)ib[i];
+	}
+	a[7] = NAN;
+	const void *const xf[2] = {a, b}, *const xi[2] = {ia, ib};
+	const int tf[2] = {MKC_T_FLOAT, MKC_T_FLOAT}, ti[2] = {MKC_T_INT64, MKC_T_INT64};
+	for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
+		for (int isf = 0; isf <= 1; isf++) {
+			const int op = ops[o], nin = op <= MKC_EW_NONZERO ? 1 : 2;
+			memset(y, 0xff, sizeof y);
+			ew_flat(op, isf, y, MKC_T_BOOL, nin, isf ? xf : xi, isf ? tf : ti);
+			for (int i = 0; i < EN; i++) {
+				double p = isf ? a[i] : (double)ia[i], q = isf ? b[i] : (double)ib[i];
+				int want = op == MKC_EW_EQUAL ? p == q : op == MKC_EW_LESS ? p < q
+					 : op == MKC_EW_LESS_EQUAL ? p <= q : op == MKC_EW_GREATER ? p > q
+					 : op == MKC_EW_GREATER_EQUAL ? p >= q : op == MKC_EW_ISNAN ? isnan(p)
+					 : p != 0;
+				cr_expect_eq(y[i], want, "op %d form %s of (%g, %g): %d", op,
+					     isf ? "float" : "int", p, q, y[i]);
+			}
+		}
+}
+
+/* The integer form, exactly: division by zero gives 0, Pow through double. */
+Test(op_bodies, elementwise_integer_ops_are_exact)
+{
+	static const int ops[] = {MKC_EW_IDENTITY, MKC_EW_NEG, MKC_EW_ABS, MKC_EW_RELU, MKC_EW_NOT,
+				  MKC_EW_ADD, MKC_EW_SUB, MKC_EW_MUL, MKC_EW_DIV, MKC_EW_POW,
+				  MKC_EW_MAX, MKC_EW_MIN, MKC_EW_AND, MKC_EW_OR};
+	int32_t a[EN], b[EN], y[EN];
+	for (int i = 0; i < EN; i++) {
+		a[i] = i * 7 % 23 - 11;
+		b[i] = i % 4;   /* 0 every fourth: Div's guard; small: Pow's exponent */
+	}
+	const void *const x[2] = {a, b};
+	const int t[2] = {MKC_T_INT32, MKC_T_INT32};
+	for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
+		const int op = ops[o], nin = op >= MKC_EW_ADD ? 2 : 1;
+		memset(y, 0xff, sizeof y);
+		ew_flat(op, 0, y, MKC_T_INT32, nin, x, t);
+		for (int i = 0; i < EN; i++) {
+			int64_t p = a[i], q = b[i], want;
+			switch (op) {
+			case MKC_EW_NEG: want = -p; break;
+			case MKC_EW_ABS: want = p < 0 ? -p : p; break;
+			case MKC_EW_RELU: want = p > 0 ? p : 0; break;
+			case MKC_EW_NOT: want = p == 0; break;
+			case MKC_EW_ADD: want = p + q; break;
+			case MKC_EW_SUB: want = p - q; break;
+			case MKC_EW_MUL: want = p * q; break;
+			case MKC_EW_DIV: want = q ? p / q : 0; break;
+			case MKC_EW_POW: want = q == 0 ? 1 : q == 1 ? p : q == 2 ? p * p : p * p * p; break;
+			case MKC_EW_MAX: want = p > q ? p : q; break;
+			case MKC_EW_MIN: want = p < q ? p : q; break;
+			case MKC_EW_AND: want = p && q; break;
+			case MKC_EW_OR: want = p || q; break;
+			default: want = p; break;
+			}
+			cr_expect_eq(y[i], want, "op %d of (%lld, %lld): %d, not %lld", op, (long long)p,
+				     (long long)q, y[i], (long long)want);
+		}
+	}
+}
+
+/* Cast through the loads and stores: C's conversions, between every pair of a few types. */
+Test(op_bodies, elementwise_casts_convert_as_c_does)
+{
+	double d[EN];
+	float f[EN];
+	int64_t l[EN];
+	uint8_t u[EN];
+	for (int i = 0; i < EN; i++) {
+		d[i] = 100 * urand();
+		f[i] = (float)d[i];
+		l[i] = (int64_t)(1000 * urand());
+		u[i] = (uint8_t)(i % 3 == 0);
+	}
+	const void *const from[4] = {d, f, l, u};
+	const int ft[4] = {MKC_T_DOUBLE, MKC_T_FLOAT, MKC_T_INT64, MKC_T_BOOL};
+	for (int k = 0; k < 4; k++) {
+		/* the form: the operand's (a float operand's float, else int64) */
+		int isf = k < 2;
+		double yd[EN];
+		float yf[EN];
+		int32_t yi[EN];
+		memset(yd, 0xff, sizeof yd);
+		memset(yf, 0xff, sizeof yf);
+		memset(yi, 0xff, sizeof yi);
+		ew_flat(MKC_EW_IDENTITY, isf, yd, MKC_T_DOUBLE, 1, &from[k], &ft[k]);
+		ew_flat(MKC_EW_IDENTITY, isf, yf, MKC_T_FLOAT, 1, &from[k], &ft[k]);
+		ew_flat(MKC_EW_IDENTITY, isf, yi, MKC_T_INT32, 1, &from[k], &ft[k]);
+		for (int i = 0; i < EN; i++) {
+			/* the float form computes in float: a double is narrowed first */
+			double v = k == 0 ? (float)d[i] : k == 1 ? f[i] : k == 2 ? (double)l[i] : u[i];
+			cr_expect_eq(yd[i], isf ? v : (double)(k == 2 ? l[i] : u[i]), "to double, from %d", k);
+			cr_expect_eq(yf[i], (float)v, "to float, from %d", k);
+			cr_expect_eq(yi[i], isf ? (int32_t)(float)v : (int32_t)(k == 2 ? l[i] : u[i]),
+				     "to int32, from %d: %d", k, yi[i]);
+		}
+	}
+}
+
+/*
+ * A box walk: Add of a [2, 3, 4] and b [3, 1] broadcast, and Where(c [4],
+ * a, s []) by a bool mask, in tiles across axis 1; and the same Add as a
+ * flat walk where it can be one (b [2, 3, 4]).
+ */
+Test(op_bodies, elementwise_broadcasts_by_box_and_walks_flat)
+{
+	const int64_t yd[4] = {2, 3, 4, 0}, bd[3] = {3, 1, 0}, cd[2] = {4, 0};
+	int64_t ys[4], bs[3], cs[2], ba[4], bb[4], bc[4], bsc[4], lo[2][MKC_RANK], hi[2][MKC_RANK];
+	float a[24], b[3], s[1] = {-7.5f}, y[24], full[24], yf[24];
+	uint8_t c[4] = {1, 0, 0, 1};
+	mkc_rt_strides(yd, 3, ys);
+	mkc_rt_strides(bd, 2, bs);
+	mkc_rt_strides(cd, 1, cs);
+	mkc_rt_bmap(yd, ys, 3, 3, ba);
+	mkc_rt_bmap(bd, bs, 2, 3, bb);
+	mkc_rt_bmap(cd, cs, 1, 3, bc);
+	mkc_rt_bmap(cd, cs, 0, 3, bsc);
+	for (int i = 0; i < 24; i++)
+		a[i] = urand();
+	for (int i = 0; i < 3; i++)
+		b[i] = urand();
+	const int64_t cuts[2] = {1, 3};
+	int nt = tiles(yd, 3, 1, cuts, 2, lo, hi);
+	{
+		const void *const x[2] = {a, b};
+		const int t[2] = {MKC_T_FLOAT, MKC_T_FLOAT};
+		const int64_t *const bm[2] = {ba, bb};
+		memset(y, 0xff, sizeof y);
+		for (int k = 0; k < nt; k++)
+			mkc_elementwise(MKC_EW_ADD, 1, y, MKC_T_FLOAT, ys, 3, 2, x, t, bm, lo[k], hi[k]);
+		for (int i = 0; i < 24; i++) {
+			full[i] = b[i / 4 % 3];
+			cr_expect_eq(y[i], a[i] + b[i / 4 % 3], "broadcast Add, element %d", i);
+		}
+	}
+	{
+		const void *const x[2] = {a, full};
+		const int t[2] = {MKC_T_FLOAT, MKC_T_FLOAT};
+		const int64_t rows[2] = {1, 2};
+		int nr = tiles(yd, 3, 0, rows, 2, lo, hi);   /* runs: flat tiles */
+		memset(yf, 0xff, sizeof yf);
+		for (int k = 0; k < nr; k++)
+			mkc_elementwise(MKC_EW_ADD, 1, yf, MKC_T_FLOAT, ys, 3, 2, x, t, NULL, lo[k], hi[k]);
+		cr_expect(!memcmp(y, yf, sizeof y), "the flat Add differs from the broadcast one");
+	}
+	{
+		const void *const x[3] = {c, a, s};
+		const int t[3] = {MKC_T_BOOL, MKC_T_FLOAT, MKC_T_FLOAT};
+		const int64_t *const bm[3] = {bc, ba, bsc};
+		nt = tiles(yd, 3, 1, cuts, 2, lo, hi);
+		memset(y, 0xff, sizeof y);
+		for (int k = 0; k < nt; k++)
+			mkc_elementwise(MKC_EW_WHERE, 1, y, MKC_T_FLOAT, ys, 3, 3, x, t, bm, lo[k], hi[k]);
+		for (int i = 0; i < 24; i++)
+			cr_expect_eq(y[i], c[i % 4] ? a[i] : s[0], "Where, element %d", i);
+	}
+}
+
+/* Max and Min of more than two operands fold left to right (NaN: fmaxf's rule, the other). */
+Test(op_bodies, elementwise_max_and_min_fold_any_number_of_operands)
+{
+	float v[5][EN], y[EN];
+	int64_t w[4][EN], yi[EN];
+	for (int k = 0; k < 5; k++)
+		for (int i = 0; i < EN; i++)
+			v[k][i] = urand();
+	for (int k = 0; k < 4; k++)
+		for (int i = 0; i < EN; i++)
+			w[k][i] = (int64_t)(1000 * urand());
+	v[2][3] = NAN;
+	const void *const x[5] = {v[0], v[1], v[2], v[3], v[4]}, *const xi[4] = {w[0], w[1], w[2], w[3]};
+	const int t[5] = {MKC_T_FLOAT, MKC_T_FLOAT, MKC_T_FLOAT, MKC_T_FLOAT, MKC_T_FLOAT};
+	const int ti[4] = {MKC_T_INT64, MKC_T_INT64, MKC_T_INT64, MKC_T_INT64};
+	for (int mx = 0; mx <= 1; mx++) {
+		const int op = mx ? MKC_EW_MAX : MKC_EW_MIN;
+		memset(y, 0xff, sizeof y);
+		memset(yi, 0xff, sizeof yi);
+		ew_flat(op, 1, y, MKC_T_FLOAT, 5, x, t);
+		ew_flat(op, 0, yi, MKC_T_INT64, 4, xi, ti);
+		for (int i = 0; i < EN; i++) {
+			double want = v[0][i];
+			int64_t wi = w[0][i];
+			for (int k = 1; k < 5; k++)
+				want = mx ? fmax(want, v[k][i]) : fmin(want, v[k][i]);
+			for (int k = 1; k < 4; k++)
+				wi = mx ? (w[k][i] > wi ? w[k][i] : wi) : (w[k][i] < wi ? w[k][i] : wi);
+			cr_expect_eq(y[i], want, "%s of 5 floats, element %d", mx ? "Max" : "Min", i);
+			cr_expect_eq(yi[i], wi, "%s of 4 int64s, element %d", mx ? "Max" : "Min", i);
+		}
 	}
 }
