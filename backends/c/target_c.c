@@ -13,7 +13,7 @@ const mkc_target mkc_target_c = {
 	.exec = (const char *const[]){"backends/c/exec.h", NULL},
 	.bodies = (const char *const[]){"backends/c/cache.h", "backends/c/attention.h",
 					"backends/c/rows.h", "backends/c/data.h",
-					"backends/c/elementwise.h", NULL},
+					"backends/c/elementwise.h", "backends/c/reduce.h", NULL},
 	.api = "runtime/api.h",
 	.fn_qual = "static",
 	.node_qual = "",

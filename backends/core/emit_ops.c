@@ -1144,35 +1144,21 @@ emit_gqa(mkc_emitter *e, const mkc_node *n)
 	return 0;
 }
 
-/* ReduceMean, ReduceSum, ReduceMax: one whole tile; output element f is the
- * f-th combination of the kept axes, so the output is written densely. */
+/* ReduceMean, ReduceSum, ReduceMax: one whole tile (backends/c/reduce.h). */
 static int
 emit_reduce(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
 	const mkc_tensor *x = n->in[0];
 	if (!all_float(n))
 		return unsupported(e, n, "a reduction of a non-float tensor");
-	bool red[MKC_MAX_RANK] = {false};
+	int64_t red[MKC_MAX_RANK] = {0};
 	for (int i = 0; i < n->kern->naxes; i++)
-		red[n->kern->axes[i]] = true;
+		red[n->kern->axes[i]] = 1;
 	decl_all(e, n);
-	fprintf(f, "\tint64_t kd[%d], rd[%d], kz[%d] = {0}, idx[%d], ridx[%d];\n", x->rank + 1,
-		x->rank + 1, x->rank + 1, x->rank + 1, x->rank + 1);
-	for (int d = 0; d < x->rank; d++)
-		fprintf(f, red[d] ? "\tkd[%d] = 1;\n\trd[%d] = x0_d[%d];\n"
-				  : "\tkd[%d] = x0_d[%d];\n\trd[%d] = 1;\n", d, d, d);
-	const char *init = n->op == MKC_OP_REDUCE_MAX ? "-INFINITY" : "0";
-	const char *acc = n->op == MKC_OP_REDUCE_MAX ? "acc = fmaxf(acc, v)" : "acc += v";
-	fprintf(f, "\tint64_t on = 1, rn = 1;\n\tfor (int d = 0; d < %d; d++) {\n"
-		"\t\ton *= kd[d];\n\t\trn *= rd[d];\n\t}\n"
-		"\tfor (int64_t o = MKC_LANE; o < on; o += MKC_NLANES) {\n\t\tmkc_rt_unflat(o, kz, kd, %d, idx);\n"
-		"\t\tconst int64_t base = mkc_rt_dot(idx, x0_s, %d);\n\t\tfloat acc = %s;\n"
-		"\t\tfor (int64_t k = 0; k < rn; k++) {\n\t\t\tmkc_rt_unflat(k, kz, rd, %d, ridx);\n"
-		"\t\t\tconst float v = x0[base + mkc_rt_dot(ridx, x0_s, %d)];\n\t\t\t%s;\n\t\t}\n"
-		"\t\ty[o] = acc%s;\n\t}\n\t(void)lo; (void)hi;\n",
-		x->rank, x->rank, x->rank, init, x->rank, x->rank, acc,
-		n->op == MKC_OP_REDUCE_MEAN ? " / (float)rn" : "");
+	emit_ints(e->f, "int", "red", red, x->rank);
+	fprintf(e->f, "\tmkc_reduce(%s, y, x0, x0_d, x0_s, %d, red);\n\t(void)lo; (void)hi;\n",
+		n->op == MKC_OP_REDUCE_MAX ? "MKC_REDUCE_MAX"
+		: n->op == MKC_OP_REDUCE_MEAN ? "MKC_REDUCE_MEAN" : "MKC_REDUCE_SUM", x->rank);
 	return 0;
 }
 

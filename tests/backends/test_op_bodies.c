@@ -1,6 +1,6 @@
 /*
- * test_op_bodies.c - the tile bodies of the data ops (backends/c/data.h)
- * and the elementwise ops (elementwise.h), run alone on the CPU (one lane,
+ * test_op_bodies.c - the tile bodies of the data ops (backends/c/data.h),
+ * the elementwise ops (elementwise.h) and the reductions (reduce.h), run alone on the CPU (one lane,
  * as the C target runs them) against references written out here index by
  * index. Outputs are poisoned first (every byte 0xff: NaN as float, -1 as
  * an integer), so an element a body leaves unwritten fails. The bodies run
@@ -24,6 +24,7 @@
 #pragma GCC diagnostic pop
 #include "../../backends/c/data.h"
 #include "../../backends/c/elementwise.h"
+#include "../../backends/c/reduce.h"
 
 /* Coordinates idx of flat index f of dense dims d. */
 static void
@@ -593,4 +594,48 @@ Test(op_bodies, elementwise_max_and_min_fold_any_number_of_operands)
 			cr_expect_eq(yi[i], wi, "%s of 4 int64s, element %d", mx ? "Max" : "Min", i);
 		}
 	}
+}
+
+/* reduce.h */
+
+/* Sum, Mean and Max of x [3, 4, 5] over each set of axes, against float64 (Max exactly). */
+Test(op_bodies, reduce_sum_mean_and_max_over_any_axes)
+{
+	const int64_t xd[4] = {3, 4, 5, 0};
+	int64_t xs[4];
+	float x[60], y[60];
+	mkc_rt_strides(xd, 3, xs);
+	for (int i = 0; i < 60; i++)
+		x[i] = urand();
+	for (int mask = 0; mask < 8; mask++)   /* bit d: axis d reduced (0: none, a copy) */
+		for (int op = MKC_REDUCE_SUM; op <= MKC_REDUCE_MAX; op++) {
+			const int red[3] = {mask & 1, (mask >> 1) & 1, (mask >> 2) & 1};
+			int64_t kd[3], on = 1;
+			for (int d = 0; d < 3; d++)
+				on *= kd[d] = red[d] ? 1 : xd[d];
+			memset(y, 0xff, sizeof y);
+			mkc_reduce(op, y, x, xd, xs, 3, red);
+			for (int64_t o = 0; o < on; o++) {
+				int64_t ko[3];
+				coords(o, kd, 3, ko);
+				double sum = 0, mx = -INFINITY, cnt = 0;
+				for (int i = 0; i < 60; i++) {
+					int64_t xi[3];
+					coords(i, xd, 3, xi);
+					if ((red[0] || xi[0] == ko[0]) && (red[1] || xi[1] == ko[1]) &&
+					    (red[2] || xi[2] == ko[2])) {
+						sum += x[i];
+						mx = fmax(mx, x[i]);
+						cnt++;
+					}
+				}
+				double want = op == MKC_REDUCE_MAX ? mx : op == MKC_REDUCE_MEAN ? sum / cnt : sum;
+				cr_expect(fabs(y[o] - want) <= (op == MKC_REDUCE_MAX ? 0 : 1e-6 * cnt),
+					  "op %d axes mask %d, element %lld: %.9g, not %.9g", op, mask,
+					  (long long)o, (double)y[o], want);
+			}
+			if (on < 60)
+				cr_expect(isnan(y[on]), "op %d axes mask %d wrote past its %lld outputs", op,
+					  mask, (long long)on);
+		}
 }
