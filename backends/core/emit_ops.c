@@ -6,14 +6,17 @@
  * that box. Every body starts by naming its tensors:
  *   y, y_d[], y_s[]        output 0: pointer, dims, strides (y1.. for more)
  *   x0, x0_d[], x0_s[]     input 0, and so on
- * with dims evaluated from the symbols at run time. Most bodies then walk
- * the box element by element (mkc_rt_extents / mkc_rt_unflat give idx[]).
+ * with dims evaluated from the symbols at run time. Then, for most ops, one
+ * call of a tile body with the node's constants (rank, axis, op code,
+ * types): the bodies are plain C in backends/c/ (data.h, elementwise.h,
+ * rows.h, ...) that every target embeds. The others still write their loops
+ * here as C text, walking the box element by element (mkc_rt_extents /
+ * mkc_rt_unflat give idx[]).
  *
- * Elementwise ops come from one table of expression templates, in which $0,
- * $1 and $2 stand for the operands (already converted to the type the op
- * computes in). Where no operand broadcasts and every tile is a run of
- * consecutive elements, they walk flat indices instead of coordinates. Everything else has a function of its own below. The C
- * target computes float32 tensors in float, as onnxruntime does.
+ * Elementwise ops come from one table: each op's code in elementwise.h and
+ * the forms it has. Where no operand broadcasts and every tile is a run of
+ * consecutive elements, they walk flat indices instead of coordinates. The
+ * C target computes float32 tensors in float, as onnxruntime does.
  *
  * What a body needs beyond shapes and types (axes, eps, transposes, the
  * attention scale) comes resolved in the node's kernel description
@@ -40,6 +43,20 @@ mkc_ctype(const mkc_emitter *e, mkc_dtype t)
 	case MKC_DT_UINT32: return "uint32_t";
 	case MKC_DT_UINT64: return "uint64_t";
 	case MKC_DT_BOOL: return "uint8_t";
+	default: return NULL;
+	}
+}
+
+/* The type's MKC_T_ code (backends/c/data.h); NULL where mkc_ctype has none. */
+static const char *
+tcode(const mkc_emitter *e, mkc_dtype t)
+{
+	if (!mkc_ctype(e, t))
+		return NULL;
+	switch (t) {
+#define DT(s, id, size, name) case MKC_DT_##s: return "MKC_T_" #s;
+#include "../../ir/dtypes.def"
+#undef DT
 	default: return NULL;
 	}
 }
@@ -174,51 +191,93 @@ open_box(FILE *f, int rank)
 		"\t\tint64_t oy = mkc_rt_dot(idx, y_s, %d);\n", rank + 1, rank + 1, rank, rank, rank);
 }
 
-/* Elementwise. */
+/*
+ * The data ops move elements as bits (backends/c/data.h): a body takes an
+ * element's bytes as stored (a bf16 weight's 2).
+ */
+static int
+esize(const mkc_tensor *t)
+{
+	return is_bf16(t) ? 2 : (int)mkc_dtype_size(t->dtype);
+}
 
+/* "\tconst TYPE name[n] = {v0, v1, ...};\n" (C has no empty initialiser: n 0 writes one 0) */
+static void
+emit_ints(FILE *f, const char *type, const char *name, const int64_t *v, int n)
+{
+	fprintf(f, "\tconst %s %s[%d] = {", type, name, n ? n : 1);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%lld", i ? ", " : "", (long long)v[i]);
+	fputs(n ? "};\n" : "0};\n", f);
+}
+
+/*
+ * "\tTYPE name[n] = {P0S, P1S, ...};\n" (P the prefix, S the suffix): the
+ * inputs' pointers ("x", ""), dims ("x", "_d") or strides ("x", "_s"), or
+ * broadcast strides ("b", ""), for a body that takes the n inputs as arrays.
+ */
+static void
+emit_inputs(FILE *f, const char *type, const char *name, const char *prefix, const char *suffix,
+	    int n)
+{
+	fprintf(f, "\t%s %s[%d] = {", type, name, n);
+	for (int k = 0; k < n; k++)
+		fprintf(f, "%s%s%d%s", k ? ", " : "", prefix, k, suffix);
+	fputs("};\n", f);
+}
+
+/*
+ * Elementwise: backends/c/elementwise.h's body, by the op's code there and
+ * the forms it has (float: a float operand's; int: the integer form, in
+ * int64).
+ */
+#define EW(op, code, f, i) {MKC_OP_##op, "MKC_EW_" #code, f, i}
 static const struct {
 	mkc_op op;
-	const char *fexpr, *iexpr;   /* float and integer forms; NULL: none */
+	const char *code;
+	bool f, i;
 } ew_table[] = {
-	{MKC_OP_IDENTITY, "$0", "$0"},
-	{MKC_OP_NEG, "-$0", "-$0"},
-	{MKC_OP_ABS, "fabsf($0)", "($0 < 0 ? -$0 : $0)"},
-	{MKC_OP_SQRT, "sqrtf($0)", NULL},
-	{MKC_OP_RECIPROCAL, "1.0f / $0", NULL},
-	{MKC_OP_EXP, "expf($0)", NULL},
-	{MKC_OP_LOG, "logf($0)", NULL},
-	{MKC_OP_SIN, "sinf($0)", NULL},
-	{MKC_OP_COS, "cosf($0)", NULL},
-	{MKC_OP_TANH, "tanhf($0)", NULL},
-	{MKC_OP_SIGMOID, "1.0f / (1.0f + expf(-$0))", NULL},
-	{MKC_OP_RELU, "($0 > 0 ? $0 : 0)", "($0 > 0 ? $0 : 0)"},
-	{MKC_OP_ERF, "erff($0)", NULL},
-	{MKC_OP_FLOOR, "floorf($0)", NULL},
-	{MKC_OP_CEIL, "ceilf($0)", NULL},
-	{MKC_OP_NOT, NULL, "!$0"},
-	{MKC_OP_ISNAN, "isnan($0)", "0"},
-	{MKC_OP_CAST, "$0", "$0"},
-	{MKC_OP_CASTLIKE, "$0", "$0"},
-	{MKC_OP_EXPAND, "$0", "$0"},
-	{MKC_OP_ADD, "$0 + $1", "$0 + $1"},
-	{MKC_OP_SUB, "$0 - $1", "$0 - $1"},
-	{MKC_OP_MUL, "$0 * $1", "$0 * $1"},
-	{MKC_OP_DIV, "$0 / $1", "($1 ? $0 / $1 : 0)"},
-	{MKC_OP_POW, "powf($0, $1)", "(int64_t)pow((double)$0, (double)$1)"},
-	{MKC_OP_MAX, "fmaxf($0, $1)", "($0 > $1 ? $0 : $1)"},
-	{MKC_OP_MIN, "fminf($0, $1)", "($0 < $1 ? $0 : $1)"},
-	{MKC_OP_EQUAL, "$0 == $1", "$0 == $1"},
-	{MKC_OP_LESS, "$0 < $1", "$0 < $1"},
-	{MKC_OP_LESS_EQUAL, "$0 <= $1", "$0 <= $1"},
-	{MKC_OP_GREATER, "$0 > $1", "$0 > $1"},
-	{MKC_OP_GREATER_EQUAL, "$0 >= $1", "$0 >= $1"},
-	{MKC_OP_AND, NULL, "$0 && $1"},
-	{MKC_OP_OR, NULL, "$0 || $1"},
-	{MKC_OP_WHERE, "$0 ? $1 : $2", "$0 ? $1 : $2"},
-	/* passes/fuse.c: Sigmoid's expression, then the Mul(s) it replaced, in their order */
-	{MKC_OP_SILU, "$0 * (1.0f / (1.0f + expf(-$0)))", NULL},
-	{MKC_OP_SILU_MUL, "$0 * (1.0f / (1.0f + expf(-$0))) * $1", NULL},
+	EW(IDENTITY, IDENTITY, 1, 1),
+	EW(NEG, NEG, 1, 1),
+	EW(ABS, ABS, 1, 1),
+	EW(SQRT, SQRT, 1, 0),
+	EW(RECIPROCAL, RECIPROCAL, 1, 0),
+	EW(EXP, EXP, 1, 0),
+	EW(LOG, LOG, 1, 0),
+	EW(SIN, SIN, 1, 0),
+	EW(COS, COS, 1, 0),
+	EW(TANH, TANH, 1, 0),
+	EW(SIGMOID, SIGMOID, 1, 0),
+	EW(RELU, RELU, 1, 1),
+	EW(ERF, ERF, 1, 0),
+	EW(FLOOR, FLOOR, 1, 0),
+	EW(CEIL, CEIL, 1, 0),
+	EW(NOT, NOT, 0, 1),
+	EW(ISNAN, ISNAN, 1, 1),
+	/* the conversions are the loads' and the store's */
+	EW(CAST, IDENTITY, 1, 1),
+	EW(CASTLIKE, IDENTITY, 1, 1),
+	EW(EXPAND, IDENTITY, 1, 1),
+	EW(ADD, ADD, 1, 1),
+	EW(SUB, SUB, 1, 1),
+	EW(MUL, MUL, 1, 1),
+	EW(DIV, DIV, 1, 1),
+	EW(POW, POW, 1, 1),
+	EW(MAX, MAX, 1, 1),
+	EW(MIN, MIN, 1, 1),
+	EW(EQUAL, EQUAL, 1, 1),
+	EW(LESS, LESS, 1, 1),
+	EW(LESS_EQUAL, LESS_EQUAL, 1, 1),
+	EW(GREATER, GREATER, 1, 1),
+	EW(GREATER_EQUAL, GREATER_EQUAL, 1, 1),
+	EW(AND, AND, 0, 1),
+	EW(OR, OR, 0, 1),
+	EW(WHERE, WHERE, 1, 1),
+	/* passes/fuse.c: Sigmoid's float operations, then the Mul(s) it replaced, in their order */
+	EW(SILU, SILU, 1, 0),
+	EW(SILU_MUL, SILU_MUL, 1, 0),
 };
+#undef EW
 
 static int
 ew_index(mkc_op op)
@@ -271,79 +330,47 @@ flat_walk(const mkc_emitter *e, const mkc_node *n, int nin)
 	return true;
 }
 
-/* The operand loads and the store of one element; index is each operand's. */
-static int
-emit_element(mkc_emitter *e, const mkc_node *n, int row, int nin, bool flat)
-{
-	FILE *f = e->f;
-	const mkc_tensor *y = n->out[0];
-	/* the type the op computes in: its (first value) operand's */
-	const mkc_tensor *v = n->op == MKC_OP_WHERE ? n->in[1] : n->in[0];
-	bool isf = mkc_dtype_is_float(v->dtype);
-	const char *expr = isf ? ew_table[row].fexpr : ew_table[row].iexpr;
-	bool variadic = n->op == MKC_OP_MAX || n->op == MKC_OP_MIN;
-	const char *ct = isf ? "float" : "int64_t";
-	for (int i = 0; i < nin; i++) {
-		const char *t = n->op == MKC_OP_WHERE && i == 0 ? "int" : ct;
-		if (flat)
-			fprintf(f, "\t\t%s a%d = (%s)x%d[i];\n", t, i, t, i);
-		else
-			fprintf(f, "\t\t%s a%d = (%s)x%d[mkc_rt_dot(idx, b%d, %d)];\n", t, i, t, i, i,
-				y->rank);
-	}
-	fprintf(f, "\t\ty[%s] = (%s)(", flat ? "i" : "oy", mkc_ctype(e, y->dtype));
-	if (y->dtype == MKC_DT_BOOL && (n->op == MKC_OP_CAST || n->op == MKC_OP_CASTLIKE))
-		fputs("a0 != 0", f);
-	else if (variadic) {
-		/* Max and Min of any number: fold the operands left to right */
-		const char *fn = n->op == MKC_OP_MAX ? (isf ? "fmaxf" : "mkc_rt_imax")
-						     : (isf ? "fminf" : "mkc_rt_imin");
-		for (int i = 1; i < nin; i++)
-			fprintf(f, "%s(", fn);
-		fputs("a0", f);
-		for (int i = 1; i < nin; i++)
-			fprintf(f, ", a%d)", i);
-	} else
-		for (const char *s = expr; *s; s++) {
-			if (s[0] == '$' && s[1] >= '0' && s[1] <= '2')
-				fprintf(f, "a%c", *++s);
-			else
-				fputc(*s, f);
-		}
-	fputs(");\n\t}\n", f);
-	return 0;
-}
-
 static int
 emit_elementwise(mkc_emitter *e, const mkc_node *n, int row)
 {
 	FILE *f = e->f;
 	const mkc_tensor *y = n->out[0];
+	/* the form the op computes in: its (first value) operand's type's */
 	const mkc_tensor *v = n->op == MKC_OP_WHERE ? n->in[1] : n->in[0];
 	bool isf = mkc_dtype_is_float(v->dtype);
-	if (!(isf ? ew_table[row].fexpr : ew_table[row].iexpr))
+	if (!(isf ? ew_table[row].f : ew_table[row].i))
 		return unsupported(e, n, "no form of this op for its input type");
 	bool variadic = n->op == MKC_OP_MAX || n->op == MKC_OP_MIN;
 	if (n->nin > 3 && !variadic)
 		return unsupported(e, n, "more than three operands");
 	int nin = n->op == MKC_OP_CASTLIKE || n->op == MKC_OP_EXPAND ? 1 : n->nin;
+	const char *code = ew_table[row].code;
+	if (y->dtype == MKC_DT_BOOL && (n->op == MKC_OP_CAST || n->op == MKC_OP_CASTLIKE))
+		code = "MKC_EW_NONZERO";
+	else if (variadic && nin == 1)
+		code = "MKC_EW_IDENTITY";
+	const char *ty = tcode(e, y->dtype);
+	for (int i = 0; i < nin && ty; i++)
+		if (!tcode(e, n->in[i]->dtype))
+			ty = NULL;
+	if (!ty)
+		return unsupported(e, n, "an operand or result of a type it cannot read");
 	bool flat = flat_walk(e, n, nin);
 	decl_all(e, n);
-	if (flat) {
-		/* the tile is the run i0 .. i0 + cnt of every operand */
-		/* on a GPU four rounds' loads go out together (restrict: no
-		 * store can change them) */
-		fprintf(f, "\tint64_t ext[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
-			"\tconst int64_t i0 = mkc_rt_dot(lo, y_s, %d);\n%s"
-			"\tfor (int64_t i = i0 + MKC_LANE; i < i0 + cnt; i += MKC_NLANES) {\n",
-			y->rank + 1, y->rank, y->rank, e->t->warp ? "#pragma unroll 4\n" : "");
-		return emit_element(e, n, row, nin, true);
-	}
+	emit_inputs(f, "const void *const", "in", "x", "", nin);
+	fprintf(f, "\tconst int in_t[%d] = {", nin);
 	for (int i = 0; i < nin; i++)
-		fprintf(f, "\tint64_t b%d[%d];\n\tmkc_rt_bmap(x%d_d, x%d_s, %d, %d, b%d);\n", i,
-			y->rank + 1, i, i, n->in[i]->rank, y->rank, i);
-	open_box(f, y->rank);
-	return emit_element(e, n, row, nin, false);
+		fprintf(f, "%s%s", i ? ", " : "", tcode(e, n->in[i]->dtype));
+	fputs("};\n", f);
+	if (!flat) {
+		for (int i = 0; i < nin; i++)
+			fprintf(f, "\tint64_t b%d[%d];\n\tmkc_rt_bmap(x%d_d, x%d_s, %d, %d, b%d);\n", i,
+				y->rank + 1, i, i, n->in[i]->rank, y->rank, i);
+		emit_inputs(f, "const int64_t *const", "in_b", "b", "", nin);
+	}
+	fprintf(f, "\tmkc_elementwise(%s, %d, y, %s, y_s, %d, %d, in, in_t, %s, lo, hi);\n", code, isf,
+		ty, y->rank, nin, flat ? "NULL" : "in_b");
+	return 0;
 }
 
 /*
@@ -360,29 +387,22 @@ emit_copy(mkc_emitter *e, const mkc_node *n)
 	if (y->cap || n->in[0]->cap)
 		return unsupported(e, n, "a reshape of a KV cache");
 	decl_all(e, n);
-	if (flat_walk(e, n, 0)) {
-		fprintf(e->f, "\tint64_t ext[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
-			"\tconst int64_t i0 = mkc_rt_dot(lo, y_s, %d);\n"
-			"\tfor (int64_t i = i0 + MKC_LANE; i < i0 + cnt; i += MKC_NLANES)\n\t\ty[i] = x0[i];\n",
-			y->rank + 1, y->rank, y->rank);
-		return 0;
-	}
-	open_box(e->f, y->rank);
-	fputs("\t\ty[oy] = x0[oy];\n\t}\n", e->f);
+	fprintf(e->f, "\tmkc_copy(y, y_s, x0, %d, %d, %d, lo, hi);\n", y->rank, esize(y),
+		flat_walk(e, n, 0));
 	return 0;
 }
 
 static int
 emit_transpose(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
 	int r = n->out[0]->rank;
-	decl_all(e, n);
-	fprintf(f, "\tint64_t ps[%d];\n", r + 1);
+	int64_t perm[MKC_MAX_RANK];
 	for (int d = 0; d < r; d++)
-		fprintf(f, "\tps[%d] = x0_s[%d];\n", d, n->kern->perm[d]);
-	open_box(f, r);
-	fprintf(f, "\t\ty[oy] = x0[mkc_rt_dot(idx, ps, %d)];\n\t}\n", r);
+		perm[d] = n->kern->perm[d];
+	decl_all(e, n);
+	emit_ints(e->f, "int", "perm", perm, r);
+	fprintf(e->f, "\tmkc_transpose(y, y_s, x0, x0_s, perm, %d, %d, lo, hi);\n", r,
+		esize(n->out[0]));
 	return 0;
 }
 
@@ -390,66 +410,56 @@ static int
 emit_concat(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
-	int r = n->out[0]->rank;
-	int64_t axis = n->kern->axis;
 	decl_all(e, n);
-	open_box(f, r);
-	fprintf(f, "\t\tint64_t a = idx[%lld];\n", (long long)axis);
-	for (int i = 0; i < n->nin; i++) {
-		fprintf(f, "\t\t%sif (a < x%d_d[%lld]) {\n\t\t\tidx[%lld] = a;\n"
-			"\t\t\ty[oy] = x%d[mkc_rt_dot(idx, x%d_s, %d)];\n\t\t\tcontinue;\n\t\t}\n"
-			"\t\ta -= x%d_d[%lld];\n", "", i, (long long)axis, (long long)axis, i, i, r, i,
-			(long long)axis);
-	}
-	fputs("\t}\n", f);
+	emit_inputs(f, "const void *const", "in", "x", "", n->nin);
+	emit_inputs(f, "const int64_t *const", "in_d", "x", "_d", n->nin);
+	emit_inputs(f, "const int64_t *const", "in_s", "x", "_s", n->nin);
+	fprintf(f, "\tmkc_concat(y, y_s, %d, in, in_d, in_s, %d, %d, %d, lo, hi);\n", n->nin,
+		n->kern->axis, n->out[0]->rank, esize(n->out[0]));
 	return 0;
 }
 
+/* Slice: each axis's start (an expression of the symbols) and step; the body clamps. */
 static int
 emit_slice(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
-	mkc_graph *g = e->p->g;
 	const mkc_kernel *k = n->kern;
 	int r = n->out[0]->rank;
-	decl_all(e, n);
-	fprintf(f, "\tint64_t st[%d] = {0}, sp[%d];\n\tfor (int d = 0; d < %d; d++)\n"
-		"\t\tsp[d] = x0_s[d];\n", r + 1, r + 1, r + 1);
-	for (int i = 0; i < k->nslice; i++) {
-		long long a = k->slice_axis[i], step = k->slice_step[i];
-		char b[96];
-		fprintf(f, "\tst[%lld] = mkc_rt_slice_start(%s, %lld, x0_d[%lld]) * x0_s[%lld];\n"
-			"\tsp[%lld] = %lld * x0_s[%lld];\n", a, mkc_dimx(g, k->slice_start[i], b, sizeof b),
-			step, a, a, a, step, a);
+	mkc_dim start[MKC_MAX_RANK];
+	int64_t step[MKC_MAX_RANK];
+	for (int d = 0; d < r; d++) {
+		start[d] = mkc_dim_const(0);
+		step[d] = 1;
 	}
-	fprintf(f, "\tint64_t base = 0;\n\tfor (int d = 0; d < %d; d++)\n\t\tbase += st[d];\n", r);
-	open_box(f, r);
-	fprintf(f, "\t\ty[oy] = x0[base + mkc_rt_dot(idx, sp, %d)];\n\t}\n", r);
+	for (int i = 0; i < k->nslice; i++) {
+		start[k->slice_axis[i]] = k->slice_start[i];
+		step[k->slice_axis[i]] = k->slice_step[i];
+	}
+	decl_all(e, n);
+	fprintf(f, "\tconst int64_t start[%d] = {", r ? r : 1);
+	for (int d = 0; d < r; d++) {
+		char b[96];
+		fprintf(f, "%s%s", d ? ", " : "", mkc_dimx(e->p->g, start[d], b, sizeof b));
+	}
+	fputs(r ? "};\n" : "0};\n", f);
+	emit_ints(f, "int64_t", "step", step, r);
+	fprintf(f, "\tmkc_slice(y, y_s, x0, x0_d, x0_s, start, step, %d, %d, lo, hi);\n", r,
+		esize(n->out[0]));
 	return 0;
 }
 
+/* Gather: the body finds an index out of range; the tile function names the node. */
 static int
 emit_gather(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
 	const mkc_tensor *x = n->in[0], *ind = n->in[1];
-	int r = n->out[0]->rank;
-	int64_t axis = n->kern->axis;
 	decl_all(e, n);
-	open_box(f, r);
-	fprintf(f, "\t\tint64_t j = (int64_t)x1[mkc_rt_dot(idx + %lld, x1_s, %d)];\n"
-		"\t\tif (j < 0)\n\t\t\tj += x0_d[%lld];\n"
-		"\t\tif (j < 0 || j >= x0_d[%lld]) {\n"
-		"\t\t\tMKC_FAIL(m, \"node '%s' (Gather): index %%lld is out of range\", (long long)j);\n"
-		"\t\t\treturn;\n\t\t}\n\t\tint64_t o = j * x0_s[%lld];\n",
-		(long long)axis, ind->rank, (long long)axis, (long long)axis,
-		mkc_cstr(e->p->g->ctx->arena, n->name, true), (long long)axis);
-	for (int d = 0; d < axis; d++)
-		fprintf(f, "\t\to += idx[%d] * x0_s[%d];\n", d, d);
-	for (int d = (int)axis + 1; d < x->rank; d++)
-		fprintf(f, "\t\to += idx[%d] * x0_s[%d];\n", d - 1 + ind->rank, d);
-	char b[128];
-	fprintf(f, "\t\ty[oy] = %s;\n\t}\n", rd(b, n, 0, "o"));
+	fprintf(e->f, "\tint64_t bad;\n"
+		"\tif (mkc_gather(y, y_s, %d, x0, x0_d, x0_s, %d, %d, %d, x1, x1_s, %d, %d, %d, lo, hi, "
+		"&bad))\n\t\tMKC_FAIL(m, \"node '%s' (Gather): index %%lld is out of range\", "
+		"(long long)bad);\n", n->out[0]->rank, x->rank, esize(x), is_bf16(x), ind->rank,
+		esize(ind), n->kern->axis, mkc_cstr(e->p->g->ctx->arena, n->name, true));
 	return 0;
 }
 
@@ -1134,68 +1144,60 @@ emit_gqa(mkc_emitter *e, const mkc_node *n)
 	return 0;
 }
 
-/* ReduceMean, ReduceSum, ReduceMax: one whole tile; output element f is the
- * f-th combination of the kept axes, so the output is written densely. */
+/* ReduceMean, ReduceSum, ReduceMax: one whole tile (backends/c/reduce.h). */
 static int
 emit_reduce(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
 	const mkc_tensor *x = n->in[0];
 	if (!all_float(n))
 		return unsupported(e, n, "a reduction of a non-float tensor");
-	bool red[MKC_MAX_RANK] = {false};
+	int64_t red[MKC_MAX_RANK] = {0};
 	for (int i = 0; i < n->kern->naxes; i++)
-		red[n->kern->axes[i]] = true;
+		red[n->kern->axes[i]] = 1;
 	decl_all(e, n);
-	fprintf(f, "\tint64_t kd[%d], rd[%d], kz[%d] = {0}, idx[%d], ridx[%d];\n", x->rank + 1,
-		x->rank + 1, x->rank + 1, x->rank + 1, x->rank + 1);
-	for (int d = 0; d < x->rank; d++)
-		fprintf(f, red[d] ? "\tkd[%d] = 1;\n\trd[%d] = x0_d[%d];\n"
-				  : "\tkd[%d] = x0_d[%d];\n\trd[%d] = 1;\n", d, d, d);
-	const char *init = n->op == MKC_OP_REDUCE_MAX ? "-INFINITY" : "0";
-	const char *acc = n->op == MKC_OP_REDUCE_MAX ? "acc = fmaxf(acc, v)" : "acc += v";
-	fprintf(f, "\tint64_t on = 1, rn = 1;\n\tfor (int d = 0; d < %d; d++) {\n"
-		"\t\ton *= kd[d];\n\t\trn *= rd[d];\n\t}\n"
-		"\tfor (int64_t o = MKC_LANE; o < on; o += MKC_NLANES) {\n\t\tmkc_rt_unflat(o, kz, kd, %d, idx);\n"
-		"\t\tconst int64_t base = mkc_rt_dot(idx, x0_s, %d);\n\t\tfloat acc = %s;\n"
-		"\t\tfor (int64_t k = 0; k < rn; k++) {\n\t\t\tmkc_rt_unflat(k, kz, rd, %d, ridx);\n"
-		"\t\t\tconst float v = x0[base + mkc_rt_dot(ridx, x0_s, %d)];\n\t\t\t%s;\n\t\t}\n"
-		"\t\ty[o] = acc%s;\n\t}\n\t(void)lo; (void)hi;\n",
-		x->rank, x->rank, x->rank, init, x->rank, x->rank, acc,
-		n->op == MKC_OP_REDUCE_MEAN ? " / (float)rn" : "");
+	emit_ints(e->f, "int", "red", red, x->rank);
+	fprintf(e->f, "\tmkc_reduce(%s, y, x0, x0_d, x0_s, %d, red);\n\t(void)lo; (void)hi;\n",
+		n->op == MKC_OP_REDUCE_MAX ? "MKC_REDUCE_MAX"
+		: n->op == MKC_OP_REDUCE_MEAN ? "MKC_REDUCE_MEAN" : "MKC_REDUCE_SUM", x->rank);
 	return 0;
 }
 
 static int
 emit_range(mkc_emitter *e, const mkc_node *n)
 {
+	const char *t = tcode(e, n->out[0]->dtype);
+	if (!t)
+		return unsupported(e, n, "a Range of this type");
 	decl_all(e, n);
-	open_box(e->f, 1);
-	fputs("\t\ty[oy] = x0[0] + idx[0] * x2[0];\n\t}\n", e->f);
+	fprintf(e->f, "\tmkc_range(y, %s, x0, x2, lo[0], hi[0]);\n", t);
 	return 0;
 }
 
+/* Split: one whole tile, each output present in turn (an absent one takes no room). */
 static int
 emit_split(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
-	const mkc_tensor *x = n->in[0];
-	int64_t axis = n->kern->axis;
+	static const char *const what[3][3] = {{"void *const", "out", ""},
+					      {"const int64_t *const", "out_d", "_d"},
+					      {"const int64_t *const", "out_s", "_s"}};
+	int nout = 0;
+	for (int o = 0; o < n->nout; o++)
+		nout += n->out[o] != NULL;
 	decl_all(e, n);
-	fprintf(f, "\tint64_t at = 0, idx[%d];\n", x->rank + 1);
-	for (int o = 0; o < n->nout; o++) {
-		if (!n->out[o])
-			continue;
-		char v[16];
-		snprintf(v, sizeof v, o ? "y%d" : "y", o);
-		fprintf(f, "\t{\n\t\tint64_t cnt = 1;\n\t\tfor (int d = 0; d < %d; d++)\n"
-			"\t\t\tcnt *= %s_d[d];\n\t\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n"
-			"\t\t\tconst int64_t z[%d] = {0};\n\t\t\tmkc_rt_unflat(f, z, %s_d, %d, idx);\n"
-			"\t\t\t%s[f] = x0[mkc_rt_dot(idx, x0_s, %d) + at * x0_s[%lld]];\n\t\t}\n"
-			"\t\tat += %s_d[%lld];\n\t}\n", x->rank, v, x->rank + 1, v, x->rank, v,
-			x->rank, (long long)axis, v, (long long)axis);
+	for (int w = 0; w < 3; w++) {
+		fprintf(f, "\t%s %s[%d] = {", what[w][0], what[w][1], nout);
+		for (int o = 0, k = 0; o < n->nout; o++) {
+			if (!n->out[o])
+				continue;
+			char v[16];
+			snprintf(v, sizeof v, o ? "y%d" : "y", o);
+			fprintf(f, "%s%s%s", k++ ? ", " : "", v, what[w][2]);
+		}
+		fputs("};\n", f);
 	}
-	fputs("\t(void)lo; (void)hi; (void)at;\n", f);
+	fprintf(f, "\tmkc_split(%d, out, out_d, out_s, x0, x0_s, %d, %d, %d);\n\t(void)lo; (void)hi;\n",
+		nout, n->kern->axis, n->in[0]->rank, esize(n->in[0]));
 	return 0;
 }
 

@@ -13,7 +13,9 @@ const mkc_target mkc_target_cuda = {
 	/* the weight ring's primitives come first: the executor and the matvec use them */
 	.exec = (const char *const[]){"backends/cuda/ring.cuh", "backends/cuda/exec.cuh", NULL},
 	.bodies = (const char *const[]){"backends/c/cache.h", "backends/c/attention.h",
-					"backends/c/rows.h", "backends/cuda/attention.cuh",
+					"backends/c/rows.h", "backends/c/data.h",
+					"backends/c/elementwise.h", "backends/c/reduce.h",
+					"backends/cuda/attention.cuh",
 					"backends/cuda/matvec.cuh", NULL},
 	.api = "runtime/api.h",
 	.fn_qual = "static __device__",

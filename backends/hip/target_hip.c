@@ -30,7 +30,9 @@ const mkc_target mkc_target_hip = {
 	.exec = (const char *const[]){"backends/hip/exec.hip", NULL},
 	/* rows.h after wave.h: it reduces with wave.h's mkc_rt_block_sum */
 	.bodies = (const char *const[]){"backends/c/cache.h", "backends/c/attention.h",
-					"backends/hip/wave.h", "backends/c/rows.h", NULL},
+					"backends/hip/wave.h", "backends/c/rows.h",
+					"backends/c/data.h", "backends/c/elementwise.h",
+					"backends/c/reduce.h", NULL},
 	.api = "runtime/api.h",
 	.fn_qual = "static __device__",
 	.node_qual = " __noinline__",

@@ -210,7 +210,9 @@ Test(golden, emitted_cuda_builds_with_bf16_weights, .timeout = 600)
  * consecutive elements and no operand broadcasts, and coordinates
  * elsewhere: both kinds match onnxruntime, alone and on a shuffled queue,
  * and each node of hand/elementwise_tiles gets the walk its tiles allow
- * (sub_st's tiles [S,1,64] are not runs; mul_sc broadcasts c).
+ * (sub_st's tiles [S,1,64] are not runs; mul_sc broadcasts c). The walk is
+ * the mkc_elementwise call's broadcast maps: NULL for a flat walk
+ * (backends/c/elementwise.h), in_b for coordinates.
  */
 Test(golden, elementwise_bodies_walk_flat_where_tiles_are_runs, .timeout = 120)
 {
@@ -224,7 +226,8 @@ Test(golden, elementwise_bodies_walk_flat_where_tiles_are_runs, .timeout = 120)
 	/* one line a node: its name, then FLAT or COORDS */
 	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s %s -o $d/m.c && awk "
 		 "'/^\\/\\* ONNX node/ { if (n) print n, w; n = $4; w = \"-\" } "
-		 "/i0 \\+ cnt/ { w = \"FLAT\" } /mkc_rt_unflat/ { w = \"COORDS\" } "
+		 "/mkc_elementwise.*, NULL, lo, hi/ { w = \"FLAT\" } "
+		 "/mkc_elementwise.*, in_b, lo, hi/ { w = \"COORDS\" } "
 		 "END { print n, w }' $d/m.c; rc=$?; rm -rf $d; exit $rc", mkc_bin(), model);
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
 	const char *want[] = {"'add_ab' FLAT", "'swiglu' FLAT", "'less_ab' FLAT", "'where_ab' FLAT",

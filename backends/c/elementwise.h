@@ -1,0 +1,252 @@
+/*
+ * elementwise.h - the elementwise ops as one tile body in plain C over the
+ * lanes of a tile (runtime/common.h: MKC_LANE of MKC_NLANES), embedded by
+ * every target after data.h (the element types' MKC_T_ codes).
+ *
+ * mkc_elementwise computes op on nin operands of any types, in float (the
+ * float form: a float operand's op, as onnxruntime computes float32) or
+ * in int64 (the integer form), and stores the result as y's type. The op,
+ * the form and every type are constants at each call: once the body is
+ * inlined, the switches below fold to the one case the node needs.
+ */
+
+/* The unary ops first, then the binary ones (from MKC_EW_ADD), then Where. */
+enum {
+	/* Identity, and Cast, CastLike, Expand: the conversion is the load's and the store's */
+	MKC_EW_IDENTITY,
+	MKC_EW_NEG, MKC_EW_ABS, MKC_EW_SQRT, MKC_EW_RECIPROCAL, MKC_EW_EXP, MKC_EW_LOG,
+	MKC_EW_SIN, MKC_EW_COS, MKC_EW_TANH, MKC_EW_SIGMOID, MKC_EW_RELU, MKC_EW_ERF,
+	MKC_EW_FLOOR, MKC_EW_CEIL, MKC_EW_NOT, MKC_EW_ISNAN,
+	MKC_EW_NONZERO,   /* a Cast to bool */
+	MKC_EW_SILU,      /* passes/fuse.c: x * Sigmoid(x) */
+	MKC_EW_ADD, MKC_EW_SUB, MKC_EW_MUL, MKC_EW_DIV, MKC_EW_POW, MKC_EW_MAX, MKC_EW_MIN,
+	MKC_EW_EQUAL, MKC_EW_LESS, MKC_EW_LESS_EQUAL, MKC_EW_GREATER, MKC_EW_GREATER_EQUAL,
+	MKC_EW_AND, MKC_EW_OR,
+	MKC_EW_SILU_MUL,  /* passes/fuse.c: SiLU(a) * b, the Mul it replaced */
+	MKC_EW_WHERE,
+};
+
+/*
+ * On a GPU four rounds' loads of a flat walk go out together (y is
+ * restrict: no store can change them).
+ */
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define MKC_EW_UNROLL _Pragma("unroll 4")
+#else
+#define MKC_EW_UNROLL
+#endif
+
+static inline MKC_BODY float MKC_UNUSED
+mkc_ew_sigmoid(float a)
+{
+	return 1.0f / (1.0f + expf(-a));
+}
+
+/* The float form of op on a (and b); the comparisons give 0 or 1. */
+static inline MKC_BODY float MKC_UNUSED
+mkc_ew_f(int op, float a, float b)
+{
+	switch (op) {
+	case MKC_EW_NEG: return -a;
+	case MKC_EW_ABS: return fabsf(a);
+	case MKC_EW_SQRT: return sqrtf(a);
+	case MKC_EW_RECIPROCAL: return 1.0f / a;
+	case MKC_EW_EXP: return expf(a);
+	case MKC_EW_LOG: return logf(a);
+	case MKC_EW_SIN: return sinf(a);
+	case MKC_EW_COS: return cosf(a);
+	case MKC_EW_TANH: return tanhf(a);
+	case MKC_EW_SIGMOID: return mkc_ew_sigmoid(a);
+	case MKC_EW_RELU: return a > 0 ? a : 0;
+	case MKC_EW_ERF: return erff(a);
+	case MKC_EW_FLOOR: return floorf(a);
+	case MKC_EW_CEIL: return ceilf(a);
+	case MKC_EW_ISNAN: return isnan(a);
+	case MKC_EW_NONZERO: return a != 0;
+	case MKC_EW_SILU: return a * mkc_ew_sigmoid(a);
+	case MKC_EW_ADD: return a + b;
+	case MKC_EW_SUB: return a - b;
+	case MKC_EW_MUL: return a * b;
+	case MKC_EW_DIV: return a / b;
+	case MKC_EW_POW: return powf(a, b);
+	case MKC_EW_MAX: return fmaxf(a, b);
+	case MKC_EW_MIN: return fminf(a, b);
+	case MKC_EW_EQUAL: return a == b;
+	case MKC_EW_LESS: return a < b;
+	case MKC_EW_LESS_EQUAL: return a <= b;
+	case MKC_EW_GREATER: return a > b;
+	case MKC_EW_GREATER_EQUAL: return a >= b;
+	case MKC_EW_SILU_MUL: return a * mkc_ew_sigmoid(a) * b;
+	default: return a;   /* MKC_EW_IDENTITY */
+	}
+}
+
+/*
+ * The integer form. Division by zero gives 0 (ONNX leaves it open; a trap
+ * would stop the whole step); Pow goes through double, as C has no
+ * integer power.
+ */
+static inline MKC_BODY int64_t MKC_UNUSED
+mkc_ew_i(int op, int64_t a, int64_t b)
+{
+	switch (op) {
+	case MKC_EW_NEG: return -a;
+	case MKC_EW_ABS: return a < 0 ? -a : a;
+	case MKC_EW_RELU: return a > 0 ? a : 0;
+	case MKC_EW_NOT: return !a;
+	case MKC_EW_ISNAN: return 0;
+	case MKC_EW_NONZERO: return a != 0;
+	case MKC_EW_ADD: return a + b;
+	case MKC_EW_SUB: return a - b;
+	case MKC_EW_MUL: return a * b;
+	case MKC_EW_DIV: return b ? a / b : 0;
+	case MKC_EW_POW: return (int64_t)pow((double)a, (double)b);
+	case MKC_EW_MAX: return mkc_rt_imax(a, b);
+	case MKC_EW_MIN: return mkc_rt_imin(a, b);
+	case MKC_EW_EQUAL: return a == b;
+	case MKC_EW_LESS: return a < b;
+	case MKC_EW_LESS_EQUAL: return a <= b;
+	case MKC_EW_GREATER: return a > b;
+	case MKC_EW_GREATER_EQUAL: return a >= b;
+	case MKC_EW_AND: return a && b;
+	case MKC_EW_OR: return a || b;
+	default: return a;   /* MKC_EW_IDENTITY */
+	}
+}
+
+/* Loads as float or int64 and stores from them, for every type (data.h's MKC_T_EACH). */
+#define MKC_EW_LOADF(code, T) case code: return (float)((const T *)x)[i];
+#define MKC_EW_LOADI(code, T) case code: return (int64_t)((const T *)x)[i];
+#define MKC_EW_STORE(code, T) case code: ((T *)y)[i] = (T)v; break;
+
+static inline MKC_BODY float MKC_UNUSED
+mkc_ew_loadf(const void *x, int64_t i, int t)
+{
+	switch (t) {
+	MKC_T_EACH(MKC_EW_LOADF)
+	default: return 0;
+	}
+}
+
+static inline MKC_BODY int64_t MKC_UNUSED
+mkc_ew_loadi(const void *x, int64_t i, int t)
+{
+	switch (t) {
+	MKC_T_EACH(MKC_EW_LOADI)
+	default: return 0;
+	}
+}
+
+static inline MKC_BODY void MKC_UNUSED
+mkc_ew_storef(void *y, int64_t i, int t, float v)
+{
+	switch (t) {
+	MKC_T_EACH(MKC_EW_STORE)
+	default: break;
+	}
+}
+
+static inline MKC_BODY void MKC_UNUSED
+mkc_ew_storei(void *y, int64_t i, int t, int64_t v)
+{
+	switch (t) {
+	MKC_T_EACH(MKC_EW_STORE)
+	default: break;
+	}
+}
+
+/*
+ * Where one element's operands are: x[k] of type t[k], at flat index i on
+ * a flat walk (b NULL), else at idx (rank r) through x[k]'s broadcast
+ * strides b[k].
+ */
+typedef struct {
+	const void *const *x;
+	const int *t;
+	const int64_t *const *b;
+	const int64_t *idx;
+	int64_t i;
+	int r;
+} mkc_ew_at;
+
+static inline MKC_BODY int64_t MKC_UNUSED
+mkc_ew_off(const mkc_ew_at *a, int k)
+{
+	return a->b ? mkc_rt_dot(a->idx, a->b[k], a->r) : a->i;
+}
+
+/*
+ * One element in each form: op on operand 0 alone (nin 1), on 0 and 1,
+ * or folded left to right over all nin (Max, Min: op(op(x0, x1), x2) ...);
+ * Where picks operand 1 or 2 by operand 0. (Max and Min of one operand
+ * come as Identity.)
+ */
+static inline MKC_BODY float MKC_UNUSED
+mkc_ew_elemf(int op, int nin, const mkc_ew_at *a)
+{
+	if (op == MKC_EW_WHERE)
+		return mkc_ew_loadi(a->x[0], mkc_ew_off(a, 0), a->t[0])
+			       ? mkc_ew_loadf(a->x[1], mkc_ew_off(a, 1), a->t[1])
+			       : mkc_ew_loadf(a->x[2], mkc_ew_off(a, 2), a->t[2]);
+	float v = mkc_ew_loadf(a->x[0], mkc_ew_off(a, 0), a->t[0]);
+	if (nin == 1)
+		return mkc_ew_f(op, v, 0);
+	for (int k = 1; k < nin; k++)
+		v = mkc_ew_f(op, v, mkc_ew_loadf(a->x[k], mkc_ew_off(a, k), a->t[k]));
+	return v;
+}
+
+static inline MKC_BODY int64_t MKC_UNUSED
+mkc_ew_elemi(int op, int nin, const mkc_ew_at *a)
+{
+	if (op == MKC_EW_WHERE)
+		return mkc_ew_loadi(a->x[0], mkc_ew_off(a, 0), a->t[0])
+			       ? mkc_ew_loadi(a->x[1], mkc_ew_off(a, 1), a->t[1])
+			       : mkc_ew_loadi(a->x[2], mkc_ew_off(a, 2), a->t[2]);
+	int64_t v = mkc_ew_loadi(a->x[0], mkc_ew_off(a, 0), a->t[0]);
+	if (nin == 1)
+		return mkc_ew_i(op, v, 0);
+	for (int k = 1; k < nin; k++)
+		v = mkc_ew_i(op, v, mkc_ew_loadi(a->x[k], mkc_ew_off(a, k), a->t[k]));
+	return v;
+}
+
+/* Element oy of y (type ty): the float form when isf, else the integer form. */
+static inline MKC_BODY void MKC_UNUSED
+mkc_ew_put(int op, int isf, int nin, const mkc_ew_at *a, void *y, int ty, int64_t oy)
+{
+	if (isf)
+		mkc_ew_storef(y, oy, ty, mkc_ew_elemf(op, nin, a));
+	else
+		mkc_ew_storei(y, oy, ty, mkc_ew_elemi(op, nin, a));
+}
+
+/*
+ * The box lo..hi of y (type ty, strides ys, rank r): op on the nin
+ * operands x[k] of types t[k]. With b NULL every operand has y's dims and
+ * dense strides and every tile is a run, so the lanes walk flat indices
+ * (no lane splits an index into coordinates: two 64-bit divisions an
+ * axis); else operand k broadcasts through strides b[k] (mkc_rt_bmap).
+ */
+static inline MKC_BODY void MKC_UNUSED
+mkc_elementwise(int op, int isf, void *MKC_RESTRICT y, int ty, const int64_t *ys, int r, int nin,
+		const void *const *x, const int *t, const int64_t *const *b, const int64_t *lo,
+		const int64_t *hi)
+{
+	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1];
+	const int64_t cnt = mkc_rt_extents(lo, hi, r, ext);
+	mkc_ew_at a = {x, t, b, idx, 0, r};
+	if (!b) {
+		const int64_t i0 = mkc_rt_dot(lo, ys, r);
+		MKC_EW_UNROLL
+		for (int64_t i = i0 + MKC_LANE; i < i0 + cnt; i += MKC_NLANES) {
+			a.i = i;
+			mkc_ew_put(op, isf, nin, &a, y, ty, i);
+		}
+		return;
+	}
+	for (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {
+		mkc_rt_unflat(f, lo, ext, r, idx);
+		mkc_ew_put(op, isf, nin, &a, y, ty, mkc_rt_dot(idx, ys, r));
+	}
+}

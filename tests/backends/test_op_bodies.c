@@ -1,0 +1,641 @@
+/*
+ * test_op_bodies.c - the tile bodies of the data ops (backends/c/data.h),
+ * the elementwise ops (elementwise.h) and the reductions (reduce.h), run alone on the CPU (one lane,
+ * as the C target runs them) against references written out here index by
+ * index. Outputs are poisoned first (every byte 0xff: NaN as float, -1 as
+ * an integer), so an element a body leaves unwritten fails. The bodies run
+ * tile by tile, over boxes cut as passes/tile.c would cut them, so that
+ * lo..hi are honoured. Moves, conversions and integer results are compared
+ * bit for bit; float results with 1e-6 of float64 references.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* what an emitted file defines before the bodies (as test_bodies.c) */
+#define MKC_RANK 8
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "../../runtime/common.h"
+#include "../test_data.h"
+#pragma GCC diagnostic pop
+#include "../../backends/c/data.h"
+#include "../../backends/c/elementwise.h"
+#include "../../backends/c/reduce.h"
+
+/* Coordinates idx of flat index f of dense dims d. */
+static void
+coords(int64_t f, const int64_t *d, int r, int64_t *idx)
+{
+	for (int i = r - 1; i >= 0; i--) {
+		idx[i] = f % d[i];
+		f /= d[i];
+	}
+}
+
+static int64_t
+count(const int64_t *d, int r)
+{
+	int64_t n = 1;
+	for (int i = 0; i < r; i++)
+		n *= d[i];
+	return n;
+}
+
+/*
+ * The tiles of dims d cut along axis at the given cuts (ascending, ending
+ * with d[axis]): tile t is box lo[t]..hi[t]. Returns how many.
+ */
+static int
+tiles(const int64_t *d, int r, int axis, const int64_t *cuts, int ncut, int64_t lo[][MKC_RANK],
+      int64_t hi[][MKC_RANK])
+{
+	for (int t = 0; t < ncut; t++) {
+		for (int i = 0; i < r; i++) {
+			lo[t][i] = 0;
+			hi[t][i] = d[i];
+		}
+		lo[t][axis] = t ? cuts[t - 1] : 0;
+		hi[t][axis] = cuts[t];
+	}
+	return ncut;
+}
+
+/* Every element of y moves whole, in whatever order: copy of each element size. */
+Test(op_bodies, copy_moves_every_element_size_flat_and_by_box)
+{
+	enum { N = 2 * 3 * 4 };
+	const int64_t yd[3] = {6, 4, 0};
+	int64_t ys[3], lo[4][MKC_RANK], hi[4][MKC_RANK];
+	mkc_rt_strides(yd, 2, ys);
+	uint8_t x[N * 8], y[N * 8];
+	for (int i = 0; i < N * 8; i++)
+		x[i] = (uint8_t)(urand() * 100 + 101);
+	const int es[4] = {1, 2, 4, 8};
+	for (int k = 0; k < 4; k++)
+		for (int flat = 0; flat <= 1; flat++) {
+			/* a flat walk's tiles are runs (rows of y); a box walk's are not */
+			const int64_t rows[3] = {2, 5, 6}, cols[2] = {1, 4};
+			int nt = flat ? tiles(yd, 2, 0, rows, 3, lo, hi) : tiles(yd, 2, 1, cols, 2, lo, hi);
+			memset(y, 0xff, sizeof y);
+			for (int t = 0; t < nt; t++)
+				mkc_copy(y, ys, x, 2, es[k], flat, lo[t], hi[t]);
+			cr_expect(!memcmp(y, x, (size_t)(N * es[k])), "mkc_copy es %d flat %d", es[k],
+				  flat);
+			cr_expect(es[k] == 8 || y[N * es[k]] == 0xff, "mkc_copy es %d wrote past y",
+				  es[k]);
+		}
+}
+
+Test(op_bodies, transpose_reads_axis_perm_d_for_output_axis_d)
+{
+	const int64_t xd[4] = {2, 3, 4, 0}, yd[4] = {4, 2, 3, 0};
+	const int perm[3] = {2, 0, 1};
+	int64_t xs[4], ys[4], x[24], y[24], want[24], lo[3][MKC_RANK], hi[3][MKC_RANK];
+	mkc_rt_strides(xd, 3, xs);
+	mkc_rt_strides(yd, 3, ys);
+	for (int i = 0; i < 24; i++)
+		x[i] = 1000 + i;
+	for (int f = 0; f < 24; f++) {
+		int64_t yi[3], xi[3];
+		coords(f, yd, 3, yi);
+		for (int d = 0; d < 3; d++)
+			xi[perm[d]] = yi[d];
+		want[f] = x[(xi[0] * 3 + xi[1]) * 4 + xi[2]];
+	}
+	const int64_t cuts[2] = {1, 2};
+	int nt = tiles(yd, 3, 1, cuts, 2, lo, hi);
+	memset(y, 0xff, sizeof y);
+	for (int t = 0; t < nt; t++)
+		mkc_transpose(y, ys, x, xs, perm, 3, 8, lo[t], hi[t]);
+	cr_expect(!memcmp(y, want, sizeof want), "mkc_transpose");
+}
+
+/* x [5, 6] sliced by starts and steps (clamped as ONNX does) into y of dims yd */
+static void
+slice_case(const int64_t *start, const int64_t *step, const int64_t *yd, const int64_t *first)
+{
+	const int64_t xd[3] = {5, 6, 0};
+	int64_t xs[3], ys[3], lo[2][MKC_RANK], hi[2][MKC_RANK];
+	float x[30], y[30], want[30];
+	mkc_rt_strides(xd, 2, xs);
+	mkc_rt_strides(yd, 2, ys);
+	for (int i = 0; i < 30; i++)
+		x[i] = urand();
+	const int64_t n = count(yd, 2);
+	for (int64_t f = 0; f < n; f++) {
+		int64_t yi[2];
+		coords(f, yd, 2, yi);
+		want[f] = x[(first[0] + yi[0] * step[0]) * 6 + first[1] + yi[1] * step[1]];
+	}
+	const int64_t cuts[2] = {1, yd[0]};
+	int nt = tiles(yd, 2, 0, cuts, 2, lo, hi);
+	memset(y, 0xff, sizeof y);
+	for (int t = 0; t < nt; t++)
+		mkc_slice(y, ys, x, xd, xs, start, step, 2, 4, lo[t], hi[t]);
+	cr_expect(!memcmp(y, want, (size_t)n * sizeof *y),
+		  "mkc_slice start {%lld, %lld} step {%lld, %lld}", (long long)start[0],
+		  (long long)start[1], (long long)step[0], (long long)step[1]);
+}
+
+Test(op_bodies, slice_counts_negative_starts_from_the_end_and_clamps)
+{
+	/* rows 1, 3; columns 5, 3, 1 */
+	slice_case((const int64_t[]){1, -1}, (const int64_t[]){2, -2}, (const int64_t[]){2, 3, 0},
+		   (const int64_t[]){1, 5});
+	/* start -100 clamps to 0; 10 stepping back clamps to the last, 5 */
+	slice_case((const int64_t[]){-100, 10}, (const int64_t[]){1, -3},
+		   (const int64_t[]){5, 2, 0}, (const int64_t[]){0, 5});
+}
+
+/* Concat along axis 1 of [2, 1, 3], [2, 2, 3], [2, 3, 3]; Split of the result back. */
+Test(op_bodies, concat_and_split_along_the_middle_axis)
+{
+	const int64_t d[3][4] = {{2, 1, 3, 0}, {2, 2, 3, 0}, {2, 3, 3, 0}}, yd[4] = {2, 6, 3, 0};
+	int64_t s[3][4], ys[4], lo[3][MKC_RANK], hi[3][MKC_RANK];
+	int32_t a[6], b[12], c[18], y[36], want[36];
+	int32_t *in[3] = {a, b, c};
+	for (int k = 0; k < 3; k++) {
+		mkc_rt_strides(d[k], 3, s[k]);
+		for (int i = 0; i < count(d[k], 3); i++)
+			in[k][i] = 100 * (k + 1) + i;
+	}
+	mkc_rt_strides(yd, 3, ys);
+	for (int f = 0; f < 36; f++) {
+		int64_t yi[3];
+		coords(f, yd, 3, yi);
+		int k = yi[1] < 1 ? 0 : yi[1] < 3 ? 1 : 2, off = k == 0 ? 0 : k == 1 ? 1 : 3;
+		want[f] = in[k][(yi[0] * d[k][1] + yi[1] - off) * 3 + yi[2]];
+	}
+	/* tiles that cross the inputs' borders */
+	const int64_t cuts[3] = {2, 5, 6};
+	int nt = tiles(yd, 3, 1, cuts, 3, lo, hi);
+	const void *const x[3] = {a, b, c};
+	const int64_t *const xd[3] = {d[0], d[1], d[2]}, *const xs[3] = {s[0], s[1], s[2]};
+	memset(y, 0xff, sizeof y);
+	for (int t = 0; t < nt; t++)
+		mkc_concat(y, ys, 3, x, xd, xs, 1, 3, 4, lo[t], hi[t]);
+	cr_expect(!memcmp(y, want, sizeof want), "mkc_concat");
+
+	/* split: y into [2, 2, 3] and [2, 4, 3] */
+	const int64_t od[2][4] = {{2, 2, 3, 0}, {2, 4, 3, 0}};
+	int64_t os[2][4];
+	int32_t p[12], q[24];
+	mkc_rt_strides(od[0], 3, os[0]);
+	mkc_rt_strides(od[1], 3, os[1]);
+	memset(p, 0xff, sizeof p);
+	memset(q, 0xff, sizeof q);
+	void *const out[2] = {p, q};
+	const int64_t *const out_d[2] = {od[0], od[1]}, *const out_s[2] = {os[0], os[1]};
+	mkc_split(2, out, out_d, out_s, want, ys, 1, 3, 4);
+	for (int f = 0; f < 36; f++) {
+		int64_t yi[3];
+		coords(f, yd, 3, yi);
+		int32_t got = yi[1] < 2 ? p[(yi[0] * 2 + yi[1]) * 3 + yi[2]]
+					: q[(yi[0] * 4 + yi[1] - 2) * 3 + yi[2]];
+		cr_expect_eq(got, want[f], "mkc_split: element %d is %d, not %d", f, got, want[f]);
+	}
+}
+
+/* Gather of a [5, 4] table by int64 indices [2, 3], axis 0; negative ones count from the end. */
+Test(op_bodies, gather_along_axis_0_by_int64_indices)
+{
+	const int64_t xd[3] = {5, 4, 0}, id[3] = {2, 3, 0}, yd[4] = {2, 3, 4, 0};
+	const int64_t ind[6] = {4, 0, -1, 2, -5, 3};
+	int64_t xs[3], is[3], ys[4], lo[2][MKC_RANK], hi[2][MKC_RANK], bad = 7;
+	float x[20], y[24], want[24];
+	mkc_rt_strides(xd, 2, xs);
+	mkc_rt_strides(id, 2, is);
+	mkc_rt_strides(yd, 3, ys);
+	for (int i = 0; i < 20; i++)
+		x[i] = urand();
+	for (int f = 0; f < 24; f++) {
+		int64_t j = ind[f / 4];
+		want[f] = x[(j < 0 ? j + 5 : j) * 4 + f % 4];
+	}
+	const int64_t cuts[2] = {1, 3};
+	int nt = tiles(yd, 3, 1, cuts, 2, lo, hi);
+	memset(y, 0xff, sizeof y);
+	for (int t = 0; t < nt; t++)
+		cr_expect_eq(mkc_gather(y, ys, 3, x, xd, xs, 2, 4, 0, ind, is, 2, 8, 0, lo[t], hi[t],
+					&bad), 0);
+	cr_expect(!memcmp(y, want, sizeof want), "mkc_gather axis 0");
+	cr_expect_eq(bad, 7, "mkc_gather set *bad with every index in range");
+}
+
+/* Along axis 1 of [3, 5, 2] by int32 indices [4]; and a bf16 table read as float32. */
+Test(op_bodies, gather_along_axis_1_by_int32_indices_and_from_a_bf16_table)
+{
+	const int64_t xd[4] = {3, 5, 2, 0}, id[2] = {4, 0}, yd[4] = {3, 4, 2, 0};
+	const int32_t ind[4] = {3, -1, 0, 3};
+	int64_t xs[4], is[2], ys[4], bad = 0;
+	const int64_t lo[3] = {0, 0, 0};
+	float x[30], y[24], want[24];
+	uint16_t xb[30];
+	mkc_rt_strides(xd, 3, xs);
+	mkc_rt_strides(id, 1, is);
+	mkc_rt_strides(yd, 3, ys);
+	for (int i = 0; i < 30; i++) {
+		xb[i] = to_bf16(urand());
+		x[i] = urand();
+	}
+	for (int wide = 0; wide <= 1; wide++) {
+		for (int f = 0; f < 24; f++) {
+			int64_t yi[3];
+			coords(f, yd, 3, yi);
+			int64_t j = ind[yi[1]] < 0 ? ind[yi[1]] + 5 : ind[yi[1]];
+			int64_t o = (yi[0] * 5 + j) * 2 + yi[2];
+			want[f] = wide ? mkc_rt_bf16(xb[o]) : x[o];
+		}
+		memset(y, 0xff, sizeof y);
+		int rc = wide ? mkc_gather(y, ys, 3, xb, xd, xs, 3, 2, 1, ind, is, 1, 4, 1, lo, yd, &bad)
+			      : mkc_gather(y, ys, 3, x, xd, xs, 3, 4, 0, ind, is, 1, 4, 1, lo, yd, &bad);
+		cr_expect_eq(rc, 0);
+		cr_expect(!memcmp(y, want, sizeof want), "mkc_gather axis 1, wide %d", wide);
+	}
+}
+
+Test(op_bodies, gather_reports_the_first_index_out_of_range)
+{
+	const int64_t xd[2] = {5, 0}, id[2] = {3, 0}, yd[2] = {3, 0}, lo[1] = {0};
+	int64_t xs[2], is[2], ys[2], bad = 0;
+	float x[5] = {1, 2, 3, 4, 5}, y[3];
+	mkc_rt_strides(xd, 1, xs);
+	mkc_rt_strides(id, 1, is);
+	mkc_rt_strides(yd, 1, ys);
+	const int64_t past[3] = {1, 5, 9}, before[3] = {0, -6, 2};
+	cr_expect_eq(mkc_gather(y, ys, 1, x, xd, xs, 1, 4, 0, past, is, 1, 8, 0, lo, yd, &bad), -1);
+	cr_expect_eq(bad, 5, "index 5 of 5 reported as %lld", (long long)bad);
+	cr_expect_eq(mkc_gather(y, ys, 1, x, xd, xs, 1, 4, 0, before, is, 1, 8, 0, lo, yd, &bad), -1);
+	cr_expect_eq(bad, -1, "index -6 of 5 is -1 from the start, reported as %lld", (long long)bad);
+}
+
+Test(op_bodies, range_in_each_type_s_arithmetic)
+{
+	enum { N = 7 };
+	const float fs = 0.5f, fd = -0.375f;
+	const double ds = 1e10, dd = 0.1;
+	const int32_t is = -3, id = 4;
+	const int64_t ls = INT64_C(1) << 40, ld = -3;
+	const int16_t hs = 30000, hd = 1;
+	float fy[N];
+	double dy[N];
+	int32_t iy[N];
+	int64_t ly[N];
+	int16_t hy[N];
+	memset(fy, 0xff, sizeof fy);
+	memset(dy, 0xff, sizeof dy);
+	memset(iy, 0xff, sizeof iy);
+	memset(ly, 0xff, sizeof ly);
+	memset(hy, 0xff, sizeof hy);
+	for (int64_t lo = 0; lo < N; lo += 4) {   /* tiles [0, 4) and [4, 7) */
+		int64_t hi = lo + 4 < N ? lo + 4 : N;
+		mkc_range(fy, MKC_T_FLOAT, &fs, &fd, lo, hi);
+		mkc_range(dy, MKC_T_DOUBLE, &ds, &dd, lo, hi);
+		mkc_range(iy, MKC_T_INT32, &is, &id, lo, hi);
+		mkc_range(ly, MKC_T_INT64, &ls, &ld, lo, hi);
+		mkc_range(hy, MKC_T_INT16, &hs, &hd, lo, hi);
+	}
+	for (int i = 0; i < N; i++) {
+		cr_expect_eq(fy[i], 0.5f - 0.375f * (float)i, "float %d: %g", i, (double)fy[i]);
+		cr_expect_eq(dy[i], 1e10 + 0.1 * i, "double %d: %.17g", i, dy[i]);
+		cr_expect_eq(iy[i], -3 + 4 * i, "int32 %d: %d", i, iy[i]);
+		cr_expect_eq(ly[i], (INT64_C(1) << 40) - 3 * i, "int64 %d", i);
+		cr_expect_eq(hy[i], 30000 + i, "int16 %d: %d", i, hy[i]);
+	}
+}
+
+/* elementwise.h */
+
+enum { EN = 37 };   /* elements of the flat tests: tiles [0, 16) and [16, 37) */
+
+/* op on nin operands x[k] of types t[k], EN elements, flat, into y of type ty */
+static void
+ew_flat(int op, int isf, void *y, int ty, int nin, const void *const *x, const int *t)
+{
+	const int64_t ys[2] = {1, 0}, lo[2][1] = {{0}, {16}}, hi[2][1] = {{16}, {EN}};
+	for (int k = 0; k < 2; k++)
+		mkc_elementwise(op, isf, y, ty, ys, 1, nin, x, t, NULL, lo[k], hi[k]);
+}
+
+/* The float form against float64: within 1e-6 of the reference, relative (absolute near 0). */
+static double
+ref_f(int op, double a, double b)
+{
+	switch (op) {
+	case MKC_EW_NEG: return -a;
+	case MKC_EW_ABS: return fabs(a);
+	case MKC_EW_SQRT: return sqrt(a);
+	case MKC_EW_RECIPROCAL: return 1 / a;
+	case MKC_EW_EXP: return exp(a);
+	case MKC_EW_LOG: return log(a);
+	case MKC_EW_SIN: return sin(a);
+	case MKC_EW_COS: return cos(a);
+	case MKC_EW_TANH: return tanh(a);
+	case MKC_EW_SIGMOID: return 1 / (1 + exp(-a));
+	case MKC_EW_RELU: return a > 0 ? a : 0;
+	case MKC_EW_ERF: return erf(a);
+	case MKC_EW_FLOOR: return floor(a);
+	case MKC_EW_CEIL: return ceil(a);
+	case MKC_EW_SILU: return a / (1 + exp(-a));
+	case MKC_EW_ADD: return a + b;
+	case MKC_EW_SUB: return a - b;
+	case MKC_EW_MUL: return a * b;
+	case MKC_EW_DIV: return a / b;
+	case MKC_EW_POW: return pow(a, b);
+	case MKC_EW_MAX: return fmax(a, b);
+	case MKC_EW_MIN: return fmin(a, b);
+	case MKC_EW_SILU_MUL: return a / (1 + exp(-a)) * b;
+	default: return a;
+	}
+}
+
+Test(op_bodies, elementwise_float_ops_match_float64)
+{
+	static const int ops[] = {
+		MKC_EW_IDENTITY, MKC_EW_NEG, MKC_EW_ABS, MKC_EW_SQRT, MKC_EW_RECIPROCAL, MKC_EW_EXP,
+		MKC_EW_LOG, MKC_EW_SIN, MKC_EW_COS, MKC_EW_TANH, MKC_EW_SIGMOID, MKC_EW_RELU,
+		MKC_EW_ERF, MKC_EW_FLOOR, MKC_EW_CEIL, MKC_EW_SILU, MKC_EW_ADD, MKC_EW_SUB,
+		MKC_EW_MUL, MKC_EW_DIV, MKC_EW_POW, MKC_EW_MAX, MKC_EW_MIN, MKC_EW_SILU_MUL,
+	};
+	float a[EN], b[EN], y[EN];
+	for (int i = 0; i < EN; i++) {
+		a[i] = 0.1f + 3 * fabsf(urand());   /* positive: Sqrt, Log and Pow stay real */
+		b[i] = 3 * urand();
+	}
+	a[5] = 2.5f;   /* a whole half: Floor and Ceil round it apart */
+	const void *const x[2] = {a, b};
+	const int t[2] = {MKC_T_FLOAT, MKC_T_FLOAT};
+	for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
+		const int op = ops[o], nin = op >= MKC_EW_ADD ? 2 : 1;
+		for (int neg = 0; neg <= 1; neg++) {   /* a, then -a where the op takes it */
+			if (neg && (op == MKC_EW_SQRT || op == MKC_EW_LOG || op == MKC_EW_POW))
+				continue;
+			float an[EN];
+			for (int i = 0; i < EN; i++)
+				an[i] = neg ? -a[i] : a[i];
+			const void *const xn[2] = {an, b};
+			memset(y, 0xff, sizeof y);
+			ew_flat(op, 1, y, MKC_T_FLOAT, nin, neg ? xn : x, t);
+			for (int i = 0; i < EN; i++) {
+				double want = ref_f(op, an[i], b[i]);
+				cr_expect(fabs(y[i] - want) <= 1e-6 * fmax(fabs(want), 1),
+					  "op %d of (%g, %g): %.9g, not %.9g", op, (double)an[i],
+					  (double)b[i], (double)y[i], want);
+			}
+		}
+	}
+}
+
+/* Comparisons, IsNaN and a Cast to bool: 0 or 1 into a bool, from both forms. */
+Test(op_bodies, elementwise_comparisons_give_bools)
+{
+	static const int ops[] = {MKC_EW_EQUAL, MKC_EW_LESS, MKC_EW_LESS_EQUAL, MKC_EW_GREATER,
+				  MKC_EW_GREATER_EQUAL, MKC_EW_ISNAN, MKC_EW_NONZERO};
+	float a[EN], b[EN];
+	int64_t ia[EN], ib[EN];
+	uint8_t y[EN];
+	for (int i = 0; i < EN; i++) {
+		ia[i] = i % 5 - 2;
+		ib[i] = i % 3 - 1;
+		a[i] = (float)ia[i];
+		b[i] = (float)ib[i];
+	}
+	a[7] = NAN;
+	const void *const xf[2] = {a, b}, *const xi[2] = {ia, ib};
+	const int tf[2] = {MKC_T_FLOAT, MKC_T_FLOAT}, ti[2] = {MKC_T_INT64, MKC_T_INT64};
+	for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
+		for (int isf = 0; isf <= 1; isf++) {
+			const int op = ops[o], nin = op <= MKC_EW_NONZERO ? 1 : 2;
+			memset(y, 0xff, sizeof y);
+			ew_flat(op, isf, y, MKC_T_BOOL, nin, isf ? xf : xi, isf ? tf : ti);
+			for (int i = 0; i < EN; i++) {
+				double p = isf ? a[i] : (double)ia[i], q = isf ? b[i] : (double)ib[i];
+				int want = op == MKC_EW_EQUAL ? p == q : op == MKC_EW_LESS ? p < q
+					 : op == MKC_EW_LESS_EQUAL ? p <= q : op == MKC_EW_GREATER ? p > q
+					 : op == MKC_EW_GREATER_EQUAL ? p >= q : op == MKC_EW_ISNAN ? isnan(p)
+					 : p != 0;
+				cr_expect_eq(y[i], want, "op %d form %s of (%g, %g): %d", op,
+					     isf ? "float" : "int", p, q, y[i]);
+			}
+		}
+}
+
+/* The integer form, exactly: division by zero gives 0, Pow through double. */
+Test(op_bodies, elementwise_integer_ops_are_exact)
+{
+	static const int ops[] = {MKC_EW_IDENTITY, MKC_EW_NEG, MKC_EW_ABS, MKC_EW_RELU, MKC_EW_NOT,
+				  MKC_EW_ADD, MKC_EW_SUB, MKC_EW_MUL, MKC_EW_DIV, MKC_EW_POW,
+				  MKC_EW_MAX, MKC_EW_MIN, MKC_EW_AND, MKC_EW_OR};
+	int32_t a[EN], b[EN], y[EN];
+	for (int i = 0; i < EN; i++) {
+		a[i] = i * 7 % 23 - 11;
+		b[i] = i % 4;   /* 0 every fourth: Div's guard; small: Pow's exponent */
+	}
+	const void *const x[2] = {a, b};
+	const int t[2] = {MKC_T_INT32, MKC_T_INT32};
+	for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
+		const int op = ops[o], nin = op >= MKC_EW_ADD ? 2 : 1;
+		memset(y, 0xff, sizeof y);
+		ew_flat(op, 0, y, MKC_T_INT32, nin, x, t);
+		for (int i = 0; i < EN; i++) {
+			int64_t p = a[i], q = b[i], want;
+			switch (op) {
+			case MKC_EW_NEG: want = -p; break;
+			case MKC_EW_ABS: want = p < 0 ? -p : p; break;
+			case MKC_EW_RELU: want = p > 0 ? p : 0; break;
+			case MKC_EW_NOT: want = p == 0; break;
+			case MKC_EW_ADD: want = p + q; break;
+			case MKC_EW_SUB: want = p - q; break;
+			case MKC_EW_MUL: want = p * q; break;
+			case MKC_EW_DIV: want = q ? p / q : 0; break;
+			case MKC_EW_POW: want = q == 0 ? 1 : q == 1 ? p : q == 2 ? p * p : p * p * p; break;
+			case MKC_EW_MAX: want = p > q ? p : q; break;
+			case MKC_EW_MIN: want = p < q ? p : q; break;
+			case MKC_EW_AND: want = p && q; break;
+			case MKC_EW_OR: want = p || q; break;
+			default: want = p; break;
+			}
+			cr_expect_eq(y[i], want, "op %d of (%lld, %lld): %d, not %lld", op, (long long)p,
+				     (long long)q, y[i], (long long)want);
+		}
+	}
+}
+
+/* Cast through the loads and stores: C's conversions, between every pair of a few types. */
+Test(op_bodies, elementwise_casts_convert_as_c_does)
+{
+	double d[EN];
+	float f[EN];
+	int64_t l[EN];
+	uint8_t u[EN];
+	for (int i = 0; i < EN; i++) {
+		d[i] = 100 * urand();
+		f[i] = (float)d[i];
+		l[i] = (int64_t)(1000 * urand());
+		u[i] = (uint8_t)(i % 3 == 0);
+	}
+	const void *const from[4] = {d, f, l, u};
+	const int ft[4] = {MKC_T_DOUBLE, MKC_T_FLOAT, MKC_T_INT64, MKC_T_BOOL};
+	for (int k = 0; k < 4; k++) {
+		/* the form: the operand's (a float operand's float, else int64) */
+		int isf = k < 2;
+		double yd[EN];
+		float yf[EN];
+		int32_t yi[EN];
+		memset(yd, 0xff, sizeof yd);
+		memset(yf, 0xff, sizeof yf);
+		memset(yi, 0xff, sizeof yi);
+		ew_flat(MKC_EW_IDENTITY, isf, yd, MKC_T_DOUBLE, 1, &from[k], &ft[k]);
+		ew_flat(MKC_EW_IDENTITY, isf, yf, MKC_T_FLOAT, 1, &from[k], &ft[k]);
+		ew_flat(MKC_EW_IDENTITY, isf, yi, MKC_T_INT32, 1, &from[k], &ft[k]);
+		for (int i = 0; i < EN; i++) {
+			/* the float form computes in float: a double is narrowed first */
+			double v = k == 0 ? (float)d[i] : k == 1 ? f[i] : k == 2 ? (double)l[i] : u[i];
+			cr_expect_eq(yd[i], isf ? v : (double)(k == 2 ? l[i] : u[i]), "to double, from %d", k);
+			cr_expect_eq(yf[i], (float)v, "to float, from %d", k);
+			cr_expect_eq(yi[i], isf ? (int32_t)(float)v : (int32_t)(k == 2 ? l[i] : u[i]),
+				     "to int32, from %d: %d", k, yi[i]);
+		}
+	}
+}
+
+/*
+ * A box walk: Add of a [2, 3, 4] and b [3, 1] broadcast, and Where(c [4],
+ * a, s []) by a bool mask, in tiles across axis 1; and the same Add as a
+ * flat walk where it can be one (b [2, 3, 4]).
+ */
+Test(op_bodies, elementwise_broadcasts_by_box_and_walks_flat)
+{
+	const int64_t yd[4] = {2, 3, 4, 0}, bd[3] = {3, 1, 0}, cd[2] = {4, 0};
+	int64_t ys[4], bs[3], cs[2], ba[4], bb[4], bc[4], bsc[4], lo[2][MKC_RANK], hi[2][MKC_RANK];
+	float a[24], b[3], s[1] = {-7.5f}, y[24], full[24], yf[24];
+	uint8_t c[4] = {1, 0, 0, 1};
+	mkc_rt_strides(yd, 3, ys);
+	mkc_rt_strides(bd, 2, bs);
+	mkc_rt_strides(cd, 1, cs);
+	mkc_rt_bmap(yd, ys, 3, 3, ba);
+	mkc_rt_bmap(bd, bs, 2, 3, bb);
+	mkc_rt_bmap(cd, cs, 1, 3, bc);
+	mkc_rt_bmap(cd, cs, 0, 3, bsc);
+	for (int i = 0; i < 24; i++)
+		a[i] = urand();
+	for (int i = 0; i < 3; i++)
+		b[i] = urand();
+	const int64_t cuts[2] = {1, 3};
+	int nt = tiles(yd, 3, 1, cuts, 2, lo, hi);
+	{
+		const void *const x[2] = {a, b};
+		const int t[2] = {MKC_T_FLOAT, MKC_T_FLOAT};
+		const int64_t *const bm[2] = {ba, bb};
+		memset(y, 0xff, sizeof y);
+		for (int k = 0; k < nt; k++)
+			mkc_elementwise(MKC_EW_ADD, 1, y, MKC_T_FLOAT, ys, 3, 2, x, t, bm, lo[k], hi[k]);
+		for (int i = 0; i < 24; i++) {
+			full[i] = b[i / 4 % 3];
+			cr_expect_eq(y[i], a[i] + b[i / 4 % 3], "broadcast Add, element %d", i);
+		}
+	}
+	{
+		const void *const x[2] = {a, full};
+		const int t[2] = {MKC_T_FLOAT, MKC_T_FLOAT};
+		const int64_t rows[2] = {1, 2};
+		int nr = tiles(yd, 3, 0, rows, 2, lo, hi);   /* runs: flat tiles */
+		memset(yf, 0xff, sizeof yf);
+		for (int k = 0; k < nr; k++)
+			mkc_elementwise(MKC_EW_ADD, 1, yf, MKC_T_FLOAT, ys, 3, 2, x, t, NULL, lo[k], hi[k]);
+		cr_expect(!memcmp(y, yf, sizeof y), "the flat Add differs from the broadcast one");
+	}
+	{
+		const void *const x[3] = {c, a, s};
+		const int t[3] = {MKC_T_BOOL, MKC_T_FLOAT, MKC_T_FLOAT};
+		const int64_t *const bm[3] = {bc, ba, bsc};
+		nt = tiles(yd, 3, 1, cuts, 2, lo, hi);
+		memset(y, 0xff, sizeof y);
+		for (int k = 0; k < nt; k++)
+			mkc_elementwise(MKC_EW_WHERE, 1, y, MKC_T_FLOAT, ys, 3, 3, x, t, bm, lo[k], hi[k]);
+		for (int i = 0; i < 24; i++)
+			cr_expect_eq(y[i], c[i % 4] ? a[i] : s[0], "Where, element %d", i);
+	}
+}
+
+/* Max and Min of more than two operands fold left to right (NaN: fmaxf's rule, the other). */
+Test(op_bodies, elementwise_max_and_min_fold_any_number_of_operands)
+{
+	float v[5][EN], y[EN];
+	int64_t w[4][EN], yi[EN];
+	for (int k = 0; k < 5; k++)
+		for (int i = 0; i < EN; i++)
+			v[k][i] = urand();
+	for (int k = 0; k < 4; k++)
+		for (int i = 0; i < EN; i++)
+			w[k][i] = (int64_t)(1000 * urand());
+	v[2][3] = NAN;
+	const void *const x[5] = {v[0], v[1], v[2], v[3], v[4]}, *const xi[4] = {w[0], w[1], w[2], w[3]};
+	const int t[5] = {MKC_T_FLOAT, MKC_T_FLOAT, MKC_T_FLOAT, MKC_T_FLOAT, MKC_T_FLOAT};
+	const int ti[4] = {MKC_T_INT64, MKC_T_INT64, MKC_T_INT64, MKC_T_INT64};
+	for (int mx = 0; mx <= 1; mx++) {
+		const int op = mx ? MKC_EW_MAX : MKC_EW_MIN;
+		memset(y, 0xff, sizeof y);
+		memset(yi, 0xff, sizeof yi);
+		ew_flat(op, 1, y, MKC_T_FLOAT, 5, x, t);
+		ew_flat(op, 0, yi, MKC_T_INT64, 4, xi, ti);
+		for (int i = 0; i < EN; i++) {
+			double want = v[0][i];
+			int64_t wi = w[0][i];
+			for (int k = 1; k < 5; k++)
+				want = mx ? fmax(want, v[k][i]) : fmin(want, v[k][i]);
+			for (int k = 1; k < 4; k++)
+				wi = mx ? (w[k][i] > wi ? w[k][i] : wi) : (w[k][i] < wi ? w[k][i] : wi);
+			cr_expect_eq(y[i], want, "%s of 5 floats, element %d", mx ? "Max" : "Min", i);
+			cr_expect_eq(yi[i], wi, "%s of 4 int64s, element %d", mx ? "Max" : "Min", i);
+		}
+	}
+}
+
+/* reduce.h */
+
+/* Sum, Mean and Max of x [3, 4, 5] over each set of axes, against float64 (Max exactly). */
+Test(op_bodies, reduce_sum_mean_and_max_over_any_axes)
+{
+	const int64_t xd[4] = {3, 4, 5, 0};
+	int64_t xs[4];
+	float x[60], y[60];
+	mkc_rt_strides(xd, 3, xs);
+	for (int i = 0; i < 60; i++)
+		x[i] = urand();
+	for (int mask = 0; mask < 8; mask++)   /* bit d: axis d reduced (0: none, a copy) */
+		for (int op = MKC_REDUCE_SUM; op <= MKC_REDUCE_MAX; op++) {
+			const int red[3] = {mask & 1, (mask >> 1) & 1, (mask >> 2) & 1};
+			int64_t kd[3], on = 1;
+			for (int d = 0; d < 3; d++)
+				on *= kd[d] = red[d] ? 1 : xd[d];
+			memset(y, 0xff, sizeof y);
+			mkc_reduce(op, y, x, xd, xs, 3, red);
+			for (int64_t o = 0; o < on; o++) {
+				int64_t ko[3];
+				coords(o, kd, 3, ko);
+				double sum = 0, mx = -INFINITY, cnt = 0;
+				for (int i = 0; i < 60; i++) {
+					int64_t xi[3];
+					coords(i, xd, 3, xi);
+					if ((red[0] || xi[0] == ko[0]) && (red[1] || xi[1] == ko[1]) &&
+					    (red[2] || xi[2] == ko[2])) {
+						sum += x[i];
+						mx = fmax(mx, x[i]);
+						cnt++;
+					}
+				}
+				double want = op == MKC_REDUCE_MAX ? mx : op == MKC_REDUCE_MEAN ? sum / cnt : sum;
+				cr_expect(fabs(y[o] - want) <= (op == MKC_REDUCE_MAX ? 0 : 1e-6 * cnt),
+					  "op %d axes mask %d, element %lld: %.9g, not %.9g", op, mask,
+					  (long long)o, (double)y[o], want);
+			}
+			if (on < 60)
+				cr_expect(isnan(y[on]), "op %d axes mask %d wrote past its %lld outputs", op,
+					  mask, (long long)on);
+		}
+}
