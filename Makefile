@@ -52,7 +52,8 @@ $(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h &: $(ONNX_PROTO)
 	cp -f $(ONNX_PROTO) $(BUILD)/gen/onnx.proto
 	cd $(BUILD)/gen && $(PROTOC_C) --c_out=. onnx.proto
 
-$(BUILD)/gen/runtime_text.c: $(RUNTIME) tools/embed.sh
+# the Makefile too: a file added to RUNTIME may be older than the table
+$(BUILD)/gen/runtime_text.c: $(RUNTIME) tools/embed.sh Makefile
 	@mkdir -p $(BUILD)/gen
 	sh tools/embed.sh $(RUNTIME) > $@
 
