@@ -134,14 +134,6 @@ vec_args(char *buf, const mkc_node *n, int k)
 	return buf;
 }
 
-/* "x1[i]" or "mkc_rt_bf16(x1[i])": an element of input k as float. */
-static const char *
-rd(char *buf, const mkc_node *n, int k, const char *index)
-{
-	snprintf(buf, 128, is_bf16(n->in[k]) ? "mkc_rt_bf16(x%d[%s])" : "x%d[%s]", k, index);
-	return buf;
-}
-
 static void
 decl(mkc_emitter *e, const char *var, const mkc_tensor *t, bool out)
 {
@@ -474,34 +466,17 @@ all_float(const mkc_node *n)
 }
 
 /*
- * MatMul by a weight [K, N] on a GPU: lane l of the block takes output
- * element o = l mod P of the tile and slice s = l / P of the K axis (S
- * slices, P = lanes / S outputs at a time), so that neighbouring lanes read
- * neighbouring weights of one row and the whole block streams; the slices'
- * partial sums meet in shared memory.
+ * MatMul by a weight [K, N] on a GPU: the lanes split the K axis
+ * (backends/c/matmul.h's mkc_matmul_split_k), their partial sums meeting
+ * in shared memory.
  */
 static void
 emit_matmul_split_k(mkc_emitter *e, const mkc_node *n, int r)
 {
-	FILE *f = e->f;
-	bool wb = is_bf16(n->in[1]);
-	fprintf(f, "\t__shared__ float part[MKC_THREADS];\n"
-		"\tint64_t ext[%d], idx[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
-		"\tconst int64_t S = cnt >= MKC_NLANES ? 1 : MKC_NLANES / cnt, P = MKC_NLANES / S;\n"
-		"\tconst int64_t o0 = MKC_LANE %% P, s = MKC_LANE / P;\n"
-		"\tfor (int64_t base = 0; base < cnt; base += P) {\n"
-		"\t\tconst int64_t o = base + o0;\n\t\tfloat acc = 0;\n"
-		"\t\tif (o < cnt && s < S) {\n\t\t\tmkc_rt_unflat(o, lo, ext, %d, idx);\n"
-		"\t\t\tconst float *pa = x0 + mkc_rt_dot(idx, as, %d);\n"
-		"\t\t\tconst %s *pb = x1 + mkc_rt_dot(idx, bs, %d);\n"
-		"#pragma unroll 8\n\t\t\tfor (int64_t k = s * K / S; k < (s + 1) * K / S; k++)\n"
-		"\t\t\t\tacc += pa[k * ak] * %s;\n\t\t}\n"
-		"\t\tpart[MKC_LANE] = acc;\n\t\t__syncthreads();\n"
-		"\t\tif (s == 0 && o < cnt) {\n"
-		"\t\t\tfor (int64_t t = 1; t < S; t++)\n\t\t\t\tacc += part[t * P + o0];\n"
-		"\t\t\ty[mkc_rt_dot(idx, y_s, %d)] = acc;\n\t\t}\n\t\t__syncthreads();\n\t}\n",
-		r + 1, r + 1, r, r, r, wb ? "uint16_t" : "float", r,
-		wb ? "mkc_rt_bf16(pb[k * bk])" : "pb[k * bk]", r);
+	char ba[32];
+	fprintf(e->f, "\t__shared__ float part[MKC_THREADS];\n"
+		"\tmkc_matmul_split_k(y, y_s, %d, lo, hi, x0, as, ak, %s, bs, bk, K, part);\n", r,
+		vec_args(ba, n, 1));
 }
 
 /*
@@ -599,31 +574,25 @@ emit_gemv(mkc_emitter *e, int r, int64_t k, const mkc_tensor *w, int wi, bool tw
 		w2, r, two ? "\t\tconst float acc2 = dots[cnt + f];\n" : "", r, out);
 }
 
+/*
+ * as: the declaration of the activations' strides as[] that the body takes
+ * (MatMul has them already: ""); ep: the epilogue's initialiser.
+ */
 static void
-emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *pa, const char *out)
+emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *pa, const char *out,
+	      const char *as, const char *ep)
 {
 	FILE *f = e->f;
-	bool wb = is_bf16(n->in[1]);
-	int v = wb ? 8 : 4, w = e->t->warp;
+	char ba[32];
 	const mkc_tensor *a = n->in[0];
 	if (gemv_fits(e, n, r, 1)) {
 		emit_gemv(e, r, a->shape[a->rank - 1].c, n->in[1], 1, false, pa, true, 0, "NULL", "0.0f",
 			  out);
 		return;
 	}
-	fprintf(f, "\tconst int64_t KR = %lld;\n"
-		"\tconst int64_t lane = MKC_LANE %% %d, warp = MKC_LANE / %d, nwarp = MKC_NLANES / %d;\n"
-		"\tint64_t ext[%d], idx[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
-		"\tfor (int64_t f = warp; f < cnt; f += nwarp) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
-		"\t\tconst float *pa = %s;\n"
-		"\t\tconst %s *pb = x1 + idx[%d] * x1_s[0];\n\t\tfloat acc = 0;\n"
-		"#pragma unroll 8\n\t\tfor (int64_t k = lane * %d; k < KR; k += %d)\n"
-		"\t\t\tacc += %s(pa + k, pb + k);\n"
-		"\t\tacc = mkc_rt_warp_sum(acc);\n\t\tif (lane == 0)\n"
-		"\t\t\ty[mkc_rt_dot(idx, y_s, %d)] = %s;\n\t}\n",
-		(long long)a->shape[a->rank - 1].c, w, w, w, r + 1, r + 1, r, r, pa,
-		wb ? "uint16_t" : "float", r - 1, v, v * w, wb ? "mkc_rt_dot8_bf16" : "mkc_rt_dot4", r,
-		out);
+	fprintf(f, "%s\tconst mkc_mm_epi ep = %s;\n"
+		"\tmkc_dot_rows(y, y_s, %d, lo, hi, x0, as, %s, x1_s[0], %lldLL, %d, &ep);\n", as, ep,
+		r, vec_args(ba, n, 1), (long long)a->shape[a->rank - 1].c, e->t->warp);
 }
 
 static int
@@ -648,20 +617,30 @@ emit_matmul(mkc_emitter *e, const mkc_node *n)
 		char pa[64];
 		snprintf(pa, sizeof pa, "x0 + mkc_rt_dot(idx, as, %d)", r);
 		fputs("\t(void)K; (void)ak; (void)bk;\n", f);
-		emit_dot_rows(e, n, r, pa, "acc");
+		emit_dot_rows(e, n, r, pa, "acc", "", "{0, 1.0f, 0.0f, NULL, NULL}");
 		return 0;
 	}
 	if (e->t->warp && b->kind == MKC_TK_WEIGHT && b->rank == 2) {
 		emit_matmul_split_k(e, n, r);
 		return 0;
 	}
-	open_box(f, r);
-	fprintf(f, "\t\tconst float *pa = x0 + mkc_rt_dot(idx, as, %d);\n"
-		"\t\tconst %s *pb = x1 + mkc_rt_dot(idx, bs, %d);\n\t\tfloat acc = 0;\n"
-		"\t\tfor (int64_t k = 0; k < K; k++)\n\t\t\tacc += pa[k * ak] * %s;\n"
-		"\t\ty[oy] = acc;\n\t}\n", r, is_bf16(b) ? "uint16_t" : "float", r,
-		is_bf16(b) ? "mkc_rt_bf16(pb[k * bk])" : "pb[k * bk]");
+	char ba[32];
+	fprintf(f, "\tconst mkc_mm_epi ep = {0, 1.0f, 0.0f, NULL, NULL};\n"
+		"\tmkc_matmul(y, y_s, %d, lo, hi, x0, as, ak, %s, bs, bk, K, &ep);\n", r,
+		vec_args(ba, n, 1));
 	return 0;
+}
+
+/* "{1, alpha, beta, xC, cs}": Gemm's epilogue (mkc_mm_epi), with C input c or none (-1). */
+static const char *
+gemm_epi(char *buf, const mkc_kernel *k, int c)
+{
+	char fa[48], fb[48];
+	if (c >= 0)
+		snprintf(buf, 160, "{1, %s, %s, x%d, cs}", flit(fa, k->alpha), flit(fb, k->beta), c);
+	else
+		snprintf(buf, 160, "{1, %s, %s, NULL, NULL}", flit(fa, k->alpha), flit(fb, k->beta));
+	return buf;
 }
 
 static int
@@ -670,35 +649,29 @@ emit_gemm(mkc_emitter *e, const mkc_node *n)
 	FILE *f = e->f;
 	bool ta = n->kern->trans_a, tb = n->kern->trans_b;
 	float alpha = n->kern->alpha, beta = n->kern->beta;
-	char fa[48];
+	bool c = n->nin > 2 && n->in[2];
+	char fa[48], ep[160], ba[32];
 	decl_all(e, n);
+	gemm_epi(ep, n->kern, c ? 2 : -1);
 	if (!ta && tb && n->in[0]->rank == 2 && rows_fit(e, n->in[1], n->in[0]->shape[1])) {
 		char out[160], fb[48];
-		bool c = n->nin > 2 && n->in[2];
 		if (c)
 			fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x2_d, x2_s, %d, 2, cs);\n",
 				n->in[2]->rank);
 		snprintf(out, sizeof out, "%s * acc%s%s%s", flit(fa, alpha), c ? " + " : "",
 			 c ? flit(fb, beta) : "", c ? " * x2[mkc_rt_dot(idx, cs, 2)]" : "");
-		emit_dot_rows(e, n, 2, "x0 + idx[0] * x0_s[0]", out);
+		emit_dot_rows(e, n, 2, "x0 + idx[0] * x0_s[0]", out,
+			      "\tconst int64_t as[3] = {x0_s[0], 0, 0};\n", ep);
 		return 0;
 	}
 	fprintf(f, "\tconst int64_t as[3] = {x0_s[%d], 0, 0}, bs[3] = {0, x1_s[%d], 0};\n"
 		"\tconst int64_t K = x0_d[%d], ak = x0_s[%d], bk = x1_s[%d];\n",
 		ta, !tb, !ta, !ta, tb);
-	bool c = n->nin > 2 && n->in[2];
 	if (c)
 		fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x2_d, x2_s, %d, 2, cs);\n", n->in[2]->rank);
-	open_box(f, 2);
-	bool wb = is_bf16(n->in[1]);
-	fprintf(f, "\t\tconst float *pa = x0 + mkc_rt_dot(idx, as, 2);\n"
-		"\t\tconst %s *pb = x1 + mkc_rt_dot(idx, bs, 2);\n\t\tfloat acc = 0;\n"
-		"\t\tfor (int64_t k = 0; k < K; k++)\n\t\t\tacc += pa[k * ak] * %s;\n"
-		"\t\ty[oy] = %s * acc", wb ? "uint16_t" : "float",
-		wb ? "mkc_rt_bf16(pb[k * bk])" : "pb[k * bk]", flit(fa, alpha));
-	if (c)
-		fprintf(f, " + %s * x2[mkc_rt_dot(idx, cs, 2)]", flit(fa, beta));
-	fputs(";\n\t}\n", f);
+	fprintf(f, "\tconst mkc_mm_epi ep = %s;\n"
+		"\tmkc_matmul(y, y_s, 2, lo, hi, x0, as, ak, %s, bs, bk, K, &ep);\n", ep,
+		vec_args(ba, n, 1));
 	return 0;
 }
 
@@ -719,7 +692,7 @@ emit_norm_gemm(mkc_emitter *e, const mkc_node *n)
 	float eps = n->kern->eps;
 	bool glu = n->op == MKC_OP_NORM_GLU, c = !glu && n->nin > 3 && n->in[3];
 	int64_t k = n->in[0]->shape[1].c;
-	char fa[48], fb[48], fe[48], sb[128], out[200];
+	char fa[48], fb[48], fe[48], out[200];
 	decl_all(e, n);
 	if (c)
 		fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x3_d, x3_s, %d, 2, cs);\n", n->in[3]->rank);
@@ -734,21 +707,11 @@ emit_norm_gemm(mkc_emitter *e, const mkc_node *n)
 			  flit(fe, eps), out);
 		return 0;
 	}
-	const char *wt = is_bf16(n->in[2]) ? "uint16_t" : "float";
-	const char *wk = is_bf16(n->in[2]) ? "mkc_rt_bf16(pb[k])" : "pb[k]";
-	fprintf(f, "\tconst int64_t K = %lld;\n\tfloat mean = 0, ss = 0;\n"
-		"\tfor (int64_t j = 0; j < K; j++)\n\t\tss += (x0[j] - mean) * (x0[j] - mean);\n"
-		"\tconst float inv = 1.0f / sqrtf(ss / (float)K + %s);\n", (long long)k, flit(fe, eps));
-	open_box(f, 2);
-	fprintf(f, "\t\tconst %s *pb = x2 + idx[1] * x2_s[0];\n\t\tfloat acc = 0;\n"
-		"\t\tfor (int64_t k = 0; k < K; k++)\n\t\t\tacc += (x0[k] - mean) * inv * %s * %s;\n",
-		wt, rd(sb, n, 1, "k"), wk);
-	if (glu)
-		fprintf(f, "\t\tconst float acc1 = acc;\n\t\tpb = x3 + idx[1] * x3_s[0];\n\t\tacc = 0;\n"
-			"\t\tfor (int64_t k = 0; k < K; k++)\n"
-			"\t\t\tacc += (x0[k] - mean) * inv * %s * %s;\n"
-			"\t\tconst float acc2 = acc;\n\t\tacc = acc1;\n", rd(sb, n, 1, "k"), wk);
-	fprintf(f, "\t\ty[oy] = %s;\n\t}\n", out);
+	char sa[32], wa[32], ua[32], ep[160];
+	fprintf(f, "\tconst mkc_mm_epi ep = %s;\n"
+		"\tmkc_norm_gemm(y, y_s, lo, hi, x0, %lldLL, %s, %s, %s, x2_s[0], %s, %s, &ep);\n",
+		gemm_epi(ep, n->kern, c ? 3 : -1), (long long)k, flit(fe, eps), vec_args(sa, n, 1),
+		vec_args(wa, n, 2), vec_args(ua, n, glu ? 3 : -1), glu ? "x3_s[0]" : "0");
 	return 0;
 }
 

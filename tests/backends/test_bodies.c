@@ -30,6 +30,7 @@
 #include "../../backends/c/cache.h"
 #include "../../backends/c/attention.h"
 #include "../../backends/c/rows.h"
+#include "../../backends/c/matmul.h"
 #include "../test_data.h"
 
 
@@ -274,3 +275,173 @@ Test(bodies, skip_norm_keeps_the_sum_and_normalises_it)
 	cr_expect(rel_err(sum, wsum, R * N) <= 1e-6, "mkc_skip_norm's sum");
 	cr_expect(rel_err(y2, w2, R) <= 1e-5, "mkc_skip_norm's 1 / deviation");
 }
+
+/*
+ * The products (matmul.h): a [B, M, K] by b [K, N], y [B, M, N] (MM_B ..
+ * MM_N). The warp-per-output form (mkc_dot_rows) is device code only: the
+ * CUDA and HIP compiles of emitted files check it.
+ */
+enum { MM_B = 2, MM_M = 3, MM_K = 8, MM_N = 5 };
+
+/*
+ * a [B, M, K] by b [K, N] (or, tb, b stored [N, K]) into y [B, M, N],
+ * b in bf16 when bh; the output cut into two tiles along N. split: the
+ * split-K body instead of the general one.
+ */
+static void
+matmul_case(int tb, int bh, int split)
+{
+	float a[MM_B * MM_M * MM_K], bf[MM_K * MM_N], y[MM_B * MM_M * MM_N], part[1];
+	uint16_t b16[MM_K * MM_N];
+	double want[MM_B * MM_M * MM_N];
+	for (int i = 0; i < MM_B * MM_M * MM_K; i++)
+		a[i] = urand();
+	for (int i = 0; i < MM_K * MM_N; i++) {
+		bf[i] = urand();
+		b16[i] = to_bf16(bf[i]);
+		if (bh)
+			bf[i] = mkc_rt_bf16(b16[i]);   /* the reference reads what the body reads */
+	}
+	for (int b = 0; b < MM_B; b++)
+		for (int m = 0; m < MM_M; m++)
+			for (int n = 0; n < MM_N; n++) {
+				double s = 0;
+				for (int k = 0; k < MM_K; k++)
+					s += (double)a[(b * MM_M + m) * MM_K + k] *
+					     bf[tb ? n * MM_K + k : k * MM_N + n];
+				want[(b * MM_M + m) * MM_N + n] = s;
+			}
+	/* as the emitter resolves them: a broadcast over n, b over the batch and m */
+	const int64_t ys[4] = {MM_M * MM_N, MM_N, 1, 0}, as[4] = {MM_M * MM_K, MM_K, 0, 0};
+	const int64_t bs[4] = {0, 0, tb ? MM_K : 1, 0};
+	const int64_t ak = 1, bk = tb ? 1 : MM_N;
+	const mkc_mm_epi ep = {0, 1.0f, 0.0f, NULL, NULL};
+	poison(y, MM_B * MM_M * MM_N);
+	const int64_t cut[3] = {0, 2, MM_N};
+	for (int t = 0; t < 2; t++) {
+		const int64_t lo[4] = {0, 0, cut[t], 0}, hi[4] = {MM_B, MM_M, cut[t + 1], 0};
+		if (split)
+			mkc_matmul_split_k(y, ys, 3, lo, hi, a, as, ak, bh ? NULL : bf, bh ? b16 : NULL,
+					   bs, bk, MM_K, part);
+		else
+			mkc_matmul(y, ys, 3, lo, hi, a, as, ak, bh ? NULL : bf, bh ? b16 : NULL, bs, bk,
+				   MM_K, &ep);
+	}
+	double err = rel_err(y, want, MM_B * MM_M * MM_N);
+	cr_expect(err < 1e-5, "tb %d bf16 %d split %d: relative error %g", tb, bh, split, err);
+}
+
+Test(bodies, matmul_broadcast_transposed_and_bf16)
+{
+	for (int tb = 0; tb <= 1; tb++)
+		for (int bh = 0; bh <= 1; bh++)
+			matmul_case(tb, bh, 0);
+}
+
+Test(bodies, split_k_on_one_lane)
+{
+	for (int tb = 0; tb <= 1; tb++)
+		for (int bh = 0; bh <= 1; bh++)
+			matmul_case(tb, bh, 1);
+}
+
+/* Gemm: alpha * a^T(ta) b^T(tb) + beta * C, C a row [N] broadcast over M, or none. */
+Test(bodies, gemm_transposes_alpha_beta_and_c)
+{
+	for (int ta = 0; ta <= 1; ta++)
+		for (int c = 0; c <= 1; c++) {
+			const int tb = !ta;
+			float a[MM_M * MM_K], b[MM_K * MM_N], cv[MM_N], y[MM_M * MM_N];
+			double want[MM_M * MM_N];
+			for (int i = 0; i < MM_M * MM_K; i++)
+				a[i] = urand();
+			for (int i = 0; i < MM_K * MM_N; i++)
+				b[i] = urand();
+			for (int i = 0; i < MM_N; i++)
+				cv[i] = urand();
+			const float alpha = 0.5f, beta = 2.0f;
+			for (int m = 0; m < MM_M; m++)
+				for (int n = 0; n < MM_N; n++) {
+					double s = 0;
+					for (int k = 0; k < MM_K; k++)
+						s += (double)a[ta ? k * MM_M + m : m * MM_K + k] *
+						     b[tb ? n * MM_K + k : k * MM_N + n];
+					want[m * MM_N + n] = alpha * s + (c ? beta * (double)cv[n] : 0);
+				}
+			/* emit_gemm's strides: a [M, K] or [K, M], b [K, N] or [N, K] */
+			const int64_t xs0 = ta ? MM_M : MM_K, xs1 = tb ? MM_K : MM_N;
+			const int64_t as[3] = {ta ? 1 : xs0, 0, 0}, bs[3] = {0, tb ? xs1 : 1, 0};
+			const int64_t ak = ta ? xs0 : 1, bk = tb ? 1 : xs1;
+			const int64_t ys[3] = {MM_N, 1, 0}, cs[3] = {0, 1, 0};
+			const mkc_mm_epi ep = {1, alpha, beta, c ? cv : NULL, c ? cs : NULL};
+			poison(y, MM_M * MM_N);
+			const int64_t lo0[3] = {0, 0, 0}, hi0[3] = {1, MM_N, 0};
+			const int64_t lo1[3] = {1, 0, 0}, hi1[3] = {MM_M, MM_N, 0};
+			mkc_matmul(y, ys, 2, lo0, hi0, a, as, ak, b, NULL, bs, bk, MM_K, &ep);
+			mkc_matmul(y, ys, 2, lo1, hi1, a, as, ak, b, NULL, bs, bk, MM_K, &ep);
+			double err = rel_err(y, want, MM_M * MM_N);
+			cr_expect(err < 1e-5, "ta %d c %d: relative error %g", ta, c, err);
+		}
+}
+
+/*
+ * NormGemm of the row x [K] by W [N, K] (+ C), and NormGlu by W and U:
+ * silu(alpha * x' . w) * (alpha * x' . u), x' = x / sqrt(mean(x^2) + eps)
+ * * scale; scale and weights in float32 or bf16.
+ */
+static void
+norm_gemm_case(int glu, int c, int bh)
+{
+	float x[MM_K], sc[MM_K], w[MM_N * MM_K], u[MM_N * MM_K], cv[MM_N], y[MM_N];
+	uint16_t sc16[MM_K], w16[MM_N * MM_K], u16[MM_N * MM_K];
+	double want[MM_N];
+	for (int i = 0; i < MM_K; i++) {
+		x[i] = urand();
+		sc16[i] = to_bf16(urand() + 1.5f);
+		sc[i] = mkc_rt_bf16(sc16[i]);
+	}
+	for (int i = 0; i < MM_N * MM_K; i++) {
+		w16[i] = to_bf16(urand());
+		w[i] = mkc_rt_bf16(w16[i]);
+		u16[i] = to_bf16(urand());
+		u[i] = mkc_rt_bf16(u16[i]);
+	}
+	for (int i = 0; i < MM_N; i++)
+		cv[i] = urand();
+	const float alpha = 1.5f, beta = 0.25f, eps = 1e-5f;
+	double ss = 0;
+	for (int k = 0; k < MM_K; k++)
+		ss += (double)x[k] * x[k];
+	const double inv = 1 / sqrt(ss / MM_K + eps);
+	for (int n = 0; n < MM_N; n++) {
+		double p = 0, q = 0;
+		for (int k = 0; k < MM_K; k++) {
+			p += x[k] * inv * sc[k] * w[n * MM_K + k];
+			q += x[k] * inv * sc[k] * u[n * MM_K + k];
+		}
+		want[n] = glu ? alpha * p / (1 + exp(-alpha * p)) * (alpha * q)
+			      : alpha * p + (c ? beta * (double)cv[n] : 0);
+	}
+	const int64_t ys[3] = {MM_N, 1, 0}, cs[3] = {0, 1, 0};
+	const mkc_mm_epi ep = {1, alpha, beta, c ? cv : NULL, c ? cs : NULL};
+	poison(y, MM_N);
+	const int64_t cut[3] = {0, 3, MM_N};
+	for (int t = 0; t < 2; t++) {
+		const int64_t lo[3] = {0, cut[t], 0}, hi[3] = {1, cut[t + 1], 0};
+		mkc_norm_gemm(y, ys, lo, hi, x, MM_K, eps, bh ? NULL : sc, bh ? sc16 : NULL,
+			      bh ? NULL : w, bh ? w16 : NULL, MM_K, glu && !bh ? u : NULL,
+			      glu && bh ? u16 : NULL, glu ? MM_K : 0, &ep);
+	}
+	double err = rel_err(y, want, MM_N);
+	cr_expect(err < 1e-5, "glu %d c %d bf16 %d: relative error %g", glu, c, bh, err);
+}
+
+Test(bodies, norm_gemm_and_norm_glu)
+{
+	for (int bh = 0; bh <= 1; bh++) {
+		norm_gemm_case(0, 0, bh);
+		norm_gemm_case(0, 1, bh);
+		norm_gemm_case(1, 0, bh);
+	}
+}
+
