@@ -174,15 +174,6 @@ decl_all(mkc_emitter *e, const mkc_node *n)
 		}
 }
 
-/* for (each idx in the output box) { ... }: open it; the caller closes it. */
-static void
-open_box(FILE *f, int rank)
-{
-	fprintf(f, "\tint64_t ext[%d], idx[%d];\n\tint64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
-		"\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
-		"\t\tint64_t oy = mkc_rt_dot(idx, y_s, %d);\n", rank + 1, rank + 1, rank, rank, rank);
-}
-
 /*
  * The data ops move elements as bits (backends/c/data.h): a body takes an
  * element's bytes as stored (a bf16 weight's 2).
@@ -991,7 +982,7 @@ emit_attn_merge(mkc_emitter *e, const mkc_node *n)
  * cache axis. The box is those positions; the input is dense. A float
  * cache [B, H, cap, D] takes backends/c/cache.h's body, which also rotates
  * the positions for fuse_rope's CacheAppend(x, cos, sin); other layouts
- * walk the box.
+ * move the box's elements with backends/c/data.h's mkc_strided.
  */
 static int
 emit_cache_append(mkc_emitter *e, const mkc_node *n)
@@ -1013,9 +1004,9 @@ emit_cache_append(mkc_emitter *e, const mkc_node *n)
 	}
 	if (k->rotary)
 		return unsupported(e, n, "a rotated append into a cache not [B, H, positions, D]");
-	open_box(e->f, y->rank);
-	fprintf(e->f, "\t\tidx[%d] -= lo[%d];\n\t\ty[oy] = x0[mkc_rt_dot(idx, x0_s, %d)];\n\t}\n",
-		y->cap_axis, y->cap_axis, y->rank);
+	/* element idx of the box is x0's idx - lo[cap_axis] along the cache axis */
+	fprintf(e->f, "\tmkc_strided(y, y_s, x0, -lo[%d] * x0_s[%d], x0_s, %d, %d, lo, hi);\n",
+		y->cap_axis, y->cap_axis, y->rank, esize(y));
 	return 0;
 }
 
