@@ -822,14 +822,13 @@ emit_scale(FILE *f, const mkc_kernel *k, const char *dim)
 }
 
 /*
- * Attention (opset 23), 4-D. Lanes share the output elements (b, h, s, d);
- * each walks the keys once with an online softmax (running maximum and
- * rescaled sums), so no scratch memory is needed: scores are scaled,
- * soft-capped, masked (a bool mask keeps where true, a float mask adds).
- * Keys and values are the past ones followed by the new ones; key/value
- * head = query head / (query heads / key heads). The present outputs are
- * that concatenation. A tile computes the query heads lo[1]..hi[1] (tile.c
- * cuts Attention by heads when it has no present outputs).
+ * Attention (opset 23), 4-D: backends/c/attention.h's mkc_attention, lanes
+ * sharing the output elements, each walking the keys once with an online
+ * softmax; scores scaled, soft-capped, masked (a bool mask keeps where
+ * true, a float mask adds); keys and values the past ones followed by the
+ * new ones, which the present outputs are. A tile computes the query heads
+ * lo[1]..hi[1] (tile.c cuts Attention by heads when it has no present
+ * outputs).
  */
 /*
  * The head size for which a GPU target has a decode attention body
@@ -873,7 +872,7 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 		return unsupported(e, n, "the QK^T output");
 	bool mask = n->nin > 3 && n->in[3], past = n->nin > 4 && n->in[4];
 	float softcap = n->kern->softcap;
-	char fa[48], fb[48];
+	char fa[48];
 	decl_all(e, n);
 	emit_scale(f, n->kern, "x0_d[3]");
 	int64_t d = attention_fast_dim(e, n);
@@ -882,55 +881,23 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 			"x1_d[2], x0_d[1] / x1_d[1], lo[1], hi[1], scale);\n", (long long)d);
 		return 0;
 	}
-	fprintf(f, "\tconst int64_t B = x0_d[0], Hq = x0_d[1], Sq = x0_d[2], D = x0_d[3];\n"
-		"\tconst int64_t Hk = x1_d[1], Sn = x1_d[2], Dv = x2_d[3];\n"
-		"\tconst int64_t P = %s, L = P + Sn;\n", past ? "x4_d[2]" : "0");
-	if (mask)
-		fprintf(f, "\tint64_t ms[5];\n\tmkc_rt_bmap(x3_d, x3_s, %d, 4, ms);\n", n->in[3]->rank);
-	fputs("\tconst int64_t H0 = lo[1], NH = hi[1] - lo[1];\n"
-	      "\tfor (int64_t q = MKC_LANE; q < B * NH * Sq * Dv; q += MKC_NLANES) {\n"
-	      "\t\tconst int64_t b = q / (NH * Sq * Dv), h = H0 + q / (Sq * Dv) % NH;\n"
-	      "\t\tconst int64_t s = q / Dv % Sq, d = q % Dv, kh = h / (Hq / Hk);\n"
-	      "\t\tconst float *pq = x0 + b * x0_s[0] + h * x0_s[1] + s * x0_s[2];\n"
-	      "\t\tfloat mx = -INFINITY, sum = 0, acc = 0;\n\t\tfor (int64_t t = 0; t < L; t++) {\n", f);
-	const char *kv[2][2] = {{"pk", "x1"}, {"pv", "x2"}};
-	for (int k = 0; k < 2; k++) {
-		const char *p = kv[k][0], *x = kv[k][1];
-		if (past)
-			fprintf(f, "\t\t\tconst float *%s = t < P ? x%d + b * x%d_s[0] + kh * x%d_s[1] + t * x%d_s[2]\n"
-				"\t\t\t\t: %s + b * %s_s[0] + kh * %s_s[1] + (t - P) * %s_s[2];\n",
-				p, 4 + k, 4 + k, 4 + k, 4 + k, x, x, x, x);
-		else
-			fprintf(f, "\t\t\tconst float *%s = %s + b * %s_s[0] + kh * %s_s[1] + t * %s_s[2];\n",
-				p, x, x, x, x);
-	}
-	fputs("\t\t\tfloat v = 0;\n\t\t\tfor (int64_t i = 0; i < D; i++)\n\t\t\t\tv += pq[i] * pk[i];\n"
-	      "\t\t\tv *= scale;\n", f);
-	if (softcap > 0)
-		fprintf(f, "\t\t\tv = %s * tanhf(v / %s);\n", flit(fa, softcap), flit(fb, softcap));
+	char mask_args[64] = "NULL, NULL, NULL";
 	if (mask) {
-		fputs("\t\t\tconst int64_t mo = b * ms[0] + h * ms[1] + s * ms[2] + t * ms[3];\n", f);
-		if (n->in[3]->dtype == MKC_DT_BOOL)
-			fputs("\t\t\tif (!x3[mo])\n\t\t\t\tcontinue;\n", f);
-		else
-			fputs("\t\t\tv += x3[mo];\n", f);
+		fprintf(f, "\tint64_t ms[5];\n\tmkc_rt_bmap(x3_d, x3_s, %d, 4, ms);\n", n->in[3]->rank);
+		snprintf(mask_args, sizeof mask_args, n->in[3]->dtype == MKC_DT_BOOL ?
+			 "NULL, x3, ms" : "x3, NULL, ms");
 	}
-	fputs("\t\t\tif (v == -INFINITY)\n\t\t\t\tcontinue;\n"
-	      "\t\t\tconst float nm = fmaxf(mx, v), r = expf(mx - nm), w = expf(v - nm);\n"
-	      "\t\t\tsum = sum * r + w;\n\t\t\tacc = acc * r + w * pv[d];\n\t\t\tmx = nm;\n\t\t}\n"
-	      "\t\ty[b * y_s[0] + h * y_s[1] + s * y_s[2] + d] = sum > 0 ? acc / sum : 0;\n\t}\n", f);
+	fprintf(f, "\tmkc_attention(y, y_s, x0, x0_s, x1, x1_s, x2, x2_s, %s, %s, x0_d[0], "
+		"x0_d[1], x0_d[2], x0_d[3], x1_d[1], %s, x1_d[2], x2_d[3], lo[1], hi[1], scale, %s",
+		past ? "x4, x4_s, x5, x5_s" : "NULL, NULL, NULL, NULL", mask_args,
+		past ? "x4_d[2]" : "0", flit(fa, softcap > 0 ? softcap : 0));
 	for (int o = 1; o <= 2; o++) {
-		if (n->nout <= o || !n->out[o])
-			continue;
-		fprintf(f, "\tfor (int64_t q = MKC_LANE; q < B * Hk * L * y%d_d[3]; q += MKC_NLANES) {\n"
-			"\t\tconst int64_t b = q / (Hk * L * y%d_d[3]), h = q / (L * y%d_d[3]) %% Hk;\n"
-			"\t\tconst int64_t t = q / y%d_d[3] %% L, d = q %% y%d_d[3];\n"
-			"\t\ty%d[b * y%d_s[0] + h * y%d_s[1] + t * y%d_s[2] + d] = ", o, o, o, o, o, o, o, o, o);
-		if (past)
-			fprintf(f, "t < P ? x%d[b * x%d_s[0] + h * x%d_s[1] + t * x%d_s[2] + d]\n\t\t\t: ",
-				3 + o, 3 + o, 3 + o, 3 + o);
-		fprintf(f, "x%d[b * x%d_s[0] + h * x%d_s[1] + (t - P) * x%d_s[2] + d];\n\t}\n", o, o, o, o);
+		if (n->nout > o && n->out[o])
+			fprintf(f, ", y%d, y%d_s, y%d_d[3]", o, o, o);
+		else
+			fputs(", NULL, NULL, 0", f);
 	}
+	fputs(");\n", f);
 	return 0;
 }
 

@@ -170,6 +170,114 @@ Test(bodies, attention_parts_and_merge_match_one_softmax)
 	attn_case(1, 1, 128, 5, 8);
 }
 
+/*
+ * Attention's general form: past and new keys and values, a float mask
+ * broadcast over batch and heads or a bool mask over heads (a row of it all
+ * false: that output is 0), a soft cap, the present outputs; two tiles of
+ * query heads. Value rows longer than key rows (Dv 5, D 4).
+ */
+static void
+attn_general_case(int mask, float softcap, int past)
+{
+	enum { B = 2, Hk = 2, G = 2, Hq = Hk * G, Sq = 3, D = 4, Dv = 5, PM = 2, Sn = 3 };
+	const int P = past ? PM : 0, L = P + Sn;
+	float q[B * Hq * Sq * D], k[B * Hk * Sn * D], v[B * Hk * Sn * Dv];
+	float pk[B * Hk * PM * D], pv[B * Hk * PM * Dv], mf[Sq * (PM + Sn)];
+	uint8_t mb[B * Sq * (PM + Sn)];
+	float y[B * Hq * Sq * Dv], y1[B * Hk * (PM + Sn) * D], y2[B * Hk * (PM + Sn) * Dv];
+	double want[B * Hq * Sq * Dv], w1[B * Hk * (PM + Sn) * D], w2[B * Hk * (PM + Sn) * Dv];
+	for (size_t i = 0; i < sizeof q / sizeof *q; i++)
+		q[i] = urand();
+	for (size_t i = 0; i < sizeof k / sizeof *k; i++)
+		k[i] = urand();
+	for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+		v[i] = urand();
+	for (size_t i = 0; i < sizeof pk / sizeof *pk; i++)
+		pk[i] = urand();
+	for (size_t i = 0; i < sizeof pv / sizeof *pv; i++)
+		pv[i] = urand();
+	for (int i = 0; i < Sq * L; i++)
+		mf[i] = i % 4 == 1 ? -INFINITY : urand();
+	for (int i = 0; i < B * Sq * L; i++)
+		mb[i] = i / L == 4 ? 0 : urand() > -0.3f;   /* row (b 1, s 1) all false */
+	const float scale = 0.7f;
+	/* the present keys and values, [B, Hk, L, .] */
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < Hk; h++)
+			for (int t = 0; t < L; t++) {
+				for (int d = 0; d < D; d++)
+					w1[((b * Hk + h) * L + t) * D + d] =
+						t < P ? pk[((b * Hk + h) * PM + t) * D + d]
+						      : k[((b * Hk + h) * Sn + t - P) * D + d];
+				for (int d = 0; d < Dv; d++)
+					w2[((b * Hk + h) * L + t) * Dv + d] =
+						t < P ? pv[((b * Hk + h) * PM + t) * Dv + d]
+						      : v[((b * Hk + h) * Sn + t - P) * Dv + d];
+			}
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < Hq; h++)
+			for (int s = 0; s < Sq; s++) {
+				double sc[PM + Sn], mx = -INFINITY, sum = 0;
+				for (int t = 0; t < L; t++) {
+					double a = 0;
+					for (int d = 0; d < D; d++)
+						a += (double)q[((b * Hq + h) * Sq + s) * D + d] *
+						     w1[((b * Hk + h / G) * L + t) * D + d];
+					a *= scale;
+					if (softcap > 0)
+						a = softcap * tanh(a / softcap);
+					if (mask == 1)
+						a += mf[s * L + t];
+					if (mask == 2 && !mb[(b * Sq + s) * L + t])
+						a = -INFINITY;
+					sc[t] = a;
+					mx = fmax(mx, a);
+				}
+				for (int d = 0; d < Dv; d++) {
+					double acc = 0;
+					sum = 0;
+					for (int t = 0; t < L; t++) {
+						if (sc[t] == -INFINITY)
+							continue;
+						const double w = exp(sc[t] - mx);
+						sum += w;
+						acc += w * w2[((b * Hk + h / G) * L + t) * Dv + d];
+					}
+					want[((b * Hq + h) * Sq + s) * Dv + d] = sum > 0 ? acc / sum : 0;
+				}
+			}
+	const int64_t qs[4] = {Hq * Sq * D, Sq * D, D, 1}, ks[4] = {Hk * Sn * D, Sn * D, D, 1};
+	const int64_t vs[4] = {Hk * Sn * Dv, Sn * Dv, Dv, 1};
+	const int64_t pks[4] = {Hk * PM * D, PM * D, D, 1}, pvs[4] = {Hk * PM * Dv, PM * Dv, Dv, 1};
+	const int64_t ys[4] = {Hq * Sq * Dv, Sq * Dv, Dv, 1};
+	const int64_t y1s[4] = {Hk * L * D, L * D, D, 1}, y2s[4] = {Hk * L * Dv, L * Dv, Dv, 1};
+	const int64_t mfs[4] = {0, 0, L, 1}, mbs[4] = {Sq * L, 0, L, 1};
+	poison(y, sizeof y / sizeof *y);
+	poison(y1, sizeof y1 / sizeof *y1);
+	poison(y2, sizeof y2 / sizeof *y2);
+	const int cut[3] = {0, 1, Hq};
+	for (int t = 0; t < 2; t++)
+		mkc_attention(y, ys, q, qs, k, ks, v, vs, past ? pk : NULL, past ? pks : NULL,
+			      past ? pv : NULL, past ? pvs : NULL, mask == 1 ? mf : NULL,
+			      mask == 2 ? mb : NULL, mask == 1 ? mfs : mask == 2 ? mbs : NULL, B, Hq,
+			      Sq, D, Hk, P, Sn, Dv, cut[t], cut[t + 1], scale, softcap, y1, y1s, D, y2,
+			      y2s, Dv);
+	double e = rel_err(y, want, sizeof y / sizeof *y);
+	cr_expect(e <= 1e-5, "mkc_attention mask %d softcap %g past %d: error %.2e", mask,
+		  (double)softcap, past, e);
+	e = fmax(rel_err(y1, w1, (size_t)B * Hk * L * D), rel_err(y2, w2, (size_t)B * Hk * L * Dv));
+	cr_expect(e == 0, "mkc_attention's present outputs, past %d: error %.2e", past, e);
+}
+
+Test(bodies, attention_general_with_masks_soft_cap_past_and_presents)
+{
+	for (int mask = 0; mask <= 2; mask++)
+		for (int past = 0; past <= 1; past++) {
+			attn_general_case(mask, 0, past);
+			attn_general_case(mask, 5.0f, past);
+		}
+}
+
 Test(bodies, softmax_over_the_last_axes_and_over_one_axis)
 {
 	enum { A = 3, Bd = 4, Cd = 5 };
