@@ -14,7 +14,7 @@ const mkc_target mkc_target_c = {
 	.bodies = (const char *const[]){"backends/c/cache.h", "backends/c/attention.h",
 					"backends/c/rows.h", "backends/c/data.h",
 					"backends/c/elementwise.h", "backends/c/reduce.h",
-					"backends/c/matmul.h", NULL},
+					"backends/c/matmul.h", "backends/c/gqa.h", NULL},
 	.api = "runtime/api.h",
 	.fn_qual = "static",
 	.node_qual = "",

@@ -6,12 +6,13 @@
  * that box. Every body starts by naming its tensors:
  *   y, y_d[], y_s[]        output 0: pointer, dims, strides (y1.. for more)
  *   x0, x0_d[], x0_s[]     input 0, and so on
- * with dims evaluated from the symbols at run time. Then, for most ops, one
- * call of a tile body with the node's constants (rank, axis, op code,
- * types): the bodies are plain C in backends/c/ (data.h, elementwise.h,
- * rows.h, ...) that every target embeds. The others still write their loops
- * here as C text, walking the box element by element (mkc_rt_extents /
- * mkc_rt_unflat give idx[]).
+ * with dims evaluated from the symbols at run time. Then one call of a tile
+ * body with the node's constants (rank, axis, op code, types): the bodies
+ * are plain C in backends/c/ (data.h, elementwise.h, rows.h, matmul.h,
+ * attention.h, gqa.h, ...) that every target embeds, or device code in
+ * backends/cuda/ where a GPU has a faster one. No tile body is written here
+ * as C text; a node whose outputs are known writes their values
+ * (emit_known: a table, not a body).
  *
  * Elementwise ops come from one table: each op's code in elementwise.h and
  * the forms it has. Where no operand broadcasts and every tile is a run of
@@ -978,28 +979,11 @@ emit_cache_append(mkc_emitter *e, const mkc_node *n)
 }
 
 /*
- * GroupQueryAttention (com.microsoft), one whole tile, in two phases. First
- * the present key and value: the past, then the new positions, the keys
- * rotated (do_rotary) at position seqlens_k + 1 - S + i for new token i.
- * Then, once every lane's writes are visible, attention of each query
- * (rotated likewise) over present positions 0 .. P + i (causal), key/value
- * head = head / (num_heads / kv_num_heads), scores scaled and soft-capped,
- * an online softmax as in Attention.
+ * GroupQueryAttention (com.microsoft), one whole tile: backends/c/gqa.h's
+ * body, the present keys and values, then, once every lane's writes are
+ * visible, the attention. The body finds a position outside the cos/sin
+ * caches; the tile function names the node.
  */
-static void
-emit_gqa_rotate(FILE *f, const char *x, const char *base, bool inter)
-{
-	/* element d of the rotated vector at x[base + ..], with cos/sin rows pc/ps */
-	if (inter)
-		fprintf(f, "(d < R ? (d %% 2 == 0 ? %s[%s + d] * pc[d / 2] - %s[%s + d + 1] * ps[d / 2]\n"
-			"\t\t\t: %s[%s + d] * pc[d / 2] + %s[%s + d - 1] * ps[d / 2]) : %s[%s + d])",
-			x, base, x, base, x, base, x, base, x, base);
-	else
-		fprintf(f, "(d < R ? (d < R / 2 ? %s[%s + d] * pc[d] - %s[%s + d + R / 2] * ps[d]\n"
-			"\t\t\t: %s[%s + d] * pc[d - R / 2] + %s[%s + d - R / 2] * ps[d - R / 2]) : %s[%s + d])",
-			x, base, x, base, x, base, x, base, x, base);
-}
-
 static int
 emit_gqa(mkc_emitter *e, const mkc_node *n)
 {
@@ -1010,58 +994,26 @@ emit_gqa(mkc_emitter *e, const mkc_node *n)
 	const mkc_kernel *k = n->kern;
 	int64_t hq = k->heads, hk = k->kv_heads;
 	int64_t dh = q->shape[2].c / hq;
-	bool rot = k->rotary, inter = k->interleaved;
-	bool past = n->in[3] != NULL;
-	float softcap = k->softcap;
-	char fa[48], fb[48];
+	bool rot = k->rotary, past = n->in[3] != NULL;
+	char fb[48];
 	decl_all(e, n);
-	fprintf(f, "\tconst int64_t B = x0_d[0], S = x0_d[1], Hq = %lld, Hk = %lld, D = %lld;\n"
-		"\tconst int64_t P = %s, L = P + S, R = %s;\n\tconst float scale = %s;\n",
-		(long long)hq, (long long)hk, (long long)dh, past ? "x3_d[2]" : "0",
-		rot ? "2 * x7_d[1]" : "0", k->scale_given ? flit(fa, k->scale) : "1.0f / sqrtf((float)D)");
-	/* the rotation rows of new token s of batch b: pc, ps (NULL-free when R = 0) */
-	const char *rows = rot ? "\t\tconst int64_t pos = (int64_t)x5[b] + 1 - S + s;\n"
-		"\t\tif (pos < 0 || pos >= x7_d[0]) {\n"
-		"\t\t\tMKC_FAIL(m, \"node '%s' (GroupQueryAttention): position %%lld is outside the "
-		"cos/sin caches\", (long long)pos);\n\t\t\treturn;\n\t\t}\n"
-		"\t\tconst float *pc = x7 + pos * x7_s[0], *ps = x8 + pos * x8_s[0];\n"
-		: "\t\tconst float *pc = NULL, *ps = NULL;\n";
-	const char *nm = mkc_cstr(e->p->g->ctx->arena, n->name, true);
-	/* phase 1: present = past, then the new (rotated) keys and the new values */
-	fputs("\tfor (int64_t o = MKC_LANE; o < B * Hk * L * D; o += MKC_NLANES) {\n"
-	      "\t\tconst int64_t b = o / (Hk * L * D), h = o / (L * D) % Hk, t = o / D % L, d = o % D;\n"
-	      "\t\tconst int64_t at = b * y1_s[0] + h * y1_s[1] + t * y1_s[2] + d;\n", f);
-	if (past)
-		fputs("\t\tif (t < P) {\n\t\t\ty1[at] = x3[b * x3_s[0] + h * x3_s[1] + t * x3_s[2] + d];\n"
-		      "\t\t\ty2[at] = x4[b * x4_s[0] + h * x4_s[1] + t * x4_s[2] + d];\n"
-		      "\t\t\tcontinue;\n\t\t}\n", f);
-	fputs("\t\tconst int64_t s = t - P, kb = b * x1_s[0] + s * x1_s[1] + h * D;\n", f);
-	fprintf(f, rows, nm);
-	fputs("\t\t(void)pc; (void)ps;\n\t\ty1[at] = ", f);
-	emit_gqa_rotate(f, "x1", "kb", inter);
-	fputs(";\n\t\ty2[at] = x2[b * x2_s[0] + s * x2_s[1] + h * D + d];\n\t}\n"
-	      "\tMKC_LANES_SYNC();\n", f);
-	/* phase 2: each lane one output element (b, s, head, d) */
-	fputs("\tfor (int64_t o = MKC_LANE; o < B * S * Hq * D; o += MKC_NLANES) {\n"
-	      "\t\tconst int64_t b = o / (S * Hq * D), s = o / (Hq * D) % S, h = o / D % Hq, dv = o % D;\n"
-	      "\t\tconst int64_t kh = h / (Hq / Hk), qb = b * x0_s[0] + s * x0_s[1] + h * D;\n", f);
-	fprintf(f, rows, nm);
-	fprintf(f, "\t\t(void)pc; (void)ps;\n\t\tfloat qr[%lld];\n\t\tfor (int64_t d = 0; d < D; d++)\n"
-		"\t\t\tqr[d] = ", (long long)dh);
-	emit_gqa_rotate(f, "x0", "qb", inter);
-	fputs(";\n\t\tfloat mx = -INFINITY, sum = 0, acc = 0;\n"
-	      "\t\tfor (int64_t t = 0; t <= P + s; t++) {\n"
-	      "\t\t\tconst float *pk = y1 + b * y1_s[0] + kh * y1_s[1] + t * y1_s[2];\n"
-	      "\t\t\tfloat v = 0;\n\t\t\tfor (int64_t d = 0; d < D; d++)\n\t\t\t\tv += qr[d] * pk[d];\n"
-	      "\t\t\tv *= scale;\n", f);
-	if (softcap > 0)
-		fprintf(f, "\t\t\tv = %s * tanhf(v / %s);\n", flit(fa, softcap), flit(fb, softcap));
-	fputs("\t\t\tconst float nm = fmaxf(mx, v), r = expf(mx - nm), w = expf(v - nm);\n"
-	      "\t\t\tsum = sum * r + w;\n"
-	      "\t\t\tacc = acc * r + w * y2[b * y2_s[0] + kh * y2_s[1] + t * y2_s[2] + dv];\n"
-	      "\t\t\tmx = nm;\n\t\t}\n"
-	      "\t\ty[b * y_s[0] + s * y_s[1] + h * D + dv] = acc / sum;\n\t}\n"
-	      "\t(void)lo; (void)hi;\n", f);
+	char sc[64];
+	if (k->scale_given)
+		flit(sc, k->scale);
+	else
+		snprintf(sc, sizeof sc, "1.0f / sqrtf((float)%lldLL)", (long long)dh);
+	/* backends/c/gqa.h's mkc_gqa_args, in its order */
+	fprintf(f, "\tconst mkc_gqa_args a = {y, y_s, y1, y1_s, y2, y2_s, x0, x0_s, x1, x1_s, x2, x2_s,\n"
+		"\t\t%s, x5, %s,\n\t\tx0_d[0], x0_d[1], %lldLL, %lldLL, %lldLL, %s, %s, %d, %s, %s};\n",
+		past ? "x3, x3_s, x4, x4_s" : "NULL, NULL, NULL, NULL",
+		rot ? "x7, x7_s[0], x8, x8_s[0], x7_d[0]" : "NULL, 0, NULL, 0, 0", (long long)hq,
+		(long long)hk, (long long)dh, past ? "x3_d[2]" : "0", rot ? "2 * x7_d[1]" : "0",
+		k->interleaved, sc, flit(fb, k->softcap > 0 ? k->softcap : 0));
+	fprintf(f, "\tfloat qr[%lld];\n\tint64_t bad;\n"
+		"\tif (mkc_gqa(&a, qr, &bad))\n\t\tMKC_FAIL(m, \"node '%s' (GroupQueryAttention): "
+		"position %%lld is outside the cos/sin caches\", (long long)bad);\n"
+		"\t(void)lo; (void)hi;\n", (long long)dh,
+		mkc_cstr(e->p->g->ctx->arena, n->name, true));
 	return 0;
 }
 

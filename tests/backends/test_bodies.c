@@ -31,6 +31,7 @@
 #include "../../backends/c/attention.h"
 #include "../../backends/c/rows.h"
 #include "../../backends/c/matmul.h"
+#include "../../backends/c/gqa.h"
 #include "../test_data.h"
 
 
@@ -553,3 +554,112 @@ Test(bodies, norm_gemm_and_norm_glu)
 	}
 }
 
+/*
+ * GroupQueryAttention: the present keys and values (past, then the new
+ * ones, keys rotated at seqlens_k + 1 - S + s) and causal attention of the
+ * rotated queries; rotation by halves or interleaved, or none; a soft cap;
+ * past or none. Batch 1's positions start later than batch 0's.
+ */
+static void
+gqa_case(int R, int inter, int past, float softcap)
+{
+	enum { B = 2, S = 2, Hq = 4, Hk = 2, D = 8, PM = 3, NPOS = 9 };
+	const int P = past ? PM : 0, L = P + S;
+	float q[B * S * Hq * D], k[B * S * Hk * D], v[B * S * Hk * D];
+	float pk[B * Hk * PM * D], pv[B * Hk * PM * D], cs[NPOS * D / 2], sn[NPOS * D / 2];
+	float y[B * S * Hq * D], y1[B * Hk * (PM + S) * D], y2[B * Hk * (PM + S) * D], qr[D];
+	double want[B * S * Hq * D], w1[B * Hk * (PM + S) * D], w2[B * Hk * (PM + S) * D];
+	const int32_t seq[B] = {P + S - 1, P + S + 2};
+	for (size_t i = 0; i < sizeof q / sizeof *q; i++)
+		q[i] = urand();
+	for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
+		k[i] = urand();
+		v[i] = urand();
+	}
+	for (size_t i = 0; i < sizeof pk / sizeof *pk; i++) {
+		pk[i] = urand();
+		pv[i] = urand();
+	}
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+		const float a = urand() * 3;
+		cs[i] = cosf(a);
+		sn[i] = sinf(a);
+	}
+	const float scale = 0.4f;
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < Hk; h++)
+			for (int t = 0; t < L; t++) {
+				double *r1 = w1 + ((b * Hk + h) * L + t) * D, *r2 = w2 + ((b * Hk + h) * L + t) * D;
+				if (t < P) {
+					for (int d = 0; d < D; d++) {
+						r1[d] = pk[((b * Hk + h) * PM + t) * D + d];
+						r2[d] = pv[((b * Hk + h) * PM + t) * D + d];
+					}
+					continue;
+				}
+				const int pos = seq[b] + 1 - S + t - P;
+				ref_rope(r1, k + ((b * S + t - P) * Hk + h) * D, D, R, inter, cs + pos * D / 2,
+					 sn + pos * D / 2);
+				for (int d = 0; d < D; d++)
+					r2[d] = v[((b * S + t - P) * Hk + h) * D + d];
+			}
+	for (int b = 0; b < B; b++)
+		for (int s = 0; s < S; s++)
+			for (int h = 0; h < Hq; h++) {
+				const int pos = seq[b] + 1 - S + s, kh = h / (Hq / Hk);
+				double qd[D], sc[PM + S], mx = -INFINITY, sum = 0;
+				ref_rope(qd, q + ((b * S + s) * Hq + h) * D, D, R, inter, cs + pos * D / 2,
+					 sn + pos * D / 2);
+				for (int t = 0; t <= P + s; t++) {
+					double a = 0;
+					for (int d = 0; d < D; d++)
+						a += qd[d] * w1[((b * Hk + kh) * L + t) * D + d];
+					a *= scale;
+					sc[t] = softcap > 0 ? softcap * tanh(a / softcap) : a;
+					mx = fmax(mx, sc[t]);
+				}
+				for (int t = 0; t <= P + s; t++)
+					sum += exp(sc[t] - mx);
+				for (int d = 0; d < D; d++) {
+					double acc = 0;
+					for (int t = 0; t <= P + s; t++)
+						acc += exp(sc[t] - mx) * w2[((b * Hk + kh) * L + t) * D + d];
+					want[((b * S + s) * Hq + h) * D + d] = acc / sum;
+				}
+			}
+	const int64_t qs[3] = {S * Hq * D, Hq * D, 1}, ks[3] = {S * Hk * D, Hk * D, 1};
+	const int64_t pks[4] = {Hk * PM * D, PM * D, D, 1}, y1s[4] = {Hk * L * D, L * D, D, 1};
+	poison(y, sizeof y / sizeof *y);
+	poison(y1, sizeof y1 / sizeof *y1);
+	poison(y2, sizeof y2 / sizeof *y2);
+	mkc_gqa_args a = {y, qs, y1, y1s, y2, y1s, q, qs, k, ks, v, ks,
+			  past ? pk : NULL, pks, past ? pv : NULL, pks, seq,
+			  R ? cs : NULL, D / 2, R ? sn : NULL, D / 2, NPOS,
+			  B, S, Hq, Hk, D, P, R, inter, scale, softcap};
+	int64_t bad = -7;
+	cr_expect_eq(mkc_gqa(&a, qr, &bad), 0, "R %d: no position is outside the caches", R);
+	double e = rel_err(y, want, sizeof y / sizeof *y);
+	cr_expect(e <= 1e-5, "mkc_gqa R %d inter %d past %d softcap %g: error %.2e", R, inter, past,
+		  (double)softcap, e);
+	e = fmax(rel_err(y1, w1, (size_t)B * Hk * L * D), rel_err(y2, w2, (size_t)B * Hk * L * D));
+	cr_expect(e <= 1e-6, "mkc_gqa's present keys and values, R %d past %d: error %.2e", R, past,
+		  e);
+	if (!R)
+		return;
+	/* batch 1 one past the last row of the caches: the body says which position */
+	const int32_t far[B] = {P + S - 1, NPOS + S - 1};
+	a.seqlens_k = far;
+	cr_expect_eq(mkc_gqa(&a, qr, &bad), 1);
+	cr_expect_eq(bad, NPOS, "the first position outside, %d, not %lld", NPOS, (long long)bad);
+}
+
+Test(bodies, gqa_rotates_keeps_the_present_and_attends_causally)
+{
+	for (int past = 0; past <= 1; past++) {
+		gqa_case(0, 0, past, 0);
+		gqa_case(4, 0, past, 0);
+		gqa_case(4, 1, past, 0);
+		gqa_case(8, 0, past, 6.0f);
+		gqa_case(8, 1, past, 0);
+	}
+}
