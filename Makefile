@@ -28,7 +28,7 @@ GEN_SRC = $(BUILD)/gen/onnx.pb-c.c
 # target, backends/<target>/ for one
 RUNTIME = runtime/common.h runtime/api_h.h runtime/files.h runtime/host.h runtime/profile.h \
 	runtime/exec_api.h backends/c/exec.h backends/c/cache.h backends/c/attention.h backends/c/rows.h backends/c/data.h \
-	backends/c/elementwise.h backends/c/reduce.h runtime/api.h backends/cuda/exec.cuh backends/cuda/attention.cuh \
+	backends/c/elementwise.h backends/c/reduce.h backends/c/matmul.h backends/c/gqa.h runtime/api.h backends/cuda/exec.cuh backends/cuda/attention.cuh \
 	backends/cuda/matvec.cuh backends/cuda/ring.cuh backends/hip/exec.hip backends/hip/wave.h
 # tests/fuzz holds libFuzzer targets, built by `make fuzz` only; tests/loaders
 # a program that test_loaders.c builds against each model it compiles

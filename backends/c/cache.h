@@ -8,7 +8,8 @@
  *
  * The emitter (backends/core/emit_ops.c) calls mkc_rotary for every
  * RotaryEmbedding, and mkc_cache_append for a CacheAppend whose cache keeps
- * its positions on axis 2 of four; other layouts keep the general box walk.
+ * its positions on axis 2 of four; other layouts move the box with data.h's
+ * mkc_strided.
  */
 
 /* Pair (i1, i2) of row px rotated by (cs, sn) into row py. */

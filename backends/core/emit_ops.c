@@ -6,12 +6,13 @@
  * that box. Every body starts by naming its tensors:
  *   y, y_d[], y_s[]        output 0: pointer, dims, strides (y1.. for more)
  *   x0, x0_d[], x0_s[]     input 0, and so on
- * with dims evaluated from the symbols at run time. Then, for most ops, one
- * call of a tile body with the node's constants (rank, axis, op code,
- * types): the bodies are plain C in backends/c/ (data.h, elementwise.h,
- * rows.h, ...) that every target embeds. The others still write their loops
- * here as C text, walking the box element by element (mkc_rt_extents /
- * mkc_rt_unflat give idx[]).
+ * with dims evaluated from the symbols at run time. Then one call of a tile
+ * body with the node's constants (rank, axis, op code, types): the bodies
+ * are plain C in backends/c/ (data.h, elementwise.h, rows.h, matmul.h,
+ * attention.h, gqa.h, ...) that every target embeds, or device code in
+ * backends/cuda/ where a GPU has a faster one. No tile body is written here
+ * as C text; a node whose outputs are known writes their values
+ * (emit_known: a table, not a body).
  *
  * Elementwise ops come from one table: each op's code in elementwise.h and
  * the forms it has. Where no operand broadcasts and every tile is a run of
@@ -134,14 +135,6 @@ vec_args(char *buf, const mkc_node *n, int k)
 	return buf;
 }
 
-/* "x1[i]" or "mkc_rt_bf16(x1[i])": an element of input k as float. */
-static const char *
-rd(char *buf, const mkc_node *n, int k, const char *index)
-{
-	snprintf(buf, 128, is_bf16(n->in[k]) ? "mkc_rt_bf16(x%d[%s])" : "x%d[%s]", k, index);
-	return buf;
-}
-
 static void
 decl(mkc_emitter *e, const char *var, const mkc_tensor *t, bool out)
 {
@@ -180,15 +173,6 @@ decl_all(mkc_emitter *e, const mkc_node *n)
 			snprintf(v, sizeof v, i ? "y%d" : "y", i);
 			decl(e, v, n->out[i], true);
 		}
-}
-
-/* for (each idx in the output box) { ... }: open it; the caller closes it. */
-static void
-open_box(FILE *f, int rank)
-{
-	fprintf(f, "\tint64_t ext[%d], idx[%d];\n\tint64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
-		"\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
-		"\t\tint64_t oy = mkc_rt_dot(idx, y_s, %d);\n", rank + 1, rank + 1, rank, rank, rank);
 }
 
 /*
@@ -474,34 +458,17 @@ all_float(const mkc_node *n)
 }
 
 /*
- * MatMul by a weight [K, N] on a GPU: lane l of the block takes output
- * element o = l mod P of the tile and slice s = l / P of the K axis (S
- * slices, P = lanes / S outputs at a time), so that neighbouring lanes read
- * neighbouring weights of one row and the whole block streams; the slices'
- * partial sums meet in shared memory.
+ * MatMul by a weight [K, N] on a GPU: the lanes split the K axis
+ * (backends/c/matmul.h's mkc_matmul_split_k), their partial sums meeting
+ * in shared memory.
  */
 static void
 emit_matmul_split_k(mkc_emitter *e, const mkc_node *n, int r)
 {
-	FILE *f = e->f;
-	bool wb = is_bf16(n->in[1]);
-	fprintf(f, "\t__shared__ float part[MKC_THREADS];\n"
-		"\tint64_t ext[%d], idx[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
-		"\tconst int64_t S = cnt >= MKC_NLANES ? 1 : MKC_NLANES / cnt, P = MKC_NLANES / S;\n"
-		"\tconst int64_t o0 = MKC_LANE %% P, s = MKC_LANE / P;\n"
-		"\tfor (int64_t base = 0; base < cnt; base += P) {\n"
-		"\t\tconst int64_t o = base + o0;\n\t\tfloat acc = 0;\n"
-		"\t\tif (o < cnt && s < S) {\n\t\t\tmkc_rt_unflat(o, lo, ext, %d, idx);\n"
-		"\t\t\tconst float *pa = x0 + mkc_rt_dot(idx, as, %d);\n"
-		"\t\t\tconst %s *pb = x1 + mkc_rt_dot(idx, bs, %d);\n"
-		"#pragma unroll 8\n\t\t\tfor (int64_t k = s * K / S; k < (s + 1) * K / S; k++)\n"
-		"\t\t\t\tacc += pa[k * ak] * %s;\n\t\t}\n"
-		"\t\tpart[MKC_LANE] = acc;\n\t\t__syncthreads();\n"
-		"\t\tif (s == 0 && o < cnt) {\n"
-		"\t\t\tfor (int64_t t = 1; t < S; t++)\n\t\t\t\tacc += part[t * P + o0];\n"
-		"\t\t\ty[mkc_rt_dot(idx, y_s, %d)] = acc;\n\t\t}\n\t\t__syncthreads();\n\t}\n",
-		r + 1, r + 1, r, r, r, wb ? "uint16_t" : "float", r,
-		wb ? "mkc_rt_bf16(pb[k * bk])" : "pb[k * bk]", r);
+	char ba[32];
+	fprintf(e->f, "\t__shared__ float part[MKC_THREADS];\n"
+		"\tmkc_matmul_split_k(y, y_s, %d, lo, hi, x0, as, ak, %s, bs, bk, K, part);\n", r,
+		vec_args(ba, n, 1));
 }
 
 /*
@@ -599,31 +566,25 @@ emit_gemv(mkc_emitter *e, int r, int64_t k, const mkc_tensor *w, int wi, bool tw
 		w2, r, two ? "\t\tconst float acc2 = dots[cnt + f];\n" : "", r, out);
 }
 
+/*
+ * as: the declaration of the activations' strides as[] that the body takes
+ * (MatMul has them already: ""); ep: the epilogue's initialiser.
+ */
 static void
-emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *pa, const char *out)
+emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *pa, const char *out,
+	      const char *as, const char *ep)
 {
 	FILE *f = e->f;
-	bool wb = is_bf16(n->in[1]);
-	int v = wb ? 8 : 4, w = e->t->warp;
+	char ba[32];
 	const mkc_tensor *a = n->in[0];
 	if (gemv_fits(e, n, r, 1)) {
 		emit_gemv(e, r, a->shape[a->rank - 1].c, n->in[1], 1, false, pa, true, 0, "NULL", "0.0f",
 			  out);
 		return;
 	}
-	fprintf(f, "\tconst int64_t KR = %lld;\n"
-		"\tconst int64_t lane = MKC_LANE %% %d, warp = MKC_LANE / %d, nwarp = MKC_NLANES / %d;\n"
-		"\tint64_t ext[%d], idx[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n"
-		"\tfor (int64_t f = warp; f < cnt; f += nwarp) {\n\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n"
-		"\t\tconst float *pa = %s;\n"
-		"\t\tconst %s *pb = x1 + idx[%d] * x1_s[0];\n\t\tfloat acc = 0;\n"
-		"#pragma unroll 8\n\t\tfor (int64_t k = lane * %d; k < KR; k += %d)\n"
-		"\t\t\tacc += %s(pa + k, pb + k);\n"
-		"\t\tacc = mkc_rt_warp_sum(acc);\n\t\tif (lane == 0)\n"
-		"\t\t\ty[mkc_rt_dot(idx, y_s, %d)] = %s;\n\t}\n",
-		(long long)a->shape[a->rank - 1].c, w, w, w, r + 1, r + 1, r, r, pa,
-		wb ? "uint16_t" : "float", r - 1, v, v * w, wb ? "mkc_rt_dot8_bf16" : "mkc_rt_dot4", r,
-		out);
+	fprintf(f, "%s\tconst mkc_mm_epi ep = %s;\n"
+		"\tmkc_dot_rows(y, y_s, %d, lo, hi, x0, as, %s, x1_s[0], %lldLL, %d, &ep);\n", as, ep,
+		r, vec_args(ba, n, 1), (long long)a->shape[a->rank - 1].c, e->t->warp);
 }
 
 static int
@@ -648,20 +609,30 @@ emit_matmul(mkc_emitter *e, const mkc_node *n)
 		char pa[64];
 		snprintf(pa, sizeof pa, "x0 + mkc_rt_dot(idx, as, %d)", r);
 		fputs("\t(void)K; (void)ak; (void)bk;\n", f);
-		emit_dot_rows(e, n, r, pa, "acc");
+		emit_dot_rows(e, n, r, pa, "acc", "", "{0, 1.0f, 0.0f, NULL, NULL}");
 		return 0;
 	}
 	if (e->t->warp && b->kind == MKC_TK_WEIGHT && b->rank == 2) {
 		emit_matmul_split_k(e, n, r);
 		return 0;
 	}
-	open_box(f, r);
-	fprintf(f, "\t\tconst float *pa = x0 + mkc_rt_dot(idx, as, %d);\n"
-		"\t\tconst %s *pb = x1 + mkc_rt_dot(idx, bs, %d);\n\t\tfloat acc = 0;\n"
-		"\t\tfor (int64_t k = 0; k < K; k++)\n\t\t\tacc += pa[k * ak] * %s;\n"
-		"\t\ty[oy] = acc;\n\t}\n", r, is_bf16(b) ? "uint16_t" : "float", r,
-		is_bf16(b) ? "mkc_rt_bf16(pb[k * bk])" : "pb[k * bk]");
+	char ba[32];
+	fprintf(f, "\tconst mkc_mm_epi ep = {0, 1.0f, 0.0f, NULL, NULL};\n"
+		"\tmkc_matmul(y, y_s, %d, lo, hi, x0, as, ak, %s, bs, bk, K, &ep);\n", r,
+		vec_args(ba, n, 1));
 	return 0;
+}
+
+/* "{1, alpha, beta, xC, cs}": Gemm's epilogue (mkc_mm_epi), with C input c or none (-1). */
+static const char *
+gemm_epi(char *buf, const mkc_kernel *k, int c)
+{
+	char fa[48], fb[48];
+	if (c >= 0)
+		snprintf(buf, 160, "{1, %s, %s, x%d, cs}", flit(fa, k->alpha), flit(fb, k->beta), c);
+	else
+		snprintf(buf, 160, "{1, %s, %s, NULL, NULL}", flit(fa, k->alpha), flit(fb, k->beta));
+	return buf;
 }
 
 static int
@@ -670,35 +641,29 @@ emit_gemm(mkc_emitter *e, const mkc_node *n)
 	FILE *f = e->f;
 	bool ta = n->kern->trans_a, tb = n->kern->trans_b;
 	float alpha = n->kern->alpha, beta = n->kern->beta;
-	char fa[48];
+	bool c = n->nin > 2 && n->in[2];
+	char fa[48], ep[160], ba[32];
 	decl_all(e, n);
+	gemm_epi(ep, n->kern, c ? 2 : -1);
 	if (!ta && tb && n->in[0]->rank == 2 && rows_fit(e, n->in[1], n->in[0]->shape[1])) {
 		char out[160], fb[48];
-		bool c = n->nin > 2 && n->in[2];
 		if (c)
 			fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x2_d, x2_s, %d, 2, cs);\n",
 				n->in[2]->rank);
 		snprintf(out, sizeof out, "%s * acc%s%s%s", flit(fa, alpha), c ? " + " : "",
 			 c ? flit(fb, beta) : "", c ? " * x2[mkc_rt_dot(idx, cs, 2)]" : "");
-		emit_dot_rows(e, n, 2, "x0 + idx[0] * x0_s[0]", out);
+		emit_dot_rows(e, n, 2, "x0 + idx[0] * x0_s[0]", out,
+			      "\tconst int64_t as[3] = {x0_s[0], 0, 0};\n", ep);
 		return 0;
 	}
 	fprintf(f, "\tconst int64_t as[3] = {x0_s[%d], 0, 0}, bs[3] = {0, x1_s[%d], 0};\n"
 		"\tconst int64_t K = x0_d[%d], ak = x0_s[%d], bk = x1_s[%d];\n",
 		ta, !tb, !ta, !ta, tb);
-	bool c = n->nin > 2 && n->in[2];
 	if (c)
 		fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x2_d, x2_s, %d, 2, cs);\n", n->in[2]->rank);
-	open_box(f, 2);
-	bool wb = is_bf16(n->in[1]);
-	fprintf(f, "\t\tconst float *pa = x0 + mkc_rt_dot(idx, as, 2);\n"
-		"\t\tconst %s *pb = x1 + mkc_rt_dot(idx, bs, 2);\n\t\tfloat acc = 0;\n"
-		"\t\tfor (int64_t k = 0; k < K; k++)\n\t\t\tacc += pa[k * ak] * %s;\n"
-		"\t\ty[oy] = %s * acc", wb ? "uint16_t" : "float",
-		wb ? "mkc_rt_bf16(pb[k * bk])" : "pb[k * bk]", flit(fa, alpha));
-	if (c)
-		fprintf(f, " + %s * x2[mkc_rt_dot(idx, cs, 2)]", flit(fa, beta));
-	fputs(";\n\t}\n", f);
+	fprintf(f, "\tconst mkc_mm_epi ep = %s;\n"
+		"\tmkc_matmul(y, y_s, 2, lo, hi, x0, as, ak, %s, bs, bk, K, &ep);\n", ep,
+		vec_args(ba, n, 1));
 	return 0;
 }
 
@@ -719,7 +684,7 @@ emit_norm_gemm(mkc_emitter *e, const mkc_node *n)
 	float eps = n->kern->eps;
 	bool glu = n->op == MKC_OP_NORM_GLU, c = !glu && n->nin > 3 && n->in[3];
 	int64_t k = n->in[0]->shape[1].c;
-	char fa[48], fb[48], fe[48], sb[128], out[200];
+	char fa[48], fb[48], fe[48], out[200];
 	decl_all(e, n);
 	if (c)
 		fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x3_d, x3_s, %d, 2, cs);\n", n->in[3]->rank);
@@ -734,21 +699,11 @@ emit_norm_gemm(mkc_emitter *e, const mkc_node *n)
 			  flit(fe, eps), out);
 		return 0;
 	}
-	const char *wt = is_bf16(n->in[2]) ? "uint16_t" : "float";
-	const char *wk = is_bf16(n->in[2]) ? "mkc_rt_bf16(pb[k])" : "pb[k]";
-	fprintf(f, "\tconst int64_t K = %lld;\n\tfloat mean = 0, ss = 0;\n"
-		"\tfor (int64_t j = 0; j < K; j++)\n\t\tss += (x0[j] - mean) * (x0[j] - mean);\n"
-		"\tconst float inv = 1.0f / sqrtf(ss / (float)K + %s);\n", (long long)k, flit(fe, eps));
-	open_box(f, 2);
-	fprintf(f, "\t\tconst %s *pb = x2 + idx[1] * x2_s[0];\n\t\tfloat acc = 0;\n"
-		"\t\tfor (int64_t k = 0; k < K; k++)\n\t\t\tacc += (x0[k] - mean) * inv * %s * %s;\n",
-		wt, rd(sb, n, 1, "k"), wk);
-	if (glu)
-		fprintf(f, "\t\tconst float acc1 = acc;\n\t\tpb = x3 + idx[1] * x3_s[0];\n\t\tacc = 0;\n"
-			"\t\tfor (int64_t k = 0; k < K; k++)\n"
-			"\t\t\tacc += (x0[k] - mean) * inv * %s * %s;\n"
-			"\t\tconst float acc2 = acc;\n\t\tacc = acc1;\n", rd(sb, n, 1, "k"), wk);
-	fprintf(f, "\t\ty[oy] = %s;\n\t}\n", out);
+	char sa[32], wa[32], ua[32], ep[160];
+	fprintf(f, "\tconst mkc_mm_epi ep = %s;\n"
+		"\tmkc_norm_gemm(y, y_s, lo, hi, x0, %lldLL, %s, %s, %s, x2_s[0], %s, %s, &ep);\n",
+		gemm_epi(ep, n->kern, c ? 3 : -1), (long long)k, flit(fe, eps), vec_args(sa, n, 1),
+		vec_args(wa, n, 2), vec_args(ua, n, glu ? 3 : -1), glu ? "x3_s[0]" : "0");
 	return 0;
 }
 
@@ -868,14 +823,13 @@ emit_scale(FILE *f, const mkc_kernel *k, const char *dim)
 }
 
 /*
- * Attention (opset 23), 4-D. Lanes share the output elements (b, h, s, d);
- * each walks the keys once with an online softmax (running maximum and
- * rescaled sums), so no scratch memory is needed: scores are scaled,
- * soft-capped, masked (a bool mask keeps where true, a float mask adds).
- * Keys and values are the past ones followed by the new ones; key/value
- * head = query head / (query heads / key heads). The present outputs are
- * that concatenation. A tile computes the query heads lo[1]..hi[1] (tile.c
- * cuts Attention by heads when it has no present outputs).
+ * Attention (opset 23), 4-D: backends/c/attention.h's mkc_attention, lanes
+ * sharing the output elements, each walking the keys once with an online
+ * softmax; scores scaled, soft-capped, masked (a bool mask keeps where
+ * true, a float mask adds); keys and values the past ones followed by the
+ * new ones, which the present outputs are. A tile computes the query heads
+ * lo[1]..hi[1] (tile.c cuts Attention by heads when it has no present
+ * outputs).
  */
 /*
  * The head size for which a GPU target has a decode attention body
@@ -919,7 +873,7 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 		return unsupported(e, n, "the QK^T output");
 	bool mask = n->nin > 3 && n->in[3], past = n->nin > 4 && n->in[4];
 	float softcap = n->kern->softcap;
-	char fa[48], fb[48];
+	char fa[48];
 	decl_all(e, n);
 	emit_scale(f, n->kern, "x0_d[3]");
 	int64_t d = attention_fast_dim(e, n);
@@ -928,55 +882,23 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 			"x1_d[2], x0_d[1] / x1_d[1], lo[1], hi[1], scale);\n", (long long)d);
 		return 0;
 	}
-	fprintf(f, "\tconst int64_t B = x0_d[0], Hq = x0_d[1], Sq = x0_d[2], D = x0_d[3];\n"
-		"\tconst int64_t Hk = x1_d[1], Sn = x1_d[2], Dv = x2_d[3];\n"
-		"\tconst int64_t P = %s, L = P + Sn;\n", past ? "x4_d[2]" : "0");
-	if (mask)
-		fprintf(f, "\tint64_t ms[5];\n\tmkc_rt_bmap(x3_d, x3_s, %d, 4, ms);\n", n->in[3]->rank);
-	fputs("\tconst int64_t H0 = lo[1], NH = hi[1] - lo[1];\n"
-	      "\tfor (int64_t q = MKC_LANE; q < B * NH * Sq * Dv; q += MKC_NLANES) {\n"
-	      "\t\tconst int64_t b = q / (NH * Sq * Dv), h = H0 + q / (Sq * Dv) % NH;\n"
-	      "\t\tconst int64_t s = q / Dv % Sq, d = q % Dv, kh = h / (Hq / Hk);\n"
-	      "\t\tconst float *pq = x0 + b * x0_s[0] + h * x0_s[1] + s * x0_s[2];\n"
-	      "\t\tfloat mx = -INFINITY, sum = 0, acc = 0;\n\t\tfor (int64_t t = 0; t < L; t++) {\n", f);
-	const char *kv[2][2] = {{"pk", "x1"}, {"pv", "x2"}};
-	for (int k = 0; k < 2; k++) {
-		const char *p = kv[k][0], *x = kv[k][1];
-		if (past)
-			fprintf(f, "\t\t\tconst float *%s = t < P ? x%d + b * x%d_s[0] + kh * x%d_s[1] + t * x%d_s[2]\n"
-				"\t\t\t\t: %s + b * %s_s[0] + kh * %s_s[1] + (t - P) * %s_s[2];\n",
-				p, 4 + k, 4 + k, 4 + k, 4 + k, x, x, x, x);
-		else
-			fprintf(f, "\t\t\tconst float *%s = %s + b * %s_s[0] + kh * %s_s[1] + t * %s_s[2];\n",
-				p, x, x, x, x);
-	}
-	fputs("\t\t\tfloat v = 0;\n\t\t\tfor (int64_t i = 0; i < D; i++)\n\t\t\t\tv += pq[i] * pk[i];\n"
-	      "\t\t\tv *= scale;\n", f);
-	if (softcap > 0)
-		fprintf(f, "\t\t\tv = %s * tanhf(v / %s);\n", flit(fa, softcap), flit(fb, softcap));
+	char mask_args[64] = "NULL, NULL, NULL";
 	if (mask) {
-		fputs("\t\t\tconst int64_t mo = b * ms[0] + h * ms[1] + s * ms[2] + t * ms[3];\n", f);
-		if (n->in[3]->dtype == MKC_DT_BOOL)
-			fputs("\t\t\tif (!x3[mo])\n\t\t\t\tcontinue;\n", f);
-		else
-			fputs("\t\t\tv += x3[mo];\n", f);
+		fprintf(f, "\tint64_t ms[5];\n\tmkc_rt_bmap(x3_d, x3_s, %d, 4, ms);\n", n->in[3]->rank);
+		snprintf(mask_args, sizeof mask_args, n->in[3]->dtype == MKC_DT_BOOL ?
+			 "NULL, x3, ms" : "x3, NULL, ms");
 	}
-	fputs("\t\t\tif (v == -INFINITY)\n\t\t\t\tcontinue;\n"
-	      "\t\t\tconst float nm = fmaxf(mx, v), r = expf(mx - nm), w = expf(v - nm);\n"
-	      "\t\t\tsum = sum * r + w;\n\t\t\tacc = acc * r + w * pv[d];\n\t\t\tmx = nm;\n\t\t}\n"
-	      "\t\ty[b * y_s[0] + h * y_s[1] + s * y_s[2] + d] = sum > 0 ? acc / sum : 0;\n\t}\n", f);
+	fprintf(f, "\tmkc_attention(y, y_s, x0, x0_s, x1, x1_s, x2, x2_s, %s, %s, x0_d[0], "
+		"x0_d[1], x0_d[2], x0_d[3], x1_d[1], %s, x1_d[2], x2_d[3], lo[1], hi[1], scale, %s",
+		past ? "x4, x4_s, x5, x5_s" : "NULL, NULL, NULL, NULL", mask_args,
+		past ? "x4_d[2]" : "0", flit(fa, softcap > 0 ? softcap : 0));
 	for (int o = 1; o <= 2; o++) {
-		if (n->nout <= o || !n->out[o])
-			continue;
-		fprintf(f, "\tfor (int64_t q = MKC_LANE; q < B * Hk * L * y%d_d[3]; q += MKC_NLANES) {\n"
-			"\t\tconst int64_t b = q / (Hk * L * y%d_d[3]), h = q / (L * y%d_d[3]) %% Hk;\n"
-			"\t\tconst int64_t t = q / y%d_d[3] %% L, d = q %% y%d_d[3];\n"
-			"\t\ty%d[b * y%d_s[0] + h * y%d_s[1] + t * y%d_s[2] + d] = ", o, o, o, o, o, o, o, o, o);
-		if (past)
-			fprintf(f, "t < P ? x%d[b * x%d_s[0] + h * x%d_s[1] + t * x%d_s[2] + d]\n\t\t\t: ",
-				3 + o, 3 + o, 3 + o, 3 + o);
-		fprintf(f, "x%d[b * x%d_s[0] + h * x%d_s[1] + (t - P) * x%d_s[2] + d];\n\t}\n", o, o, o, o);
+		if (n->nout > o && n->out[o])
+			fprintf(f, ", y%d, y%d_s, y%d_d[3]", o, o, o);
+		else
+			fputs(", NULL, NULL, 0", f);
 	}
+	fputs(");\n", f);
 	return 0;
 }
 
@@ -1028,7 +950,7 @@ emit_attn_merge(mkc_emitter *e, const mkc_node *n)
  * cache axis. The box is those positions; the input is dense. A float
  * cache [B, H, cap, D] takes backends/c/cache.h's body, which also rotates
  * the positions for fuse_rope's CacheAppend(x, cos, sin); other layouts
- * walk the box.
+ * move the box's elements with backends/c/data.h's mkc_strided.
  */
 static int
 emit_cache_append(mkc_emitter *e, const mkc_node *n)
@@ -1050,35 +972,18 @@ emit_cache_append(mkc_emitter *e, const mkc_node *n)
 	}
 	if (k->rotary)
 		return unsupported(e, n, "a rotated append into a cache not [B, H, positions, D]");
-	open_box(e->f, y->rank);
-	fprintf(e->f, "\t\tidx[%d] -= lo[%d];\n\t\ty[oy] = x0[mkc_rt_dot(idx, x0_s, %d)];\n\t}\n",
-		y->cap_axis, y->cap_axis, y->rank);
+	/* element idx of the box is x0's idx - lo[cap_axis] along the cache axis */
+	fprintf(e->f, "\tmkc_strided(y, y_s, x0, -lo[%d] * x0_s[%d], x0_s, %d, %d, lo, hi);\n",
+		y->cap_axis, y->cap_axis, y->rank, esize(y));
 	return 0;
 }
 
 /*
- * GroupQueryAttention (com.microsoft), one whole tile, in two phases. First
- * the present key and value: the past, then the new positions, the keys
- * rotated (do_rotary) at position seqlens_k + 1 - S + i for new token i.
- * Then, once every lane's writes are visible, attention of each query
- * (rotated likewise) over present positions 0 .. P + i (causal), key/value
- * head = head / (num_heads / kv_num_heads), scores scaled and soft-capped,
- * an online softmax as in Attention.
+ * GroupQueryAttention (com.microsoft), one whole tile: backends/c/gqa.h's
+ * body, the present keys and values, then, once every lane's writes are
+ * visible, the attention. The body finds a position outside the cos/sin
+ * caches; the tile function names the node.
  */
-static void
-emit_gqa_rotate(FILE *f, const char *x, const char *base, bool inter)
-{
-	/* element d of the rotated vector at x[base + ..], with cos/sin rows pc/ps */
-	if (inter)
-		fprintf(f, "(d < R ? (d %% 2 == 0 ? %s[%s + d] * pc[d / 2] - %s[%s + d + 1] * ps[d / 2]\n"
-			"\t\t\t: %s[%s + d] * pc[d / 2] + %s[%s + d - 1] * ps[d / 2]) : %s[%s + d])",
-			x, base, x, base, x, base, x, base, x, base);
-	else
-		fprintf(f, "(d < R ? (d < R / 2 ? %s[%s + d] * pc[d] - %s[%s + d + R / 2] * ps[d]\n"
-			"\t\t\t: %s[%s + d] * pc[d - R / 2] + %s[%s + d - R / 2] * ps[d - R / 2]) : %s[%s + d])",
-			x, base, x, base, x, base, x, base, x, base);
-}
-
 static int
 emit_gqa(mkc_emitter *e, const mkc_node *n)
 {
@@ -1089,58 +994,26 @@ emit_gqa(mkc_emitter *e, const mkc_node *n)
 	const mkc_kernel *k = n->kern;
 	int64_t hq = k->heads, hk = k->kv_heads;
 	int64_t dh = q->shape[2].c / hq;
-	bool rot = k->rotary, inter = k->interleaved;
-	bool past = n->in[3] != NULL;
-	float softcap = k->softcap;
-	char fa[48], fb[48];
+	bool rot = k->rotary, past = n->in[3] != NULL;
+	char fb[48];
 	decl_all(e, n);
-	fprintf(f, "\tconst int64_t B = x0_d[0], S = x0_d[1], Hq = %lld, Hk = %lld, D = %lld;\n"
-		"\tconst int64_t P = %s, L = P + S, R = %s;\n\tconst float scale = %s;\n",
-		(long long)hq, (long long)hk, (long long)dh, past ? "x3_d[2]" : "0",
-		rot ? "2 * x7_d[1]" : "0", k->scale_given ? flit(fa, k->scale) : "1.0f / sqrtf((float)D)");
-	/* the rotation rows of new token s of batch b: pc, ps (NULL-free when R = 0) */
-	const char *rows = rot ? "\t\tconst int64_t pos = (int64_t)x5[b] + 1 - S + s;\n"
-		"\t\tif (pos < 0 || pos >= x7_d[0]) {\n"
-		"\t\t\tMKC_FAIL(m, \"node '%s' (GroupQueryAttention): position %%lld is outside the "
-		"cos/sin caches\", (long long)pos);\n\t\t\treturn;\n\t\t}\n"
-		"\t\tconst float *pc = x7 + pos * x7_s[0], *ps = x8 + pos * x8_s[0];\n"
-		: "\t\tconst float *pc = NULL, *ps = NULL;\n";
-	const char *nm = mkc_cstr(e->p->g->ctx->arena, n->name, true);
-	/* phase 1: present = past, then the new (rotated) keys and the new values */
-	fputs("\tfor (int64_t o = MKC_LANE; o < B * Hk * L * D; o += MKC_NLANES) {\n"
-	      "\t\tconst int64_t b = o / (Hk * L * D), h = o / (L * D) % Hk, t = o / D % L, d = o % D;\n"
-	      "\t\tconst int64_t at = b * y1_s[0] + h * y1_s[1] + t * y1_s[2] + d;\n", f);
-	if (past)
-		fputs("\t\tif (t < P) {\n\t\t\ty1[at] = x3[b * x3_s[0] + h * x3_s[1] + t * x3_s[2] + d];\n"
-		      "\t\t\ty2[at] = x4[b * x4_s[0] + h * x4_s[1] + t * x4_s[2] + d];\n"
-		      "\t\t\tcontinue;\n\t\t}\n", f);
-	fputs("\t\tconst int64_t s = t - P, kb = b * x1_s[0] + s * x1_s[1] + h * D;\n", f);
-	fprintf(f, rows, nm);
-	fputs("\t\t(void)pc; (void)ps;\n\t\ty1[at] = ", f);
-	emit_gqa_rotate(f, "x1", "kb", inter);
-	fputs(";\n\t\ty2[at] = x2[b * x2_s[0] + s * x2_s[1] + h * D + d];\n\t}\n"
-	      "\tMKC_LANES_SYNC();\n", f);
-	/* phase 2: each lane one output element (b, s, head, d) */
-	fputs("\tfor (int64_t o = MKC_LANE; o < B * S * Hq * D; o += MKC_NLANES) {\n"
-	      "\t\tconst int64_t b = o / (S * Hq * D), s = o / (Hq * D) % S, h = o / D % Hq, dv = o % D;\n"
-	      "\t\tconst int64_t kh = h / (Hq / Hk), qb = b * x0_s[0] + s * x0_s[1] + h * D;\n", f);
-	fprintf(f, rows, nm);
-	fprintf(f, "\t\t(void)pc; (void)ps;\n\t\tfloat qr[%lld];\n\t\tfor (int64_t d = 0; d < D; d++)\n"
-		"\t\t\tqr[d] = ", (long long)dh);
-	emit_gqa_rotate(f, "x0", "qb", inter);
-	fputs(";\n\t\tfloat mx = -INFINITY, sum = 0, acc = 0;\n"
-	      "\t\tfor (int64_t t = 0; t <= P + s; t++) {\n"
-	      "\t\t\tconst float *pk = y1 + b * y1_s[0] + kh * y1_s[1] + t * y1_s[2];\n"
-	      "\t\t\tfloat v = 0;\n\t\t\tfor (int64_t d = 0; d < D; d++)\n\t\t\t\tv += qr[d] * pk[d];\n"
-	      "\t\t\tv *= scale;\n", f);
-	if (softcap > 0)
-		fprintf(f, "\t\t\tv = %s * tanhf(v / %s);\n", flit(fa, softcap), flit(fb, softcap));
-	fputs("\t\t\tconst float nm = fmaxf(mx, v), r = expf(mx - nm), w = expf(v - nm);\n"
-	      "\t\t\tsum = sum * r + w;\n"
-	      "\t\t\tacc = acc * r + w * y2[b * y2_s[0] + kh * y2_s[1] + t * y2_s[2] + dv];\n"
-	      "\t\t\tmx = nm;\n\t\t}\n"
-	      "\t\ty[b * y_s[0] + s * y_s[1] + h * D + dv] = acc / sum;\n\t}\n"
-	      "\t(void)lo; (void)hi;\n", f);
+	char sc[64];
+	if (k->scale_given)
+		flit(sc, k->scale);
+	else
+		snprintf(sc, sizeof sc, "1.0f / sqrtf((float)%lldLL)", (long long)dh);
+	/* backends/c/gqa.h's mkc_gqa_args, in its order */
+	fprintf(f, "\tconst mkc_gqa_args a = {y, y_s, y1, y1_s, y2, y2_s, x0, x0_s, x1, x1_s, x2, x2_s,\n"
+		"\t\t%s, x5, %s,\n\t\tx0_d[0], x0_d[1], %lldLL, %lldLL, %lldLL, %s, %s, %d, %s, %s};\n",
+		past ? "x3, x3_s, x4, x4_s" : "NULL, NULL, NULL, NULL",
+		rot ? "x7, x7_s[0], x8, x8_s[0], x7_d[0]" : "NULL, 0, NULL, 0, 0", (long long)hq,
+		(long long)hk, (long long)dh, past ? "x3_d[2]" : "0", rot ? "2 * x7_d[1]" : "0",
+		k->interleaved, sc, flit(fb, k->softcap > 0 ? k->softcap : 0));
+	fprintf(f, "\tfloat qr[%lld];\n\tint64_t bad;\n"
+		"\tif (mkc_gqa(&a, qr, &bad))\n\t\tMKC_FAIL(m, \"node '%s' (GroupQueryAttention): "
+		"position %%lld is outside the cos/sin caches\", (long long)bad);\n"
+		"\t(void)lo; (void)hi;\n", (long long)dh,
+		mkc_cstr(e->p->g->ctx->arena, n->name, true));
 	return 0;
 }
 

@@ -15,6 +15,7 @@ const mkc_target mkc_target_cuda = {
 	.bodies = (const char *const[]){"backends/c/cache.h", "backends/c/attention.h",
 					"backends/c/rows.h", "backends/c/data.h",
 					"backends/c/elementwise.h", "backends/c/reduce.h",
+					"backends/c/matmul.h", "backends/c/gqa.h",
 					"backends/cuda/attention.cuh",
 					"backends/cuda/matvec.cuh", NULL},
 	.api = "runtime/api.h",

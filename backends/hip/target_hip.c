@@ -28,11 +28,12 @@ const mkc_target mkc_target_hip = {
 		   "#define MKC_WARP " HIP_STR(HIP_WARP) "\n"
 		   "#ifdef __clang__\n#pragma clang diagnostic ignored \"-Wpass-failed\"\n#endif\n",
 	.exec = (const char *const[]){"backends/hip/exec.hip", NULL},
-	/* rows.h after wave.h: it reduces with wave.h's mkc_rt_block_sum */
+	/* rows.h and matmul.h after wave.h: they reduce with its sums */
 	.bodies = (const char *const[]){"backends/c/cache.h", "backends/c/attention.h",
 					"backends/hip/wave.h", "backends/c/rows.h",
 					"backends/c/data.h", "backends/c/elementwise.h",
-					"backends/c/reduce.h", NULL},
+					"backends/c/reduce.h", "backends/c/matmul.h",
+					"backends/c/gqa.h", NULL},
 	.api = "runtime/api.h",
 	.fn_qual = "static __device__",
 	.node_qual = " __noinline__",

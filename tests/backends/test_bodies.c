@@ -30,6 +30,8 @@
 #include "../../backends/c/cache.h"
 #include "../../backends/c/attention.h"
 #include "../../backends/c/rows.h"
+#include "../../backends/c/matmul.h"
+#include "../../backends/c/gqa.h"
 #include "../test_data.h"
 
 
@@ -169,6 +171,114 @@ Test(bodies, attention_parts_and_merge_match_one_softmax)
 	attn_case(1, 1, 128, 5, 8);
 }
 
+/*
+ * Attention's general form: past and new keys and values, a float mask
+ * broadcast over batch and heads or a bool mask over heads (a row of it all
+ * false: that output is 0), a soft cap, the present outputs; two tiles of
+ * query heads. Value rows longer than key rows (Dv 5, D 4).
+ */
+static void
+attn_general_case(int mask, float softcap, int past)
+{
+	enum { B = 2, Hk = 2, G = 2, Hq = Hk * G, Sq = 3, D = 4, Dv = 5, PM = 2, Sn = 3 };
+	const int P = past ? PM : 0, L = P + Sn;
+	float q[B * Hq * Sq * D], k[B * Hk * Sn * D], v[B * Hk * Sn * Dv];
+	float pk[B * Hk * PM * D], pv[B * Hk * PM * Dv], mf[Sq * (PM + Sn)];
+	uint8_t mb[B * Sq * (PM + Sn)];
+	float y[B * Hq * Sq * Dv], y1[B * Hk * (PM + Sn) * D], y2[B * Hk * (PM + Sn) * Dv];
+	double want[B * Hq * Sq * Dv], w1[B * Hk * (PM + Sn) * D], w2[B * Hk * (PM + Sn) * Dv];
+	for (size_t i = 0; i < sizeof q / sizeof *q; i++)
+		q[i] = urand();
+	for (size_t i = 0; i < sizeof k / sizeof *k; i++)
+		k[i] = urand();
+	for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+		v[i] = urand();
+	for (size_t i = 0; i < sizeof pk / sizeof *pk; i++)
+		pk[i] = urand();
+	for (size_t i = 0; i < sizeof pv / sizeof *pv; i++)
+		pv[i] = urand();
+	for (int i = 0; i < Sq * L; i++)
+		mf[i] = i % 4 == 1 ? -INFINITY : urand();
+	for (int i = 0; i < B * Sq * L; i++)
+		mb[i] = i / L == 4 ? 0 : urand() > -0.3f;   /* row (b 1, s 1) all false */
+	const float scale = 0.7f;
+	/* the present keys and values, [B, Hk, L, .] */
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < Hk; h++)
+			for (int t = 0; t < L; t++) {
+				for (int d = 0; d < D; d++)
+					w1[((b * Hk + h) * L + t) * D + d] =
+						t < P ? pk[((b * Hk + h) * PM + t) * D + d]
+						      : k[((b * Hk + h) * Sn + t - P) * D + d];
+				for (int d = 0; d < Dv; d++)
+					w2[((b * Hk + h) * L + t) * Dv + d] =
+						t < P ? pv[((b * Hk + h) * PM + t) * Dv + d]
+						      : v[((b * Hk + h) * Sn + t - P) * Dv + d];
+			}
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < Hq; h++)
+			for (int s = 0; s < Sq; s++) {
+				double sc[PM + Sn], mx = -INFINITY, sum = 0;
+				for (int t = 0; t < L; t++) {
+					double a = 0;
+					for (int d = 0; d < D; d++)
+						a += (double)q[((b * Hq + h) * Sq + s) * D + d] *
+						     w1[((b * Hk + h / G) * L + t) * D + d];
+					a *= scale;
+					if (softcap > 0)
+						a = softcap * tanh(a / softcap);
+					if (mask == 1)
+						a += mf[s * L + t];
+					if (mask == 2 && !mb[(b * Sq + s) * L + t])
+						a = -INFINITY;
+					sc[t] = a;
+					mx = fmax(mx, a);
+				}
+				for (int d = 0; d < Dv; d++) {
+					double acc = 0;
+					sum = 0;
+					for (int t = 0; t < L; t++) {
+						if (sc[t] == -INFINITY)
+							continue;
+						const double w = exp(sc[t] - mx);
+						sum += w;
+						acc += w * w2[((b * Hk + h / G) * L + t) * Dv + d];
+					}
+					want[((b * Hq + h) * Sq + s) * Dv + d] = sum > 0 ? acc / sum : 0;
+				}
+			}
+	const int64_t qs[4] = {Hq * Sq * D, Sq * D, D, 1}, ks[4] = {Hk * Sn * D, Sn * D, D, 1};
+	const int64_t vs[4] = {Hk * Sn * Dv, Sn * Dv, Dv, 1};
+	const int64_t pks[4] = {Hk * PM * D, PM * D, D, 1}, pvs[4] = {Hk * PM * Dv, PM * Dv, Dv, 1};
+	const int64_t ys[4] = {Hq * Sq * Dv, Sq * Dv, Dv, 1};
+	const int64_t y1s[4] = {Hk * L * D, L * D, D, 1}, y2s[4] = {Hk * L * Dv, L * Dv, Dv, 1};
+	const int64_t mfs[4] = {0, 0, L, 1}, mbs[4] = {Sq * L, 0, L, 1};
+	poison(y, sizeof y / sizeof *y);
+	poison(y1, sizeof y1 / sizeof *y1);
+	poison(y2, sizeof y2 / sizeof *y2);
+	const int cut[3] = {0, 1, Hq};
+	for (int t = 0; t < 2; t++)
+		mkc_attention(y, ys, q, qs, k, ks, v, vs, past ? pk : NULL, past ? pks : NULL,
+			      past ? pv : NULL, past ? pvs : NULL, mask == 1 ? mf : NULL,
+			      mask == 2 ? mb : NULL, mask == 1 ? mfs : mask == 2 ? mbs : NULL, B, Hq,
+			      Sq, D, Hk, P, Sn, Dv, cut[t], cut[t + 1], scale, softcap, y1, y1s, D, y2,
+			      y2s, Dv);
+	double e = rel_err(y, want, sizeof y / sizeof *y);
+	cr_expect(e <= 1e-5, "mkc_attention mask %d softcap %g past %d: error %.2e", mask,
+		  (double)softcap, past, e);
+	e = fmax(rel_err(y1, w1, (size_t)B * Hk * L * D), rel_err(y2, w2, (size_t)B * Hk * L * Dv));
+	cr_expect(e == 0, "mkc_attention's present outputs, past %d: error %.2e", past, e);
+}
+
+Test(bodies, attention_general_with_masks_soft_cap_past_and_presents)
+{
+	for (int mask = 0; mask <= 2; mask++)
+		for (int past = 0; past <= 1; past++) {
+			attn_general_case(mask, 0, past);
+			attn_general_case(mask, 5.0f, past);
+		}
+}
+
 Test(bodies, softmax_over_the_last_axes_and_over_one_axis)
 {
 	enum { A = 3, Bd = 4, Cd = 5 };
@@ -273,4 +383,283 @@ Test(bodies, skip_norm_keeps_the_sum_and_normalises_it)
 	cr_expect(rel_err(y, want, R * N) <= 1e-5, "mkc_skip_norm's output");
 	cr_expect(rel_err(sum, wsum, R * N) <= 1e-6, "mkc_skip_norm's sum");
 	cr_expect(rel_err(y2, w2, R) <= 1e-5, "mkc_skip_norm's 1 / deviation");
+}
+
+/*
+ * The products (matmul.h): a [B, M, K] by b [K, N], y [B, M, N] (MM_B ..
+ * MM_N). The warp-per-output form (mkc_dot_rows) is device code only: the
+ * CUDA and HIP compiles of emitted files check it.
+ */
+enum { MM_B = 2, MM_M = 3, MM_K = 8, MM_N = 5 };
+
+/*
+ * a [B, M, K] by b [K, N] (or, tb, b stored [N, K]) into y [B, M, N],
+ * b in bf16 when bh; the output cut into two tiles along N. split: the
+ * split-K body instead of the general one.
+ */
+static void
+matmul_case(int tb, int bh, int split)
+{
+	float a[MM_B * MM_M * MM_K], bf[MM_K * MM_N], y[MM_B * MM_M * MM_N], part[1];
+	uint16_t b16[MM_K * MM_N];
+	double want[MM_B * MM_M * MM_N];
+	for (int i = 0; i < MM_B * MM_M * MM_K; i++)
+		a[i] = urand();
+	for (int i = 0; i < MM_K * MM_N; i++) {
+		bf[i] = urand();
+		b16[i] = to_bf16(bf[i]);
+		if (bh)
+			bf[i] = mkc_rt_bf16(b16[i]);   /* the reference reads what the body reads */
+	}
+	for (int b = 0; b < MM_B; b++)
+		for (int m = 0; m < MM_M; m++)
+			for (int n = 0; n < MM_N; n++) {
+				double s = 0;
+				for (int k = 0; k < MM_K; k++)
+					s += (double)a[(b * MM_M + m) * MM_K + k] *
+					     bf[tb ? n * MM_K + k : k * MM_N + n];
+				want[(b * MM_M + m) * MM_N + n] = s;
+			}
+	/* as the emitter resolves them: a broadcast over n, b over the batch and m */
+	const int64_t ys[4] = {MM_M * MM_N, MM_N, 1, 0}, as[4] = {MM_M * MM_K, MM_K, 0, 0};
+	const int64_t bs[4] = {0, 0, tb ? MM_K : 1, 0};
+	const int64_t ak = 1, bk = tb ? 1 : MM_N;
+	const mkc_mm_epi ep = {0, 1.0f, 0.0f, NULL, NULL};
+	poison(y, MM_B * MM_M * MM_N);
+	const int64_t cut[3] = {0, 2, MM_N};
+	for (int t = 0; t < 2; t++) {
+		const int64_t lo[4] = {0, 0, cut[t], 0}, hi[4] = {MM_B, MM_M, cut[t + 1], 0};
+		if (split)
+			mkc_matmul_split_k(y, ys, 3, lo, hi, a, as, ak, bh ? NULL : bf, bh ? b16 : NULL,
+					   bs, bk, MM_K, part);
+		else
+			mkc_matmul(y, ys, 3, lo, hi, a, as, ak, bh ? NULL : bf, bh ? b16 : NULL, bs, bk,
+				   MM_K, &ep);
+	}
+	double err = rel_err(y, want, MM_B * MM_M * MM_N);
+	cr_expect(err < 1e-5, "tb %d bf16 %d split %d: relative error %g", tb, bh, split, err);
+}
+
+Test(bodies, matmul_broadcast_transposed_and_bf16)
+{
+	for (int tb = 0; tb <= 1; tb++)
+		for (int bh = 0; bh <= 1; bh++)
+			matmul_case(tb, bh, 0);
+}
+
+Test(bodies, split_k_on_one_lane)
+{
+	for (int tb = 0; tb <= 1; tb++)
+		for (int bh = 0; bh <= 1; bh++)
+			matmul_case(tb, bh, 1);
+}
+
+/* Gemm: alpha * a^T(ta) b^T(tb) + beta * C, C a row [N] broadcast over M, or none. */
+Test(bodies, gemm_transposes_alpha_beta_and_c)
+{
+	for (int ta = 0; ta <= 1; ta++)
+		for (int c = 0; c <= 1; c++) {
+			const int tb = !ta;
+			float a[MM_M * MM_K], b[MM_K * MM_N], cv[MM_N], y[MM_M * MM_N];
+			double want[MM_M * MM_N];
+			for (int i = 0; i < MM_M * MM_K; i++)
+				a[i] = urand();
+			for (int i = 0; i < MM_K * MM_N; i++)
+				b[i] = urand();
+			for (int i = 0; i < MM_N; i++)
+				cv[i] = urand();
+			const float alpha = 0.5f, beta = 2.0f;
+			for (int m = 0; m < MM_M; m++)
+				for (int n = 0; n < MM_N; n++) {
+					double s = 0;
+					for (int k = 0; k < MM_K; k++)
+						s += (double)a[ta ? k * MM_M + m : m * MM_K + k] *
+						     b[tb ? n * MM_K + k : k * MM_N + n];
+					want[m * MM_N + n] = alpha * s + (c ? beta * (double)cv[n] : 0);
+				}
+			/* emit_gemm's strides: a [M, K] or [K, M], b [K, N] or [N, K] */
+			const int64_t xs0 = ta ? MM_M : MM_K, xs1 = tb ? MM_K : MM_N;
+			const int64_t as[3] = {ta ? 1 : xs0, 0, 0}, bs[3] = {0, tb ? xs1 : 1, 0};
+			const int64_t ak = ta ? xs0 : 1, bk = tb ? 1 : xs1;
+			const int64_t ys[3] = {MM_N, 1, 0}, cs[3] = {0, 1, 0};
+			const mkc_mm_epi ep = {1, alpha, beta, c ? cv : NULL, c ? cs : NULL};
+			poison(y, MM_M * MM_N);
+			const int64_t lo0[3] = {0, 0, 0}, hi0[3] = {1, MM_N, 0};
+			const int64_t lo1[3] = {1, 0, 0}, hi1[3] = {MM_M, MM_N, 0};
+			mkc_matmul(y, ys, 2, lo0, hi0, a, as, ak, b, NULL, bs, bk, MM_K, &ep);
+			mkc_matmul(y, ys, 2, lo1, hi1, a, as, ak, b, NULL, bs, bk, MM_K, &ep);
+			double err = rel_err(y, want, MM_M * MM_N);
+			cr_expect(err < 1e-5, "ta %d c %d: relative error %g", ta, c, err);
+		}
+}
+
+/*
+ * NormGemm of the row x [K] by W [N, K] (+ C), and NormGlu by W and U:
+ * silu(alpha * x' . w) * (alpha * x' . u), x' = x / sqrt(mean(x^2) + eps)
+ * * scale; scale and weights in float32 or bf16.
+ */
+static void
+norm_gemm_case(int glu, int c, int bh)
+{
+	float x[MM_K], sc[MM_K], w[MM_N * MM_K], u[MM_N * MM_K], cv[MM_N], y[MM_N];
+	uint16_t sc16[MM_K], w16[MM_N * MM_K], u16[MM_N * MM_K];
+	double want[MM_N];
+	for (int i = 0; i < MM_K; i++) {
+		x[i] = urand();
+		sc16[i] = to_bf16(urand() + 1.5f);
+		sc[i] = mkc_rt_bf16(sc16[i]);
+	}
+	for (int i = 0; i < MM_N * MM_K; i++) {
+		w16[i] = to_bf16(urand());
+		w[i] = mkc_rt_bf16(w16[i]);
+		u16[i] = to_bf16(urand());
+		u[i] = mkc_rt_bf16(u16[i]);
+	}
+	for (int i = 0; i < MM_N; i++)
+		cv[i] = urand();
+	const float alpha = 1.5f, beta = 0.25f, eps = 1e-5f;
+	double ss = 0;
+	for (int k = 0; k < MM_K; k++)
+		ss += (double)x[k] * x[k];
+	const double inv = 1 / sqrt(ss / MM_K + eps);
+	for (int n = 0; n < MM_N; n++) {
+		double p = 0, q = 0;
+		for (int k = 0; k < MM_K; k++) {
+			p += x[k] * inv * sc[k] * w[n * MM_K + k];
+			q += x[k] * inv * sc[k] * u[n * MM_K + k];
+		}
+		want[n] = glu ? alpha * p / (1 + exp(-alpha * p)) * (alpha * q)
+			      : alpha * p + (c ? beta * (double)cv[n] : 0);
+	}
+	const int64_t ys[3] = {MM_N, 1, 0}, cs[3] = {0, 1, 0};
+	const mkc_mm_epi ep = {1, alpha, beta, c ? cv : NULL, c ? cs : NULL};
+	poison(y, MM_N);
+	const int64_t cut[3] = {0, 3, MM_N};
+	for (int t = 0; t < 2; t++) {
+		const int64_t lo[3] = {0, cut[t], 0}, hi[3] = {1, cut[t + 1], 0};
+		mkc_norm_gemm(y, ys, lo, hi, x, MM_K, eps, bh ? NULL : sc, bh ? sc16 : NULL,
+			      bh ? NULL : w, bh ? w16 : NULL, MM_K, glu && !bh ? u : NULL,
+			      glu && bh ? u16 : NULL, glu ? MM_K : 0, &ep);
+	}
+	double err = rel_err(y, want, MM_N);
+	cr_expect(err < 1e-5, "glu %d c %d bf16 %d: relative error %g", glu, c, bh, err);
+}
+
+Test(bodies, norm_gemm_and_norm_glu)
+{
+	for (int bh = 0; bh <= 1; bh++) {
+		norm_gemm_case(0, 0, bh);
+		norm_gemm_case(0, 1, bh);
+		norm_gemm_case(1, 0, bh);
+	}
+}
+
+/*
+ * GroupQueryAttention: the present keys and values (past, then the new
+ * ones, keys rotated at seqlens_k + 1 - S + s) and causal attention of the
+ * rotated queries; rotation by halves or interleaved, or none; a soft cap;
+ * past or none. Batch 1's positions start later than batch 0's.
+ */
+static void
+gqa_case(int R, int inter, int past, float softcap)
+{
+	enum { B = 2, S = 2, Hq = 4, Hk = 2, D = 8, PM = 3, NPOS = 9 };
+	const int P = past ? PM : 0, L = P + S;
+	float q[B * S * Hq * D], k[B * S * Hk * D], v[B * S * Hk * D];
+	float pk[B * Hk * PM * D], pv[B * Hk * PM * D], cs[NPOS * D / 2], sn[NPOS * D / 2];
+	float y[B * S * Hq * D], y1[B * Hk * (PM + S) * D], y2[B * Hk * (PM + S) * D], qr[D];
+	double want[B * S * Hq * D], w1[B * Hk * (PM + S) * D], w2[B * Hk * (PM + S) * D];
+	const int32_t seq[B] = {P + S - 1, P + S + 2};
+	for (size_t i = 0; i < sizeof q / sizeof *q; i++)
+		q[i] = urand();
+	for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
+		k[i] = urand();
+		v[i] = urand();
+	}
+	for (size_t i = 0; i < sizeof pk / sizeof *pk; i++) {
+		pk[i] = urand();
+		pv[i] = urand();
+	}
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+		const float a = urand() * 3;
+		cs[i] = cosf(a);
+		sn[i] = sinf(a);
+	}
+	const float scale = 0.4f;
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < Hk; h++)
+			for (int t = 0; t < L; t++) {
+				double *r1 = w1 + ((b * Hk + h) * L + t) * D, *r2 = w2 + ((b * Hk + h) * L + t) * D;
+				if (t < P) {
+					for (int d = 0; d < D; d++) {
+						r1[d] = pk[((b * Hk + h) * PM + t) * D + d];
+						r2[d] = pv[((b * Hk + h) * PM + t) * D + d];
+					}
+					continue;
+				}
+				const int pos = seq[b] + 1 - S + t - P;
+				ref_rope(r1, k + ((b * S + t - P) * Hk + h) * D, D, R, inter, cs + pos * D / 2,
+					 sn + pos * D / 2);
+				for (int d = 0; d < D; d++)
+					r2[d] = v[((b * S + t - P) * Hk + h) * D + d];
+			}
+	for (int b = 0; b < B; b++)
+		for (int s = 0; s < S; s++)
+			for (int h = 0; h < Hq; h++) {
+				const int pos = seq[b] + 1 - S + s, kh = h / (Hq / Hk);
+				double qd[D], sc[PM + S], mx = -INFINITY, sum = 0;
+				ref_rope(qd, q + ((b * S + s) * Hq + h) * D, D, R, inter, cs + pos * D / 2,
+					 sn + pos * D / 2);
+				for (int t = 0; t <= P + s; t++) {
+					double a = 0;
+					for (int d = 0; d < D; d++)
+						a += qd[d] * w1[((b * Hk + kh) * L + t) * D + d];
+					a *= scale;
+					sc[t] = softcap > 0 ? softcap * tanh(a / softcap) : a;
+					mx = fmax(mx, sc[t]);
+				}
+				for (int t = 0; t <= P + s; t++)
+					sum += exp(sc[t] - mx);
+				for (int d = 0; d < D; d++) {
+					double acc = 0;
+					for (int t = 0; t <= P + s; t++)
+						acc += exp(sc[t] - mx) * w2[((b * Hk + kh) * L + t) * D + d];
+					want[((b * S + s) * Hq + h) * D + d] = acc / sum;
+				}
+			}
+	const int64_t qs[3] = {S * Hq * D, Hq * D, 1}, ks[3] = {S * Hk * D, Hk * D, 1};
+	const int64_t pks[4] = {Hk * PM * D, PM * D, D, 1}, y1s[4] = {Hk * L * D, L * D, D, 1};
+	poison(y, sizeof y / sizeof *y);
+	poison(y1, sizeof y1 / sizeof *y1);
+	poison(y2, sizeof y2 / sizeof *y2);
+	mkc_gqa_args a = {y, qs, y1, y1s, y2, y1s, q, qs, k, ks, v, ks,
+			  past ? pk : NULL, pks, past ? pv : NULL, pks, seq,
+			  R ? cs : NULL, D / 2, R ? sn : NULL, D / 2, NPOS,
+			  B, S, Hq, Hk, D, P, R, inter, scale, softcap};
+	int64_t bad = -7;
+	cr_expect_eq(mkc_gqa(&a, qr, &bad), 0, "R %d: no position is outside the caches", R);
+	double e = rel_err(y, want, sizeof y / sizeof *y);
+	cr_expect(e <= 1e-5, "mkc_gqa R %d inter %d past %d softcap %g: error %.2e", R, inter, past,
+		  (double)softcap, e);
+	e = fmax(rel_err(y1, w1, (size_t)B * Hk * L * D), rel_err(y2, w2, (size_t)B * Hk * L * D));
+	cr_expect(e <= 1e-6, "mkc_gqa's present keys and values, R %d past %d: error %.2e", R, past,
+		  e);
+	if (!R)
+		return;
+	/* batch 1 one past the last row of the caches: the body says which position */
+	const int32_t far[B] = {P + S - 1, NPOS + S - 1};
+	a.seqlens_k = far;
+	cr_expect_eq(mkc_gqa(&a, qr, &bad), 1);
+	cr_expect_eq(bad, NPOS, "the first position outside, %d, not %lld", NPOS, (long long)bad);
+}
+
+Test(bodies, gqa_rotates_keeps_the_present_and_attends_causally)
+{
+	for (int past = 0; past <= 1; past++) {
+		gqa_case(0, 0, past, 0);
+		gqa_case(4, 0, past, 0);
+		gqa_case(4, 1, past, 0);
+		gqa_case(8, 0, past, 6.0f);
+		gqa_case(8, 1, past, 0);
+	}
 }

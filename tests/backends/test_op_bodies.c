@@ -200,6 +200,37 @@ Test(op_bodies, concat_and_split_along_the_middle_axis)
 	}
 }
 
+/*
+ * A CacheAppend into a cache that keeps its positions on axis 1 of [B, cap,
+ * H, D] (emit_cache_append's other layouts): the box is positions pos ..
+ * pos + S, element idx of it x's idx - pos along axis 1, so mkc_strided
+ * takes base -pos * xs[1]. Positions outside the box keep their poison.
+ */
+Test(op_bodies, strided_appends_new_positions_to_a_cache_on_axis_1)
+{
+	enum { B = 2, CAP = 6, H = 3, D = 2, S = 2, POS = 3 };
+	const int64_t xd[5] = {B, S, H, D, 0}, cl[5] = {B, CAP, H, D, 0};
+	int64_t xs[5], ys[5];
+	mkc_rt_strides(xd, 4, xs);
+	mkc_rt_strides(cl, 4, ys);
+	float x[B * S * H * D];
+	uint32_t y[B * CAP * H * D], want[B * CAP * H * D];
+	for (int i = 0; i < B * S * H * D; i++)
+		x[i] = urand();
+	memset(want, 0xff, sizeof want);
+	for (int b = 0; b < B; b++)
+		for (int s = 0; s < S; s++)
+			memcpy(&want[((b * CAP + POS + s) * H) * D], &x[((b * S + s) * H) * D],
+			       H * D * sizeof(float));
+	memset(y, 0xff, sizeof y);
+	/* one tile a batch, as tile.c might cut it */
+	for (int b = 0; b < B; b++) {
+		const int64_t lo[4] = {b, POS, 0, 0}, hi[4] = {b + 1, POS + S, H, D};
+		mkc_strided(y, ys, x, -lo[1] * xs[1], xs, 4, 4, lo, hi);
+	}
+	cr_expect(!memcmp(y, want, sizeof want), "the new positions, and nothing else, moved");
+}
+
 /* Gather of a [5, 4] table by int64 indices [2, 3], axis 0; negative ones count from the end. */
 Test(op_bodies, gather_along_axis_0_by_int64_indices)
 {

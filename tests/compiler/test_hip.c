@@ -171,8 +171,9 @@ Test(hip, emitted_text_is_wave64_with_scoped_atomics)
 		"#define MKC_WARP 64\n",
 		/* the butterfly starts at offset 32 and shuffles within 64 lanes */
 		"for (int o = MKC_WARP / 2; o > 0; o >>= 1)\n\t\tv += __shfl_xor(v, o, MKC_WARP);",
-		/* the matvecs' lane groups, as the emitter sized them */
-		"lane = MKC_LANE % 64, warp = MKC_LANE / 64, nwarp = MKC_NLANES / 64;",
+		/* the matvecs' lane groups, as the emitter sized them (the group
+		 * width is mkc_dot_rows's argument before the epilogue) */
+		"x1_s[0], 256LL, 64, &ep);",
 		"__hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT)",
 		"__hip_atomic_fetch_add(p, 1ULL, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT)",
 		"hipOccupancyMaxActiveBlocksPerMultiprocessor(",

@@ -1,0 +1,139 @@
+/*
+ * gqa.h - GroupQueryAttention (com.microsoft) as a tile body in plain C
+ * over the lanes of a tile (runtime/common.h: MKC_LANE of MKC_NLANES,
+ * MKC_LANES_SYNC), embedded by every target. The node is one whole tile,
+ * in two phases:
+ *
+ *   1. the present keys and values pk_out, pv_out [B, Hk, L, D]: the past
+ *      (P positions, NULL when none), then the S new positions, the keys
+ *      rotated when cos is given, at position seqlens_k[b] + 1 - S + s for
+ *      new token s;
+ *   2. once every lane's writes are visible, attention of each query
+ *      (rotated likewise) over present positions 0 .. P + s (causal), key
+ *      and value head = head / (Hq / Hk), scores scaled and soft-capped
+ *      (softcap > 0), an online softmax as in Attention (attention.h's
+ *      mkc_attn_score and mkc_online_add: this file comes after it).
+ *
+ * Layouts: q [B, S, Hq * D], k and v [B, S, Hk * D], y [B, S, Hq * D]
+ * (strides of their first two axes given); the caches by their strides.
+ * The rotation, over the first R dimensions of a row, takes halves (i,
+ * i + R/2) or, interleaved, pairs (2i, 2i + 1), by rows of R / 2 cos and
+ * sin values (cs and ss apart), npos of them.
+ */
+
+/* Element d of row x rotated by the cos/sin rows pc, ps. */
+static inline MKC_BODY float MKC_UNUSED
+mkc_gqa_rot(const float *x, int64_t d, int64_t R, int inter, const float *pc, const float *ps)
+{
+	if (d >= R)
+		return x[d];
+	if (inter)
+		return d % 2 == 0 ? x[d] * pc[d / 2] - x[d + 1] * ps[d / 2]
+				  : x[d] * pc[d / 2] + x[d - 1] * ps[d / 2];
+	return d < R / 2 ? x[d] * pc[d] - x[d + R / 2] * ps[d]
+			 : x[d] * pc[d - R / 2] + x[d - R / 2] * ps[d - R / 2];
+}
+
+/*
+ * The operands of one GroupQueryAttention tile, in the order the emitter
+ * writes them; NULL for what the node leaves out (past, cos and sin).
+ */
+typedef struct {
+	float *y;
+	const int64_t *ys;
+	float *pk_out;          /* the present keys and values */
+	const int64_t *pks_out;
+	float *pv_out;
+	const int64_t *pvs_out;
+	const float *q;
+	const int64_t *qs;
+	const float *k;
+	const int64_t *ks;
+	const float *v;
+	const int64_t *vs;
+	const float *pk;        /* the past keys and values */
+	const int64_t *pks;
+	const float *pv;
+	const int64_t *pvs;
+	const int32_t *seqlens_k;
+	const float *cos;       /* rows cs apart, npos of them */
+	int64_t cs;
+	const float *sin;
+	int64_t ss;
+	int64_t npos;
+	int64_t B, S, Hq, Hk, D, P, R;
+	int inter;
+	float scale, softcap;
+} mkc_gqa_args;
+
+/*
+ * The cos/sin rows of new token s of batch b into *pc, *ps (NULL without
+ * rotation). Returns 0, or 1 with the position in *bad when it lies
+ * outside the caches.
+ */
+static inline MKC_BODY int MKC_UNUSED
+mkc_gqa_rows(const mkc_gqa_args *a, int64_t b, int64_t s, const float **pc, const float **ps,
+	     int64_t *bad)
+{
+	*pc = *ps = NULL;
+	if (!a->cos)
+		return 0;
+	const int64_t pos = (int64_t)a->seqlens_k[b] + 1 - a->S + s;
+	if (pos < 0 || pos >= a->npos) {
+		*bad = pos;
+		return 1;
+	}
+	*pc = a->cos + pos * a->cs;
+	*ps = a->sin + pos * a->ss;
+	return 0;
+}
+
+/*
+ * The tile; qr holds D floats of the lane's own (its rotated query).
+ * Returns 0, or 1 with the position in *bad when a new token's position
+ * lies outside the cos/sin caches (the lane stops there).
+ */
+static inline MKC_BODY int MKC_UNUSED
+mkc_gqa(const mkc_gqa_args *a, float *qr, int64_t *bad)
+{
+	const int64_t B = a->B, S = a->S, Hq = a->Hq, Hk = a->Hk, D = a->D, P = a->P, R = a->R;
+	const int64_t L = P + S;
+	float *MKC_RESTRICT y = a->y, *MKC_RESTRICT y1 = a->pk_out, *MKC_RESTRICT y2 = a->pv_out;
+	const int64_t *ys = a->ys, *y1s = a->pks_out, *y2s = a->pvs_out;
+	const float *q = a->q, *k = a->k, *v = a->v, *pk = a->pk, *pv = a->pv;
+	const int64_t *qs = a->qs, *ks = a->ks, *vs = a->vs, *pks = a->pks, *pvs = a->pvs;
+	const int inter = a->inter;
+	const float scale = a->scale, softcap = a->softcap;
+	const float *pc, *ps;
+	for (int64_t o = MKC_LANE; o < B * Hk * L * D; o += MKC_NLANES) {
+		const int64_t b = o / (Hk * L * D), h = o / (L * D) % Hk, t = o / D % L, d = o % D;
+		const int64_t at = b * y1s[0] + h * y1s[1] + t * y1s[2] + d;
+		if (t < P) {
+			y1[at] = pk[b * pks[0] + h * pks[1] + t * pks[2] + d];
+			y2[at] = pv[b * pvs[0] + h * pvs[1] + t * pvs[2] + d];
+			continue;
+		}
+		const int64_t s = t - P, kb = b * ks[0] + s * ks[1] + h * D;
+		if (mkc_gqa_rows(a, b, s, &pc, &ps, bad))
+			return 1;
+		y1[at] = mkc_gqa_rot(k + kb, d, R, inter, pc, ps);
+		y2[at] = v[b * vs[0] + s * vs[1] + h * D + d];
+	}
+	MKC_LANES_SYNC();
+	for (int64_t o = MKC_LANE; o < B * S * Hq * D; o += MKC_NLANES) {
+		const int64_t b = o / (S * Hq * D), s = o / (Hq * D) % S, h = o / D % Hq, dv = o % D;
+		const int64_t kh = h / (Hq / Hk), qb = b * qs[0] + s * qs[1] + h * D;
+		if (mkc_gqa_rows(a, b, s, &pc, &ps, bad))
+			return 1;
+		for (int64_t d = 0; d < D; d++)
+			qr[d] = mkc_gqa_rot(q + qb, d, R, inter, pc, ps);
+		float mx = -INFINITY, sum = 0, acc = 0;
+		for (int64_t t = 0; t <= P + s; t++) {
+			const float *rk = y1 + b * y1s[0] + kh * y1s[1] + t * y1s[2];
+			mkc_online_add(&mx, &sum, &acc, mkc_attn_score(qr, rk, D, scale, softcap),
+				       y2[b * y2s[0] + kh * y2s[1] + t * y2s[2] + dv]);
+		}
+		y[b * ys[0] + s * ys[1] + h * D + dv] = acc / sum;
+	}
+	return 0;
+}
