@@ -30,6 +30,11 @@
 
 #define MKC_ATTN_WARPS (MKC_THREADS / 32)
 
+/* 1: the cache's loads written in PTX (mkc_attn_ld4), as matvec.cuh's */
+#ifndef MKC_PTX_LOADS
+#define MKC_PTX_LOADS 1
+#endif
+
 /*
  * One query row pq against positions t0..t1 of keys pk and values pv (rows
  * kst and vst apart): with y, the normalised output y[0..D); with part,
@@ -145,6 +150,44 @@ mkc_attn_rows(const float *q, const int64_t *qs, const float *k, const int64_t *
 }
 
 /*
+ * A predicated load of the cache: the registers it returns are the load's
+ * own, zeros when !on. Written as a select (on ? *p : 0), the compiler
+ * loads into other registers and moves them, and the move waits for the
+ * load at once (see matvec.cuh's mkc_ld16). Plain ld.global: the caches
+ * are written in the same launch, before the wait that orders this read.
+ */
+static __device__ __forceinline__ float4
+mkc_attn_ld4(const float *p, bool on)
+{
+	float4 v = make_float4(0, 0, 0, 0);
+#if MKC_PTX_LOADS
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %5, 0;\n\t"
+		     "@p ld.global.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];\n\t}"
+		     : "+f"(v.x), "+f"(v.y), "+f"(v.z), "+f"(v.w)
+		     : "l"(__cvta_generic_to_global(p)), "r"((int)on));
+#else
+	if (on)
+		v = *(const float4 *)p;
+#endif
+	return v;
+}
+
+static __device__ __forceinline__ float
+mkc_attn_ld1(const float *p, bool on)
+{
+	float v = 0;
+#if MKC_PTX_LOADS
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t"
+		     "@p ld.global.L1::no_allocate.f32 %0, [%1];\n\t}"
+		     : "+f"(v) : "l"(__cvta_generic_to_global(p)), "r"((int)on));
+#else
+	if (on)
+		v = *p;
+#endif
+	return v;
+}
+
+/*
  * A warp's keys and values for one round of mkc_attn_group: positions
  * base .. base + 32 / (D / 16) (those below t1; zeros for the rest, so
  * that a weight of 0 meets a value of 0). Lane i reads 16 floats of the
@@ -160,15 +203,68 @@ mkc_attn_fetch(const float *pk, int64_t kst, const float *pv, int64_t vst, int64
 	constexpr int KL = D / 16, PW = 32 / KL, J = D / 32;
 	const int lane = threadIdx.x & 31;
 	const int64_t t = base + lane / KL;
-	const float4 *kr = (const float4 *)(pk + t * kst) + lane % KL;
+	const float *kr = pk + t * kst + 4 * (lane % KL);
 #pragma unroll
 	for (int i = 0; i < 4; i++)
-		kv[i] = t < t1 ? kr[KL * i] : make_float4(0, 0, 0, 0);
+		kv[i] = mkc_attn_ld4(kr + 4 * KL * i, t < t1);
 #pragma unroll
 	for (int p = 0; p < PW; p++)
 #pragma unroll
 		for (int j = 0; j < J; j++)
-			vv[p][j] = base + p < t1 ? pv[(base + p) * vst + lane + 32 * j] : 0.0f;
+			vv[p][j] = mkc_attn_ld1(pv + (base + p) * vst + lane + 32 * j, base + p < t1);
+}
+
+/*
+ * One round of mkc_attn_group for G query rows (qsh): the warp's positions
+ * base .. (keys kv, values vv, fetched by mkc_attn_fetch) folded into the
+ * running maximum mx, sum and accumulator acc of each row.
+ */
+template <int D, int G>
+static __device__ __forceinline__ void
+mkc_attn_round(const float4 (*qsh)[D / 4], const float4 (&kv)[4],
+	       const float (&vv)[32 / (D / 16)][D / 32], bool live, float scale, float *mx,
+	       float *sum, float (*acc)[D / 32])
+{
+	constexpr int KL = D / 16, PW = 32 / KL, J = D / 32;
+	const int sub = (threadIdx.x & 31) % KL;
+#pragma unroll
+	for (int g = 0; g < G; g++) {
+		float dot = 0;
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			const float4 a = qsh[g][sub + KL * i];
+			dot += a.x * kv[i].x;
+			dot += a.y * kv[i].y;
+			dot += a.z * kv[i].z;
+			dot += a.w * kv[i].w;
+		}
+#pragma unroll
+		for (int o = KL / 2; o > 0; o >>= 1)
+			dot += __shfl_xor_sync(0xffffffffu, dot, o);
+		const float sc = live ? dot * scale : -INFINITY;
+		float cm = sc;
+#pragma unroll
+		for (int o = 16; o > 0; o >>= 1)
+			cm = fmaxf(cm, __shfl_xor_sync(0xffffffffu, cm, o));
+		const float nm = fmaxf(mx[g], cm);   /* finite: the round's first position is < t1 */
+		const float r = expf(mx[g] - nm), p = expf(sc - nm);
+		float ps = sub == 0 ? p : 0;   /* a position's lanes hold the same p */
+#pragma unroll
+		for (int o = 16; o > 0; o >>= 1)
+			ps += __shfl_xor_sync(0xffffffffu, ps, o);
+		sum[g] = sum[g] * r + ps;
+		mx[g] = nm;
+#pragma unroll
+		for (int j = 0; j < J; j++)
+			acc[g][j] *= r;
+#pragma unroll
+		for (int q = 0; q < PW; q++) {
+			const float w = __shfl_sync(0xffffffffu, p, q * KL);
+#pragma unroll
+			for (int j = 0; j < J; j++)
+				acc[g][j] += w * vv[q][j];
+		}
+	}
 }
 
 /*
@@ -200,10 +296,10 @@ mkc_attn_group(const float *pq, int64_t qst, const float *pk, int64_t kst, const
 	constexpr int KL = D / 16, PW = 32 / KL, J = D / 32, NW = MKC_ATTN_WARPS, R = NW * PW;
 	__shared__ float4 qsh[G][D / 4];
 	__shared__ float wm[NW][G], wsum[NW][G], wacc[NW][G][D];
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, sub = lane % KL;
-	float4 kv[4];
-	float vv[PW][J];
-	mkc_attn_fetch<D>(pk, kst, pv, vst, t0 + (int64_t)warp * PW, t1, kv, vv);
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	float4 ka[4], kb[4];
+	float va[PW][J], vb[PW][J];
+	mkc_attn_fetch<D>(pk, kst, pv, vst, t0 + (int64_t)warp * PW, t1, ka, va);
 	__syncthreads();   /* the last call's reads of qsh and wacc are done */
 	for (int i = threadIdx.x; i < G * D; i += blockDim.x)
 		((float *)qsh)[i] = pq[i / D * qst + i % D];
@@ -217,57 +313,15 @@ mkc_attn_group(const float *pq, int64_t qst, const float *pk, int64_t kst, const
 		for (int j = 0; j < J; j++)
 			acc[g][j] = 0;
 	}
-	for (int64_t base = t0 + (int64_t)warp * PW; base < t1; base += R) {
-		float4 kn[4];
-		float vn[PW][J];
-		mkc_attn_fetch<D>(pk, kst, pv, vst, base + R, t1, kn, vn);
-		const bool live = base + lane / KL < t1;
-#pragma unroll
-		for (int g = 0; g < G; g++) {
-			float dot = 0;
-#pragma unroll
-			for (int i = 0; i < 4; i++) {
-				const float4 a = qsh[g][sub + KL * i];
-				dot += a.x * kv[i].x;
-				dot += a.y * kv[i].y;
-				dot += a.z * kv[i].z;
-				dot += a.w * kv[i].w;
-			}
-#pragma unroll
-			for (int o = KL / 2; o > 0; o >>= 1)
-				dot += __shfl_xor_sync(0xffffffffu, dot, o);
-			const float sc = live ? dot * scale : -INFINITY;
-			float cm = sc;
-#pragma unroll
-			for (int o = 16; o > 0; o >>= 1)
-				cm = fmaxf(cm, __shfl_xor_sync(0xffffffffu, cm, o));
-			const float nm = fmaxf(mx[g], cm);   /* finite: position base is < t1 */
-			const float r = expf(mx[g] - nm), p = expf(sc - nm);
-			float ps = sub == 0 ? p : 0;   /* a position's lanes hold the same p */
-#pragma unroll
-			for (int o = 16; o > 0; o >>= 1)
-				ps += __shfl_xor_sync(0xffffffffu, ps, o);
-			sum[g] = sum[g] * r + ps;
-			mx[g] = nm;
-#pragma unroll
-			for (int j = 0; j < J; j++)
-				acc[g][j] *= r;
-#pragma unroll
-			for (int q = 0; q < PW; q++) {
-				const float w = __shfl_sync(0xffffffffu, p, q * KL);
-#pragma unroll
-				for (int j = 0; j < J; j++)
-					acc[g][j] += w * vv[q][j];
-			}
-		}
-#pragma unroll
-		for (int i = 0; i < 4; i++)
-			kv[i] = kn[i];
-#pragma unroll
-		for (int q = 0; q < PW; q++)
-#pragma unroll
-			for (int j = 0; j < J; j++)
-				vv[q][j] = vn[q][j];
+	/* two register sets in turn (a, b), so that no copy waits for the
+	 * round behind: while one round is summed the next is in flight */
+	for (int64_t base = t0 + (int64_t)warp * PW; base < t1; base += 2 * R) {
+		mkc_attn_fetch<D>(pk, kst, pv, vst, base + R, t1, kb, vb);
+		mkc_attn_round<D, G>(qsh, ka, va, base + lane / KL < t1, scale, mx, sum, acc);
+		if (base + R >= t1)
+			break;
+		mkc_attn_fetch<D>(pk, kst, pv, vst, base + 2 * R, t1, ka, va);
+		mkc_attn_round<D, G>(qsh, kb, vb, base + R + lane / KL < t1, scale, mx, sum, acc);
 	}
 #pragma unroll
 	for (int g = 0; g < G; g++) {

@@ -29,6 +29,11 @@
 #define MKC_GEMV_INFLIGHT 8
 #endif
 
+/* 1: the weights loaded by mkc_ld16's PTX (0: by C, to compare) */
+#ifndef MKC_PTX_LOADS
+#define MKC_PTX_LOADS 1
+#endif
+
 /* x[0..8) . w[0..8) with w 8 bf16 in one 16-byte word */
 static __device__ __forceinline__ float MKC_UNUSED
 mkc_gemv_dot(float4 a, float4 b, uint4 w)
@@ -112,6 +117,30 @@ mkc_gemv_norm(float4 *xa, float4 *xb, const void *scale, float eps)
 }
 
 /*
+ * 16 bytes of weights at p, or zeros when !on. The load writes the
+ * registers the sum reads: written as a select of a load and zeros, the
+ * compiler loads into other registers and moves them, and the move waits
+ * for the load right there (Nsight Compute on the 1B step, 2026-12-02:
+ * those moves held 15% of the kernel's warp samples). The weights do not
+ * change while the kernel runs (.nc), and a worker reads each once (no L1).
+ */
+static __device__ __forceinline__ uint4
+mkc_ld16(const void *p, bool on)
+{
+	uint4 v = make_uint4(0, 0, 0, 0);
+#if MKC_PTX_LOADS
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %5, 0;\n\t"
+		     "@p ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
+		     : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
+		     : "l"(__cvta_generic_to_global(p)), "r"((int)on));
+#else
+	if (on)
+		v = *(const uint4 *)p;
+#endif
+	return v;
+}
+
+/*
  * rows r .. r + RB of the tile, this thread's C chunks of each (zero past
  * nt): rows below n of w, the rest of w2 (from its row 0)
  */
@@ -129,7 +158,7 @@ mkc_gemv_load(uint4 (*v)[C], const void *w, const void *w2, int64_t ldw, int64_t
 #pragma unroll
 		for (int c = 0; c < C; c++) {
 			const int k = t + c * MKC_THREADS;
-			v[j][c] = q < nt && k < T ? row[k] : make_uint4(0, 0, 0, 0);
+			v[j][c] = mkc_ld16(row + k, q < nt && k < T);
 		}
 	}
 }
@@ -160,6 +189,26 @@ mkc_gemv_x(const float *x, float4 *xa, float4 *xb, const void *scale, float eps)
 	}
 	if (NORM)
 		mkc_gemv_norm<K, E, C, NORM>(xa, xb, scale, eps);
+}
+
+/* rows r .. r + RB of the tile from v: each warp's sum of a row into red */
+template <int RB, int C, bool BF16>
+static __device__ __forceinline__ void
+mkc_gemv_rows(const uint4 (*v)[C], const float4 *xa, const float4 *xb,
+	      float (*red)[MKC_GEMV_ROWS], int64_t r, int64_t nt)
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+	for (int j = 0; j < RB; j++) {
+		float acc = 0;
+#pragma unroll
+		for (int c = 0; c < C; c++)
+			acc += mkc_gemv_dot16<BF16>(xa[c], xb[c], v[j][c]);
+		for (int o = 16; o > 0; o >>= 1)
+			acc += __shfl_xor_sync(0xffffffffu, acc, o);
+		if (lane == 0 && r + j < nt)
+			red[warp][r + j] = acc;
+	}
 }
 
 /* the warps' sums of each row, added in one order */
@@ -193,7 +242,7 @@ mkc_gemv_ring(const float *x, const void *w, int64_t n, float *dots, const void 
 	 * fit a slot come here) */
 	constexpr int SR = MKC_RING_STAGE_ROWS(T * 16) > 0 ? MKC_RING_STAGE_ROWS(T * 16) : 1;
 	__shared__ float red[MKC_THREADS / 32][MKC_GEMV_ROWS];
-	const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+	const int t = threadIdx.x;
 	unsigned u = mkc_ring_begin(w, n * T * 16);
 	float4 xa[C], xb[C];
 	mkc_gemv_x<K, E, C, NORM>(x, xa, xb, scale, eps);
@@ -208,17 +257,7 @@ mkc_gemv_ring(const float *x, const void *w, int64_t n, float *dots, const void 
 				const int k = t + c * MKC_THREADS;
 				v[j][c] = r + j < n && k < T ? s[j * T + k] : make_uint4(0, 0, 0, 0);
 			}
-#pragma unroll
-		for (int j = 0; j < SR; j++) {
-			float acc = 0;
-#pragma unroll
-			for (int c = 0; c < C; c++)
-				acc += mkc_gemv_dot16<BF16>(xa[c], xb[c], v[j][c]);
-			for (int o = 16; o > 0; o >>= 1)
-				acc += __shfl_xor_sync(0xffffffffu, acc, o);
-			if (lane == 0 && r + j < n)
-				red[warp][r + j] = acc;
-		}
+		mkc_gemv_rows<SR, C, BF16>(v, xa, xb, red, r, n);
 		mkc_ring_release(u, r + SR >= n);
 	}
 	mkc_gemv_sum<T>(red, n, dots);
@@ -251,7 +290,6 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, con
 	}
 #endif
 	__shared__ float red[MKC_THREADS / 32][MKC_GEMV_ROWS];
-	const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
 	/* the first rows' loads go out first: they wait on nothing, and the
 	 * memory can stream them while the activations and the norm's sum
 	 * come in */
@@ -263,17 +301,7 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, con
 	for (int64_t r = 0; r < nt; r += RB) {
 		/* the next rows' loads go out before this batch is summed */
 		mkc_gemv_load<RB, C, BF16>(nxt, w, w2, ldw, r + RB, n, nt, T);
-#pragma unroll
-		for (int j = 0; j < RB; j++) {
-			float acc = 0;
-#pragma unroll
-			for (int c = 0; c < C; c++)
-				acc += mkc_gemv_dot16<BF16>(xa[c], xb[c], cur[j][c]);
-			for (int o = 16; o > 0; o >>= 1)
-				acc += __shfl_xor_sync(0xffffffffu, acc, o);
-			if (lane == 0 && r + j < nt)
-				red[warp][r + j] = acc;
-		}
+		mkc_gemv_rows<RB, C, BF16>(cur, xa, xb, red, r, nt);
 #pragma unroll
 		for (int j = 0; j < RB; j++)
 #pragma unroll
