@@ -156,7 +156,7 @@ mkc_attn_rows(const float *q, const int64_t *qs, const float *k, const int64_t *
  * load at once (see matvec.cuh's mkc_ld16). Plain ld.global: the caches
  * are written in the same launch, before the wait that orders this read.
  */
-static __device__ __forceinline__ float4
+static __device__ __forceinline__ float4 MKC_UNUSED
 mkc_attn_ld4(const float *p, bool on)
 {
 	float4 v = make_float4(0, 0, 0, 0);
@@ -172,7 +172,7 @@ mkc_attn_ld4(const float *p, bool on)
 	return v;
 }
 
-static __device__ __forceinline__ float
+static __device__ __forceinline__ float MKC_UNUSED
 mkc_attn_ld1(const float *p, bool on)
 {
 	float v = 0;

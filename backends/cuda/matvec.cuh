@@ -124,7 +124,7 @@ mkc_gemv_norm(float4 *xa, float4 *xb, const void *scale, float eps)
  * those moves held 15% of the kernel's warp samples). The weights do not
  * change while the kernel runs (.nc), and a worker reads each once (no L1).
  */
-static __device__ __forceinline__ uint4
+static __device__ __forceinline__ uint4 MKC_UNUSED
 mkc_ld16(const void *p, bool on)
 {
 	uint4 v = make_uint4(0, 0, 0, 0);
