@@ -7,6 +7,8 @@
  * tile by tile, over boxes cut as passes/tile.c would cut them, so that
  * lo..hi are honoured. Moves, conversions and integer results are compared
  * bit for bit; float results with 1e-6 of float64 references.
+ * tests/gpu/portable.cu runs the same bodies on the GPU, many lanes to a
+ * tile, against these host copies.
  */
 #include <criterion/criterion.h>
 #include <math.h>
