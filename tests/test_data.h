@@ -1,6 +1,6 @@
 /*
  * test_data.h - what the body tests share (tests/backends/test_bodies.c on
- * the CPU, tests/gpu/bodies.cu on the GPU): random test data from a fixed
+ * the CPU, tests/gpu/bodies.cu and portable.cu on the GPU): random test data from a fixed
  * linear congruential sequence, so every run sees the same inputs; float32
  * rounded to bf16 as mkc stores bf16 weights; and the float64 references
  * the bodies are checked against.

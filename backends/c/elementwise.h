@@ -82,9 +82,28 @@ mkc_ew_f(int op, float a, float b)
 }
 
 /*
+ * a to the power b in integers, by squaring (wrapping as int64_t does
+ * where the result does not fit). Through double it was wrong on GPUs:
+ * CUDA's pow(3.0, 1.0) is 2.9999999999999996, which truncates to 2
+ * (tests/gpu/portable.cu). A negative power is 1 / a^-b truncated: 1 and
+ * -1 keep their magnitude, every other base gives 0 (0 too, which has no
+ * power below 0).
+ */
+static inline MKC_BODY int64_t MKC_UNUSED
+mkc_ew_ipow(int64_t a, int64_t b)
+{
+	if (b < 0)
+		return a == 1 ? 1 : a == -1 ? (b % 2 ? -1 : 1) : 0;
+	uint64_t r = 1, x = (uint64_t)a;
+	for (; b; b >>= 1, x *= x)
+		if (b & 1)
+			r *= x;
+	return (int64_t)r;
+}
+
+/*
  * The integer form. Division by zero gives 0 (ONNX leaves it open; a trap
- * would stop the whole step); Pow goes through double, as C has no
- * integer power.
+ * would stop the whole step).
  */
 static inline MKC_BODY int64_t MKC_UNUSED
 mkc_ew_i(int op, int64_t a, int64_t b)
@@ -100,7 +119,7 @@ mkc_ew_i(int op, int64_t a, int64_t b)
 	case MKC_EW_SUB: return a - b;
 	case MKC_EW_MUL: return a * b;
 	case MKC_EW_DIV: return b ? a / b : 0;
-	case MKC_EW_POW: return (int64_t)pow((double)a, (double)b);
+	case MKC_EW_POW: return mkc_ew_ipow(a, b);
 	case MKC_EW_MAX: return mkc_rt_imax(a, b);
 	case MKC_EW_MIN: return mkc_rt_imin(a, b);
 	case MKC_EW_EQUAL: return a == b;

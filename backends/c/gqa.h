@@ -105,6 +105,7 @@ mkc_gqa(const mkc_gqa_args *a, float *qr, int64_t *bad)
 	const int inter = a->inter;
 	const float scale = a->scale, softcap = a->softcap;
 	const float *pc, *ps;
+	int failed = 0;   /* returned after the sync below, which every lane must reach */
 	for (int64_t o = MKC_LANE; o < B * Hk * L * D; o += MKC_NLANES) {
 		const int64_t b = o / (Hk * L * D), h = o / (L * D) % Hk, t = o / D % L, d = o % D;
 		const int64_t at = b * y1s[0] + h * y1s[1] + t * y1s[2] + d;
@@ -114,12 +115,16 @@ mkc_gqa(const mkc_gqa_args *a, float *qr, int64_t *bad)
 			continue;
 		}
 		const int64_t s = t - P, kb = b * ks[0] + s * ks[1] + h * D;
-		if (mkc_gqa_rows(a, b, s, &pc, &ps, bad))
-			return 1;
+		if (mkc_gqa_rows(a, b, s, &pc, &ps, bad)) {
+			failed = 1;
+			break;
+		}
 		y1[at] = mkc_gqa_rot(k + kb, d, R, inter, pc, ps);
 		y2[at] = v[b * vs[0] + s * vs[1] + h * D + d];
 	}
 	MKC_LANES_SYNC();
+	if (failed)
+		return 1;
 	for (int64_t o = MKC_LANE; o < B * S * Hq * D; o += MKC_NLANES) {
 		const int64_t b = o / (S * Hq * D), s = o / (Hq * D) % S, h = o / D % Hq, dv = o % D;
 		const int64_t kh = h / (Hq / Hk), qb = b * qs[0] + s * qs[1] + h * D;

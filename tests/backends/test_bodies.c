@@ -6,7 +6,8 @@
  * body writes part of a buffer (the cache append), the rest must stay NaN.
  * Tolerances: 1e-5 relative to the largest reference value (float32
  * arithmetic against float64). tests/gpu/bodies.cu runs the CUDA bodies
- * the same way on the GPU.
+ * the same way on the GPU, and tests/gpu/portable.cu these bodies on the
+ * GPU against their host copies.
  */
 #include <criterion/criterion.h>
 #include <errno.h>

@@ -7,6 +7,8 @@
  * tile by tile, over boxes cut as passes/tile.c would cut them, so that
  * lo..hi are honoured. Moves, conversions and integer results are compared
  * bit for bit; float results with 1e-6 of float64 references.
+ * tests/gpu/portable.cu runs the same bodies on the GPU, many lanes to a
+ * tile, against these host copies.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -455,7 +457,24 @@ Test(op_bodies, elementwise_comparisons_give_bools)
 		}
 }
 
-/* The integer form, exactly: division by zero gives 0, Pow through double. */
+/* Pow of integers by squaring: large powers exact, negative ones truncated. */
+Test(op_bodies, integer_pow_is_exact_beyond_double_and_truncates_negative_powers)
+{
+	static const struct {
+		int64_t a, b, want;
+	} cases[] = {
+		{3, 1, 3}, {-2, 3, -8}, {2, 62, INT64_C(1) << 62}, {3, 39, INT64_C(4052555153018976267)},
+		{7, 0, 1}, {0, 0, 1}, {0, 5, 0}, {2, -1, 0}, {1, -7, 1}, {-1, -3, -1}, {-1, -4, 1},
+		{0, -2, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+		cr_expect_eq(mkc_ew_ipow(cases[i].a, cases[i].b), cases[i].want,
+			     "%lld ** %lld: %lld, not %lld", (long long)cases[i].a,
+			     (long long)cases[i].b, (long long)mkc_ew_ipow(cases[i].a, cases[i].b),
+			     (long long)cases[i].want);
+}
+
+/* The integer form, exactly: division by zero gives 0. */
 Test(op_bodies, elementwise_integer_ops_are_exact)
 {
 	static const int ops[] = {MKC_EW_IDENTITY, MKC_EW_NEG, MKC_EW_ABS, MKC_EW_RELU, MKC_EW_NOT,

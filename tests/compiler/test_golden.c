@@ -184,6 +184,20 @@ Test(golden, cuda_body_test_builds, .timeout = 300)
 		     0, "%s", out);
 }
 
+/*
+ * The portable bodies' GPU test (tests/gpu/portable.cu, run by gpu_check.sh)
+ * builds here. Its host copies of the bodies see their `#pragma unroll`,
+ * meant for the device, which gcc's -Wall calls unknown.
+ */
+Test(golden, cuda_portable_body_test_builds, .timeout = 300)
+{
+	cr_assert_eq(mkc_shell("d=$(mktemp -d) && nvcc -gencode=arch=compute_90a,code=sm_90a "
+			       "-Xcompiler -Wall,-Wextra,-Wno-unknown-pragmas -Werror all-warnings -O2 "
+			       "-o $d/portable tests/gpu/portable.cu; rc=$?; rm -rf $d; exit $rc", out,
+			       sizeof out),
+		     0, "%s", out);
+}
+
 /* An emitted file builds with the weight ring switched on, as it builds without. */
 Test(golden, emitted_cuda_builds_with_the_weight_ring, .timeout = 300)
 {

@@ -1,7 +1,7 @@
 /*
  * rt_stub.cuh - the pieces of runtime/common.h the CUDA tile bodies use,
  * for the programs that run the bodies alone (tests/gpu/bodies.cu,
- * bench/gemv.cu). MKC_THREADS may be set on the command line.
+ * bench/gemv.cu, bench/attn.cu). MKC_THREADS may be set on the command line.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -52,13 +52,4 @@ mkc_rt_bf16(uint16_t b)
 	return f;
 }
 
-
-/* a CUDA call that must succeed (host side) */
-#define CHECK(x)                                                                         \
-	do {                                                                             \
-		cudaError_t e_ = (x);                                                    \
-		if (e_ != cudaSuccess) {                                                 \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-			exit(2);                                                         \
-		}                                                                        \
-	} while (0)
+#include "check.cuh"
