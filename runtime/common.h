@@ -376,6 +376,16 @@ mkc_rt_extents(const int64_t *lo, const int64_t *hi, int r, int64_t *ext)
 	return n;
 }
 
+/* The elements of dims d[0..r). */
+static inline MKC_HD int64_t MKC_UNUSED
+mkc_rt_count(const int64_t *d, int r)
+{
+	int64_t n = 1;
+	for (int i = 0; i < r; i++)
+		n *= d[i];
+	return n;
+}
+
 /* Strides (given) of a tensor of rank xr broadcast into rank r: 0 on broadcast axes. */
 static inline MKC_HD void MKC_UNUSED
 mkc_rt_bmap(const int64_t *d, const int64_t *s, int xr, int r, int64_t *out)

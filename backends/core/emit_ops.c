@@ -740,10 +740,10 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 	decl_all(e, n);
 	/* scale and bias are indexed by the element's place in the row: they
 	 * hold the whole row, or one value (infer checked they broadcast) */
-	fprintf(f, "\tint64_t wn = 1;\n\tfor (int d = 0; d < %d; d++)\n\t\twn *= x1_d[d];\n"
-		"\tmkc_norm(y, x0, y_d, y_s, %d, %d, lo, hi, %s, %s, wn, %s, %d, %s, %s);\n",
-		n->in[1]->rank, n->out[0]->rank, n->kern->axis, vec_args(sa, n, 1),
-		vec_args(ba, n, bias ? 2 : -1), flit(fe, n->kern->eps), layer,
+	fprintf(f, "\tmkc_norm(y, x0, y_d, y_s, %d, %d, lo, hi, %s, %s, mkc_rt_count(x1_d, %d), %s, "
+		"%d, %s, %s);\n",
+		n->out[0]->rank, n->kern->axis, vec_args(sa, n, 1), vec_args(ba, n, bias ? 2 : -1),
+		n->in[1]->rank, flit(fe, n->kern->eps), layer,
 		y1 ? "y1, y1_s" : "NULL, NULL", y2 ? "y2, y2_s" : "NULL, NULL");
 	return 0;
 }
