@@ -83,6 +83,8 @@ mkc_matmul_split_k(float *MKC_RESTRICT y, const int64_t *ys, int r, const int64_
 {
 	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1];
 	const int64_t cnt = mkc_rt_extents(lo, hi, r, ext);
+	if (cnt == 0)   /* every lane sees it: none is left at a sync */
+		return;
 	const int64_t S = cnt >= MKC_NLANES ? 1 : MKC_NLANES / cnt, P = MKC_NLANES / S;
 	const int64_t o0 = MKC_LANE % P, s = MKC_LANE / P;
 	for (int64_t base = 0; base < cnt; base += P) {

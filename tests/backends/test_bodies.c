@@ -455,6 +455,25 @@ Test(bodies, split_k_on_one_lane)
 			matmul_case(tb, bh, 1);
 }
 
+/*
+ * An empty tile: split-K shares its lanes by the tile's outputs, and there
+ * are none. Without the body's guard the share divides by zero: make
+ * sanitize's UBSan stops there (at -O2 the unused quotient may be dropped,
+ * so the plain build passes either way).
+ */
+Test(bodies, split_k_of_an_empty_tile_writes_nothing)
+{
+	float a[MM_K], b[MM_K], y[4], part[1];
+	for (int i = 0; i < MM_K; i++)
+		a[i] = b[i] = urand();
+	poison(y, 4);
+	const int64_t ys[3] = {4, 1, 0}, as[3] = {MM_K, 0, 0}, bs[3] = {0, MM_K, 0};
+	const int64_t lo[2] = {0, 2}, hi[2] = {1, 2};
+	mkc_matmul_split_k(y, ys, 2, lo, hi, a, as, 1, b, NULL, bs, 1, MM_K, part);
+	for (int i = 0; i < 4; i++)
+		cr_expect(isnan(y[i]), "y[%d] written: %g", i, y[i]);
+}
+
 /* Gemm: alpha * a^T(ta) b^T(tb) + beta * C, C a row [N] broadcast over M, or none. */
 Test(bodies, gemm_transposes_alpha_beta_and_c)
 {
