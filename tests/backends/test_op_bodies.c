@@ -38,15 +38,6 @@ coords(int64_t f, const int64_t *d, int r, int64_t *idx)
 	}
 }
 
-static int64_t
-count(const int64_t *d, int r)
-{
-	int64_t n = 1;
-	for (int i = 0; i < r; i++)
-		n *= d[i];
-	return n;
-}
-
 /*
  * The tiles of dims d cut along axis at the given cuts (ascending, ending
  * with d[axis]): tile t is box lo[t]..hi[t]. Returns how many.
@@ -127,7 +118,7 @@ slice_case(const int64_t *start, const int64_t *step, const int64_t *yd, const i
 	mkc_rt_strides(yd, 2, ys);
 	for (int i = 0; i < 30; i++)
 		x[i] = urand();
-	const int64_t n = count(yd, 2);
+	const int64_t n = mkc_rt_count(yd, 2);
 	for (int64_t f = 0; f < n; f++) {
 		int64_t yi[2];
 		coords(f, yd, 2, yi);
@@ -162,7 +153,7 @@ Test(op_bodies, concat_and_split_along_the_middle_axis)
 	int32_t *in[3] = {a, b, c};
 	for (int k = 0; k < 3; k++) {
 		mkc_rt_strides(d[k], 3, s[k]);
-		for (int i = 0; i < count(d[k], 3); i++)
+		for (int i = 0; i < mkc_rt_count(d[k], 3); i++)
 			in[k][i] = 100 * (k + 1) + i;
 	}
 	mkc_rt_strides(yd, 3, ys);
