@@ -35,7 +35,7 @@ static const char usage[] =
 	"                     OUT's stem, with _model after it where it would be)\n"
 	"  --dump-after=PASS  print the IR after PASS: the graph after load, infer,\n"
 	"                     canon, fuse, dce, state, weights, fuse_norm,\n"
-	"                     fuse_glu, fuse_rope or split_attn; the task plan\n"
+	"                     fuse_glu, fuse_rope, split_attn or kv; the task plan\n"
 	"                     after tile, views, memory, deps, events, schedule\n"
 	"                     or verify;\n"
 	"                     the graph with each node's kernel description\n"
@@ -59,6 +59,11 @@ static const char usage[] =
 	"                     the emitted code accepts (default 4096)\n"
 	"  --max-seq N        positions each KV cache holds (default: --max-dim);\n"
 	"                     past_len may then reach N minus the new positions\n"
+	"  --kv T             f32 or bf16: the type the KV caches are kept in\n"
+	"                     (default: bf16 when the weights are bf16, from\n"
+	"                     --weights bf16 or the model's files); keys and\n"
+	"                     values are rounded as they are appended, and all\n"
+	"                     arithmetic stays float32\n"
 	"  --kv-io            keep the KV cache as inputs and outputs (past_* in,\n"
 	"                     present_* out) instead of state the model owns\n"
 	"  --profile          record a per-task timeline in the emitted code;\n"
@@ -84,6 +89,7 @@ typedef struct {
 	const char *command_line;
 	const char *consts[64];   /* NAME=FILE.pb */
 	bool bf16, dump_dot, no_reuse, kv_io, no_fuse;
+	int kv_dtype;             /* --kv: MKC_DT_FLOAT or MKC_DT_BFLOAT16; 0: as the weights */
 	long long embed_limit;
 	int profile_steps;        /* --profile: steps the timeline keeps (0: none) */
 	int nconsts;
@@ -169,6 +175,10 @@ parse_args(int argc, char **argv, int from, options *o)
 			if (i + 1 >= argc || (strcmp(argv[i + 1], "bf16") && strcmp(argv[i + 1], "f32")))
 				return bad_usage("%s takes f32 or bf16", a);
 			o->bf16 = !strcmp(argv[++i], "bf16");
+		} else if (strcmp(a, "--kv") == 0) {
+			if (i + 1 >= argc || (strcmp(argv[i + 1], "bf16") && strcmp(argv[i + 1], "f32")))
+				return bad_usage("%s takes f32 or bf16", a);
+			o->kv_dtype = !strcmp(argv[++i], "bf16") ? MKC_DT_BFLOAT16 : MKC_DT_FLOAT;
 		} else if (strcmp(a, "--const") == 0) {
 			if (i + 1 >= argc || !strchr(argv[i + 1], '=') || o->nconsts == 64)
 				return bad_usage("%s needs NAME=FILE.pb", a);
@@ -259,7 +269,8 @@ compile(const options *o)
 	mkc_plan *p = NULL;
 	const mkc_target *tt = o->out ? mkc_target_find(o->target) : NULL;
 	mkc_driver_options d = {o->workers, o->dump_after, o->dump_dot, o->bf16, o->max_dim,
-				o->no_reuse, o->max_seq, o->kv_io, o->no_fuse, tt && tt->warp > 0};
+				o->no_reuse, o->max_seq, o->kv_io, o->no_fuse, tt && tt->warp > 0,
+				(mkc_dtype)o->kv_dtype};
 	if (!g || mkc_run_passes(g, &d, &p) != 0)
 		goto out;
 	if (o->out) {

@@ -56,6 +56,7 @@ typedef struct {
 	bool no_reuse;
 	bool no_fuse;      /* mkc --no-fuse */
 	bool kv_io;        /* past/present as inputs and outputs, not a cache */
+	int kv_dtype;      /* mkc --kv: MKC_DT_FLOAT, MKC_DT_BFLOAT16 or 0 (as the weights) */
 	int64_t max_seq;
 	const char *profile;   /* --profile FILE: the last step's timeline */
 	const char *edit;      /* testing the tests: a command that breaks the emitted file */
@@ -152,10 +153,11 @@ numel_at(const mkc_tensor *t, const int64_t *sym)
 	return n;
 }
 
+/* Bytes of t as the model keeps it (a bf16 cache's 2 an element). */
 static size_t
 bytes_at(const mkc_tensor *t, const int64_t *sym)
 {
-	return (size_t)numel_at(t, sym) * mkc_dtype_size(t->dtype);
+	return (size_t)numel_at(t, sym) * mkc_dtype_size(t->storage ? t->storage : t->dtype);
 }
 
 /* The state that replaced graph input or output t, or -1. */
@@ -325,6 +327,36 @@ compare(const mkc_tensor *ref, const void *got, size_t nbytes, double tol, doubl
 }
 
 /*
+ * A past as a cache kept in another type holds it (bf16: rounded to
+ * nearest even): v's data replaced by a copy in arena a.
+ */
+static void
+as_stored(mkc_arena *a, mkc_tensor *v, mkc_dtype storage)
+{
+	int64_t n = (int64_t)(v->nbytes / mkc_dtype_size(v->dtype));
+	void *d = mkc_arena_alloc(a, (size_t)n * mkc_dtype_size(storage) + 1);
+	for (int64_t i = 0; i < n; i++)
+		mkc_store_double(storage, d, i, mkc_load_double(v->dtype, v->data, i));
+	v->data = d;
+	v->dtype = storage;
+	v->nbytes = (size_t)n * mkc_dtype_size(storage);
+}
+
+/* A cache read back in bf16 as float32, for comparing with the reference. */
+static void *
+widened(void *got, size_t *n)
+{
+	size_t k = *n / 2;
+	float *w = malloc(k * sizeof *w + 1);
+	if (w)
+		for (size_t i = 0; i < k; i++)
+			w[i] = mkc_bf16_to_float(((const uint16_t *)got)[i]);
+	free(got);
+	*n = k * sizeof *w;
+	return w;
+}
+
+/*
  * The decoy past of cache c: the past with every element's sign flipped
  * (the top bit of each little-endian element), different wherever the past
  * is not zero, and as finite as the past.
@@ -436,6 +468,8 @@ run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, mkc_tensor 
 			}
 			sym[ms->sym] = v.shape[ms->axis].c;
 			snprintf(path, sizeof path, "%s/past%d.bin", work, st);
+			if (ms->cache->storage)
+				as_stored(c->arena, &v, ms->cache->storage);
 			if (write_file(path, v.data, v.nbytes) != 0 ||
 			    write_decoy(work, st, &v) != 0) {
 				snprintf(why, sizeof why, "cannot write %s", path);
@@ -497,6 +531,8 @@ run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, mkc_tensor 
 			else
 				snprintf(path, sizeof path, "%s/out%d.%d.bin", work, k, s);
 			void *got = read_all(path, &n);
+			if (got && st >= 0 && MKC_STATE(g, st)->cache->storage)
+				got = widened(got, &n);
 			double err = 0;
 			int bad = !got || compare(&ref[i], got, n, o->tol, &err, why, sizeof why);
 			if (!bad && s > 0 && (n != nfirst || memcmp(got, first, n))) {
@@ -659,7 +695,8 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 	}
 	mkc_driver_options d = {.workers = o->workers, .bf16_weights = o->bf16,
 				.no_reuse = o->no_reuse, .max_seq = o->max_seq, .kv_io = o->kv_io,
-				.no_fuse = o->no_fuse, .wide_target = t->warp > 0};
+				.no_fuse = o->no_fuse, .wide_target = t->warp > 0,
+				.kv_dtype = (mkc_dtype)o->kv_dtype};
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, t->ext),
 			       "model", "mkc test", 4096, o->embed_limit, o->profile ? 1 : 0,
 			       arch && *arch ? arch : NULL};
@@ -736,6 +773,9 @@ static const char test_usage[] =
 	"  --tsan          build the emitted code with ThreadSanitizer\n"
 	"  --keep          keep the scratch folders (their paths go to stderr)\n"
 	"  --weights T     f32 (default) or bf16 weights, as mkc --weights\n"
+	"  --kv T          f32 or bf16 KV caches, as mkc --kv (default: bf16 with\n"
+	"                  bf16 weights); a bf16 cache gets the past rounded to\n"
+	"                  bf16 and is compared widened to float32\n"
 	"  --embed-limit N initializers up to N bytes go into the file (default 4096)\n"
 	"  --no-reuse      give every intermediate a buffer of its own\n"
 	"  --no-fuse       compile without the fuse pass, as mkc --no-fuse\n"
@@ -789,6 +829,10 @@ mkc_test_main(int argc, char **argv)
 		else if (!strcmp(a, "--weights") && has) {
 			o.bf16 = !strcmp(argv[++i], "bf16");
 			if (!o.bf16 && strcmp(argv[i], "f32"))
+				end = "x";
+		} else if (!strcmp(a, "--kv") && has) {
+			o.kv_dtype = !strcmp(argv[++i], "bf16") ? MKC_DT_BFLOAT16 : MKC_DT_FLOAT;
+			if (o.kv_dtype == MKC_DT_FLOAT && strcmp(argv[i], "f32"))
 				end = "x";
 		} else if (!strcmp(a, "--embed-limit") && has)
 			o.embed_limit = strtoll(argv[++i], &end, 10);

@@ -51,6 +51,7 @@ int mkc_pass_fuse_norm(mkc_graph *g);      /* passes/fuse_norm.c: RMS norms into
 int mkc_pass_fuse_glu(mkc_graph *g);       /* passes/fuse_glu.c: SwiGLU with its two products */
 int mkc_pass_fuse_rope(mkc_graph *g);      /* passes/fuse_rope.c: a key's rotary into its append */
 int mkc_pass_split_attn(mkc_graph *g);     /* passes/split_attn.c: attention over position chunks */
+int mkc_pass_kv(mkc_graph *g);             /* passes/kv.c: the KV caches' storage type */
 
 int mkc_pass_tile(mkc_plan *p);
 int mkc_pass_views(mkc_plan *p);

@@ -68,6 +68,7 @@ const char *$P_cache_name(int i) { return i >= 0 && i < MKC_NCACHES ? mkc_tensor
 const char *$P_cache_past_name(int i) { return i >= 0 && i < MKC_NCACHES ? mkc_caches[i].past : NULL; }
 int64_t $P_cache_capacity(void) { return MKC_NCACHES ? mkc_tensors[mkc_caches[0].tensor].cap : 0; }
 int64_t $P_cache_len(const $P *m) { return MKC_NCACHES ? m->m->sym[mkc_caches[0].sym] : 0; }
+int $P_cache_dtype(int i) { return i >= 0 && i < MKC_NCACHES ? mkc_tensors[mkc_caches[i].tensor].dtype : 0; }
 
 int
 $P_cache_reset($P *m)

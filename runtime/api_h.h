@@ -22,7 +22,10 @@
  * symbol that counted past positions (past_len) takes that count, so dims
  * may be NULL (or hold -1 there). $P_cache_reset starts a new sequence;
  * $P_cache_load / $P_cache_read copy a cache in or out (host or device
- * memory), dense in the shape of the past input with past_len = the count.
+ * memory), dense in the shape of the past input with past_len = the count,
+ * in the type the cache is kept in, $P_cache_dtype: float32 (1, ONNX's
+ * numbering), or bfloat16 (16) when compiled with mkc --kv bf16 or from
+ * bf16 weights.
  *
  * $P_generate decodes greedily: it feeds the n_prompt tokens one per step
  * and then n_new tokens, each the argmax of the logits before it, writing
@@ -79,6 +82,7 @@ const char *$P_cache_name(int i);        /* the present output it stands for */
 const char *$P_cache_past_name(int i);   /* the past input it replaced */
 int64_t $P_cache_capacity(void);          /* positions each holds (0: no cache) */
 int64_t $P_cache_len(const $P *m);        /* positions in use */
+int $P_cache_dtype(int i);                /* its elements' type: 1 float32, 16 bf16 (0: no cache i) */
 int $P_cache_reset($P *m);
 int $P_cache_load($P *m, int i, const void *src, int64_t len);
 int $P_cache_read($P *m, int i, void *dst);

@@ -323,7 +323,7 @@ mkc_rt_bf16(uint16_t b)
 	return f;
 }
 
-static inline uint16_t MKC_UNUSED
+static inline MKC_HD uint16_t MKC_UNUSED
 mkc_rt_to_bf16(float f)
 {
 	uint32_t x;

@@ -43,27 +43,38 @@ mkc_online_add(float *mx, float *sum, float *acc, float sc, float val)
 	*mx = nm;
 }
 
-/* AttnPart: rows r0 .. r1 of part. */
+/* Element o of a cache kept in float32 (f) or bf16 (h), the other NULL. */
+static inline MKC_BODY float MKC_UNUSED
+mkc_attn_kv(const float *f, const uint16_t *h, int64_t o)
+{
+	return h ? mkc_rt_bf16(h[o]) : f[o];
+}
+
+/* AttnPart: rows r0 .. r1 of part; the keys in k or kh and the values in
+ * v or vh (float32 or bf16, passes/kv.c; the other pointer NULL). */
 static inline MKC_BODY void MKC_UNUSED
-mkc_attn_part_c(const float *q, const int64_t *qs, const float *k, const int64_t *ks,
-		const float *v, const int64_t *vs, float *MKC_RESTRICT part, const int64_t *ps,
-		int64_t B, int64_t Sq, int64_t D, int64_t L, int64_t C, int64_t G, int64_t r0,
-		int64_t r1, float scale)
+mkc_attn_part_c(const float *q, const int64_t *qs, const float *k, const uint16_t *kh,
+		const int64_t *ks, const float *v, const uint16_t *vh, const int64_t *vs,
+		float *MKC_RESTRICT part, const int64_t *ps, int64_t B, int64_t Sq, int64_t D,
+		int64_t L, int64_t C, int64_t G, int64_t r0, int64_t r1, float scale)
 {
 	const int64_t n = B * (r1 - r0) * G * Sq * D;
 	for (int64_t o = MKC_LANE; o < n; o += MKC_NLANES) {
 		const int64_t b = o / ((r1 - r0) * G * Sq * D);
-		const int64_t r = r0 + o / (G * Sq * D) % (r1 - r0), kh = r / C, ch = r % C;
-		const int64_t i = o / D % (G * Sq), dd = o % D, h = kh * G + i / Sq, s = i % Sq;
+		const int64_t r = r0 + o / (G * Sq * D) % (r1 - r0), hk = r / C, ch = r % C;
+		const int64_t i = o / D % (G * Sq), dd = o % D, h = hk * G + i / Sq, s = i % Sq;
 		const float *pq = q + b * qs[0] + h * qs[1] + s * qs[2];
 		float mx = -INFINITY, sum = 0, acc = 0;
 		for (int64_t t = ch * L / C; t < (ch + 1) * L / C; t++) {
-			const float *pk = k + b * ks[0] + kh * ks[1] + t * ks[2];
-			const float *pv = v + b * vs[0] + kh * vs[1] + t * vs[2];
-			const float sc = mkc_attn_score(pq, pk, D, scale, 0);
+			const int64_t ko = b * ks[0] + hk * ks[1] + t * ks[2];
+			const int64_t vo = b * vs[0] + hk * vs[1] + t * vs[2];
+			float sc = 0;
+			for (int64_t e = 0; e < D; e++)
+				sc += pq[e] * mkc_attn_kv(k, kh, ko + e);
+			sc *= scale;
 			if (sc == -INFINITY)
 				continue;
-			mkc_online_add(&mx, &sum, &acc, sc, pv[dd]);
+			mkc_online_add(&mx, &sum, &acc, sc, mkc_attn_kv(v, vh, vo + dd));
 		}
 		float *py = part + b * ps[0] + r * ps[1] + i * ps[2];
 		py[dd] = acc;

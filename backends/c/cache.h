@@ -12,13 +12,14 @@
  * mkc_strided.
  */
 
-/* Pair (i1, i2) of row px rotated by (cs, sn) into row py. */
+/* Pair (i1, i2) of row px rotated by (cs, sn) into py[o1] and py[o2]. */
 static inline MKC_BODY void MKC_UNUSED
-mkc_rope_pair(float *py, const float *px, int64_t i1, int64_t i2, float cs, float sn)
+mkc_rope_pair(float *py, const float *px, int64_t i1, int64_t i2, int64_t o1, int64_t o2,
+	      float cs, float sn)
 {
 	const float a = px[i1], c = px[i2];
-	py[i1] = a * cs - c * sn;
-	py[i2] = c * cs + a * sn;
+	py[o1] = a * cs - c * sn;
+	py[o2] = c * cs + a * sn;
 }
 
 /*
@@ -45,38 +46,52 @@ mkc_rotary(float *MKC_RESTRICT y, const float *MKC_RESTRICT x, int64_t B, int64_
 			continue;
 		}
 		const int64_t c = pos ? (pos[b * pb + s * ps] + padd * s) * cb : b * cb + s * cs;
-		mkc_rope_pair(py, px, inter ? 2 * i : i, inter ? 2 * i + 1 : i + half, cos[c + i],
-			      sin[c + i]);
+		const int64_t i1 = inter ? 2 * i : i, i2 = inter ? 2 * i + 1 : i + half;
+		mkc_rope_pair(py, px, i1, i2, i1, i2, cos[c + i], sin[c + i]);
 	}
 }
 
+/* Element o of a cache kept in float32 (y) or bf16 (yh), the other NULL. */
+static inline MKC_BODY void MKC_UNUSED
+mkc_cache_put(float *y, uint16_t *yh, int64_t o, float v)
+{
+	if (yh)
+		yh[o] = mkc_rt_to_bf16(v);
+	else
+		y[o] = v;
+}
+
 /*
- * The S new positions of x, dense [B, H, S, D], into the cache y, dense
- * [B, H, cap, D], at positions pos .. pos + S - 1. With cos and sin (rows
- * of R / 2 values, cs_b apart a batch and cs_s a position) the first R
- * dimensions of every row are rotated on the way, as RotaryEmbedding does:
- * halves (i, i + R/2), or pairs (2i, 2i + 1) when inter; the others are
- * copied. A lane takes a pair (or one copied value), so that a decode
- * step's few rows still keep every lane busy; the float operations are
- * RotaryEmbedding's body's, in its order.
+ * The S new positions of x, dense [B, H, S, D], into the cache, dense
+ * [B, H, cap, D], at positions pos .. pos + S - 1: the cache is y in
+ * float32, or yh in bf16 (passes/kv.c; the other pointer NULL), rounded to
+ * nearest even. With cos and sin (rows of R / 2 values, cs_b apart a batch
+ * and cs_s a position) the first R dimensions of every row are rotated on
+ * the way, as RotaryEmbedding does: halves (i, i + R/2), or pairs (2i,
+ * 2i + 1) when inter; the others are copied. A lane takes a pair (or one
+ * copied value), so that a decode step's few rows still keep every lane
+ * busy; the float operations are RotaryEmbedding's body's, in its order.
  */
 static inline MKC_BODY void MKC_UNUSED
-mkc_cache_append(float *MKC_RESTRICT y, const float *MKC_RESTRICT x, int64_t B, int64_t H,
-		 int64_t S, int64_t D, int64_t cap, int64_t pos, const float *cos, const float *sin,
-		 int64_t cs_b, int64_t cs_s, int64_t R, int inter)
+mkc_cache_append(float *MKC_RESTRICT y, uint16_t *MKC_RESTRICT yh, const float *MKC_RESTRICT x,
+		 int64_t B, int64_t H, int64_t S, int64_t D, int64_t cap, int64_t pos,
+		 const float *cos, const float *sin, int64_t cs_b, int64_t cs_s, int64_t R, int inter)
 {
 	const int64_t half = cos ? R / 2 : 0, W = D - half;   /* lanes a row */
 	for (int64_t p = MKC_LANE; p < B * H * S * W; p += MKC_NLANES) {
 		const int64_t row = p / W, i = p % W;   /* row: (b * H + h) * S + s */
 		const int64_t s = row % S, bh = row / S;
 		const float *px = x + row * D;
-		float *py = y + (bh * cap + pos + s) * D;
+		const int64_t at = (bh * cap + pos + s) * D;
 		if (i >= half) {
-			py[i + half] = px[i + half];
+			mkc_cache_put(y, yh, at + i + half, px[i + half]);
 			continue;
 		}
 		const int64_t c = bh / H * cs_b + s * cs_s;
-		mkc_rope_pair(py, px, inter ? 2 * i : i, inter ? 2 * i + 1 : i + half, cos[c + i],
-			      sin[c + i]);
+		const int64_t i1 = inter ? 2 * i : i, i2 = inter ? 2 * i + 1 : i + half;
+		float r[2];
+		mkc_rope_pair(r, px, i1, i2, 0, 1, cos[c + i], sin[c + i]);
+		mkc_cache_put(y, yh, at + i1, r[0]);
+		mkc_cache_put(y, yh, at + i2, r[1]);
 	}
 }

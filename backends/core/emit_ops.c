@@ -112,8 +112,8 @@ unsupported(mkc_emitter *e, const mkc_node *n, const char *why)
 			      e->t->name, why);
 }
 
-/* Declares pointer, dims and strides of one tensor. */
-/* A weight kept as bf16 is read through mkc_rt_bf16; everything else directly. */
+/* A weight or KV cache (passes/kv.c) kept as bf16 is read through
+ * mkc_rt_bf16; everything else directly. */
 static bool
 is_bf16(const mkc_tensor *t)
 {
@@ -135,6 +135,7 @@ vec_args(char *buf, const mkc_node *n, int k)
 	return buf;
 }
 
+/* Declares pointer, dims and strides of one tensor. */
 static void
 decl(mkc_emitter *e, const char *var, const mkc_tensor *t, bool out)
 {
@@ -923,13 +924,16 @@ emit_attn_part(mkc_emitter *e, const mkc_node *n)
 	fprintf(f, "\tconst int64_t B = x0_d[0], Sq = x0_d[2], D = x0_d[3], L = x1_d[2];\n"
 		"\tconst int64_t C = %lld, G = x0_d[1] / x1_d[1];\n", (long long)c);
 	int64_t grp = n->in[0]->shape[1].c / n->in[1]->shape[1].c;
-	if (e->t->warp == 32 && d % 32 == 0 && d <= 256 && grp <= 8) {
+	if (e->t->warp == 32 && d % 32 == 0 && d <= 256 && grp <= 8 &&
+	    is_bf16(n->in[1]) == is_bf16(n->in[2])) {
+		/* the element type of the caches (float or uint16_t) from x1 and x2 */
 		fprintf(f, "\t(void)D;\n\t(void)G;\n\tmkc_attn_part<%lld, %lld>(x0, x0_s, x1, x1_s, x2, x2_s, y, y_s, "
 			"B, Sq, L, C, lo[1], hi[1], scale);\n", (long long)d, (long long)grp);
 		return 0;
 	}
-	fputs("\tmkc_attn_part_c(x0, x0_s, x1, x1_s, x2, x2_s, y, y_s, B, Sq, D, L, C, G, lo[1], hi[1], "
-	      "scale);\n", f);
+	char ka[32], va[32];
+	fprintf(f, "\tmkc_attn_part_c(x0, x0_s, %s, x1_s, %s, x2_s, y, y_s, B, Sq, D, L, C, G, lo[1], "
+		"hi[1], scale);\n", vec_args(ka, n, 1), vec_args(va, n, 2));
 	return 0;
 }
 
@@ -950,7 +954,8 @@ emit_attn_merge(mkc_emitter *e, const mkc_node *n)
  * cache axis. The box is those positions; the input is dense. A float
  * cache [B, H, cap, D] takes backends/c/cache.h's body, which also rotates
  * the positions for fuse_rope's CacheAppend(x, cos, sin); other layouts
- * move the box's elements with backends/c/data.h's mkc_strided.
+ * move the box's elements with backends/c/data.h's mkc_strided. A bf16
+ * cache (passes/kv.c) is always the former.
  */
 static int
 emit_cache_append(mkc_emitter *e, const mkc_node *n)
@@ -960,8 +965,8 @@ emit_cache_append(mkc_emitter *e, const mkc_node *n)
 	decl_all(e, n);
 	if (y->rank == 4 && y->cap_axis == 2 && y->dtype == MKC_DT_FLOAT &&
 	    n->in[0]->dtype == MKC_DT_FLOAT) {
-		fprintf(e->f, "\tmkc_cache_append(y, x0, x0_d[0], x0_d[1], x0_d[2], x0_d[3], %lldLL, lo[2], ",
-			(long long)y->cap);
+		fprintf(e->f, "\tmkc_cache_append(%s, x0, x0_d[0], x0_d[1], x0_d[2], x0_d[3], %lldLL, "
+			"lo[2], ", is_bf16(y) ? "NULL, y" : "y, NULL", (long long)y->cap);
 		if (k->rotary)
 			fprintf(e->f, "x1, x2, x1_s[0], x1_s[1], %lldLL ? %lldLL : x0_d[3], %d);\n",
 				(long long)k->rot_dim, (long long)k->rot_dim, k->interleaved);
@@ -972,6 +977,8 @@ emit_cache_append(mkc_emitter *e, const mkc_node *n)
 	}
 	if (k->rotary)
 		return unsupported(e, n, "a rotated append into a cache not [B, H, positions, D]");
+	if (is_bf16(y))
+		return unsupported(e, n, "a bf16 cache not [B, H, positions, D]");
 	/* element idx of the box is x0's idx - lo[cap_axis] along the cache axis */
 	fprintf(e->f, "\tmkc_strided(y, y_s, x0, -lo[%d] * x0_s[%d], x0_s, %d, %d, lo, hi);\n",
 		y->cap_axis, y->cap_axis, y->rank, esize(y));

@@ -23,14 +23,15 @@
  * At the end the warps' (maximum, sum, accumulator) meet in shared memory.
  * Every lane of the block calls it (it synchronises the block).
  *
- * The key and value rows are float32, the head size D a multiple of 32
- * (at most 256), no mask and no soft cap: emit_ops.c checks all that and
- * uses the general body otherwise.
+ * The key and value rows are float32 (the parts also take a bf16 cache,
+ * T = uint16_t: passes/kv.c), the head size D a multiple of 32 (at most
+ * 256), no mask and no soft cap: emit_ops.c checks all that and uses the
+ * general body otherwise.
  */
 
 #define MKC_ATTN_WARPS (MKC_THREADS / 32)
 
-/* 1: the cache's loads written in PTX (mkc_attn_ld4), as matvec.cuh's */
+/* 1: the cache's loads written in PTX (mkc_attn_ld16, ld4, ld2), as matvec.cuh's */
 #ifndef MKC_PTX_LOADS
 #define MKC_PTX_LOADS 1
 #endif
@@ -150,68 +151,143 @@ mkc_attn_rows(const float *q, const int64_t *qs, const float *k, const int64_t *
 }
 
 /*
- * A predicated load of the cache: the registers it returns are the load's
+ * Predicated loads of the cache: the registers they return are the load's
  * own, zeros when !on. Written as a select (on ? *p : 0), the compiler
  * loads into other registers and moves them, and the move waits for the
  * load at once (see matvec.cuh's mkc_ld16). Plain ld.global: the caches
  * are written in the same launch, before the wait that orders this read.
+ * The bits come back as they are stored (float32, or bf16 in the low
+ * half); mkc_attn_val widens them where they are used, not where loaded.
  */
-static __device__ __forceinline__ float4 MKC_UNUSED
-mkc_attn_ld4(const float *p, bool on)
+static __device__ __forceinline__ uint4 MKC_UNUSED
+mkc_attn_ld16(const void *p, bool on)
 {
-	float4 v = make_float4(0, 0, 0, 0);
+	uint4 v = make_uint4(0, 0, 0, 0);
 #if MKC_PTX_LOADS
 	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %5, 0;\n\t"
-		     "@p ld.global.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];\n\t}"
-		     : "+f"(v.x), "+f"(v.y), "+f"(v.z), "+f"(v.w)
+		     "@p ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
+		     : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
 		     : "l"(__cvta_generic_to_global(p)), "r"((int)on));
 #else
 	if (on)
-		v = *(const float4 *)p;
+		v = *(const uint4 *)p;
 #endif
 	return v;
 }
 
-static __device__ __forceinline__ float MKC_UNUSED
-mkc_attn_ld1(const float *p, bool on)
+static __device__ __forceinline__ uint32_t MKC_UNUSED
+mkc_attn_ld4(const void *p, bool on)
 {
-	float v = 0;
+	uint32_t v = 0;
 #if MKC_PTX_LOADS
 	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t"
-		     "@p ld.global.L1::no_allocate.f32 %0, [%1];\n\t}"
-		     : "+f"(v) : "l"(__cvta_generic_to_global(p)), "r"((int)on));
+		     "@p ld.global.L1::no_allocate.b32 %0, [%1];\n\t}"
+		     : "+r"(v) : "l"(__cvta_generic_to_global(p)), "r"((int)on));
 #else
 	if (on)
-		v = *p;
+		v = *(const uint32_t *)p;
+#endif
+	return v;
+}
+
+static __device__ __forceinline__ uint32_t MKC_UNUSED
+mkc_attn_ld2(const void *p, bool on)
+{
+	uint32_t v = 0;
+#if MKC_PTX_LOADS
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t"
+		     "@p ld.global.L1::no_allocate.u16 %0, [%1];\n\t}"
+		     : "+r"(v) : "l"(__cvta_generic_to_global(p)), "r"((int)on));
+#else
+	if (on)
+		v = *(const uint16_t *)p;
 #endif
 	return v;
 }
 
 /*
- * A warp's keys and values for one round of mkc_attn_group: positions
- * base .. base + 32 / (D / 16) (those below t1; zeros for the rest, so
- * that a weight of 0 meets a value of 0). Lane i reads 16 floats of the
- * key of position base + i / (D / 16) (four 16-byte loads, the lanes of a
- * position side by side) and elements i, i + 32, ... of every value row.
- * All of them are independent: one trip to memory for the round.
+ * How mkc_attn_group spreads a round over a warp, for head size D and the
+ * cache's element type T (float, or uint16_t for bf16). A key row is read
+ * by KL lanes, 16 elements each in NK 16-byte loads (load i of lane l
+ * holds elements V * (l % KL + KL * i) on), so a warp scores PW positions
+ * a round; a lane holds elements l, l + 32, ... (J of them) of each of
+ * those positions' value rows.
+ * (Measured, session 11: a bf16 cache read 32 key elements and two values
+ * a lane, twice the positions a round in the same registers on paper,
+ * made the 1B kernel spill and its step 70 us slower at every context.)
  */
-template <int D>
-static __device__ __forceinline__ void
-mkc_attn_fetch(const float *pk, int64_t kst, const float *pv, int64_t vst, int64_t base,
-	       int64_t t1, float4 (&kv)[4], float (&vv)[32 / (D / 16)][D / 32])
+template <int D, typename T>
+struct mkc_attn_shape {
+	static constexpr int V = 16 / (int)sizeof(T);
+	static constexpr int NK = 16 / V;
+	static constexpr int KL = D / 16;
+	static constexpr int PW = 32 / KL;
+	static constexpr int J = D / 32;
+};
+
+/* A loaded value's bits as a float: float32, or bf16 in the low half. */
+static __device__ __forceinline__ float MKC_UNUSED
+mkc_attn_val(uint32_t w, float)
 {
-	constexpr int KL = D / 16, PW = 32 / KL, J = D / 32;
+	return __uint_as_float(w);
+}
+
+static __device__ __forceinline__ float MKC_UNUSED
+mkc_attn_val(uint32_t w, uint16_t)
+{
+	return __uint_as_float(w << 16);
+}
+
+/*
+ * A warp's keys and values for one round of mkc_attn_group: positions
+ * base .. base + PW (those below t1; zeros for the rest, so that a weight
+ * of 0 meets a value of 0), laid out as mkc_attn_shape says. All the loads
+ * are independent: one trip to memory for the round.
+ */
+template <int D, typename T, typename S = mkc_attn_shape<D, T>>
+static __device__ __forceinline__ void
+mkc_attn_fetch(const T *pk, int64_t kst, const T *pv, int64_t vst, int64_t base, int64_t t1,
+	       uint4 (&kv)[S::NK], uint32_t (&vv)[S::PW][S::J])
+{
 	const int lane = threadIdx.x & 31;
-	const int64_t t = base + lane / KL;
-	const float *kr = pk + t * kst + 4 * (lane % KL);
+	const int64_t t = base + lane / S::KL;
+	const T *kr = pk + t * kst + S::V * (lane % S::KL);
 #pragma unroll
-	for (int i = 0; i < 4; i++)
-		kv[i] = mkc_attn_ld4(kr + 4 * KL * i, t < t1);
+	for (int i = 0; i < S::NK; i++)
+		kv[i] = mkc_attn_ld16(kr + S::V * S::KL * i, t < t1);
 #pragma unroll
-	for (int p = 0; p < PW; p++)
+	for (int p = 0; p < S::PW; p++)
 #pragma unroll
-		for (int j = 0; j < J; j++)
-			vv[p][j] = mkc_attn_ld1(pv + (base + p) * vst + lane + 32 * j, base + p < t1);
+		for (int j = 0; j < S::J; j++) {
+			const T *w = pv + (base + p) * vst + lane + 32 * j;
+			vv[p][j] = sizeof(T) == 4 ? mkc_attn_ld4(w, base + p < t1)
+						  : mkc_attn_ld2(w, base + p < t1);
+		}
+}
+
+/* dot += q[0..V) . the V elements of T in the 16 bytes k, in order. */
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_attn_dot16(float &dot, const float4 *q, uint4 k, float)
+{
+	const float4 a = q[0];
+	dot += a.x * __uint_as_float(k.x);
+	dot += a.y * __uint_as_float(k.y);
+	dot += a.z * __uint_as_float(k.z);
+	dot += a.w * __uint_as_float(k.w);
+}
+
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_attn_dot16(float &dot, const float4 *q, uint4 k, uint16_t)
+{
+	const float4 a = q[0], b = q[1];
+	dot += a.x * __uint_as_float(k.x << 16);
+	dot += a.y * __uint_as_float(k.x & 0xffff0000u);
+	dot += a.z * __uint_as_float(k.y << 16);
+	dot += a.w * __uint_as_float(k.y & 0xffff0000u);
+	dot += b.x * __uint_as_float(k.z << 16);
+	dot += b.y * __uint_as_float(k.z & 0xffff0000u);
+	dot += b.z * __uint_as_float(k.w << 16);
+	dot += b.w * __uint_as_float(k.w & 0xffff0000u);
 }
 
 /*
@@ -219,27 +295,21 @@ mkc_attn_fetch(const float *pk, int64_t kst, const float *pv, int64_t vst, int64
  * base .. (keys kv, values vv, fetched by mkc_attn_fetch) folded into the
  * running maximum mx, sum and accumulator acc of each row.
  */
-template <int D, int G>
+template <int D, int G, typename T, typename S = mkc_attn_shape<D, T>>
 static __device__ __forceinline__ void
-mkc_attn_round(const float4 (*qsh)[D / 4], const float4 (&kv)[4],
-	       const float (&vv)[32 / (D / 16)][D / 32], bool live, float scale, float *mx,
-	       float *sum, float (*acc)[D / 32])
+mkc_attn_round(const float4 (*qsh)[D / 4], const uint4 (&kv)[S::NK],
+	       const uint32_t (&vv)[S::PW][S::J], bool live, float scale, float *mx, float *sum,
+	       float (*acc)[S::J])
 {
-	constexpr int KL = D / 16, PW = 32 / KL, J = D / 32;
-	const int sub = (threadIdx.x & 31) % KL;
+	const int sub = (threadIdx.x & 31) % S::KL;
 #pragma unroll
 	for (int g = 0; g < G; g++) {
 		float dot = 0;
 #pragma unroll
-		for (int i = 0; i < 4; i++) {
-			const float4 a = qsh[g][sub + KL * i];
-			dot += a.x * kv[i].x;
-			dot += a.y * kv[i].y;
-			dot += a.z * kv[i].z;
-			dot += a.w * kv[i].w;
-		}
+		for (int i = 0; i < S::NK; i++)
+			mkc_attn_dot16(dot, &qsh[g][S::V / 4 * (sub + S::KL * i)], kv[i], T());
 #pragma unroll
-		for (int o = KL / 2; o > 0; o >>= 1)
+		for (int o = S::KL / 2; o > 0; o >>= 1)
 			dot += __shfl_xor_sync(0xffffffffu, dot, o);
 		const float sc = live ? dot * scale : -INFINITY;
 		float cm = sc;
@@ -255,14 +325,14 @@ mkc_attn_round(const float4 (*qsh)[D / 4], const float4 (&kv)[4],
 		sum[g] = sum[g] * r + ps;
 		mx[g] = nm;
 #pragma unroll
-		for (int j = 0; j < J; j++)
+		for (int j = 0; j < S::J; j++)
 			acc[g][j] *= r;
 #pragma unroll
-		for (int q = 0; q < PW; q++) {
-			const float w = __shfl_sync(0xffffffffu, p, q * KL);
+		for (int q = 0; q < S::PW; q++) {
+			const float w = __shfl_sync(0xffffffffu, p, q * S::KL);
 #pragma unroll
-			for (int j = 0; j < J; j++)
-				acc[g][j] += w * vv[q][j];
+			for (int j = 0; j < S::J; j++)
+				acc[g][j] += w * mkc_attn_val(vv[q][j], T());
 		}
 	}
 }
@@ -273,55 +343,58 @@ mkc_attn_round(const float4 (*qsh)[D / 4], const float4 (&kv)[4],
  * results: part + g * pst holds row g's D unnormalised sums, its maximum
  * score and its sum of exp(score - maximum).
  *
- * A round is 32 / (D / 16) positions a warp (8 for D = 64) and eight
- * warps: D / 16 lanes share a key row, so a round's keys and values are
- * one load each a lane, all issued at once, and the next round's are
- * issued before this one's scores are computed. A position's score, for
- * all G rows from the one load of its key, is summed over its lanes; the
- * warp folds the round into its running maximum and sum (an online
- * softmax); lane i adds weight * value for output elements i, i + 32, ...
- * At the end the warps' (maximum, sum, accumulator) meet in shared memory.
+ * A round is PW positions a warp (mkc_attn_shape: 8 for D = 64) and eight
+ * warps: KL lanes share a key row, so a round's keys and values are a few
+ * loads each a lane, all issued at once,
+ * and the next round's are issued before this one's scores are computed.
+ * A position's score, for all G rows from the one load of its key, is
+ * summed over its lanes; the warp folds the round into its running maximum
+ * and sum (an online softmax); lane i adds weight * value for output
+ * elements i, i + 32, ... At the end the warps' (maximum, sum,
+ * accumulator) meet in shared memory.
  * (The body before gave a lane a whole position: at context 1024 two of
  * the eight warps had work, and the values came in eight dependent trips.
  * Measured alone, bench/attn.cu on an H200, a part of the Llama-3.2-1B
  * shape at context 1024 went from 12.6 to 4.7 us; the 1B step from 1.372
  * to 1.321 ms.)
  */
-template <int D, int G>
+template <int D, int G, typename T>
 static __device__ void
-mkc_attn_group(const float *pq, int64_t qst, const float *pk, int64_t kst, const float *pv,
-	       int64_t vst, int64_t t0, int64_t t1, float scale, float *part, int64_t pst)
+mkc_attn_group(const float *pq, int64_t qst, const T *pk, int64_t kst, const T *pv, int64_t vst,
+	       int64_t t0, int64_t t1, float scale, float *part, int64_t pst)
 {
 	static_assert(D % 32 == 0 && D <= 256 && G >= 1 && G <= 8, "head size, group");
-	constexpr int KL = D / 16, PW = 32 / KL, J = D / 32, NW = MKC_ATTN_WARPS, R = NW * PW;
+	typedef mkc_attn_shape<D, T> S;
+	constexpr int NW = MKC_ATTN_WARPS, R = NW * S::PW;
 	__shared__ float4 qsh[G][D / 4];
 	__shared__ float wm[NW][G], wsum[NW][G], wacc[NW][G][D];
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	float4 ka[4], kb[4];
-	float va[PW][J], vb[PW][J];
-	mkc_attn_fetch<D>(pk, kst, pv, vst, t0 + (int64_t)warp * PW, t1, ka, va);
+	uint4 ka[S::NK], kb[S::NK];
+	uint32_t va[S::PW][S::J], vb[S::PW][S::J];
+	mkc_attn_fetch<D>(pk, kst, pv, vst, t0 + (int64_t)warp * S::PW, t1, ka, va);
 	__syncthreads();   /* the last call's reads of qsh and wacc are done */
 	for (int i = threadIdx.x; i < G * D; i += blockDim.x)
 		((float *)qsh)[i] = pq[i / D * qst + i % D];
 	__syncthreads();
-	float mx[G], sum[G], acc[G][J];
+	float mx[G], sum[G], acc[G][S::J];
 #pragma unroll
 	for (int g = 0; g < G; g++) {
 		mx[g] = -INFINITY;
 		sum[g] = 0;
 #pragma unroll
-		for (int j = 0; j < J; j++)
+		for (int j = 0; j < S::J; j++)
 			acc[g][j] = 0;
 	}
 	/* two register sets in turn (a, b), so that no copy waits for the
 	 * round behind: while one round is summed the next is in flight */
-	for (int64_t base = t0 + (int64_t)warp * PW; base < t1; base += 2 * R) {
+	for (int64_t base = t0 + (int64_t)warp * S::PW; base < t1; base += 2 * R) {
 		mkc_attn_fetch<D>(pk, kst, pv, vst, base + R, t1, kb, vb);
-		mkc_attn_round<D, G>(qsh, ka, va, base + lane / KL < t1, scale, mx, sum, acc);
+		mkc_attn_round<D, G, T>(qsh, ka, va, base + lane / S::KL < t1, scale, mx, sum, acc);
 		if (base + R >= t1)
 			break;
 		mkc_attn_fetch<D>(pk, kst, pv, vst, base + 2 * R, t1, ka, va);
-		mkc_attn_round<D, G>(qsh, kb, vb, base + R + lane / KL < t1, scale, mx, sum, acc);
+		mkc_attn_round<D, G, T>(qsh, kb, vb, base + R + lane / S::KL < t1, scale, mx, sum,
+					acc);
 	}
 #pragma unroll
 	for (int g = 0; g < G; g++) {
@@ -330,7 +403,7 @@ mkc_attn_group(const float *pq, int64_t qst, const float *pk, int64_t kst, const
 			wsum[warp][g] = sum[g];
 		}
 #pragma unroll
-		for (int j = 0; j < J; j++)
+		for (int j = 0; j < S::J; j++)
 			wacc[warp][g][lane + 32 * j] = acc[g][j];
 	}
 	__syncthreads();
@@ -358,18 +431,19 @@ mkc_attn_group(const float *pq, int64_t qst, const float *pk, int64_t kst, const
  * AttnPart (passes/split_attn.c): rows r0..r1 of part [B, Hk * C, G * Sq,
  * D + 2], row r being key head r / C over chunk r % C of the L positions,
  * for each of the G query heads of that key head and each query position.
+ * The caches k and v are float32 (T float) or bf16 (T uint16_t).
  */
-template <int D, int G>
+template <int D, int G, typename T>
 static __device__ __noinline__ void MKC_UNUSED
-mkc_attn_part(const float *q, const int64_t *qs, const float *k, const int64_t *ks,
-	      const float *v, const int64_t *vs, float *part, const int64_t *ps, int64_t B,
+mkc_attn_part(const float *q, const int64_t *qs, const T *k, const int64_t *ks, const T *v,
+	      const int64_t *vs, float *part, const int64_t *ps, int64_t B,
 	      int64_t Sq, int64_t L, int64_t C, int64_t r0, int64_t r1, float scale)
 {
 	for (int64_t b = 0; b < B; b++)
 		for (int64_t r = r0; r < r1; r++) {
 			const int64_t kh = r / C, c = r % C;
 			for (int64_t s = 0; s < Sq; s++)
-				mkc_attn_group<D, G>(q + b * qs[0] + kh * G * qs[1] + s * qs[2], qs[1],
+				mkc_attn_group<D, G, T>(q + b * qs[0] + kh * G * qs[1] + s * qs[2], qs[1],
 						     k + b * ks[0] + kh * ks[1], ks[2],
 						     v + b * vs[0] + kh * vs[1], vs[2], c * L / C,
 						     (c + 1) * L / C, scale,

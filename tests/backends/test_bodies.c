@@ -55,14 +55,17 @@ rel_err(const float *got, const double *want, size_t n)
 	return big > 0 ? err / big : err;
 }
 
-/* S new positions of H heads into a cache of cap at pos, rotated when R > 0 */
+/* S new positions of H heads into a cache of cap at pos, rotated when R >
+ * 0; in float32, or in bf16 (bf), each element then within bf16's rounding */
 static void
-cache_case(int H, int S, int D, int cap, int pos, int R, int inter)
+cache_case(int H, int S, int D, int cap, int pos, int R, int inter, bool bf)
 {
-	enum { MAXN = 2 * 4 * 128, MAXC = 4 * 64 };
-	float x[MAXN], cs[MAXC], sn[MAXC], y[8 * 64 * 128];
+	enum { MAXN = 2 * 4 * 128, MAXC = 4 * 64, MAXY = 8 * 64 * 128 };
+	float x[MAXN], cs[MAXC], sn[MAXC];
+	static float y[MAXY];
+	static uint16_t yh[MAXY];
 	double want[MAXN];
-	cr_assert(H * S * D <= MAXN && S * (R / 2) <= MAXC && H * cap * D <= 8 * 64 * 128);
+	cr_assert(H * S * D <= MAXN && S * (R / 2) <= MAXC && H * cap * D <= MAXY);
 	for (int i = 0; i < H * S * D; i++)
 		x[i] = urand();
 	for (int i = 0; i < S * (R / 2); i++) {
@@ -74,22 +77,34 @@ cache_case(int H, int S, int D, int cap, int pos, int R, int inter)
 			ref_rope(want + (h * S + s) * D, x + (h * S + s) * D, D, R, inter,
 				 cs + s * (R / 2), sn + s * (R / 2));
 	poison(y, (size_t)H * cap * D);
-	mkc_cache_append(y, x, 1, H, S, D, cap, pos, R ? cs : NULL, R ? sn : NULL, S * (R / 2), R / 2,
-			 R, inter);
+	for (int i = 0; i < H * cap * D; i++)
+		yh[i] = 0x7fc0;   /* a bf16 NaN */
+	mkc_cache_append(bf ? NULL : y, bf ? yh : NULL, x, 1, H, S, D, cap, pos, R ? cs : NULL,
+			 R ? sn : NULL, S * (R / 2), R / 2, R, inter);
+	if (bf)
+		for (int i = 0; i < H * cap * D; i++)
+			y[i] = mkc_rt_bf16(yh[i]);
 	float got[MAXN];
 	int stray = cache_unpack(y, H, S, D, cap, pos, got);
+	int far = 0;
+	for (int i = 0; bf && i < H * S * D; i++)
+		far += !(fabs(got[i] - want[i]) <= fabs(want[i]) / 256 + 1e-6);
 	double e = rel_err(got, want, (size_t)H * S * D);
-	cr_expect(e <= 1e-5, "mkc_cache_append H %d S %d D %d R %d inter %d: error %.2e", H, S, D, R,
-		  inter, e);
+	cr_expect(e <= (bf ? 4e-3 : 1e-5), "mkc_cache_append H %d S %d D %d R %d inter %d bf16 %d: "
+		  "error %.2e", H, S, D, R, inter, bf, e);
+	cr_expect_eq(far, 0, "mkc_cache_append in bf16: %d values off by more than bf16's rounding",
+		     far);
 	cr_expect_eq(stray, 0, "mkc_cache_append wrote %d values outside the new positions", stray);
 }
 
 Test(bodies, cache_append_rotates_and_writes_only_the_new_positions)
 {
-	cache_case(8, 1, 64, 40, 17, 64, 0);
-	cache_case(8, 1, 64, 40, 39, 64, 1);
-	cache_case(2, 3, 128, 16, 0, 32, 0);
-	cache_case(4, 2, 32, 8, 6, 0, 0);
+	for (int bf = 0; bf < 2; bf++) {
+		cache_case(8, 1, 64, 40, 17, 64, 0, bf);
+		cache_case(8, 1, 64, 40, 39, 64, 1, bf);
+		cache_case(2, 3, 128, 16, 0, 32, 0, bf);
+		cache_case(4, 2, 32, 8, 6, 0, 0, bf);
+	}
 }
 
 /* RotaryEmbedding of x [B, H, S, D] with each way of finding the cos/sin row */
@@ -132,13 +147,18 @@ Test(bodies, rotary_by_batch_and_position_by_position_ids_and_by_a_first_positio
 		}
 }
 
-/* flash-decoding's parts and merge against one softmax over all positions */
+/*
+ * flash-decoding's parts and merge against one softmax over all positions;
+ * with bf (passes/kv.c) the parts read the keys and values from bf16
+ * caches, and the reference takes the same rounded values.
+ */
 static void
-attn_case(int Hk, int G, int D, int L, int C)
+attn_case(int Hk, int G, int D, int L, int C, bool bf)
 {
 	enum { MAXQ = 16 * 64, MAXK = 4 * 200 * 64, MAXP = 4 * 16 * 8 * 66 };
 	const int Hq = Hk * G, cap = L + 3;
 	static float q[MAXQ], k[MAXK], v[MAXK], part[MAXP], y[MAXQ];
+	static uint16_t kh[MAXK], vh[MAXK];
 	double want[MAXQ];
 	cr_assert(Hq * D <= MAXQ && Hk * cap * D <= MAXK && Hk * C * G * (D + 2) <= MAXP);
 	for (int i = 0; i < Hq * D; i++)
@@ -146,6 +166,12 @@ attn_case(int Hk, int G, int D, int L, int C)
 	for (int i = 0; i < Hk * cap * D; i++) {
 		k[i] = urand();
 		v[i] = urand();
+		kh[i] = mkc_rt_to_bf16(k[i]);
+		vh[i] = mkc_rt_to_bf16(v[i]);
+		if (bf) {
+			k[i] = mkc_rt_bf16(kh[i]);
+			v[i] = mkc_rt_bf16(vh[i]);
+		}
 	}
 	const float scale = 1.0f / sqrtf((float)D);
 	ref_attention(want, q, k, v, Hq, G, D, L, cap, scale);
@@ -156,20 +182,22 @@ attn_case(int Hk, int G, int D, int L, int C)
 	poison(y, (size_t)Hq * D);
 	/* a few rows a tile, as tiles would have them */
 	for (int r = 0; r < Hk * C; r += 3)
-		mkc_attn_part_c(q, qs, k, ks, v, ks, part, ps, 1, 1, D, L, C, G, r,
-				r + 3 < Hk * C ? r + 3 : Hk * C, scale);
+		mkc_attn_part_c(q, qs, bf ? NULL : k, bf ? kh : NULL, ks, bf ? NULL : v, bf ? vh : NULL,
+				ks, part, ps, 1, 1, D, L, C, G, r, r + 3 < Hk * C ? r + 3 : Hk * C, scale);
 	mkc_attn_merge_c(part, ps, y, ys, 1, 1, D, C, G, 0, Hq);
 	double e = rel_err(y, want, (size_t)Hq * D);
-	cr_expect(e <= 1e-5, "mkc_attn_part_c + merge, Hk %d G %d D %d L %d C %d: error %.2e", Hk, G, D,
-		  L, C, e);
+	cr_expect(e <= 1e-5, "mkc_attn_part_c + merge, Hk %d G %d D %d L %d C %d bf16 %d: error %.2e",
+		  Hk, G, D, L, C, bf, e);
 }
 
 Test(bodies, attention_parts_and_merge_match_one_softmax)
 {
-	attn_case(2, 4, 64, 1, 16);   /* one position: every chunk but the last empty */
-	attn_case(2, 4, 64, 200, 16);
-	attn_case(4, 2, 32, 77, 3);
-	attn_case(1, 1, 128, 5, 8);
+	for (int bf = 0; bf < 2; bf++) {
+		attn_case(2, 4, 64, 1, 16, bf);   /* one position: every chunk but the last empty */
+		attn_case(2, 4, 64, 200, 16, bf);
+		attn_case(4, 2, 32, 77, 3, bf);
+		attn_case(1, 1, 128, 5, 8, bf);
+	}
 }
 
 /*

@@ -140,9 +140,9 @@ gemv_case(int n, int twice, bool two = false)
 	free(got);
 }
 
-template <int D, int G>
+template <int D, int G, typename T>
 static __global__ void
-part_kernel(const float *q, const int64_t *qs, const float *k, const int64_t *ks, const float *v,
+part_kernel(const float *q, const int64_t *qs, const T *k, const int64_t *ks, const T *v,
 	    float *part, const int64_t *ps, int64_t L, int64_t C, int64_t r0, int64_t r1, float scale)
 {
 	mkc_attn_part<D, G>(q, qs, k, ks, v, ks, part, ps, 1, 1, L, C, r0, r1, scale);
@@ -160,11 +160,12 @@ rows_kernel(const float *q, const int64_t *qs, const float *k, const int64_t *ks
  * Attention of Hk * G query heads (one position) over L positions of keys
  * and values laid out for cap positions: mkc_attn_rows for all heads, and
  * mkc_attn_part over C chunks for every (key head, chunk) merged on the
- * host as AttnMerge does.
+ * host as AttnMerge does; with bf, the parts again over the keys and values
+ * in bf16 (passes/kv.c), against the reference over the same rounded values.
  */
 template <int D, int G>
 static void
-attn_case(int hk, int64_t L, int64_t cap, int64_t C)
+attn_case(int hk, int64_t L, int64_t cap, int64_t C, bool bf = false)
 {
 	const int hq = hk * G;
 	const float scale = 1.0f / sqrtf((float)D);
@@ -173,9 +174,16 @@ attn_case(int hk, int64_t L, int64_t cap, int64_t C)
 	      *v = (float *)malloc(sizeof(float) * nk);
 	for (size_t i = 0; i < nq; i++)
 		q[i] = urand();
+	uint16_t *kh = (uint16_t *)malloc(2 * nk), *vh = (uint16_t *)malloc(2 * nk);
 	for (size_t i = 0; i < nk; i++) {
 		k[i] = urand();
 		v[i] = urand();
+		kh[i] = mkc_rt_to_bf16(k[i]);
+		vh[i] = mkc_rt_to_bf16(v[i]);
+		if (bf) {
+			k[i] = mkc_rt_bf16(kh[i]);
+			v[i] = mkc_rt_bf16(vh[i]);
+		}
 	}
 	double *want = (double *)malloc(sizeof(double) * nq);
 	ref_attention(want, q, k, v, hq, G, D, L, cap, scale);
@@ -183,6 +191,7 @@ attn_case(int hk, int64_t L, int64_t cap, int64_t C)
 	const int64_t ps[4] = {hk * C * G * (D + 2), G * (D + 2), D + 2, 1};
 	float *dq = (float *)dev_copy(q, sizeof(float) * nq), *dk = (float *)dev_copy(k, sizeof(float) * nk);
 	float *dv = (float *)dev_copy(v, sizeof(float) * nk), *dy, *dpart;
+	uint16_t *dkh = (uint16_t *)dev_copy(kh, 2 * nk), *dvh = (uint16_t *)dev_copy(vh, 2 * nk);
 	int64_t *dqs = (int64_t *)dev_copy(qs, sizeof qs), *dks = (int64_t *)dev_copy(ks, sizeof ks);
 	int64_t *dps = (int64_t *)dev_copy(ps, sizeof ps);
 	size_t npart = (size_t)hk * C * G * (D + 2);
@@ -193,8 +202,12 @@ attn_case(int hk, int64_t L, int64_t cap, int64_t C)
 	rows_kernel<D><<<1, MKC_THREADS>>>(dq, dqs, dk, dks, dv, dy, L, G, 0, hq, scale);
 	/* a block a few (key head, chunk) rows, as tiles would have them */
 	for (int64_t r = 0; r < hk * C; r += 3)
-		part_kernel<D, G><<<1, MKC_THREADS>>>(dq, dqs, dk, dks, dv, dpart, dps, L, C, r,
-						      r + 3 < hk * C ? r + 3 : hk * C, scale);
+		if (bf)
+			part_kernel<D, G, uint16_t><<<1, MKC_THREADS>>>(dq, dqs, dkh, dks, dvh, dpart, dps, L, C,
+								r, r + 3 < hk * C ? r + 3 : hk * C, scale);
+		else
+			part_kernel<D, G, float><<<1, MKC_THREADS>>>(dq, dqs, dk, dks, dv, dpart, dps, L, C, r,
+								     r + 3 < hk * C ? r + 3 : hk * C, scale);
 	CHECK(cudaGetLastError());
 	float *got = (float *)malloc(sizeof(float) * nq), *part = (float *)malloc(sizeof(float) * npart);
 	CHECK(cudaMemcpy(got, dy, sizeof(float) * nq, cudaMemcpyDeviceToHost));
@@ -219,12 +232,14 @@ attn_case(int hk, int64_t L, int64_t cap, int64_t C)
 			got[h * D + d] = sum > 0 ? acc / sum : 0;
 		}
 	}
-	snprintf(what, sizeof what, "mkc_attn_part<%d, %d>, %lld chunks, L %lld", D, G, (long long)C,
-		 (long long)L);
+	snprintf(what, sizeof what, "mkc_attn_part<%d, %d%s>, %lld chunks, L %lld", D, G,
+		 bf ? ", bf16" : "", (long long)C, (long long)L);
 	report(what, got, want, (int)nq, 1e-5);
 	cudaFree(dq);
 	cudaFree(dk);
 	cudaFree(dv);
+	cudaFree(dkh);
+	cudaFree(dvh);
 	cudaFree(dy);
 	cudaFree(dpart);
 	cudaFree(dqs);
@@ -233,26 +248,29 @@ attn_case(int hk, int64_t L, int64_t cap, int64_t C)
 	free(q);
 	free(k);
 	free(v);
+	free(kh);
+	free(vh);
 	free(want);
 	free(got);
 	free(part);
 }
 
 static __global__ void
-cache_kernel(float *y, const float *x, int64_t H, int64_t S, int64_t D, int64_t cap, int64_t pos,
-	     const float *cos, const float *sin, int64_t R, int inter)
+cache_kernel(float *y, uint16_t *yh, const float *x, int64_t H, int64_t S, int64_t D, int64_t cap,
+	     int64_t pos, const float *cos, const float *sin, int64_t R, int inter)
 {
-	mkc_cache_append(y, x, 1, H, S, D, cap, pos, cos, sin, S * (R / 2), R / 2, R, inter);
+	mkc_cache_append(y, yh, x, 1, H, S, D, cap, pos, cos, sin, S * (R / 2), R / 2, R, inter);
 }
 
 /*
  * mkc_cache_append (backends/c/cache.h): S new positions of H heads into a
  * cache of cap positions at pos, rotated when R > 0 (R dimensions of D,
  * halves or interleaved pairs), against the rotation in float64; the cache
- * is poisoned first and every position but the new ones must stay so.
+ * is poisoned first and every position but the new ones must stay so. With
+ * bf the cache is bf16 (passes/kv.c), and the bound bf16's rounding.
  */
 static void
-cache_case(int H, int S, int D, int cap, int pos, int R, int inter)
+cache_case(int H, int S, int D, int cap, int pos, int R, int inter, bool bf = false)
 {
 	const int n = H * S * D, half = R / 2;
 	float *x = (float *)malloc(sizeof(float) * n), cs[64], sn[64];
@@ -271,17 +289,19 @@ cache_case(int H, int S, int D, int cap, int pos, int R, int inter)
 	float *dx = (float *)dev_copy(x, sizeof(float) * n), *dc = (float *)dev_copy(cs, sizeof cs);
 	float *ds = (float *)dev_copy(sn, sizeof sn), *dy;
 	CHECK(cudaMalloc(&dy, sizeof(float) * ny));
-	CHECK(cudaMemset(dy, 0xff, sizeof(float) * ny));   /* NaN until written */
-	cache_kernel<<<1, MKC_THREADS>>>(dy, dx, H, S, D, cap, pos, R ? dc : NULL, R ? ds : NULL, R,
-					 inter);
+	CHECK(cudaMemset(dy, 0xff, sizeof(float) * ny));   /* NaN until written, in either type */
+	cache_kernel<<<1, MKC_THREADS>>>(bf ? NULL : dy, bf ? (uint16_t *)dy : NULL, dx, H, S, D, cap,
+					 pos, R ? dc : NULL, R ? ds : NULL, R, inter);
 	CHECK(cudaGetLastError());
 	float *all = (float *)malloc(sizeof(float) * ny), *got = (float *)malloc(sizeof(float) * n);
 	CHECK(cudaMemcpy(all, dy, sizeof(float) * ny, cudaMemcpyDeviceToHost));
+	for (size_t i = ny; bf && i-- > 0;)   /* widened in place, from the end */
+		all[i] = mkc_rt_bf16(((const uint16_t *)all)[i]);
 	const int stray = cache_unpack(all, H, S, D, cap, pos, got);
 	char what[96];
-	snprintf(what, sizeof what, "mkc_cache_append H %d S %d D %d R %d%s", H, S, D, R,
-		 inter ? " pairs" : "");
-	report(what, got, want, n, 1e-6);
+	snprintf(what, sizeof what, "mkc_cache_append H %d S %d D %d R %d%s%s", H, S, D, R,
+		 inter ? " pairs" : "", bf ? " bf16" : "");
+	report(what, got, want, n, bf ? 4e-3 : 1e-6);
 	if (stray) {
 		printf("%-44s FAIL  %d values written outside the new positions\n", what, stray);
 		failures++;
@@ -326,6 +346,11 @@ main(void)
 	cache_case(8, 1, 64, 80, 79, 64, 1);   /* interleaved pairs, the last position */
 	cache_case(2, 3, 128, 40, 0, 32, 0);   /* three positions, 32 of 128 rotated */
 	cache_case(8, 1, 64, 80, 5, 0, 0);     /* a value: copied */
+	attn_case<64, 4>(2, 1000, 1024, 16, true);   /* bf16 caches (passes/kv.c) */
+	attn_case<128, 2>(2, 4097, 4100, 8, true);
+	attn_case<32, 4>(1, 77, 80, 3, true);
+	cache_case(8, 1, 64, 80, 33, 64, 0, true);
+	cache_case(8, 1, 64, 80, 5, 0, 0, true);
 	printf("%s\n", failures ? "bodies: FAILED" : "bodies: all match the float64 reference");
 	return failures != 0;
 }

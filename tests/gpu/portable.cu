@@ -1070,8 +1070,10 @@ struct part_call {
 	const float *q;
 	const int64_t *qs;
 	const float *k;
+	const uint16_t *kh;
 	const int64_t *ks;
 	const float *v;
+	const uint16_t *vh;
 	output part;
 	const int64_t *ps;
 	int64_t B, Sq, D, L, C, G;
@@ -1079,8 +1081,8 @@ struct part_call {
 	float scale;
 	MKC_HD void operator()(int t) const
 	{
-		mkc_attn_part_c(q, qs, k, ks, v, ks, MINE_F(part), ps, B, Sq, D, L, C, G, rows[t],
-				rows[t + 1], scale);
+		mkc_attn_part_c(q, qs, k, kh, ks, v, vh, ks, MINE_F(part), ps, B, Sq, D, L, C, G,
+				rows[t], rows[t + 1], scale);
 	}
 };
 
@@ -1098,14 +1100,16 @@ struct merge_call {
 	}
 };
 
+/* bf: the keys and values in bf16 (passes/kv.c) */
 static void
-part_merge_case(int64_t L, int64_t C)
+part_merge_case(int64_t L, int64_t C, bool bf = false)
 {
 	begin();
 	const int64_t B = 2, Hk = 2, G = 4, Sq = 3, D = 24, cap = 40;
 	shape q = dense({B, Hk * G, Sq, D}), kv = dense({B, Hk, cap, D});
 	shape part = dense({B, Hk * C, G * Sq, D + 2});
-	part_call p = {rand_f(q.n), q.s, rand_f(kv.n), kv.s, rand_f(kv.n),
+	part_call p = {rand_f(q.n), q.s, bf ? NULL : rand_f(kv.n), bf ? rand_bf16(kv.n) : NULL, kv.s,
+		       bf ? NULL : rand_f(kv.n), bf ? rand_bf16(kv.n) : NULL,
 		       out_f(part.n), part.s, B, Sq, D, L, C, G,
 		       put<int64_t>({0, 3, Hk * C - 3, Hk * C}), 1.0f / sqrtf((float)D)};
 	run(p, 3);
@@ -1113,8 +1117,8 @@ part_merge_case(int64_t L, int64_t C)
 			put<int64_t>({0, 3, Hk * G})};
 	run(m, 2);
 	char what[96];
-	snprintf(what, sizeof what, "mkc_attn_part_c, L %lld in %lld chunks", (long long)L,
-		 (long long)C);
+	snprintf(what, sizeof what, "mkc_attn_part_c, L %lld in %lld chunks%s", (long long)L,
+		 (long long)C, bf ? ", bf16 caches" : "");
 	check(what, {p.part}, TOL);
 	snprintf(what, sizeof what, "mkc_attn_merge_c of those");
 	check(what, {m.y}, TOL);
@@ -1320,7 +1324,8 @@ struct append_call {
 	int inter;
 	MKC_HD void operator()(int) const
 	{
-		mkc_cache_append(MINE_F(y), x, B, H, S, D, cap, pos, cos, sin, cs_b, cs_s, R, inter);
+		mkc_cache_append(MINE_F(y), NULL, x, B, H, S, D, cap, pos, cos, sin, cs_b, cs_s, R,
+				 inter);
 	}
 };
 
@@ -1466,6 +1471,7 @@ main(void)
 	norm_gemm_case(true, true);
 	part_merge_case(37, 5);
 	part_merge_case(3, 5);   /* two chunks empty */
+	part_merge_case(37, 5, true);
 	attention_case(true);
 	attention_case(false);
 	gqa_case(5, 32, 0, 0);

@@ -52,4 +52,15 @@ mkc_rt_bf16(uint16_t b)
 	return f;
 }
 
+static __host__ __device__ inline uint16_t
+mkc_rt_to_bf16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	if ((x & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((x >> 16) | 0x40);
+	x += 0x7fffu + ((x >> 16) & 1);
+	return (uint16_t)(x >> 16);
+}
+
 #include "check.cuh"
