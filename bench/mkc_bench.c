@@ -10,8 +10,9 @@
  * tokens after one prompt token: N_NEW steps, all in one launch on CUDA,
  * from context CTX to CTX + N_NEW - 1. The host clock is read around the
  * call, which returns when the tokens are back on the host. ROW is the
- * float32 values one position of one cache holds (kv_heads x head_dim):
- * the caches mkc keeps are float32. Prints every repeat and the median in
+ * values one position of one cache holds (kv_heads x head_dim), in the
+ * type the caches are kept in (llama_cache_dtype: float32, or bf16 with
+ * mkc --kv bf16 or bf16 weights). Prints every repeat and the median in
  * milliseconds per token. With TRACE.json (a file compiled with mkc
  * --profile), the last repeat's timeline is written there. One process
  * serves every context, so the weights are loaded once.
@@ -52,7 +53,7 @@ nth(const char *list, int n)
 
 /* Times n_new tokens from context ctx, repeats times; the median. */
 static int
-bench(llama *m, const float *past, long long ctx, int n_new, int repeats, double *ms)
+bench(llama *m, const void *past, long long ctx, int n_new, int repeats, double *ms)
 {
 	int64_t toks[4096], prompt = 7;
 	for (int r = 0; r < repeats; r++) {
@@ -100,17 +101,26 @@ main(int argc, char **argv)
 		return 2;
 	}
 	size_t n = (size_t)most * (size_t)row;
+	const int bf16 = llama_num_caches() && llama_cache_dtype(0) == 16;
 	float *past = malloc(n * sizeof *past);
+	uint16_t *half = (uint16_t *)past;   /* the same values as bf16, in place */
 	double *ms = malloc((size_t)repeats * sizeof *ms);
 	if (!past || !ms) {
 		fprintf(stderr, "mkc_bench: out of memory\n");
 		return 1;
 	}
-	/* values of the size real keys and values have, never zeros */
+	/* values of the size real keys and values have, never zeros; for bf16
+	 * caches their top 16 bits, packed in place (half[i] overwrites bytes
+	 * of past[i / 2], already read) */
 	unsigned s = 12345u;
 	for (size_t i = 0; i < n; i++) {
 		s = s * 1103515245u + 12345u;
 		past[i] = (float)((int)(s >> 9 & 0xffff) - 32768) / 32768.0f;
+	}
+	for (size_t i = 0; bf16 && i < n; i++) {
+		uint32_t b;
+		memcpy(&b, &past[i], 4);
+		half[i] = (uint16_t)(b >> 16);
 	}
 	llama *m;
 	if (llama_create(&m, NULL) || llama_load_weights(m, argv[1])) {

@@ -13,7 +13,9 @@ per command, each well under 10 minutes):
      result with nvcc, timing both;
   4. decodes 16 greedy tokens with transformers in float32 over the same
      (bf16-rounded) weights and with mkc's one-launch generate, and refuses
-     to time a model whose tokens differ;
+     to time a model whose tokens differ (with --kv bf16, the default and
+     what mkc does for bf16 weights, transformers keeps its cache rounded
+     to bf16 as mkc does: tools/bf16_cache.py);
   5. times mkc per token at each context (the caches filled with random
      values by llama_cache_load; median of 3 runs of several tokens, one
      launch each), then in the same process PyTorch bf16: transformers eager
@@ -43,6 +45,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from bf16_cache import bf16_cache   # noqa: E402
 
 LLAMA3_ROPE = dict(rope_type="llama3", rope_theta=500000.0, factor=32.0, low_freq_factor=1.0,
                    high_freq_factor=4.0, original_max_position_embeddings=8192)
@@ -297,13 +301,13 @@ def time_eager(torch, model, ctx, dev, reps=3, per=8):
 
 # ---------------------------------------------------------------- mkc side
 
-def mkc_build(folder, work, target, profile, logf, workers):
+def mkc_build(folder, work, target, profile, logf, workers, kv):
     """Compiles folder with mkc (and nvcc); returns the seconds of each."""
     ext = "cu" if target == "cuda" else "c"
     sub = os.path.join(work, "prof" if profile else "plain")
     os.makedirs(sub, exist_ok=True)
     src = os.path.join(sub, f"llama.{ext}")
-    flags = f"--workers {workers} --max-seq {MAX_SEQ} --max-dim {MAX_SEQ}"
+    flags = f"--workers {workers} --max-seq {MAX_SEQ} --max-dim {MAX_SEQ} --kv {kv}"
     if profile:
         flags += " --profile-steps 1"
     t_mkc, _ = sh(f"{ROOT}/build/mkc {folder} -o {src} {flags}", logf)
@@ -364,7 +368,12 @@ def run(a):
     log(f"{a.shape}: bandwidth read {res['read_GBps']} GB/s, copy {res['copy_GBps']} GB/s")
 
     model = make_model(torch, transformers, family, cfg, dev)
-    ref_toks, ref_logits = greedy(torch, model, FIRST_TOKEN, PARITY_STEPS, dev)
+    res["kv"] = a.kv
+    if a.kv == "bf16":
+        with bf16_cache(torch):
+            ref_toks, ref_logits = greedy(torch, model, FIRST_TOKEN, PARITY_STEPS, dev)
+    else:
+        ref_toks, ref_logits = greedy(torch, model, FIRST_TOKEN, PARITY_STEPS, dev)
     inv = model.model.rotary_emb.inv_freq.clone()
     model.to(torch.bfloat16)
     model.model.rotary_emb.inv_freq = inv   # keep rotary frequencies float32, as loaded
@@ -374,7 +383,7 @@ def run(a):
         f"reference tokens {ref_toks} ({time.time() - t0:.0f} s)")
 
     sub, res["mkc_compile_s"], res["cc_compile_s"] = mkc_build(folder, work, a.target, False,
-                                                                logf, a.workers)
+                                                                logf, a.workers, a.kv)
     log(f"{a.shape}: mkc {res['mkc_compile_s']:.1f} s, {'nvcc' if a.target == 'cuda' else 'cc'} "
         f"{res['cc_compile_s']:.1f} s")
     _, out = sh(f"{sub}/generate {folder} {PARITY_STEPS} {FIRST_TOKEN}", logf)
@@ -382,7 +391,7 @@ def run(a):
     res["parity"] = {"reference": ref_toks, "mkc": toks, "same": toks == ref_toks}
     if toks != ref_toks:
         where = next(i for i, (x, y) in enumerate(zip(toks, ref_toks)) if x != y)
-        res["error"] = (f"mkc's tokens differ from transformers (float32) from token {where}: "
+        res["error"] = (f"mkc's tokens (--kv {a.kv}) differ from transformers (float32) from token {where}: "
                         f"{toks[where:where + 4]} vs {ref_toks[where:where + 4]}; not timed")
         log(f"{a.shape}: {res['error']}")
         json.dump(res, open(os.path.join(a.out, f"{a.shape}.json"), "w"), indent=1)
@@ -420,7 +429,7 @@ def run(a):
 
     if a.profile:
         psub, _, res["cc_compile_profile_s"] = mkc_build(folder, work, a.target, True, logf,
-                                                          a.workers)
+                                                          a.workers, a.kv)
         mid = a.contexts[len(a.contexts) // 2]
         trace = os.path.join(a.out, f"{a.shape}_ctx{mid}.trace.json")
         res["profile"] = {"context": mid, "trace": os.path.basename(trace), "overhead": []}
@@ -449,7 +458,8 @@ def table(res):
              f"bf16 weights {res['weights_bytes'] / 1e9:.2f} GB; measured read bandwidth "
              f"{bw or 0:.0f} GB/s (copy {res.get('copy_GBps') or 0:.0f}); mkc compile "
              f"{res['mkc_compile_s']:.1f} s, nvcc {res['cc_compile_s']:.1f} s; "
-             f"{PARITY_STEPS} greedy tokens identical to transformers float32; torch "
+             f"KV caches {res.get('kv', 'f32')}; {PARITY_STEPS} greedy tokens identical to "
+             f"transformers float32{' (its cache rounded to bf16 as mkc keeps it)' if res.get('kv') == 'bf16' else ''}; torch "
              f"{res['torch']}, transformers {res['transformers']}.", "",
              "| context | mkc ms/token | GB/s | % of read bw | floor ms | eager ms | graph ms "
              "| mkc / eager | mkc / graph |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -521,6 +531,8 @@ def main(argv):
     r.add_argument("--workers", type=int, default=132)
     r.add_argument("--device", default="cuda", help="cuda, or cpu to try the script")
     r.add_argument("--target", default="cuda", choices=("cuda", "c"))
+    r.add_argument("--kv", default="bf16", choices=("bf16", "f32"),
+                   help="mkc --kv: the caches' type (bf16, mkc's default for bf16 weights)")
     p = sp.add_parser("report", help="append results to RESULTS.md and draw the picture")
     p.add_argument("dirs", nargs="+")
     p.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"))

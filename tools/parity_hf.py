@@ -10,6 +10,12 @@ the folder with mkc for CUDA, build examples/decode.c against it, decode
 the same tokens, and compare. Prints one line per configuration: tokens
 identical or where they first differ, and the time per step of each.
 
+The KV cache: mkc keeps a bf16 configuration's caches in bf16 (mkc --kv,
+default; --kv f32 here compiles with float32 caches). The reference then
+keeps its cache rounded to bf16 the same way (tools/bf16_cache.py), so the
+tokens must still be identical; the line also says how many agree with a
+float32 cache.
+
 Needs torch and transformers (the GPU machine has them), nvcc, and
 build/mkc (with libcjson on LD_LIBRARY_PATH).
 """
@@ -24,6 +30,8 @@ import torch
 import transformers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from bf16_cache import bf16_cache   # noqa: E402
 
 SMALL = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8,
              num_key_value_heads=2, head_dim=32, intermediate_size=512, vocab_size=1024,
@@ -135,11 +143,11 @@ def run(cmd, log, timeout):
                               timeout=timeout).returncode
 
 
-def mkc_greedy(folder, first, steps, workers):
+def mkc_greedy(folder, first, steps, workers, kv):
     log = os.path.join(folder, "mkc.log")
     cu = os.path.join(folder, "llama.cu")
     cmds = [
-        f"{ROOT}/build/mkc {folder} -o {cu} --workers {workers}",
+        f"{ROOT}/build/mkc {folder} -o {cu} --workers {workers} --kv {kv}",
         f"nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -c {cu} -o {folder}/llama.o",
         f"cc -DDECODE_CUDA -I{folder} -I/usr/local/cuda/include -c {ROOT}/examples/decode.c "
         f"-o {folder}/decode.o",
@@ -187,6 +195,8 @@ def main(argv):
     ap.add_argument("--first", type=int, default=7)
     ap.add_argument("--workers", type=int, default=132)
     ap.add_argument("--only", help="comma-separated configuration names")
+    ap.add_argument("--kv", choices=("f32", "bf16"),
+                    help="mkc --kv for every configuration (default: mkc's, bf16 for bf16 weights)")
     args = ap.parse_args(argv[1:])
     os.makedirs(args.outdir, exist_ok=True)
     print(f"transformers {transformers.__version__}, torch {torch.__version__}, "
@@ -212,10 +222,16 @@ def main(argv):
             del bf
             note = (f"; transformers in bf16 arithmetic: {bf16_agree(bf_toks)} "
                     f"({bf_per * 1e3:.3f} ms per step)")
-        ref, hf_per, ref_logits = hf_greedy(model, args.first, args.steps)
+        kv = args.kv or ("f32" if dtype == torch.float32 else "bf16")
+        if kv == "bf16":
+            with bf16_cache(torch):
+                ref, hf_per, ref_logits = hf_greedy(model, args.first, args.steps)
+            ref32, _, _ = hf_greedy(model, args.first, args.steps)
+        else:
+            ref, hf_per, ref_logits = hf_greedy(model, args.first, args.steps)
         del model
         torch.cuda.empty_cache()
-        toks, mkc_per, gen = mkc_greedy(folder, args.first, args.steps, args.workers)
+        toks, mkc_per, gen = mkc_greedy(folder, args.first, args.steps, args.workers, kv)
         if toks is None:
             err = gen
             print(f"{name}: mkc {err}", flush=True)
@@ -223,6 +239,10 @@ def main(argv):
             continue
         if note:
             note = note.replace("@@", str(sum(a == b for a, b in zip(bf_toks, toks))))
+        if kv == "bf16":
+            note += (f"; bf16 KV cache (reference's rounded alike); with a float32 cache "
+                     f"transformers agrees on {sum(a == b for a, b in zip(ref32, toks))} of "
+                     f"{len(toks)} tokens")
         same = toks == ref
         where = next((i for i, (a, b) in enumerate(zip(toks, ref)) if a != b), None)
         verdict = f"{args.steps} tokens identical" if same else \
