@@ -12,7 +12,7 @@
  * call, which returns when the tokens are back on the host. ROW is the
  * values one position of one cache holds (kv_heads x head_dim), in the
  * type the caches are kept in (llama_cache_dtype: float32, or bf16 with
- * mkc --kv bf16 or bf16 weights). Prints every repeat and the median in
+ * mkc --kv bf16). Prints every repeat and the median in
  * milliseconds per token. With TRACE.json (a file compiled with mkc
  * --profile), the last repeat's timeline is written there. One process
  * serves every context, so the weights are loaded once.

@@ -13,9 +13,8 @@ per command, each well under 10 minutes):
      result with nvcc, timing both;
   4. decodes 16 greedy tokens with transformers in float32 over the same
      (bf16-rounded) weights and with mkc's one-launch generate, and refuses
-     to time a model whose tokens differ (with --kv bf16, the default and
-     what mkc does for bf16 weights, transformers keeps its cache rounded
-     to bf16 as mkc does: tools/bf16_cache.py);
+     to time a model whose tokens differ (with --kv bf16, transformers
+     keeps its cache rounded to bf16 as mkc does: tools/bf16_cache.py);
   5. times mkc per token at each context (the caches filled with random
      values by llama_cache_load; median of 3 runs of several tokens, one
      launch each), then in the same process PyTorch bf16: transformers eager
@@ -531,8 +530,8 @@ def main(argv):
     r.add_argument("--workers", type=int, default=132)
     r.add_argument("--device", default="cuda", help="cuda, or cpu to try the script")
     r.add_argument("--target", default="cuda", choices=("cuda", "c"))
-    r.add_argument("--kv", default="bf16", choices=("bf16", "f32"),
-                   help="mkc --kv: the caches' type (bf16, mkc's default for bf16 weights)")
+    r.add_argument("--kv", default="f32", choices=("f32", "bf16"),
+                   help="mkc --kv: the caches' type (f32, mkc's default)")
     p = sp.add_parser("report", help="append results to RESULTS.md and draw the picture")
     p.add_argument("dirs", nargs="+")
     p.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"))

@@ -59,11 +59,9 @@ static const char usage[] =
 	"                     the emitted code accepts (default 4096)\n"
 	"  --max-seq N        positions each KV cache holds (default: --max-dim);\n"
 	"                     past_len may then reach N minus the new positions\n"
-	"  --kv T             f32 or bf16: the type the KV caches are kept in\n"
-	"                     (default: bf16 when the weights are bf16, from\n"
-	"                     --weights bf16 or the model's files); keys and\n"
-	"                     values are rounded as they are appended, and all\n"
-	"                     arithmetic stays float32\n"
+	"  --kv T             f32 (default) or bf16: the type the KV caches are\n"
+	"                     kept in; bf16 rounds keys and values as they are\n"
+	"                     appended (all arithmetic stays float32)\n"
 	"  --kv-io            keep the KV cache as inputs and outputs (past_* in,\n"
 	"                     present_* out) instead of state the model owns\n"
 	"  --profile          record a per-task timeline in the emitted code;\n"
@@ -89,7 +87,7 @@ typedef struct {
 	const char *command_line;
 	const char *consts[64];   /* NAME=FILE.pb */
 	bool bf16, dump_dot, no_reuse, kv_io, no_fuse;
-	int kv_dtype;             /* --kv: MKC_DT_FLOAT or MKC_DT_BFLOAT16; 0: as the weights */
+	int kv_dtype;             /* --kv: MKC_DT_FLOAT or MKC_DT_BFLOAT16 (0: float32) */
 	long long embed_limit;
 	int profile_steps;        /* --profile: steps the timeline keeps (0: none) */
 	int nconsts;

@@ -56,7 +56,7 @@ typedef struct {
 	bool no_reuse;
 	bool no_fuse;      /* mkc --no-fuse */
 	bool kv_io;        /* past/present as inputs and outputs, not a cache */
-	int kv_dtype;      /* mkc --kv: MKC_DT_FLOAT, MKC_DT_BFLOAT16 or 0 (as the weights) */
+	int kv_dtype;      /* mkc --kv: MKC_DT_BFLOAT16, or float32 (MKC_DT_FLOAT or 0) */
 	int64_t max_seq;
 	const char *profile;   /* --profile FILE: the last step's timeline */
 	const char *edit;      /* testing the tests: a command that breaks the emitted file */
@@ -773,9 +773,9 @@ static const char test_usage[] =
 	"  --tsan          build the emitted code with ThreadSanitizer\n"
 	"  --keep          keep the scratch folders (their paths go to stderr)\n"
 	"  --weights T     f32 (default) or bf16 weights, as mkc --weights\n"
-	"  --kv T          f32 or bf16 KV caches, as mkc --kv (default: bf16 with\n"
-	"                  bf16 weights); a bf16 cache gets the past rounded to\n"
-	"                  bf16 and is compared widened to float32\n"
+	"  --kv T          f32 (default) or bf16 KV caches, as mkc --kv; a bf16\n"
+	"                  cache gets the past rounded to bf16 and is compared\n"
+	"                  widened to float32\n"
 	"  --embed-limit N initializers up to N bytes go into the file (default 4096)\n"
 	"  --no-reuse      give every intermediate a buffer of its own\n"
 	"  --no-fuse       compile without the fuse pass, as mkc --no-fuse\n"

@@ -208,7 +208,7 @@ struct mkc_graph {
 	int64_t kv_cap;
 	mkc_vec states;
 	bool bf16_weights;         /* passes/weights.c: float32 weights stored as bf16 */
-	mkc_dtype kv_dtype;        /* passes/kv.c: the caches' storage (0: bf16 with bf16 weights) */
+	mkc_dtype kv_dtype;        /* passes/kv.c: the caches' storage (MKC_DT_BFLOAT16, or float32) */
 	int nworkers;              /* the plan's workers (split_attn sizes its chunks by them) */
 };
 

@@ -1,26 +1,30 @@
 /*
  * kv.c - the KV caches' storage type.
  *
- * requires: state (the caches), weights (their storage decided),
- *           split_attn (the readers a bf16 cache needs).
- * provides: t->storage = MKC_DT_BFLOAT16 for every cache stored as bf16:
- *           with g->kv_dtype bf16 (mkc --kv bf16), or 0 and the model's
- *           weights in bf16 (--weights bf16, or a bf16 Hugging Face
- *           folder). A cache is stored so only when its writer is a
- *           CacheAppend into [B, H, positions, D] and every reader is an
- *           AttnPart, the bodies that read and write bf16 caches
+ * requires: state (the caches), split_attn (the readers a bf16 cache
+ *           needs).
+ * provides: with g->kv_dtype bf16 (mkc --kv bf16), t->storage =
+ *           MKC_DT_BFLOAT16 for every cache: its writer must be a
+ *           CacheAppend into [B, H, positions, D] and every reader an
+ *           AttnPart, the bodies that write and read bf16 caches
  *           (backends/c/cache.h, backends/c/attention.h,
- *           backends/cuda/attention.cuh); asked for explicitly, a cache
- *           that is not is an error naming the node, otherwise it stays
- *           float32.
+ *           backends/cuda/attention.cuh); a cache that is not stops the
+ *           compile with an error naming the node. Otherwise (the
+ *           default) the caches stay float32.
  *
  * The cache is the one thing a decode step reads that grows with the
  * context: at context 4096 the Llama-3.2-1B shape's caches are 268 MB of
- * float32 a step, against 2.5 GB of bf16 weights, and the time per token
- * grew by 0.12 ms from context 1 to 4096 (bench/RESULTS.md, session 10).
- * In bf16 they are half. Keys and values are rounded to nearest even as
- * they are appended and widened to float32 as the parts read them; every
- * sum stays in float32. The accuracy this costs is in bench/RESULTS.md.
+ * float32 a step, against 2.5 GB of bf16 weights. In bf16 they are half:
+ * keys and values are rounded to nearest even as they are appended and
+ * widened to float32 as the parts read them; every sum stays in float32.
+ * Measured on an H200 (bench/RESULTS.md, session 11) it buys little, 10
+ * to 20 us of the 1B step at context 4096 and nothing at 1024 (a part's
+ * time is its trips to memory, not its bytes), and it costs exactness:
+ * a key or value whose float32 value differs from the reference's in the
+ * last bit (another summation order) can round to another bf16, and
+ * greedy tokens then part from transformers' (Qwen3-0.6B's at token 40 of
+ * 64, even against a reference that rounds its cache alike). Hence an
+ * option, not the default.
  */
 #include "passes.h"
 
@@ -28,18 +32,6 @@ static bool
 reads_as_cache(const mkc_node *n, int input)
 {
 	return n->op == MKC_OP_ATTN_PART && (input == 1 || input == 2);
-}
-
-/* The weights are bf16: some tensor the model reads is stored so. */
-static bool
-bf16_model(const mkc_graph *g)
-{
-	if (g->bf16_weights)
-		return true;
-	for (int i = 0; i < g->tensors.n; i++)
-		if (MKC_TENSOR(g, i)->storage == MKC_DT_BFLOAT16 && MKC_TENSOR(g, i)->nconsumers)
-			return true;
-	return false;
 }
 
 /* The node that keeps cache t (written by w) from bf16, or NULL when it can be bf16. */
@@ -63,10 +55,7 @@ blocker(const mkc_graph *g, const mkc_tensor *t, const mkc_node *w)
 int
 mkc_pass_kv(mkc_graph *g)
 {
-	if (!g->states.n || g->kv_dtype == MKC_DT_FLOAT)
-		return 0;
-	bool asked = g->kv_dtype == MKC_DT_BFLOAT16;
-	if (!asked && !bf16_model(g))
+	if (!g->states.n || g->kv_dtype != MKC_DT_BFLOAT16)
 		return 0;
 	int n = 0;
 	for (int i = 0; i < g->states.n; i++) {
@@ -74,14 +63,10 @@ mkc_pass_kv(mkc_graph *g)
 		if (!t->producer)
 			continue;   /* never written: nothing to store */
 		const mkc_node *b = blocker(g, t, t->producer);
-		if (b && asked)
+		if (b)
 			return mkc_node_error(g, b, "--kv bf16: KV cache '%s' is %s here, and only "
 					      "AttnPart reads a bf16 cache (compile with --kv f32)",
 					      t->name, b->op == MKC_OP_CACHE_APPEND ? "written" : "read");
-		if (b) {
-			mkc_progress(g->ctx, "kv: cache %s stays float32 (node %s)", t->name, b->name);
-			continue;
-		}
 		t->storage = MKC_DT_BFLOAT16;
 		n++;
 	}

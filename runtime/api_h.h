@@ -24,8 +24,7 @@
  * $P_cache_load / $P_cache_read copy a cache in or out (host or device
  * memory), dense in the shape of the past input with past_len = the count,
  * in the type the cache is kept in, $P_cache_dtype: float32 (1, ONNX's
- * numbering), or bfloat16 (16) when compiled with mkc --kv bf16 or from
- * bf16 weights.
+ * numbering), or bfloat16 (16) when compiled with mkc --kv bf16.
  *
  * $P_generate decodes greedily: it feeds the n_prompt tokens one per step
  * and then n_new tokens, each the argmax of the logits before it, writing

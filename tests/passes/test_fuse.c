@@ -232,9 +232,8 @@ kept_dir(const char *err)
 static void
 expect_same_bits(const char *model, const char *weights, const char *want_fused)
 {
-	/* bf16 weights (and a bf16 folder's bf16 KV caches, passes/kv.c) move the
-	 * results off the float32 reference; the bits are the test */
-	const char *tol = strcmp(weights, "bf16") && !strstr(model, "bf16") ? "1e-5" : "1e-2";
+	/* bf16 weights move the results off the float32 reference; the bits are the test */
+	const char *tol = strcmp(weights, "bf16") ? "1e-5" : "1e-2";
 	mkc_result *r = mkc_run("test", "--keep", "-v", "--weights", weights, "--tolerance", tol,
 				model, NULL);
 	cr_assert_eq(r->status, 0, "%s%s", r->out, r->err);
