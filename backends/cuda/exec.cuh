@@ -314,10 +314,13 @@ mkc_l2_prefetch(const struct mkc_model *m, const int *d, int most)
  * H200 (Llama-3.2-1B shape, nvcc variants of one file, bench/RESULTS.md
  * session 8): 32 KB took 1.302 / 1.373 / 1.437 ms a step at contexts
  * 1 / 1024 / 4096 against 1.316 / 1.389 / 1.458 without (mean of two runs
- * each); 16 KB and 64 KB gained less.
+ * each); 16 KB and 64 KB gained less. Since the matvec's loads are PTX
+ * that no move waits on (session 10), it costs: 1.155 / 1.203 / 1.275 ms
+ * with 32 KB against 1.144 / 1.194 / 1.259 without (session 11, two
+ * rounds each), so it is off (0) by default.
  */
 #ifndef MKC_L2_HEAD
-#define MKC_L2_HEAD 32768
+#define MKC_L2_HEAD 0
 #endif
 static_assert(MKC_L2_HEAD % 16 == 0, "MKC_L2_HEAD: whole 16-byte chunks");
 
