@@ -36,6 +36,7 @@ weight once (an untied embedding table only the row it looks up), and the
 KV cache in bf16 at the context, over the measured time.
 """
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -368,10 +369,7 @@ def run(a):
 
     model = make_model(torch, transformers, family, cfg, dev)
     res["kv"] = a.kv
-    if a.kv == "bf16":
-        with bf16_cache(torch):
-            ref_toks, ref_logits = greedy(torch, model, FIRST_TOKEN, PARITY_STEPS, dev)
-    else:
+    with bf16_cache(torch) if a.kv == "bf16" else contextlib.nullcontext():
         ref_toks, ref_logits = greedy(torch, model, FIRST_TOKEN, PARITY_STEPS, dev)
     inv = model.model.rotary_emb.inv_freq.clone()
     model.to(torch.bfloat16)

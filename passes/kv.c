@@ -17,8 +17,8 @@
  * float32 a step, against 2.5 GB of bf16 weights. In bf16 they are half:
  * keys and values are rounded to nearest even as they are appended and
  * widened to float32 as the parts read them; every sum stays in float32.
- * Measured on an H200 (bench/RESULTS.md, session 11) it buys little, 10
- * to 20 us of the 1B step at context 4096 and nothing at 1024 (a part's
+ * Measured on an H200 (bench/RESULTS.md, session 11) it buys little, 4
+ * to 34 us of the 1B step at context 4096 and nothing at 1024 (a part's
  * time is its trips to memory, not its bytes), and it costs exactness:
  * a key or value whose float32 value differs from the reference's in the
  * last bit (another summation order) can round to another bf16, and
@@ -41,15 +41,14 @@ blocker(const mkc_graph *g, const mkc_tensor *t, const mkc_node *w)
 	if (w->op != MKC_OP_CACHE_APPEND || t->rank != 4 || t->cap_axis != 2 ||
 	    t->dtype != MKC_DT_FLOAT)
 		return w;
-	if (mkc_graph_readers_all(g, t, reads_as_cache))
-		return NULL;
+	/* mkc_graph_readers_all, but naming the reader, and past dead nodes */
 	for (int i = 0; i < g->nodes.n; i++) {
 		const mkc_node *n = MKC_NODE(g, i);
 		for (int k = 0; !n->dead && k < n->nin; k++)
 			if (n->in[k] == t && !reads_as_cache(n, k))
 				return n;
 	}
-	return w;
+	return NULL;
 }
 
 int

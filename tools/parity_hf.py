@@ -20,6 +20,7 @@ Needs torch and transformers (the GPU machine has them), nvcc, and
 build/mkc (with libcjson on LD_LIBRARY_PATH).
 """
 import argparse
+import contextlib
 import copy
 import os
 import subprocess
@@ -223,12 +224,10 @@ def main(argv):
             note = (f"; transformers in bf16 arithmetic: {bf16_agree(bf_toks)} "
                     f"({bf_per * 1e3:.3f} ms per step)")
         kv = args.kv
-        if kv == "bf16":
-            with bf16_cache(torch):
-                ref, hf_per, ref_logits = hf_greedy(model, args.first, args.steps)
-            ref32, _, _ = hf_greedy(model, args.first, args.steps)
-        else:
+        with bf16_cache(torch) if kv == "bf16" else contextlib.nullcontext():
             ref, hf_per, ref_logits = hf_greedy(model, args.first, args.steps)
+        if kv == "bf16":   # the same model with a float32 cache, for the agreement count
+            ref32, _, _ = hf_greedy(model, args.first, args.steps)
         del model
         torch.cuda.empty_cache()
         toks, mkc_per, gen = mkc_greedy(folder, args.first, args.steps, args.workers, kv)
