@@ -912,7 +912,9 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
  * has a body for, backends/cuda/attention.cuh; otherwise backends/c/
  * attention.h's, a lane an output element. Merge: each output element from
  * the C partial results of its key head, rescaled to their common maximum
- * (backends/c/attention.h).
+ * (backends/cuda/attention.cuh's mkc_attn_merge on a GPU with a body for
+ * the head size when there are more than 32 chunks, else backends/c/
+ * attention.h's).
  */
 static int
 emit_attn_part(mkc_emitter *e, const mkc_node *n)
@@ -941,11 +943,18 @@ static int
 emit_attn_merge(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
-	int64_t c = n->kern->chunks;
+	int64_t c = n->kern->chunks, d = n->out[0]->shape[3].c;
 	decl_all(e, n);
-	fprintf(f, "\tconst int64_t C = %lld, G = y_d[1] / (x0_d[1] / C);\n"
-		"\tmkc_attn_merge_c(x0, x0_s, y, y_s, y_d[0], y_d[2], y_d[3], C, G, lo[1], hi[1]);\n",
-		(long long)c);
+	fprintf(f, "\tconst int64_t C = %lld, G = y_d[1] / (x0_d[1] / C);\n", (long long)c);
+	/* the one-trip body where the chunks are many: measured on an H200
+	 * (bench/RESULTS.md session 12), 44 chunks merged in about 1 us less a
+	 * head than by the portable body, 16 chunks in 0.5 us more */
+	if (e->t->warp == 32 && d % 32 == 0 && d <= 256 && c > 32 && c <= 64) {
+		fprintf(f, "\tmkc_attn_merge<%lld>(x0, x0_s, y, y_s, y_d[0], y_d[2], C, G, lo[1], "
+			"hi[1]);\n", (long long)d);
+		return 0;
+	}
+	fputs("\tmkc_attn_merge_c(x0, x0_s, y, y_s, y_d[0], y_d[2], y_d[3], C, G, lo[1], hi[1]);\n", f);
 	return 0;
 }
 

@@ -451,3 +451,80 @@ mkc_attn_part(const float *q, const int64_t *qs, const T *k, const int64_t *ks, 
 		}
 }
 
+
+/*
+ * AttnMerge (passes/split_attn.c): query heads h0..h1 of y [B, Hq, Sq, D]
+ * from the C partial results of their key head in part [B, Hk * C, G * Sq,
+ * D + 2], rescaled to their common maximum, as backends/c/attention.h's
+ * mkc_attn_merge_c computes them (in another order of the sums). There a
+ * lane walks the C chunks of one output element a load at a time: 4.2 us
+ * a head for 44 chunks on an H200 (SmolLM2-135M: 30 of them on every
+ * step's critical path, bench/RESULTS.md session 12). Here all of a row's
+ * C * (D + 2) values are loaded at once, a few a thread (a chunk's maximum
+ * and sum by the first C threads): one trip to memory a row. Then every
+ * thread takes the common maximum from shared memory, the first C threads
+ * a chunk's weight each, and every thread adds its chunks' weighted values
+ * for one element; an element's MKC_THREADS / D sums, and warp 0's sum of
+ * the weighted chunk sums, meet in shared memory. C is at most 64
+ * (split_attn.c); every lane of the block calls it. The emitter takes it
+ * for more than 32 chunks only: with 16 (the Llama-3.2-1B shape) its
+ * synchronisations cost more than the portable body's short walk (2.8
+ * against 2.2 us a head).
+ */
+template <int D>
+static __device__ __noinline__ void MKC_UNUSED
+mkc_attn_merge(const float *part, const int64_t *ps, float *y, const int64_t *ys, int64_t B,
+	       int64_t Sq, int64_t C, int64_t G, int64_t h0, int64_t h1)
+{
+	static_assert(D % 32 == 0 && D <= MKC_THREADS, "head size");
+	constexpr int NG = MKC_THREADS / D;   /* threads an element: they share its chunks */
+	constexpr int MAXC = 64, NC = (MAXC + NG - 1) / NG;
+	__shared__ float cm[MAXC], cs[MAXC], cw[MAXC], sum[NG][D], tot;
+	const int t = threadIdx.x, d = t % D, grp = t / D, lane = t & 31;
+	for (int64_t row = 0; row < B * (h1 - h0) * Sq; row++) {
+		const int64_t b = row / ((h1 - h0) * Sq), h = h0 + row / Sq % (h1 - h0), s = row % Sq;
+		const float *pp = part + b * ps[0] + h / G * C * ps[1] + (h % G * Sq + s) * ps[2];
+		float v[NC];
+#pragma unroll
+		for (int k = 0; k < NC; k++) {
+			const int c = grp + NG * k;
+			v[k] = c < C ? pp[c * ps[1] + d] : 0;
+		}
+		__syncthreads();   /* the last row's reads of cm, cs, cw, sum and tot are done */
+		if (t < C) {
+			cm[t] = pp[t * ps[1] + D];
+			cs[t] = pp[t * ps[1] + D + 1];
+		}
+		__syncthreads();
+		float m = -INFINITY;
+		for (int c = 0; c < C; c++)
+			m = fmaxf(m, cm[c]);
+		if (t < C)   /* an empty chunk (maximum -inf) weighs 0 */
+			cw[t] = cm[t] == -INFINITY ? 0 : expf(cm[t] - m);
+		__syncthreads();
+		float out = 0;
+#pragma unroll
+		for (int k = 0; k < NC; k++) {
+			const int c = grp + NG * k;
+			if (c < C)
+				out += v[k] * cw[c];
+		}
+		sum[grp][d] = out;
+		if (t < 32) {
+			float w = 0;
+			for (int c = lane; c < C; c += 32)
+				w += cs[c] * cw[c];
+#pragma unroll
+			for (int o = 16; o > 0; o >>= 1)
+				w += __shfl_xor_sync(0xffffffffu, w, o);
+			if (lane == 0)
+				tot = w;
+		}
+		__syncthreads();
+		if (grp == 0) {
+			for (int g = 1; g < NG; g++)
+				out += sum[g][d];
+			y[b * ys[0] + h * ys[1] + s * ys[2] + d] = tot > 0 ? out / tot : 0;
+		}
+	}
+}

@@ -150,6 +150,14 @@ part_kernel(const float *q, const int64_t *qs, const T *k, const int64_t *ks, co
 
 template <int D>
 static __global__ void
+merge_kernel(const float *part, const int64_t *ps, float *y, const int64_t *ys, int64_t C,
+	     int64_t G, int64_t h0, int64_t h1)
+{
+	mkc_attn_merge<D>(part, ps, y, ys, 1, 1, C, G, h0, h1);
+}
+
+template <int D>
+static __global__ void
 rows_kernel(const float *q, const int64_t *qs, const float *k, const int64_t *ks, const float *v,
 	    float *y, int64_t L, int64_t group, int64_t h0, int64_t h1, float scale)
 {
@@ -234,6 +242,15 @@ attn_case(int hk, int64_t L, int64_t cap, int64_t C, bool bf = false)
 	}
 	snprintf(what, sizeof what, "mkc_attn_part<%d, %d%s>, %lld chunks, L %lld", D, G,
 		 bf ? ", bf16" : "", (long long)C, (long long)L);
+	report(what, got, want, (int)nq, 1e-5);
+	/* the same parts merged on the device, a few heads a block as tiles would have them */
+	CHECK(cudaMemset(dy, 0xff, sizeof(float) * nq));
+	for (int h = 0; h < hq; h += 3)
+		merge_kernel<D><<<1, MKC_THREADS>>>(dpart, dps, dy, dqs, C, G, h, h + 3 < hq ? h + 3 : hq);
+	CHECK(cudaGetLastError());
+	CHECK(cudaMemcpy(got, dy, sizeof(float) * nq, cudaMemcpyDeviceToHost));
+	snprintf(what, sizeof what, "mkc_attn_merge<%d>, %lld chunks, L %lld%s", D, (long long)C,
+		 (long long)L, bf ? ", bf16" : "");
 	report(what, got, want, (int)nq, 1e-5);
 	cudaFree(dq);
 	cudaFree(dk);
@@ -349,6 +366,9 @@ main(void)
 	attn_case<64, 4>(2, 1000, 1024, 16, true);   /* bf16 caches (passes/kv.c) */
 	attn_case<128, 2>(2, 4097, 4100, 8, true);
 	attn_case<32, 4>(1, 77, 80, 3, true);
+	attn_case<64, 3>(3, 1000, 1024, 44);   /* SmolLM2-135M's: 44 chunks, 3 heads a key head */
+	attn_case<64, 3>(3, 1, 64, 43);
+	attn_case<128, 2>(1, 300, 320, 64);    /* the most chunks split_attn makes */
 	cache_case(8, 1, 64, 80, 33, 64, 0, true);
 	cache_case(8, 1, 64, 80, 5, 0, 0, true);
 	printf("%s\n", failures ? "bodies: FAILED" : "bodies: all match the float64 reference");
