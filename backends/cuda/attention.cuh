@@ -451,7 +451,6 @@ mkc_attn_part(const float *q, const int64_t *qs, const T *k, const int64_t *ks, 
 		}
 }
 
-
 /*
  * AttnMerge (passes/split_attn.c): query heads h0..h1 of y [B, Hq, Sq, D]
  * from the C partial results of their key head in part [B, Hk * C, G * Sq,
@@ -514,9 +513,7 @@ mkc_attn_merge(const float *part, const int64_t *ps, float *y, const int64_t *ys
 			float w = 0;
 			for (int c = lane; c < C; c += 32)
 				w += cs[c] * cw[c];
-#pragma unroll
-			for (int o = 16; o > 0; o >>= 1)
-				w += __shfl_xor_sync(0xffffffffu, w, o);
+			w = mkc_rt_warp_sum(w);
 			if (lane == 0)
 				tot = w;
 		}
