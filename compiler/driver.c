@@ -24,6 +24,7 @@ static const pass passes[] = {
 	{"fuse_norm", mkc_pass_fuse_norm, NULL},
 	{"fuse_glu", mkc_pass_fuse_glu, NULL},
 	{"fuse_rope", mkc_pass_fuse_rope, NULL},
+	{"fuse_qkv", mkc_pass_fuse_qkv, NULL},
 	{"split_attn", mkc_pass_split_attn, NULL},
 	{"kv", mkc_pass_kv, NULL},
 	{"tile", NULL, mkc_pass_tile},
@@ -87,7 +88,8 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		}
 		/* --no-fuse: the graph as canon left it, for comparing */
 		bool skip = o->no_fuse && (ps->graph == mkc_pass_fuse || ps->graph == mkc_pass_fuse_norm ||
-				     ps->graph == mkc_pass_fuse_glu || ps->graph == mkc_pass_fuse_rope);
+				     ps->graph == mkc_pass_fuse_glu || ps->graph == mkc_pass_fuse_rope ||
+				     ps->graph == mkc_pass_fuse_qkv);
 		if (!skip && (ps->graph ? ps->graph(g) != 0 : ps->plan(p) != 0))
 			return -1;
 		bool here = dump && strcmp(dump, ps->name) == 0;

@@ -12,7 +12,8 @@ mkc_kernel_kind_name(mkc_kernel_kind k)
 		[MKC_KERN_RANGE] = "range", [MKC_KERN_MATMUL] = "matmul",
 		[MKC_KERN_ROWS] = "rows", [MKC_KERN_REDUCE] = "reduce",
 		[MKC_KERN_ROTARY] = "rotary", [MKC_KERN_ATTENTION] = "attention",
-		[MKC_KERN_CACHE_APPEND] = "cache_append", [MKC_KERN_OTHER] = "other",
+		[MKC_KERN_CACHE_APPEND] = "cache_append", [MKC_KERN_HEAD_PROJ] = "head_proj",
+		[MKC_KERN_OTHER] = "other",
 	};
 	return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
@@ -88,6 +89,11 @@ mkc_kernel_print(FILE *f, const mkc_graph *g, const mkc_node *n)
 		break;
 	case MKC_KERN_ATTENTION:
 		print_attention(f, n, k);
+		break;
+	case MKC_KERN_HEAD_PROJ:
+		fprintf(f, " alpha=%.9g eps=%.9g", (double)k->alpha, (double)k->eps);
+		if (k->rotary)
+			fprintf(f, " rotary interleaved=%d", k->interleaved);
 		break;
 	case MKC_KERN_CACHE_APPEND:
 		if (k->rotary)

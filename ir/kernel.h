@@ -33,6 +33,7 @@ typedef enum {
 	MKC_KERN_ROTARY,       /* interleaved, heads, rot_dim */
 	MKC_KERN_ATTENTION,    /* Attention, AttnPart, AttnMerge, GroupQueryAttention */
 	MKC_KERN_CACHE_APPEND,
+	MKC_KERN_HEAD_PROJ,    /* HeadProj: alpha, eps, rotary, interleaved */
 	MKC_KERN_OTHER,        /* an op no kind above describes (the backend refuses it) */
 } mkc_kernel_kind;
 
@@ -50,8 +51,8 @@ typedef struct mkc_kernel {
 	mkc_dim slice_start[MKC_MAX_RANK];
 	int64_t slice_step[MKC_MAX_RANK];
 	bool trans_a, trans_b;     /* MATMUL: b stored [N, K] (transB, canon's mkc_trans_b) */
-	float alpha, beta;         /* MATMUL */
-	float eps;                 /* ROWS, MATMUL (NormGemm's norm) */
+	float alpha, beta;         /* MATMUL; HEAD_PROJ: alpha */
+	float eps;                 /* ROWS, MATMUL (NormGemm's norm), HEAD_PROJ */
 	/*
 	 * ATTENTION: scale is the model's, or 1 / sqrt(head size) when
 	 * scale_given is false (the backend may compute that at run time:
@@ -61,8 +62,9 @@ typedef struct mkc_kernel {
 	bool scale_given, causal;
 	int64_t chunks;            /* AttnPart, AttnMerge: position chunks a key head */
 	int64_t heads, kv_heads;   /* ROTARY (heads of a 3-D input; 0: 4-D), GroupQueryAttention */
-	/* GroupQueryAttention's do_rotary, CACHE_APPEND's rotation of the new
-	 * positions; ROTARY and both: pairs (2i, 2i+1) when interleaved */
+	/* GroupQueryAttention's do_rotary, CACHE_APPEND's and HEAD_PROJ's
+	 * rotation of the new positions; ROTARY and those: pairs (2i, 2i+1)
+	 * when interleaved */
 	bool rotary, interleaved;
 	int64_t rot_dim;           /* ROTARY, CACHE_APPEND: leading dims rotated (0: all) */
 } mkc_kernel;

@@ -5,7 +5,8 @@
  *           needs).
  * provides: with g->kv_dtype bf16 (mkc --kv bf16), t->storage =
  *           MKC_DT_BFLOAT16 for every cache: its writer must be a
- *           CacheAppend into [B, H, positions, D] and every reader an
+ *           CacheAppend or a HeadProj (passes/fuse_qkv.c) into [B, H,
+ *           positions, D] and every reader an
  *           AttnPart, the bodies that write and read bf16 caches
  *           (backends/c/cache.h, backends/c/attention.h,
  *           backends/cuda/attention.cuh); a cache that is not stops the
@@ -38,7 +39,7 @@ reads_as_cache(const mkc_node *n, int input)
 static const mkc_node *
 blocker(const mkc_graph *g, const mkc_tensor *t, const mkc_node *w)
 {
-	if (w->op != MKC_OP_CACHE_APPEND || t->rank != 4 || t->cap_axis != 2 ||
+	if ((w->op != MKC_OP_CACHE_APPEND && w->op != MKC_OP_HEAD_PROJ) || t->rank != 4 || t->cap_axis != 2 ||
 	    t->dtype != MKC_DT_FLOAT)
 		return w;
 	/* mkc_graph_readers_all, but naming the reader, and past dead nodes */
@@ -65,7 +66,7 @@ mkc_pass_kv(mkc_graph *g)
 		if (b)
 			return mkc_node_error(g, b, "--kv bf16: KV cache '%s' is %s here, and only "
 					      "AttnPart reads a bf16 cache (compile with --kv f32)",
-					      t->name, b->op == MKC_OP_CACHE_APPEND ? "written" : "read");
+					      t->name, b == t->producer ? "written" : "read");
 		t->storage = MKC_DT_BFLOAT16;
 		n++;
 	}

@@ -277,6 +277,13 @@ lower_node(mkc_graph *g, const mkc_node *n, mkc_kernel *k)
 		k->kind = MKC_KERN_ATTENTION;
 		lower_attention(n, k);
 		return 0;
+	case MKC_OP_HEAD_PROJ:   /* fuse_qkv's */
+		k->kind = MKC_KERN_HEAD_PROJ;
+		k->alpha = mkc_node_attr_float(n, "alpha", 1);
+		k->eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
+		k->rotary = n->nin > 3 && n->in[3];
+		k->interleaved = mkc_node_attr_int(n, "interleaved", 0);
+		return 0;
 	case MKC_OP_CACHE_APPEND:
 		k->kind = MKC_KERN_CACHE_APPEND;
 		if (n->nin == 3) {   /* fuse_rope's: the rotary's attributes */

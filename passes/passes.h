@@ -50,6 +50,7 @@ int mkc_pass_weights(mkc_graph *g);        /* passes/weights.c: bf16 storage */
 int mkc_pass_fuse_norm(mkc_graph *g);      /* passes/fuse_norm.c: RMS norms into products */
 int mkc_pass_fuse_glu(mkc_graph *g);       /* passes/fuse_glu.c: SwiGLU with its two products */
 int mkc_pass_fuse_rope(mkc_graph *g);      /* passes/fuse_rope.c: a key's rotary into its append */
+int mkc_pass_fuse_qkv(mkc_graph *g);       /* passes/fuse_qkv.c: rotary and appends into q/k/v */
 int mkc_pass_split_attn(mkc_graph *g);     /* passes/split_attn.c: attention over position chunks */
 int mkc_pass_kv(mkc_graph *g);             /* passes/kv.c: the KV caches' storage type */
 

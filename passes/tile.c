@@ -30,6 +30,9 @@
  *     ops, each tile reading the input whole;
  *   - AttnPart (passes/split_attn.c): a tile a (key head, chunk) row of
  *     its output; AttnMerge: by query heads, reading their key heads' rows;
+ *   - HeadProj (passes/fuse_qkv.c): as a product's columns, but each tile
+ *     within one head and holding both rows of every pair it rotates
+ *     (tile_head_proj);
  *   - anything else, and any node with several outputs: one tile that reads
  *     every input whole (a CacheAppend writes only the new positions).
  * Tiles never split a symbolic axis: their bounds stay constants there and
@@ -42,7 +45,7 @@
 
 typedef enum {
 	MAP_WHOLE, MAP_ELEMENTWISE, MAP_MATMUL, MAP_GEMM, MAP_ROWS, MAP_GATHER, MAP_HEADS,
-	MAP_PARTS, MAP_MERGE, MAP_COPY
+	MAP_PARTS, MAP_MERGE, MAP_COPY, MAP_HEAD_PROJ
 } mapping;
 
 /* Query heads over key heads, if Attention can be cut by heads; else 0. */
@@ -78,6 +81,8 @@ mapping_of(const mkc_node *n)
 		return n->in[1]->kind == MKC_TK_WEIGHT ? MAP_GEMM : MAP_WHOLE;
 	case MKC_OP_NORM_GEMM: case MKC_OP_NORM_GLU:
 		return MAP_GEMM;
+	case MKC_OP_HEAD_PROJ:
+		return MAP_HEAD_PROJ;
 	case MKC_OP_SOFTMAX:
 	case MKC_OP_RMS_NORM:
 		return MAP_ROWS;
@@ -106,6 +111,8 @@ weight_cols(const mkc_node *n)
 	const mkc_tensor *y = n->out[0];
 	if (n->dead || n->nout != 1 || y->rank < 1 || !mkc_dim_is_const(y->shape[y->rank - 1]))
 		return 0;
+	if (n->op == MKC_OP_HEAD_PROJ)   /* its rows are heads times head size */
+		return n->in[2]->shape[0].c;
 	bool ok = n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU ||
 		  (n->op == MKC_OP_GEMM && n->in[1]->kind == MKC_TK_WEIGHT) ||
 		  (n->op == MKC_OP_MATMUL && n->in[1]->kind == MKC_TK_WEIGHT && n->in[1]->rank == 2 &&
@@ -126,6 +133,33 @@ sibling_cols(const mkc_graph *g, const mkc_node *n)
 	return sum;
 }
 
+/* Tiles of a product by a weight with cols output columns (weight rows). */
+static int64_t
+product_tiles(const mkc_plan *p, const mkc_node *n, int64_t cols)
+{
+	/* a NormGlu tile reads its columns' rows of two weights */
+	int64_t tc = p->tp.matmul_tile_cols / (n->op == MKC_OP_NORM_GLU ? 2 : 1);
+	int64_t t = (cols + tc - 1) / tc, w = p->tp.nworkers;
+	/* a weight too small for a tile a worker at matmul_tile_cols is
+	 * still spread over the workers (down to matmul_min_cols a tile):
+	 * the products that read the same activations (a layer's q, k
+	 * and v) are all a decode step streams at that moment, and a
+	 * worker left out is bandwidth left unused. They share the
+	 * workers by their columns, so each worker gets one tile of them. */
+	int64_t group = sibling_cols(p->g, n);
+	int64_t spread = p->tp.matmul_min_cols > 0 ? cols / p->tp.matmul_min_cols : 0;
+	int64_t share = group > 0 ? (w * cols + group / 2) / group : w;
+	if (spread > share)
+		spread = share;
+	if (t < spread)
+		t = spread;
+	/* more tiles than workers: a whole number of them a worker, so
+	 * that no worker is left with one more tile at the end */
+	if (t > w && t % w && (t + w - 1) / w * w <= cols)
+		t = (t + w - 1) / w * w;
+	return t < 1 ? 1 : t;
+}
+
 /* Picks the split axis and tile count; axis -1 means one tile. */
 static void
 choose_split(const mkc_plan *p, const mkc_node *n, mapping m, int *axis, int *ntiles)
@@ -140,31 +174,10 @@ choose_split(const mkc_plan *p, const mkc_node *n, mapping m, int *axis, int *nt
 		limit = mkc_rows_axis(p->g, n, NULL);
 	if ((m == MAP_MATMUL && n->in[1]->kind == MKC_TK_WEIGHT && n->in[1]->rank == 2) ||
 	    m == MAP_GEMM) {
-		int64_t cols = y->shape[y->rank - 1].c;
 		if (!mkc_dim_is_const(y->shape[y->rank - 1]))
 			return;
 		*axis = y->rank - 1;
-		/* a NormGlu tile reads its columns' rows of two weights */
-		int64_t tc = p->tp.matmul_tile_cols / (n->op == MKC_OP_NORM_GLU ? 2 : 1);
-		int64_t t = (cols + tc - 1) / tc, w = p->tp.nworkers;
-		/* a weight too small for a tile a worker at matmul_tile_cols is
-		 * still spread over the workers (down to matmul_min_cols a tile):
-		 * the products that read the same activations (a layer's q, k
-		 * and v) are all a decode step streams at that moment, and a
-		 * worker left out is bandwidth left unused. They share the
-		 * workers by their columns, so each worker gets one tile of them. */
-		int64_t group = sibling_cols(p->g, n);
-		int64_t spread = p->tp.matmul_min_cols > 0 ? cols / p->tp.matmul_min_cols : 0;
-		int64_t share = group > 0 ? (w * cols + group / 2) / group : w;
-		if (spread > share)
-			spread = share;
-		if (t < spread)
-			t = spread;
-		/* more tiles than workers: a whole number of them a worker, so
-		 * that no worker is left with one more tile at the end */
-		if (t > w && t % w && (t + w - 1) / w * w <= cols)
-			t = (t + w - 1) / w * w;
-		*ntiles = (int)(t < 1 ? 1 : t);
+		*ntiles = (int)product_tiles(p, n, y->shape[y->rank - 1].c);
 		return;
 	}
 	if (m == MAP_PARTS) {
@@ -414,10 +427,82 @@ box_bytes(const mkc_tensor *t, const mkc_box *b)
 }
 
 static void
+add_cost(mkc_task *t)
+{
+	for (int j = 0; j < t->nreads; j++)
+		t->cost += box_bytes(t->reads[j].t, &t->reads[j].box);
+	for (int j = 0; j < t->nwrites; j++)
+		t->cost += box_bytes(t->writes[j].t, &t->writes[j].box);
+}
+
+/*
+ * HeadProj (passes/fuse_qkv.c) into y [1, H, 1, D] or a cache [1, H,
+ * positions, D] (at the new one): as many tiles as a product of its rows
+ * would have, rounded down to a whole number a head; a tile a slice of one
+ * head's units, a unit a row, or a pair of rows when it rotates them:
+ * (d, d + D/2), or (2d, 2d + 1) when interleaved. Its output box holds
+ * the first rows of its pairs (d0 .. d1 along D), and a tile with halves
+ * writes and reads the rows D/2 on as a second region.
+ */
+static void
+tile_head_proj(mkc_plan *p, mkc_node *n)
+{
+	mkc_tensor *y = n->out[0], *w = n->in[2];
+	const int64_t h = y->shape[1].c, d = y->shape[3].c;
+	const bool rot = n->nin > 3 && n->in[3];
+	const bool halves = rot && !mkc_node_attr_int(n, "interleaved", 0);
+	const int64_t units = rot ? d / 2 : d;
+	/* rounded down: rounded up, the Llama-3.2-1B shape's q/k/v had 144
+	 * tiles for 132 workers, and the step was 50 to 95 us slower on an
+	 * H200 (bench/RESULTS.md, session 13) */
+	int64_t per = product_tiles(p, n, h * d) / h;
+	per = per < 1 ? 1 : per > units ? units : per;
+	for (int64_t i = 0; i < h * per; i++) {
+		mkc_task *t = mkc_plan_add_task(p, n, (int)i, (int)(h * per));
+		const int64_t hd = i / per, j = i % per;
+		int64_t d0 = units * j / per, d1 = units * (j + 1) / per;
+		if (rot && !halves) {
+			d0 *= 2;
+			d1 *= 2;
+		}
+		mkc_box b = mkc_box_full(y);
+		b.lo[1] = mkc_dim_const(hd);
+		b.hi[1] = mkc_dim_const(hd + 1);
+		if (y->kind == MKC_TK_STATE) {   /* the new position only */
+			bool ok = mkc_dim_sub(y->shape[2], mkc_dim_const(1), &b.lo[2]);
+			MKC_ASSERT(ok);
+		}
+		b.lo[3] = mkc_dim_const(d0);
+		b.hi[3] = mkc_dim_const(d1);
+		t->out = b;
+		for (int k = 0; k < n->nin; k++)
+			if (k != 2) {
+				mkc_box all = mkc_box_full(n->in[k]);
+				mkc_task_add_region(p, t, false, n->in[k], &all);
+			}
+		for (int half = 0; half < (halves ? 2 : 1); half++) {
+			const int64_t off = half * d / 2;
+			mkc_box r = mkc_box_full(w), o = b;
+			r.lo[0] = mkc_dim_const(hd * d + d0 + off);
+			r.hi[0] = mkc_dim_const(hd * d + d1 + off);
+			o.lo[3] = mkc_dim_const(d0 + off);
+			o.hi[3] = mkc_dim_const(d1 + off);
+			mkc_task_add_region(p, t, false, w, &r);
+			mkc_task_add_region(p, t, true, y, &o);
+		}
+		add_cost(t);
+	}
+}
+
+static void
 tile_node(mkc_plan *p, mkc_node *n)
 {
 	mapping m = mapping_of(n);
 	int axis, k;
+	if (m == MAP_HEAD_PROJ) {
+		tile_head_proj(p, n);
+		return;
+	}
 	choose_split(p, n, m, &axis, &k);
 	for (int i = 0; i < k; i++) {
 		mkc_task *t = mkc_plan_add_task(p, n, i, k);
@@ -437,10 +522,7 @@ tile_node(mkc_plan *p, mkc_node *n)
 			mkc_box b = j == 0 ? t->out : mkc_box_full(n->out[j]);
 			mkc_task_add_region(p, t, true, n->out[j], &b);
 		}
-		for (int j = 0; j < t->nreads; j++)
-			t->cost += box_bytes(t->reads[j].t, &t->reads[j].box);
-		for (int j = 0; j < t->nwrites; j++)
-			t->cost += box_bytes(t->writes[j].t, &t->writes[j].box);
+		add_cost(t);
 	}
 }
 

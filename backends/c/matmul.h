@@ -137,6 +137,16 @@ mkc_norm_dot(const float *x, int64_t K, float mean, float inv, const float *sf,
 	return acc;
 }
 
+/* RMSNormalization's 1 / sqrt(mean(x^2) + eps) of the row x of K, in its order (mean 0). */
+static inline MKC_BODY float MKC_UNUSED
+mkc_norm_inv(const float *x, int64_t K, float eps)
+{
+	float mean = 0, ss = 0;
+	for (int64_t j = 0; j < K; j++)
+		ss += (x[j] - mean) * (x[j] - mean);
+	return 1.0f / sqrtf(ss / (float)K + eps);
+}
+
 static inline MKC_BODY void MKC_UNUSED
 mkc_norm_gemm(float *MKC_RESTRICT y, const int64_t *ys, const int64_t *lo, const int64_t *hi,
 	      const float *x, int64_t K, float eps, const float *sf, const uint16_t *sh,
@@ -144,10 +154,7 @@ mkc_norm_gemm(float *MKC_RESTRICT y, const int64_t *ys, const int64_t *lo, const
 	      int64_t us, const mkc_mm_epi *ep)
 {
 	const int glu = uf || uh;
-	float mean = 0, ss = 0;
-	for (int64_t j = 0; j < K; j++)
-		ss += (x[j] - mean) * (x[j] - mean);
-	const float inv = 1.0f / sqrtf(ss / (float)K + eps);
+	const float mean = 0, inv = mkc_norm_inv(x, K, eps);
 	int64_t ext[3], idx[3];
 	const int64_t cnt = mkc_rt_extents(lo, hi, 2, ext);
 	for (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {
@@ -166,6 +173,60 @@ mkc_norm_gemm(float *MKC_RESTRICT y, const int64_t *ys, const int64_t *lo, const
 			out = mkc_mm_out(acc, idx, ep);
 		}
 		y[mkc_rt_dot(idx, ys, 2)] = out;
+	}
+}
+
+/*
+ * HeadProj's output (passes/fuse_qkv.c) for one unit of a tile: the
+ * product a of a row, stored at o1 of y (float32) or yh (a bf16 cache);
+ * or, with cs and sn (the pair's cos and sin), the pair (a, b) rotated as
+ * RotaryEmbedding rotates it and stored at o1 and o2. Both the C body
+ * below and the GPU tile (after backends/cuda/matvec.cuh's products) end
+ * here.
+ */
+static inline MKC_BODY void MKC_UNUSED
+mkc_head_put(float *y, uint16_t *yh, int64_t o1, int64_t o2, float a, float b, const float *cs,
+	     const float *sn)
+{
+	if (!cs) {
+		mkc_cache_put(y, yh, o1, a);
+		return;
+	}
+	const float px[2] = {a, b};
+	float r[2];
+	mkc_rope_pair(r, px, 0, 1, 0, 1, *cs, *sn);
+	mkc_cache_put(y, yh, o1, r[0]);
+	mkc_cache_put(y, yh, o2, r[1]);
+}
+
+/*
+ * HeadProj (passes/fuse_qkv.c): n units of a head of NormGemm(x, scale,
+ * W) (scale sf or sh, W wf or wh, ws apart), its first row h0 of W, into
+ * y or yh from element o0 on. pairs 0: unit f is row h0 + f, stored at
+ * o0 + f; 1 (halves of a head of D): rows h0 + f and h0 + f + D/2,
+ * rotated by cos[f] and sin[f], stored at o0 + f and o0 + f + D/2; 2
+ * (interleaved): rows h0 + 2f and h0 + 2f + 1, stored alike. The float
+ * operations are NormGemm's (alpha * acc) and then the rotary's or the
+ * append's, in their order: the results of the nodes it replaced, bit
+ * for bit.
+ */
+static inline MKC_BODY void MKC_UNUSED
+mkc_head_proj(float *y, uint16_t *yh, int64_t o0, int64_t n, int pairs, int64_t D,
+	      const float *x, int64_t K, float eps, float alpha, const float *sf,
+	      const uint16_t *sh, const float *wf, const uint16_t *wh, int64_t ws, int64_t h0,
+	      const float *cos, const float *sin)
+{
+	const float inv = mkc_norm_inv(x, K, eps);
+	const int64_t step = pairs == 2 ? 2 : 1, off = pairs == 1 ? D / 2 : 1;
+	for (int64_t f = MKC_LANE; f < n; f += MKC_NLANES) {
+		const int64_t r = h0 + step * f, o = o0 + step * f;
+		const float a = alpha * mkc_norm_dot(x, K, 0, inv, sf, sh, wf ? wf + r * ws : NULL,
+						     wh ? wh + r * ws : NULL);
+		float b = 0;
+		if (pairs)
+			b = alpha * mkc_norm_dot(x, K, 0, inv, sf, sh, wf ? wf + (r + off) * ws : NULL,
+						 wh ? wh + (r + off) * ws : NULL);
+		mkc_head_put(y, yh, o, o + off, a, b, pairs ? cos + f : NULL, pairs ? sin + f : NULL);
 	}
 }
 

@@ -708,6 +708,71 @@ emit_norm_gemm(mkc_emitter *e, const mkc_node *n)
 	return 0;
 }
 
+/* The most units (rows or pairs) a tile of HeadProj n has. */
+static int64_t
+head_proj_units(const mkc_emitter *e, const mkc_node *n)
+{
+	int64_t most = 0;
+	const mkc_plan *p = e->p;
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		if (t->node == n && t->out.hi[3].c - t->out.lo[3].c > most)
+			most = t->out.hi[3].c - t->out.lo[3].c;
+	}
+	return n->kern->rotary && n->kern->interleaved ? most / 2 : most;
+}
+
+/*
+ * HeadProj (passes/fuse_qkv.c): the tile's units of head lo[1], whose
+ * first rows are lo[3] .. hi[3] of the head (passes/tile.c's
+ * tile_head_proj), into y at position lo[2] (a cache's new one, or 0).
+ * With 32-lane warps the matvec body (backends/cuda/matvec.cuh) computes
+ * the rows, a pair's second rows as NormGlu's second weight (halves: D/2
+ * rows on; interleaved: every other row, from the next), then a lane a
+ * unit rotates and stores (backends/c/matmul.h's mkc_head_put); otherwise
+ * backends/c/matmul.h's mkc_head_proj computes the tile.
+ */
+static int
+emit_head_proj(mkc_emitter *e, const mkc_node *n)
+{
+	FILE *f = e->f;
+	const mkc_tensor *y = n->out[0], *w = n->in[2];
+	const mkc_kernel *k = n->kern;
+	const int64_t kk = n->in[0]->shape[1].c, d = y->shape[3].c;
+	const int pairs = !k->rotary ? 0 : k->interleaved ? 2 : 1;
+	const long long step = pairs == 2 ? 2 : 1, off = pairs == 1 ? d / 2 : 1;
+	const char *ys = is_bf16(y) ? "NULL, y" : "y, NULL";
+	char fe[48], fa[48], sa[32], wa[32], cs[80] = "NULL, NULL";
+	decl_all(e, n);
+	fprintf(f, "\tconst int64_t d0 = lo[3], n = (hi[3] - lo[3]) / %lldLL, h0 = lo[1] * %lldLL + d0;\n"
+		"\tconst int64_t o0 = lo[1] * y_s[1] + lo[2] * y_s[2] + d0;\n", step, (long long)d);
+	flit(fe, k->eps);
+	flit(fa, k->alpha);
+	if (e->t->warp == 32 && kk % (is_bf16(w) ? 8 : 4) == 0 &&
+	    head_proj_units(e, n) * (pairs ? 2 : 1) <= 128) {
+		char w2[64] = "", pb[64] = "0.0f";
+		if (pairs) {
+			snprintf(w2, sizeof w2, ", x2 + (h0 + %lldLL) * x2_s[0]", off);
+			snprintf(pb, sizeof pb, "%s * dots[n + f]", fa);
+			snprintf(cs, sizeof cs, "x3 + d0 / %lldLL + f, x4 + d0 / %lldLL + f", step, step);
+		}
+		fprintf(f, "\t__shared__ float dots[MKC_GEMV_ROWS];\n"
+			"\tmkc_gemv<%lld, %s, %d, 0>(x0, x2 + h0 * x2_s[0], %lldLL * x2_s[0], n, dots, "
+			"x1, %s%s);\n\tfor (int64_t f = MKC_LANE; f < n; f += MKC_NLANES)\n"
+			"\t\tmkc_head_put(%s, o0 + %lldLL * f, o0 + %lldLL * f + %lldLL, %s * dots[f], "
+			"%s, %s);\n",
+			(long long)kk, is_bf16(w) ? "true" : "false", is_bf16(n->in[1]) ? 2 : 1, step, fe,
+			w2, ys, step, step, off, fa, pb, cs);
+		return 0;
+	}
+	if (pairs)
+		snprintf(cs, sizeof cs, "x3 + d0 / %lldLL, x4 + d0 / %lldLL", step, step);
+	fprintf(f, "\tmkc_head_proj(%s, o0, n, %d, %lldLL, x0, %lldLL, %s, %s, %s, %s, x2_s[0], h0, "
+		"%s);\n", ys, pairs, (long long)d, (long long)kk, fe, fa, vec_args(sa, n, 1),
+		vec_args(wa, n, 2), cs);
+	return 0;
+}
+
 /*
  * Row-wise ops (Softmax, the norms): backends/c/rows.h walks the box with
  * the row axes collapsed, a lane a row, or for the norms every lane on
@@ -1173,6 +1238,7 @@ mkc_emit_node(mkc_emitter *e, const mkc_node *n)
 		return n->op == MKC_OP_ATTENTION ? emit_attention(e, n)
 		       : n->op == MKC_OP_ATTN_PART ? emit_attn_part(e, n) : emit_attn_merge(e, n);
 	case MKC_KERN_CACHE_APPEND: return emit_cache_append(e, n);
+	case MKC_KERN_HEAD_PROJ: return emit_head_proj(e, n);
 	default: return unsupported(e, n, "no code generator for this op");
 	}
 }

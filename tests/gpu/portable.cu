@@ -100,10 +100,10 @@ lanes_dot4(const float *x, const float *w)
 #include "../../backends/c/data.h"
 #include "../../backends/c/elementwise.h"
 #include "../../backends/c/reduce.h"
+#include "../../backends/c/cache.h"   /* before matmul.h, as the targets have them */
 #include "../../backends/c/matmul.h"
 #include "../../backends/c/attention.h"
 #include "../../backends/c/gqa.h"
-#include "../../backends/c/cache.h"
 #include "../../backends/c/rows.h"
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"   /* the float64 references are bodies.cu's */
@@ -1063,6 +1063,46 @@ norm_gemm_case(bool glu, bool bf)
 	check(what, {f.y}, TOL);
 }
 
+struct head_proj_call {
+	output y;
+	int64_t cap, pos, per;
+	int pairs;
+	const float *x;
+	int64_t K;
+	const float *sf;
+	const uint16_t *wh;
+	const float *cos, *sin;
+	MKC_HD void operator()(int t) const
+	{
+		/* tile t: head t / per, its slice t % per of the head's units
+		 * (passes/tile.c's tile_head_proj), as emit_head_proj calls it */
+		const int64_t D = 64, h = t / per, j = t % per, units = pairs ? D / 2 : D;
+		const int64_t u0 = units * j / per, n = units * (j + 1) / per - u0;
+		const int64_t d0 = pairs == 2 ? 2 * u0 : u0, step = pairs == 2 ? 2 : 1;
+		mkc_head_proj(MINE_F(y), NULL, (h * cap + pos) * D + d0, n, pairs, D, x, K, 1e-5f, 1.0f,
+			      sf, NULL, NULL, wh, K, h * D + d0, cos + d0 / step, sin + d0 / step);
+	}
+};
+
+/*
+ * HeadProj of x [1, 300] by bf16 W [3 * 64, 300] into a cache [1, 3, 20,
+ * 64] at position 7, three tiles a head: rows as they are (pairs 0),
+ * rotated halves (1) or interleaved pairs (2).
+ */
+static void
+head_proj_case(int pairs)
+{
+	begin();
+	const int64_t H = 3, D = 64, K = 300, cap = 20;
+	head_proj_call f = {out_f(H * cap * D), cap, 7, 3, pairs, rand_f(K, -3, 3), K,
+			    rand_f(K, 0.5f, 1.5f), rand_bf16(H * D * K), rand_f(D / 2), rand_f(D / 2)};
+	run(f, (int)(H * f.per));
+	static const char *const forms[3] = {"rows", "halves rotated", "pairs rotated"};
+	char what[96];
+	snprintf(what, sizeof what, "mkc_head_proj [1, 300] x bf16 [192, 300], %s", forms[pairs]);
+	check(what, {f.y}, TOL);
+}
+
 /* ---- attention.h ---- */
 
 /* q [B, Hq, Sq, D], and keys and values [B, Hk, cap, D] of which L are used: flash decoding's two bodies */
@@ -1469,6 +1509,8 @@ main(void)
 	norm_gemm_case(false, false);
 	norm_gemm_case(false, true);
 	norm_gemm_case(true, true);
+	for (int pairs = 0; pairs < 3; pairs++)
+		head_proj_case(pairs);
 	part_merge_case(37, 5);
 	part_merge_case(3, 5);   /* two chunks empty */
 	part_merge_case(37, 5, true);

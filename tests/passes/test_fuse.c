@@ -245,6 +245,7 @@ expect_same_bits(const char *model, const char *weights, const char *want_fused)
 	cr_assert_null(strstr(r->err, "fuse: "), "--no-fuse ran the pass:\n%s", r->err);
 	cr_assert_null(strstr(r->err, "fuse_glu: "), "--no-fuse ran fuse_glu:\n%s", r->err);
 	cr_assert_null(strstr(r->err, "fuse_rope: "), "--no-fuse ran fuse_rope:\n%s", r->err);
+	cr_assert_null(strstr(r->err, "fuse_qkv: "), "--no-fuse ran fuse_qkv:\n%s", r->err);
 	const char *plain = kept_dir(r->err);
 	char cmd[2048], out[8192];
 	/* every output and cache file of the unfused run has a twin with the same bytes */
@@ -279,4 +280,13 @@ Test(fuse, fused_models_give_the_same_bits, .timeout = 300)
 			 "fuse_rope: 2 rotary embeddings into the cache appends after them");
 	expect_same_bits("tests/models/hf/qwen3_tiny", "f32",
 			 "fuse_rope: 2 rotary embeddings into the cache appends after them");
+	/* the query's rotary and both appends computed by the q/k/v products
+	 * (HeadProj): halves rotated (Llama), the caches in float32 and bf16;
+	 * Qwen3's keys have k_norm between, so only its values' appends */
+	const char *qkv = "fuse_qkv: 2 rotary embeddings and 4 cache appends into the products";
+	expect_same_bits("tests/models/tiny_llama_hf", "f32", qkv);
+	expect_same_bits("tests/models/tiny_llama_hf", "bf16", qkv);
+	expect_same_bits("tests/models/hf/llama_tiny_llama3_rope", "f32", qkv);
+	expect_same_bits("tests/models/hf/qwen3_tiny", "bf16",
+			 "fuse_qkv: 0 rotary embeddings and 2 cache appends into the products");
 }

@@ -49,7 +49,10 @@ Test(views, reshapes_have_no_tasks_and_their_readers_read_the_base)
 			cr_expect_lt(p->view_of[base], 0, "a base is never a view itself");
 			views++;
 		}
-		cr_expect_geq(views, 4, "%s: %d views", models[m], views);
+		/* tiny_llama_hf: the embedding row and each layer's attention
+		 * output flattened (its q/k/v heads are HeadProj's own output,
+		 * passes/fuse_qkv.c, not reshapes) */
+		cr_expect_geq(views, 3, "%s: %d views", models[m], views);
 		for (int i = 0; i < p->tasks.n; i++) {
 			const mkc_task *t = MKC_TASK(p, i);
 			cr_expect_eq(t->id, i);
