@@ -13,7 +13,8 @@
  *           did (every dimension rotated, halves or interleaved pairs) and
  *           writes them into y: the rotary's output, or the cache at the
  *           new position. It keeps the product's name and attributes
- *           (alpha, epsilon) and the rotary's (interleaved).
+ *           (alpha, epsilon) and the rotary's (interleaved). Taken only
+ *           where every NormGemm of that row is (whole_row).
  *
  * Between a decode layer's q/k/v products and its attention parts sat a
  * stage of three one-task nodes (the query's rotary and the two appends):
@@ -117,31 +118,70 @@ fuse_into(mkc_graph *g, mkc_node *n, mkc_node *p, mkc_tensor *cos, mkc_tensor *s
 	p->dead = true;      /* dce takes the views after it */
 }
 
+/*
+ * The rotary or append (n) this pass can fold into the product under it,
+ * with that product in *p; NULL when it cannot.
+ */
+static mkc_node *
+candidate(mkc_node *n, mkc_node **p)
+{
+	if (n->dead || n->nout != 1 || !n->out[0] || !n->in[0])
+		return NULL;
+	const mkc_tensor *y = n->out[0];
+	if (n->op == MKC_OP_ROTARY && n->nin >= 3 && (n->nin == 3 || !n->in[3]) &&
+	    y->kind != MKC_TK_OUTPUT) {
+		*p = product_under(n->in[0]);
+		return *p && rotates_all(n, 1, n->in[0]) ? n : NULL;
+	}
+	if (n->op == MKC_OP_CACHE_APPEND && y->rank == 4 && y->cap_axis == 2 &&
+	    y->dtype == MKC_DT_FLOAT) {
+		*p = product_under(n->in[0]);
+		return *p && (n->nin == 1 || rotates_all(n, 1, n->in[0])) ? n : NULL;
+	}
+	return NULL;
+}
+
+/*
+ * Only where every NormGemm of the row x has its rotary or append taken
+ * (a layer's q, k and v): the stage between the products and the parts
+ * goes away only then, and a HeadProj cut at head boundaries can only make
+ * its product's tiles larger. (Qwen3's q and k have per-head norms between
+ * the product and the rotary: its values' appends alone stay out.)
+ */
+static bool
+whole_row(const mkc_graph *g, const mkc_tensor *x, mkc_node *const *taken)
+{
+	for (int i = 0; i < g->nodes.n; i++) {
+		const mkc_node *m = MKC_NODE(g, i);
+		if (!m->dead && m->op == MKC_OP_NORM_GEMM && m->in[0] == x && !taken[i])
+			return false;
+	}
+	return true;
+}
+
 int
 mkc_pass_fuse_qkv(mkc_graph *g)
 {
 	int rot = 0, app = 0;
 	mkc_graph_count_live_uses(g);
+	/* taken[i]: the rotary or append that product i's HeadProj would be */
+	mkc_node **taken = mkc_arena_alloc(g->ctx->arena, sizeof *taken * (size_t)(g->nodes.n + 1));
+	memset(taken, 0, sizeof *taken * (size_t)(g->nodes.n + 1));
 	for (int i = 0; i < g->nodes.n; i++) {
-		mkc_node *n = MKC_NODE(g, i);
-		if (n->dead || n->nout != 1 || !n->out[0] || !n->in[0])
+		mkc_node *p = NULL, *n = candidate(MKC_NODE(g, i), &p);
+		if (n)
+			taken[p->id] = n;
+	}
+	for (int i = 0; i < g->nodes.n; i++) {
+		mkc_node *p = MKC_NODE(g, i), *n = taken[i];
+		if (!n || !whole_row(g, p->in[0], taken))
 			continue;
-		const mkc_tensor *y = n->out[0];
-		if (n->op == MKC_OP_ROTARY && n->nin >= 3 && (n->nin == 3 || !n->in[3]) &&
-		    y->kind != MKC_TK_OUTPUT) {
-			mkc_node *p = product_under(n->in[0]);
-			if (!p || !rotates_all(n, 1, n->in[0]))
-				continue;
-			fuse_into(g, n, p, n->in[1], n->in[2]);
+		bool rotated = n->op == MKC_OP_ROTARY || n->nin == 3;
+		if (n->op == MKC_OP_ROTARY)
 			rot++;
-		} else if (n->op == MKC_OP_CACHE_APPEND && y->rank == 4 && y->cap_axis == 2 &&
-			   y->dtype == MKC_DT_FLOAT) {
-			mkc_node *p = product_under(n->in[0]);
-			if (!p || (n->nin == 3 && !rotates_all(n, 1, n->in[0])))
-				continue;
-			fuse_into(g, n, p, n->nin == 3 ? n->in[1] : NULL, n->nin == 3 ? n->in[2] : NULL);
+		else
 			app++;
-		}
+		fuse_into(g, n, p, rotated ? n->in[1] : NULL, rotated ? n->in[2] : NULL);
 	}
 	if (!rot && !app)
 		return 0;

@@ -281,12 +281,30 @@ Test(fuse, fused_models_give_the_same_bits, .timeout = 300)
 	expect_same_bits("tests/models/hf/qwen3_tiny", "f32",
 			 "fuse_rope: 2 rotary embeddings into the cache appends after them");
 	/* the query's rotary and both appends computed by the q/k/v products
-	 * (HeadProj): halves rotated (Llama), the caches in float32 and bf16;
-	 * Qwen3's keys have k_norm between, so only its values' appends */
+	 * (HeadProj): halves rotated (Llama), the caches in float32 and bf16 */
 	const char *qkv = "fuse_qkv: 2 rotary embeddings and 4 cache appends into the products";
 	expect_same_bits("tests/models/tiny_llama_hf", "f32", qkv);
 	expect_same_bits("tests/models/tiny_llama_hf", "bf16", qkv);
 	expect_same_bits("tests/models/hf/llama_tiny_llama3_rope", "f32", qkv);
-	expect_same_bits("tests/models/hf/qwen3_tiny", "bf16",
-			 "fuse_qkv: 0 rotary embeddings and 2 cache appends into the products");
+}
+
+/*
+ * fuse_qkv takes a layer's rotary and appends only when it can take all
+ * three products' (the stage is gone only then): not Qwen3's, whose q and
+ * k have per-head norms before the rotary (its values' appends alone
+ * would stay out), nor a Llama with biased projections (NormGemm with C).
+ */
+Test(fuse, qkv_only_whole_layers)
+{
+	const char *none[] = {"tests/models/hf/qwen3_tiny", "tests/models/hf/llama_tiny_sharded",
+			      "tests/models/hf/qwen2_tiny"};
+	for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+		mkc_result *r = mkc_run("-v", none[i], NULL);
+		cr_assert_eq(r->status, 0, "%s: %s", none[i], r->err);
+		cr_expect(strstr(r->err, "fuse_rope: 2 rotary"), "%s: %s", none[i], r->err);
+		cr_expect_null(strstr(r->err, "fuse_qkv: "), "%s: %s", none[i], r->err);
+	}
+	mkc_result *r = mkc_run("-v", "tests/models/tiny_llama_hf", NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	cr_expect(strstr(r->err, "fuse_qkv: 2 rotary embeddings and 4 cache appends"), "%s", r->err);
 }
