@@ -30,7 +30,7 @@
 
 #include <string.h>
 
-/* Whether t keeps x's elements in x's order and t is read by n alone. */
+/* Whether v only reshapes its input: the same elements in the same order. */
 static bool
 order_view(const mkc_node *v)
 {
@@ -38,6 +38,16 @@ order_view(const mkc_node *v)
 	return (op == MKC_OP_RESHAPE || op == MKC_OP_FLATTEN || op == MKC_OP_SQUEEZE ||
 		op == MKC_OP_UNSQUEEZE || op == MKC_OP_IDENTITY) &&
 	       v->nout == 1 && v->in[0] && v->in[0]->dtype == v->out[0]->dtype;
+}
+
+/* A NormGemm of one row by W [N, K] kept by rows, no C, N = h * d. */
+static bool
+plain_product(const mkc_node *n, int64_t h, int64_t d)
+{
+	const mkc_tensor *w = n->in[2], *y = n->out[0];
+	return (n->nin == 3 || !n->in[3]) && n->nout == 1 && !mkc_node_attr_int(n, "transA", 0) &&
+	       mkc_node_attr_int(n, "transB", 0) && w->rank == 2 && mkc_dim_is_const(w->shape[0]) &&
+	       w->shape[0].c == h * d && y->rank == 2 && mkc_dim_eq(y->shape[0], mkc_dim_const(1));
 }
 
 /*
@@ -57,16 +67,8 @@ product_under(const mkc_tensor *x)
 		mkc_node *n = t->producer;
 		if (!n || n->dead || t->nconsumers != 1 || t->kind == MKC_TK_OUTPUT)
 			return NULL;
-		if (n->op == MKC_OP_NORM_GEMM) {
-			const mkc_tensor *w = n->in[2], *y = n->out[0];
-			bool plain = n->nin == 3 || !n->in[3];
-			return plain && n->nout == 1 && !mkc_node_attr_int(n, "transA", 0) &&
-					       mkc_node_attr_int(n, "transB", 0) && w->rank == 2 &&
-					       mkc_dim_is_const(w->shape[0]) &&
-					       w->shape[0].c == x->shape[1].c * x->shape[3].c &&
-					       y->rank == 2 && mkc_dim_eq(y->shape[0], mkc_dim_const(1))
-				       ? n : NULL;
-		}
+		if (n->op == MKC_OP_NORM_GEMM)
+			return plain_product(n, x->shape[1].c, x->shape[3].c) ? n : NULL;
 		if (!order_view(n))
 			return NULL;
 		t = n->in[0];

@@ -452,7 +452,7 @@ tile_head_proj(mkc_plan *p, mkc_node *n)
 	const bool rot = n->nin > 3 && n->in[3];
 	const bool halves = rot && !mkc_node_attr_int(n, "interleaved", 0);
 	const int64_t units = rot ? d / 2 : d;
-	/* rounded down: rounded up, the Llama-3.2-1B shape's q/k/v had 144
+	/* rounded down: rounded to nearest, the Llama-3.2-1B shape's q/k/v had 144
 	 * tiles for 132 workers, and the step was 50 to 95 us slower on an
 	 * H200 (bench/RESULTS.md, session 13) */
 	int64_t per = product_tiles(p, n, h * d) / h;
