@@ -61,7 +61,8 @@ static const char usage[] =
 	"                     past_len may then reach N minus the new positions\n"
 	"  --kv T             f32 (default) or bf16: the type the KV caches are\n"
 	"                     kept in; bf16 rounds keys and values as they are\n"
-	"                     appended (all arithmetic stays float32)\n"
+	"                     appended (all arithmetic stays float32); not with\n"
+	"                     --kv-io, whose caches stay float32\n"
 	"  --kv-io            keep the KV cache as inputs and outputs (past_* in,\n"
 	"                     present_* out) instead of state the model owns\n"
 	"  --profile          record a per-task timeline in the emitted code;\n"
@@ -214,6 +215,10 @@ parse_args(int argc, char **argv, int from, options *o)
 		snprintf(fmt, sizeof fmt, "--name '%%s' %s", why);
 		return bad_usage(fmt, o->name);
 	}
+	if (o->kv_io && o->kv_dtype == MKC_DT_BFLOAT16)
+		return bad_usage("%s", "--kv bf16 is the type of the caches the model keeps as state, "
+				 "and --kv-io keeps none (past and present stay float32 inputs and "
+				 "outputs)");
 	if (o->out && !o->target) {
 		const mkc_target *t = mkc_target_of_path(o->out);
 		if (!t)

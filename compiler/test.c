@@ -878,6 +878,12 @@ mkc_test_main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (o.kv_io && o.kv_dtype == MKC_DT_BFLOAT16) {
+		fputs("mkc test: --kv bf16 is the type of the caches the model keeps as state, and "
+		      "--kv-io keeps none\n", stderr);
+		free(dirs);
+		return 2;
+	}
 	const mkc_target *t = mkc_target_find(o.target);
 	if (!t || t->unwritten || !ndirs || (!t->host_workers && (o.tsan || o.shuffle))) {
 		if (!ndirs)

@@ -52,6 +52,17 @@ Test(cli, bad_command_lines)
 	cr_assert(strstr(r->err, "--arch needs a hip output"), "%s", r->err);
 	struct stat st;
 	cr_assert_neq(stat("/tmp/mkc_cli_arch.hip", &st), 0, "a refused command wrote a file");
+	/* --kv bf16 is the caches' type when the model keeps them: --kv-io keeps none */
+	r = mkc_run(MODEL("tiny_llama_decode_op18/model.onnx"), "--kv-io", "--kv", "bf16", NULL);
+	cr_assert_eq(r->status, 2, "%s", r->err);
+	cr_assert(strstr(r->err, "--kv bf16 is the type of the caches the model keeps as state"),
+		  "%s", r->err);
+	r = mkc_run(MODEL("tiny_llama_decode_op18/model.onnx"), "--kv-io", "--kv", "bf16", "--kv",
+		    "f32", NULL);
+	cr_assert_eq(r->status, 0, "the last --kv counts: %s", r->err);
+	r = mkc_run("test", "--kv-io", "--kv", "bf16", MODEL("tiny_llama_decode_op18"), NULL);
+	cr_assert_eq(r->status, 2, "%s", r->err);
+	cr_assert(strstr(r->err, "--kv-io keeps none"), "%s", r->err);
 }
 
 Test(cli, info_llama_op18)
