@@ -28,8 +28,6 @@
  */
 #include "passes.h"
 
-#include <string.h>
-
 /* Whether v only reshapes its input: the same elements in the same order. */
 static bool
 order_view(const mkc_node *v)
@@ -166,9 +164,9 @@ mkc_pass_fuse_qkv(mkc_graph *g)
 {
 	int rot = 0, app = 0;
 	mkc_graph_count_live_uses(g);
-	/* taken[i]: the rotary or append that product i's HeadProj would be */
-	mkc_node **taken = mkc_arena_alloc(g->ctx->arena, sizeof *taken * (size_t)(g->nodes.n + 1));
-	memset(taken, 0, sizeof *taken * (size_t)(g->nodes.n + 1));
+	/* taken[i]: the rotary or append that product i's HeadProj would be
+	 * (the arena's memory comes zeroed) */
+	mkc_node **taken = mkc_arena_alloc(g->ctx->arena, sizeof *taken * (size_t)g->nodes.n);
 	for (int i = 0; i < g->nodes.n; i++) {
 		mkc_node *p = NULL, *n = candidate(MKC_NODE(g, i), &p);
 		if (n)

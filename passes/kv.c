@@ -39,8 +39,8 @@ reads_as_cache(const mkc_node *n, int input)
 static const mkc_node *
 blocker(const mkc_graph *g, const mkc_tensor *t, const mkc_node *w)
 {
-	if ((w->op != MKC_OP_CACHE_APPEND && w->op != MKC_OP_HEAD_PROJ) || t->rank != 4 || t->cap_axis != 2 ||
-	    t->dtype != MKC_DT_FLOAT)
+	if ((w->op != MKC_OP_CACHE_APPEND && w->op != MKC_OP_HEAD_PROJ) || t->rank != 4 ||
+	    t->cap_axis != 2 || t->dtype != MKC_DT_FLOAT)
 		return w;
 	/* mkc_graph_readers_all, but naming the reader, and past dead nodes */
 	for (int i = 0; i < g->nodes.n; i++) {
