@@ -26,10 +26,12 @@ GEN_SRC = $(BUILD)/gen/onnx.pb-c.c
 # C text that the emitter writes into output files, found by these paths
 # (tools/embed.sh makes one {name, text} table of them): runtime/ for every
 # target, backends/<target>/ for one
-RUNTIME = runtime/common.h runtime/api_h.h runtime/files.h runtime/host.h runtime/profile.h \
-	runtime/exec_api.h backends/c/exec.h backends/c/cache.h backends/c/attention.h backends/c/rows.h backends/c/data.h \
-	backends/c/elementwise.h backends/c/reduce.h backends/c/matmul.h backends/c/gqa.h runtime/api.h backends/cuda/exec.cuh backends/cuda/attention.cuh \
-	backends/cuda/matvec.cuh backends/cuda/ring.cuh backends/hip/exec.hip backends/hip/wave.h
+RUNTIME = runtime/common.h runtime/bf16.h runtime/limits.h runtime/api_h.h runtime/files.h runtime/host.h \
+	runtime/profile.h runtime/exec_api.h runtime/api.h \
+	backends/c/exec.h backends/c/cache.h backends/c/attention.h backends/c/rows.h backends/c/data.h \
+	backends/c/elementwise.h backends/c/reduce.h backends/c/matmul.h backends/c/gqa.h \
+	backends/cuda/sync.cuh backends/cuda/exec.cuh backends/cuda/attention.cuh backends/cuda/matvec.cuh \
+	backends/hip/names.h backends/hip/sync.h
 # tests/fuzz holds libFuzzer targets, built by `make fuzz` only; tests/loaders
 # a program that test_loaders.c builds against each model it compiles
 TEST_SRC = $(filter-out tests/fuzz/% tests/loaders/%,$(wildcard tests/*/*.c))

@@ -21,7 +21,6 @@
 
 #include "../tests/gpu/rt_stub.cuh"
 
-#include "../backends/cuda/ring.cuh"
 #include "../backends/cuda/matvec.cuh"
 
 #define BYTES (1ll << 30)
@@ -116,7 +115,7 @@ gemv_stream(const float *x, const uint16_t *w, int64_t n, int layers, int r, flo
 		for (int64_t t = blockIdx.x; t < tasks; t += gridDim.x) {
 			const int64_t lo = t * r, rows = lo + r <= n ? r : n - lo;
 			const uint16_t *p = w + ((int64_t)l * n + lo) * K;
-			mkc_gemv<K, true, NORM, 0>(x, p, K, rows, dots, scale, 1e-5f,
+			mkc_gemv<K, true, NORM>(x, p, K, rows, dots, scale, 1e-5f,
 						   TWO ? p + n * K : nullptr);
 			for (int64_t i = threadIdx.x; i < rows; i += MKC_THREADS)
 				y[(int64_t)l * n + lo + i] = dots[i];
@@ -141,7 +140,7 @@ gemv_phases(const float *x, const uint16_t *w, int64_t n, int layers, int r, flo
 		for (int64_t lo = (int64_t)blockIdx.x * r; lo < n; lo += (int64_t)gridDim.x * r) {
 			const int64_t rows = lo + r <= n ? r : n - lo;
 			const uint16_t *p = w + ((int64_t)l * n + lo) * K;
-			mkc_gemv<K, true, NORM, 0>(x, p, K, rows, dots, scale, 1e-5f,
+			mkc_gemv<K, true, NORM>(x, p, K, rows, dots, scale, 1e-5f,
 						   TWO ? p + n * K : nullptr);
 			for (int64_t i = threadIdx.x; i < rows; i += MKC_THREADS)
 				y[(int64_t)l * n + lo + i] = dots[i];

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "../runtime/bf16.h"
+
 float
 mkc_half_to_float(uint16_t h)
 {
@@ -45,24 +47,17 @@ mkc_float_to_half(float f)
 	return sign | (uint16_t)((r - 0x38000000u) >> 13);
 }
 
+/* runtime/bf16.h's, so that mkc rounds as the emitted code does */
 float
 mkc_bf16_to_float(uint16_t b)
 {
-	uint32_t x = (uint32_t)b << 16;
-	float f;
-	memcpy(&f, &x, 4);
-	return f;
+	return mkc_rt_bf16(b);
 }
 
 uint16_t
 mkc_float_to_bf16(float f)
 {
-	uint32_t x;
-	memcpy(&x, &f, 4);
-	if ((x & 0x7fffffffu) > 0x7f800000u)
-		return (uint16_t)((x >> 16) | 0x40);   /* keep nan quiet */
-	x += 0x7fffu + ((x >> 16) & 1);
-	return (uint16_t)(x >> 16);
+	return mkc_rt_to_bf16(f);
 }
 
 double

@@ -21,9 +21,11 @@
  * walked up to 4096 positions on one SM while the rest idled (1.4 ms of the
  * step at context 4096). The partial tiles are Hk * C, about one a worker,
  * and each reads its chunk of keys and values once for all G query heads
- * that share them. C is the workers over Hk (at least 1, at most 64).
+ * that share them. C is the workers over Hk (at least 1, at most
+ * MKC_ATTN_MAX_CHUNKS, runtime/limits.h: the merge bodies' limit).
  */
 #include "passes.h"
+#include "../runtime/limits.h"
 
 static bool
 splittable(const mkc_node *n)
@@ -59,7 +61,7 @@ split(mkc_graph *g, mkc_node *n)
 	mkc_tensor *q = n->in[0], *k = n->in[1];
 	int64_t b = q->shape[0].c, hk = k->shape[1].c, grp = q->shape[1].c / hk;
 	int64_t chunks = g->nworkers / (b * hk > 0 ? b * hk : 1);
-	chunks = chunks < 1 ? 1 : chunks > 64 ? 64 : chunks;
+	chunks = chunks < 1 ? 1 : chunks > MKC_ATTN_MAX_CHUNKS ? MKC_ATTN_MAX_CHUNKS : chunks;
 	mkc_tensor *part = mkc_graph_tensor(g, mkc_arena_printf(a, "%s/part", n->name));
 	part->dtype = MKC_DT_FLOAT;
 	part->rank = 4;

@@ -9,7 +9,9 @@
  * helpers are static inline or marked unused.
  */
 
+#ifndef MKC_UNUSED   /* a GPU target's prelude defines it first */
 #define MKC_UNUSED __attribute__((unused))
+#endif
 
 /*
  * On a GPU target the tile helpers run on the device too, and a task's
@@ -257,82 +259,86 @@ typedef struct {
 	int dim;            /* lo and hi of each axis from here in mkc_prof_dim */
 } mkc_rt_prof_region;
 
-#if defined(__CUDACC__)
-/* The sum of v over the 32 lanes of a warp, in every lane. */
+#if defined(__CUDACC__) || defined(__HIPCC__)
+/*
+ * The sum of v over the MKC_WARP lanes of a warp, in every lane: a
+ * butterfly from offset MKC_WARP / 2 down, so every lane ends with the
+ * same sum, added in the same order. Every lane of the warp calls it.
+ */
 static __device__ inline float MKC_UNUSED
 mkc_rt_warp_sum(float v)
 {
-	for (int o = 16; o > 0; o >>= 1)
-		v += __shfl_xor_sync(0xffffffffu, v, o);
+	for (int o = MKC_WARP / 2; o > 0; o >>= 1)
+		v += mkc_shfl_xor(v, o);
 	return v;
 }
 
 /*
  * The sum of every lane's v over the block, in every lane; every lane of
  * the block must call it (the partial sums are added in one order, so all
- * lanes get the same value).
+ * lanes get the same value). A block has at most 1024 lanes.
  */
 static __device__ inline float MKC_UNUSED
 mkc_rt_block_sum(float v)
 {
-	__shared__ float part[32];
+	__shared__ float part[1024 / MKC_WARP];
 	v = mkc_rt_warp_sum(v);
 	__syncthreads();   /* the last call's partials have been read */
-	if ((threadIdx.x & 31) == 0)
-		part[threadIdx.x >> 5] = v;
+	if (threadIdx.x % MKC_WARP == 0)
+		part[threadIdx.x / MKC_WARP] = v;
 	__syncthreads();
 	float s = 0;
-	for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++)
+	for (int w = 0; w < (int)(blockDim.x + MKC_WARP - 1) / MKC_WARP; w++)
 		s += part[w];
 	return s;
 }
-#endif
 
-#if defined(__CUDACC__) || defined(__HIPCC__)
-/* (The dot products do not depend on the lane width: HIP's wave.h has its
- * own sums only.) */
+/*
+ * acc + a[0..4) . b[0..4) . w, w 16 bytes of 8 bf16 (element 2i in the low
+ * half of word i): the one place packed bf16 pairs are widened. The
+ * products are added to acc one by one, in order (the GPU bodies' sums
+ * depend on that order, and the C bodies' on theirs).
+ */
+static __device__ __forceinline__ float MKC_UNUSED
+mkc_rt_fma8_bf16(float acc, float4 a, float4 b, uint4 w)
+{
+	acc += a.x * __uint_as_float(w.x << 16);
+	acc += a.y * __uint_as_float(w.x & 0xffff0000u);
+	acc += a.z * __uint_as_float(w.y << 16);
+	acc += a.w * __uint_as_float(w.y & 0xffff0000u);
+	acc += b.x * __uint_as_float(w.z << 16);
+	acc += b.y * __uint_as_float(w.z & 0xffff0000u);
+	acc += b.z * __uint_as_float(w.w << 16);
+	acc += b.w * __uint_as_float(w.w & 0xffff0000u);
+	return acc;
+}
+
+/* acc + a[0..4) . w, w 16 bytes of 4 float32, in order */
+static __device__ __forceinline__ float MKC_UNUSED
+mkc_rt_fma4(float acc, float4 a, uint4 w)
+{
+	acc += a.x * __uint_as_float(w.x);
+	acc += a.y * __uint_as_float(w.y);
+	acc += a.z * __uint_as_float(w.z);
+	acc += a.w * __uint_as_float(w.w);
+	return acc;
+}
 
 /* x[0..8) . w[0..8), w in bf16; one 16-byte load of w, two of x. */
 static __device__ inline float MKC_UNUSED
 mkc_rt_dot8_bf16(const float *x, const uint16_t *w)
 {
-	const uint4 b = *(const uint4 *)w;
-	const float4 p = ((const float4 *)x)[0], q = ((const float4 *)x)[1];
-	return p.x * __uint_as_float(b.x << 16) + p.y * __uint_as_float(b.x & 0xffff0000u) +
-	       p.z * __uint_as_float(b.y << 16) + p.w * __uint_as_float(b.y & 0xffff0000u) +
-	       q.x * __uint_as_float(b.z << 16) + q.y * __uint_as_float(b.z & 0xffff0000u) +
-	       q.z * __uint_as_float(b.w << 16) + q.w * __uint_as_float(b.w & 0xffff0000u);
+	return mkc_rt_fma8_bf16(0.0f, ((const float4 *)x)[0], ((const float4 *)x)[1],
+				*(const uint4 *)w);
 }
 
 /* x[0..4) . w[0..4) in float32, 16-byte loads. */
 static __device__ inline float MKC_UNUSED
 mkc_rt_dot4(const float *x, const float *w)
 {
-	const float4 p = *(const float4 *)x, q = *(const float4 *)w;
-	return p.x * q.x + p.y * q.y + p.z * q.z + p.w * q.w;
+	return mkc_rt_fma4(0.0f, *(const float4 *)x, *(const uint4 *)w);
 }
 #endif
-
-/* bfloat16 storage: widen on load; narrow, rounding to nearest even. */
-static inline MKC_HD float MKC_UNUSED
-mkc_rt_bf16(uint16_t b)
-{
-	uint32_t x = (uint32_t)b << 16;
-	float f;
-	memcpy(&f, &x, 4);
-	return f;
-}
-
-static inline MKC_HD uint16_t MKC_UNUSED
-mkc_rt_to_bf16(float f)
-{
-	uint32_t x;
-	memcpy(&x, &f, 4);
-	if ((x & 0x7fffffffu) > 0x7f800000u)
-		return (uint16_t)((x >> 16) | 0x40);
-	x += 0x7fffu + ((x >> 16) & 1);
-	return (uint16_t)(x >> 16);
-}
 
 /* Row-major strides of dims d[0..r); s[r] = 0. */
 static inline MKC_HD void MKC_UNUSED

@@ -4,7 +4,7 @@
  * profile.h) and the public API (api.h). Embedded right after the exec.
  *
  * Before the exec, the emitted file defines the sizes (MKC_NTENSORS,
- * MKC_NTASKS, ...), the tables (mkc_tensors[], mkc_task_wait[],
+ * MKC_NTASKS, ...), MKC_PROF_TARGET (the target's name), the tables (mkc_tensors[], mkc_task_wait[],
  * mkc_queue[], ...), MKC_PROFILE, MKC_CAN_GENERATE, and declares
  * mkc_run_task, mkc_task_bounds, mkc_run_node and mkc_fill_symvals (the
  * tile functions, written after the runtime).
@@ -17,7 +17,6 @@
  *                     err[] (the last error, a sentence) and, with
  *                     MKC_PROFILE, prof_count (steps recorded this call);
  *   MKC_FAIL(m, ...)  what a tile function calls on bad data;
- *   MKC_PROF_TARGET   with MKC_PROFILE: the target's name in the timeline;
  *   the hooks below.
  * It may call what host.h defines after it (declaring it first):
  * mkc_seterr, mkc_numel, mkc_begin_step, mkc_end_step, mkc_generate_check

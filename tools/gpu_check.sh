@@ -31,8 +31,12 @@ done
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 echo "commit ${COMMIT:-unknown}" | tee "$out/commit.txt"
 
-# the CUDA bodies of backends/cuda/ alone, against float64 on the host
-nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -DMKC_RING_ON -o "$out/bodies" tests/gpu/bodies.cu >"$out/bodies.log" 2>&1 &&
+# the GPU bodies of backends/cuda/ alone, against float64 on the host: as
+# the CUDA target builds them, then as the HIP target does (64-lane warps,
+# through tests/gpu/hip_on_cuda.h)
+nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -o "$out/bodies" tests/gpu/bodies.cu >"$out/bodies.log" 2>&1 &&
+	"$out/bodies" >>"$out/bodies.log" 2>&1 &&
+	nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -DMKC_BODIES_HIP -o "$out/bodies" tests/gpu/bodies.cu >>"$out/bodies.log" 2>&1 &&
 	"$out/bodies" >>"$out/bodies.log" 2>&1
 bodies_rc=$?
 rm -f "$out/bodies"
@@ -137,7 +141,7 @@ if [ -n "$work" ] && [ -x "$work/run" ]; then
 fi
 
 echo
-echo "== tests/gpu/bodies.cu (the CUDA bodies alone vs float64) =="
+echo "== tests/gpu/bodies.cu (the GPU bodies alone vs float64, 32 and 64 lanes) =="
 cat "$out/bodies.log"
 echo "== tests/gpu/portable.cu (the portable bodies on the GPU vs on the host) =="
 cat "$out/portable.log"

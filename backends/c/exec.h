@@ -406,8 +406,6 @@ mkc_free_buf(void *p)
 }
 
 #if MKC_PROFILE
-#define MKC_PROF_TARGET "c"
-
 static int
 mkc_prof_fetch(mkc_host *m, uint64_t *dst)
 {

@@ -144,7 +144,7 @@ static const char *const reserved_names[] = {
 
 /* Names the library and the runtime use as prefixes of their own. */
 static const char *const reserved_prefixes[] = {"mkc_", "MKC_", "_", "pthread_", "sched_",
-						"atomic_", "memory_order", "cuda", "__", "O_",
+						"atomic_", "memory_order", "cuda", "hip", "__", "O_",
 						"F_", "AT_", "S_IF", "POSIX_FADV_"};
 
 /* Whether name is an identifier of the code in text (outside comments and strings). */
@@ -187,7 +187,8 @@ text_uses(const char *text, const char *name)
 static bool
 host_code_uses(const char *name)
 {
-	const char *const shared[] = {"runtime/common.h", "runtime/api_h.h", "runtime/exec_api.h"};
+	const char *const shared[] = {"runtime/common.h", "runtime/bf16.h", "runtime/limits.h",
+				      "runtime/api_h.h", "runtime/exec_api.h"};
 	for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
 		if (text_uses(mkc_runtime_text(shared[i]), name))
 			return true;
@@ -200,6 +201,9 @@ host_code_uses(const char *name)
 		if (text_uses((*t)->headers, name) || text_uses(mkc_runtime_text((*t)->api), name))
 			return true;
 		for (const char *const *r = (*t)->exec; *r; r++)
+			if (text_uses(mkc_runtime_text(*r), name))
+				return true;
+		for (const char *const *r = (*t)->prelude; r && *r; r++)
 			if (text_uses(mkc_runtime_text(*r), name))
 				return true;
 	}
@@ -721,25 +725,6 @@ typedef struct {
 	int first, count;           /* the first node of this form; how many */
 } body;
 
-/*
- * The weight rows each task's matvec reads, for the GPU worker to ask for
- * before the task's wait (backends/cuda/ring.cuh): per node, the weight's
- * table index (-1: none), the output axis the tiles split rows on, and a
- * row's bytes, noted by the body's emitter as it chose the ring.
- */
-static void
-emit_task_rows(mkc_emitter *e, const int *rows)
-{
-	FILE *f = e->f;
-	int nn = e->p->g->nodes.n;
-	fprintf(f, "\nstatic __device__ const int mkc_node_rows[%d][4] = {", nn + 1);
-	for (int i = 0; i < nn; i++)
-		fprintf(f, "%s{%d, %d, %d, %d},", i % 8 ? " " : "\n\t", rows[4 * i], rows[4 * i + 1],
-			rows[4 * i + 2], rows[4 * i + 3]);
-	fputs("\n\t{-1, 0, 0, 0}\n};\n\nstatic __device__ const int *\nmkc_node_rows_of(int node)\n{\n"
-	      "\treturn mkc_node_rows[node][0] >= 0 ? mkc_node_rows[node] : NULL;\n}\n", f);
-}
-
 static int
 emit_nodes(mkc_emitter *e)
 {
@@ -751,15 +736,12 @@ emit_nodes(mkc_emitter *e)
 	int *form = mkc_arena_alloc(a, sizeof *form * (size_t)(g->nodes.n + 1));
 	int **slots = mkc_arena_alloc(a, sizeof *slots * (size_t)(g->nodes.n + 1));
 	int *nslots = mkc_arena_alloc(a, sizeof *nslots * (size_t)(g->nodes.n + 1));
-	int *rows = mkc_arena_alloc(a, sizeof *rows * 4 * (size_t)(g->nodes.n + 1));
 	int nbody = 0;
 	for (int i = 0; i < g->nodes.n; i++) {
 		const mkc_node *n = MKC_NODE(g, i);
 		char *text = NULL;
 		size_t len = 0;
 		form[i] = -1;
-		rows[4 * i] = -1;
-		rows[4 * i + 1] = rows[4 * i + 2] = rows[4 * i + 3] = 0;
 		if (is_view_node(p, n))
 			continue;   /* no task: its readers read the base's buffer */
 		FILE *m = open_memstream(&text, &len);
@@ -768,7 +750,6 @@ emit_nodes(mkc_emitter *e)
 		e->f = m;
 		e->slot = mkc_arena_alloc(a, sizeof *e->slot * (size_t)(n->nin + n->nout + 1));
 		e->nslot = 0;
-		e->rows_of = -1;
 		int rc = mkc_emit_node(e, n);
 		fclose(m);
 		e->f = f;
@@ -778,10 +759,6 @@ emit_nodes(mkc_emitter *e)
 		}
 		slots[i] = e->slot;
 		nslots[i] = e->nslot;
-		rows[4 * i] = e->rows_of;
-		rows[4 * i + 1] = e->rows_of >= 0 ? e->rows_axis : 0;
-		rows[4 * i + 2] = e->rows_of >= 0 ? (int)e->row_bytes : 0;
-		rows[4 * i + 3] = e->rows_of >= 0 && e->rows_ring;
 		int k = 0;
 		while (k < nbody && (bodies[k].len != len || memcmp(bodies[k].text, text, len) != 0))
 			k++;
@@ -829,8 +806,6 @@ emit_nodes(mkc_emitter *e)
 		fprintf(f, "-1};\n\t\tmkc_body_%d(m, lo, hi, bi);\n\t\tbreak;\n\t}\n", form[i]);
 	}
 	fputs("\t}\n}\n", f);
-	if (e->t->warp)
-		emit_task_rows(e, rows);
 	fprintf(f, "\n%s void MKC_UNUSED\nmkc_run_task(struct mkc_model *m, int task)\n{\n"
 		"\tint64_t lo[MKC_RANK], hi[MKC_RANK];\n\tmkc_task_bounds(m, task, lo, hi);\n"
 		"\tmkc_run_node(m, mkc_task_node[task], lo, hi);\n}\n", e->t->fn_qual);
@@ -858,6 +833,23 @@ emit_symvals(mkc_emitter *e)
 	fprintf(f, "\t(void)m;\n}\n");
 }
 
+void
+mkc_emit_head(FILE *f, const mkc_target *t, const char *arch, const char *prefix)
+{
+	fputs(t->headers, f);
+	if (t->warp)
+		fprintf(f, "#define MKC_WARP %d\n", t->warp);
+	if (t->archs)   /* "$A": the architecture the device code is for */
+		put_subst(f, t->arch_guard, 'A', arch ? arch : t->archs[0]);
+	fprintf(f, "#define MKC_PROF_TARGET \"%s\"\n", t->name);
+	for (const char *const *r = t->prelude; r && *r; r++)
+		fputs(mkc_runtime_text(*r), f);
+	fputs(mkc_runtime_text("runtime/common.h"), f);
+	fputs(mkc_runtime_text("runtime/bf16.h"), f);
+	fputs(mkc_runtime_text("runtime/limits.h"), f);
+	put_template(f, mkc_runtime_text("runtime/api_h.h"), prefix);
+}
+
 static int
 emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const char *hname)
 {
@@ -871,11 +863,7 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 		mkc_ccomment(g->ctx->arena, g->path),
 		(unsigned long long)hash_file(g->path), e->t->name, p->tp.nworkers, p->tasks.n,
 		p->events.n, hname);
-	fputs(e->t->headers, f);
-	if (e->t->archs)   /* "$A": the architecture the device code is for */
-		put_subst(f, e->t->arch_guard, 'A', o->arch ? o->arch : e->t->archs[0]);
-	fputs(mkc_runtime_text("runtime/common.h"), f);
-	put_template(f, mkc_runtime_text("runtime/api_h.h"), prefix);
+	mkc_emit_head(f, e->t, o->arch, prefix);
 	int ntensors = number_tensors(e);
 	fprintf(f, "\n#define MKC_NSYMS %d\n#define MKC_NTENSORS %d\n#define MKC_NTASKS %d\n"
 		"#define MKC_NEVENTS %d\n#define MKC_NWORKERS %d\n#define MKC_NINPUTS %d\n"
@@ -969,7 +957,7 @@ mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o)
 	FILE *hf = cf ? open_temp(c, hpath, &htmp) : NULL;
 	int rc = -1;
 	if (cf && hf) {
-		mkc_emitter e = {cf, p, t, NULL, NULL, 0, -1, 0, 0, false};
+		mkc_emitter e = {cf, p, t, NULL, NULL, 0};
 		fprintf(hf, "/* %s - generated by mkc %s from %s; do not edit. */\n"
 			"#ifndef %s_H\n#define %s_H\n", mkc_ccomment(c->arena, hname), MKC_VERSION,
 			mkc_ccomment(c->arena, p->g->path), prefix, prefix);

@@ -30,6 +30,8 @@ typedef struct {
 	/* texts by name (runtime_files.h), each list NULL-terminated; between the
 	 * tables and the tile functions the file holds: exec, bodies, then the
 	 * host code every target shares (runtime/files.h, host.h, profile.h) */
+	const char *const *prelude; /* right after the headers (a GPU vendor's names and
+	                               primitives, which runtime/common.h uses); optional */
 	const char *const *exec;    /* the model object and the executor */
 	const char *const *bodies;  /* tile bodies the tile functions call */
 	const char *api;            /* the public API's implementation */
@@ -37,8 +39,8 @@ typedef struct {
 	const char *node_qual;      /* added for node bodies: " __noinline__" on GPUs */
 	const char *table_qual;     /* declares a table the workers read */
 	bool half_types;            /* float16 / bfloat16 tensors supported */
-	int warp;                   /* lanes that share one dot product with shuffles and
-	                               vector loads (GPU gemv bodies); 0: one lane an output */
+	int warp;                   /* lanes of a warp (MKC_WARP in the file): the GPU bodies'
+	                               lane groups; 0: no warps (a lane is a thread) */
 	/* mkc test: a shell command that builds $W/model.EXT and $W/main.EXT
 	 * (the harness) into $W/run; $F: the flags of --tsan or $MKC_TEST_CFLAGS */
 	const char *test_build;
@@ -88,6 +90,15 @@ typedef struct {
 int mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o);
 
 /*
+ * The start of every file target t emits, up to the tables: its headers,
+ * MKC_WARP, the --arch guard (arch; NULL: the default), MKC_PROF_TARGET,
+ * the prelude, runtime/common.h, bf16.h and limits.h, and the public
+ * declarations with the API prefix. (tests/backends/test_runtime.c writes
+ * its stub files with it.)
+ */
+void mkc_emit_head(FILE *f, const mkc_target *t, const char *arch, const char *prefix);
+
+/*
  * Why name cannot be the API prefix (not a C identifier, a keyword, a name
  * the emitted code or its headers use), or NULL when it can. A prefix taken
  * from OUT's stem is made safe instead ("out" becomes "out_model").
@@ -107,14 +118,6 @@ typedef struct {
 	 * that nodes of one form share one body: bi[k] is slot[k] */
 	int *slot;
 	int nslot;
-	/* set by a matvec body: the weight whose rows its tiles stream first
-	 * (its table index), the output axis its tiles split the rows on, a
-	 * row's bytes, and whether the body reads them through the weight ring
-	 * (backends/cuda/ring.cuh); rows_of is -1 otherwise. The executor asks
-	 * for the rows ahead (the ring, or the first of them into L2). */
-	int rows_of, rows_axis;
-	int64_t row_bytes;
-	bool rows_ring;
 } mkc_emitter;
 
 /*

@@ -25,6 +25,7 @@
  */
 #include "emit.h"
 #include "../../ir/kernel.h"
+#include "../../runtime/limits.h"
 
 #include <math.h>
 #include <string.h>
@@ -499,13 +500,13 @@ gemv_fits(const mkc_emitter *e, const mkc_node *n, int r, int wi)
 {
 	const mkc_tensor *y = n->out[0], *a = n->in[0];
 	int64_t k = a->shape[a->rank - 1].c;
-	if (e->t->warp != 32 || k % (is_bf16(n->in[wi]) ? 8 : 4))
+	if (!e->t->warp || k % (is_bf16(n->in[wi]) ? 8 : 4))
 		return false;
 	for (int d = 0; d < r - 1; d++)
 		if (!mkc_dim_eq(y->shape[d], mkc_dim_const(1)))
 			return false;
 	/* MKC_GEMV_ROWS dot products a tile; NormGlu's two an output */
-	const int64_t most = n->op == MKC_OP_NORM_GLU ? 64 : 128;
+	const int64_t most = n->op == MKC_OP_NORM_GLU ? MKC_GEMV_ROWS / 2 : MKC_GEMV_ROWS;
 	const mkc_plan *p = e->p;
 	for (int i = 0; i < p->tasks.n; i++) {
 		const mkc_task *t = MKC_TASK(p, i);
@@ -515,25 +516,6 @@ gemv_fits(const mkc_emitter *e, const mkc_node *n, int r, int wi)
 			return false;
 	}
 	return true;
-}
-
-/*
- * A matvec body reads its tile's rows of weight w (first, when it reads
- * two), rows split on output axis axis: on a GPU the worker asks for them
- * ahead when w is a plain [N, K] table, through the weight ring
- * (backends/cuda/ring.cuh) when ring, or the first of them into L2.
- * Returns whether the body takes them from the ring.
- */
-static int
-note_rows(mkc_emitter *e, const mkc_tensor *w, int axis, bool ring)
-{
-	if (w->rank != 2 || !mkc_dim_is_const(w->shape[1]))
-		return 0;
-	e->rows_of = e->index[w->id];
-	e->rows_axis = axis;
-	e->row_bytes = w->shape[1].c * (is_bf16(w) ? 2 : 4);
-	e->rows_ring = ring;
-	return ring;
 }
 
 /*
@@ -550,7 +532,6 @@ emit_gemv(mkc_emitter *e, int r, int64_t k, const mkc_tensor *w, int wi, bool tw
 	  bool at0, int norm, const char *scale, const char *eps, const char *out)
 {
 	FILE *f = e->f;
-	int ring = note_rows(e, w, r - 1, !two);
 	char w2[64] = "";
 	if (two)
 		snprintf(w2, sizeof w2, ", x%d + lo[%d] * x%d_s[0]", wi + 1, r - 1, wi + 1);
@@ -559,11 +540,11 @@ emit_gemv(mkc_emitter *e, int r, int64_t k, const mkc_tensor *w, int wi, bool tw
 		r + 1, r + 1, r);
 	if (at0)
 		fprintf(f, "\tmkc_rt_unflat(0, lo, ext, %d, idx);\n", r);
-	fprintf(f, "\tmkc_gemv<%lld, %s, %d, %d>(%s, x%d + lo[%d] * x%d_s[0], x%d_s[0], cnt, dots, %s, "
+	fprintf(f, "\tmkc_gemv<%lld, %s, %d>(%s, x%d + lo[%d] * x%d_s[0], x%d_s[0], cnt, dots, %s, "
 		"%s%s);\n\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n"
 		"\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n\t\tconst float acc = dots[f];\n%s"
 		"\t\ty[mkc_rt_dot(idx, y_s, %d)] = %s;\n\t}\n",
-		(long long)k, is_bf16(w) ? "true" : "false", norm, ring, x, wi, r - 1, wi, wi, scale, eps,
+		(long long)k, is_bf16(w) ? "true" : "false", norm, x, wi, r - 1, wi, wi, scale, eps,
 		w2, r, two ? "\t\tconst float acc2 = dots[cnt + f];\n" : "", r, out);
 }
 
@@ -726,7 +707,7 @@ head_proj_units(const mkc_emitter *e, const mkc_node *n)
  * HeadProj (passes/fuse_qkv.c): the tile's units of head lo[1], whose
  * first rows are lo[3] .. hi[3] of the head (passes/tile.c's
  * tile_head_proj), into y at position lo[2] (a cache's new one, or 0).
- * With 32-lane warps the matvec body (backends/cuda/matvec.cuh) computes
+ * On a GPU the matvec body (backends/cuda/matvec.cuh) computes
  * the rows, a pair's second rows as NormGlu's second weight (halves: D/2
  * rows on; interleaved: every other row, from the next), then a lane a
  * unit rotates and stores (backends/c/matmul.h's mkc_head_put); otherwise
@@ -748,8 +729,8 @@ emit_head_proj(mkc_emitter *e, const mkc_node *n)
 		"\tconst int64_t o0 = lo[1] * y_s[1] + lo[2] * y_s[2] + d0;\n", step, (long long)d);
 	flit(fe, k->eps);
 	flit(fa, k->alpha);
-	if (e->t->warp == 32 && kk % (is_bf16(w) ? 8 : 4) == 0 &&
-	    head_proj_units(e, n) * (pairs ? 2 : 1) <= 128) {
+	if (e->t->warp && kk % (is_bf16(w) ? 8 : 4) == 0 &&
+	    head_proj_units(e, n) * (pairs ? 2 : 1) <= MKC_GEMV_ROWS) {
 		char w2[64] = "", pb[64] = "0.0f";
 		if (pairs) {
 			snprintf(w2, sizeof w2, ", x2 + (h0 + %lldLL) * x2_s[0]", off);
@@ -757,7 +738,7 @@ emit_head_proj(mkc_emitter *e, const mkc_node *n)
 			snprintf(cs, sizeof cs, "x3 + d0 / %lldLL + f, x4 + d0 / %lldLL + f", step, step);
 		}
 		fprintf(f, "\t__shared__ float dots[MKC_GEMV_ROWS];\n"
-			"\tmkc_gemv<%lld, %s, %d, 0>(x0, x2 + h0 * x2_s[0], %lldLL * x2_s[0], n, dots, "
+			"\tmkc_gemv<%lld, %s, %d>(x0, x2 + h0 * x2_s[0], %lldLL * x2_s[0], n, dots, "
 			"x1, %s%s);\n\tfor (int64_t f = MKC_LANE; f < n; f += MKC_NLANES)\n"
 			"\t\tmkc_head_put(%s, o0 + %lldLL * f, o0 + %lldLL * f + %lldLL, %s * dots[f], "
 			"%s, %s);\n",
@@ -901,14 +882,15 @@ emit_scale(FILE *f, const mkc_kernel *k, const char *dim)
  * The head size for which a GPU target has a decode attention body
  * (backends/cuda/attention.cuh: positions spread over the warps), or 0 when
  * the node needs the general one: a mask, a soft cap, past inputs, present
- * outputs, or a head size that is not a constant multiple of 32 up to 256
+ * outputs, or a head size that is not a constant multiple of the warp up to
+ * MKC_ATTN_MAX_D
  * shared by query, key and value.
  */
 static int64_t
 attention_fast_dim(const mkc_emitter *e, const mkc_node *n)
 {
 	const mkc_tensor *q = n->in[0], *k = n->in[1], *v = n->in[2];
-	if (e->t->warp != 32 || n->nin > 3 || n->kern->softcap != 0)
+	if (!e->t->warp || n->nin > 3 || n->kern->softcap != 0)
 		return 0;
 	for (int o = 1; o < n->nout; o++)
 		if (n->out[o])
@@ -917,7 +899,8 @@ attention_fast_dim(const mkc_emitter *e, const mkc_node *n)
 	    is_bf16(k) || is_bf16(v))
 		return 0;
 	mkc_dim d = q->shape[3];
-	if (!mkc_dim_is_const(d) || d.c % 32 || d.c > 256 || !mkc_dim_eq(k->shape[3], d) ||
+	if (!mkc_dim_is_const(d) || d.c % e->t->warp || d.c > MKC_ATTN_MAX_D ||
+	    !mkc_dim_eq(k->shape[3], d) ||
 	    !mkc_dim_eq(v->shape[3], d) || !mkc_dim_eq(k->shape[2], v->shape[2]) ||
 	    !mkc_dim_is_const(q->shape[1]) || !mkc_dim_is_const(k->shape[1]) ||
 	    !mkc_dim_eq(k->shape[1], v->shape[1]) || k->shape[1].c < 1 ||
@@ -978,7 +961,7 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
  * attention.h's, a lane an output element. Merge: each output element from
  * the C partial results of its key head, rescaled to their common maximum
  * (backends/cuda/attention.cuh's mkc_attn_merge on a GPU with a body for
- * the head size when there are more than 32 chunks, else backends/c/
+ * the head size when there are more than MKC_MERGE_WIDE_CHUNKS, else backends/c/
  * attention.h's).
  */
 static int
@@ -991,7 +974,7 @@ emit_attn_part(mkc_emitter *e, const mkc_node *n)
 	fprintf(f, "\tconst int64_t B = x0_d[0], Sq = x0_d[2], D = x0_d[3], L = x1_d[2];\n"
 		"\tconst int64_t C = %lld, G = x0_d[1] / x1_d[1];\n", (long long)c);
 	int64_t grp = n->in[0]->shape[1].c / n->in[1]->shape[1].c;
-	if (e->t->warp == 32 && d % 32 == 0 && d <= 256 && grp <= 8 &&
+	if (e->t->warp && d % e->t->warp == 0 && d <= MKC_ATTN_MAX_D && grp <= MKC_ATTN_MAX_GROUP &&
 	    is_bf16(n->in[1]) == is_bf16(n->in[2])) {
 		/* the element type of the caches (float or uint16_t) from x1 and x2 */
 		fprintf(f, "\t(void)D;\n\t(void)G;\n\tmkc_attn_part<%lld, %lld>(x0, x0_s, x1, x1_s, x2, x2_s, y, y_s, "
@@ -1011,10 +994,9 @@ emit_attn_merge(mkc_emitter *e, const mkc_node *n)
 	int64_t c = n->kern->chunks, d = n->out[0]->shape[3].c;
 	decl_all(e, n);
 	fprintf(f, "\tconst int64_t C = %lld, G = y_d[1] / (x0_d[1] / C);\n", (long long)c);
-	/* the one-trip body where the chunks are many: measured on an H200
-	 * (bench/RESULTS.md session 12), 44 chunks merged in about 1 us less a
-	 * head than by the portable body, 16 chunks in 0.5 us more */
-	if (e->t->warp == 32 && d % 32 == 0 && d <= 256 && c > 32 && c <= 64) {
+	/* the one-trip body where the chunks are many (runtime/limits.h says why) */
+	if (e->t->warp && d % e->t->warp == 0 && d <= MKC_THREADS && c > MKC_MERGE_WIDE_CHUNKS &&
+	    c <= MKC_ATTN_MAX_CHUNKS) {
 		fprintf(f, "\tmkc_attn_merge<%lld>(x0, x0_s, y, y_s, y_d[0], y_d[2], C, G, lo[1], "
 			"hi[1]);\n", (long long)d);
 		return 0;

@@ -1,5 +1,5 @@
 /*
- * attention.cuh - the CUDA tile body of decode attention, as device code.
+ * attention.cuh - the GPU tile body (CUDA and HIP) of decode attention.
  *
  * The emitter calls mkc_attn_rows<D>() from an Attention tile, and
  * mkc_attn_part<D>() from an AttnPart tile (passes/split_attn.c), with the
@@ -12,29 +12,35 @@
  * spread over positions, not output elements. The parts (mkc_attn_group)
  * give a position's key to several lanes, below; the whole-row body
  * (mkc_attn_range, for Attention nodes not split): warp w takes positions in
- * chunks of 32 (chunk c of warp w starts at (c * NWARPS + w) * 32), and in
- * a chunk
+ * chunks of MKC_WARP (W: chunk c of warp w starts at (c * NWARPS + w) * W),
+ * and in a chunk
  *   - lane i scores position i of the chunk: the dot product of the query
  *     (in shared memory) with its key row, D / 4 independent 16-byte loads;
  *   - the warp folds the chunk into its running maximum and sum (an online
  *     softmax, as flash-decoding does);
- *   - lane i owns output elements i, i + 32, ...: for each position of the
- *     chunk it adds weight * v[t][d], a coalesced 128-byte load a warp.
+ *   - lane i owns output elements i, i + W, ...: for each position of the
+ *     chunk it adds weight * v[t][d], a coalesced load of W values a warp.
  * At the end the warps' (maximum, sum, accumulator) meet in shared memory.
  * Every lane of the block calls it (it synchronises the block).
  *
  * The key and value rows are float32 (the parts also take a bf16 cache,
- * T = uint16_t: passes/kv.c), the head size D a multiple of 32 (at most
- * 256), no mask and no soft cap: emit_ops.c checks all that and uses the
- * general body otherwise.
+ * T = uint16_t: passes/kv.c), the head size D a multiple of MKC_WARP (at
+ * most 256), no mask and no soft cap: emit_ops.c checks all that and uses
+ * the general body otherwise. The caches are read with mkc_ld16 and
+ * mkc_ld_small (the sync header's predicated loads): they were written in
+ * the same launch, before the wait that orders this read.
  */
 
-#define MKC_ATTN_WARPS (MKC_THREADS / 32)
+#define MKC_ATTN_WARPS (MKC_THREADS / MKC_WARP)
 
-/* 1: the cache's loads written in PTX (mkc_attn_ld16, ld4, ld2), as matvec.cuh's */
-#ifndef MKC_PTX_LOADS
-#define MKC_PTX_LOADS 1
-#endif
+/* The maximum of v over the warp, in every lane. */
+static __device__ __forceinline__ float MKC_UNUSED
+mkc_attn_warp_max(float v)
+{
+	for (int o = MKC_WARP / 2; o > 0; o >>= 1)
+		v = fmaxf(v, mkc_shfl_xor(v, o));
+	return v;
+}
 
 /*
  * One query row pq against positions t0..t1 of keys pk and values pv (rows
@@ -48,11 +54,11 @@ static __device__ void
 mkc_attn_range(const float *pq, const float *pk, int64_t kst, const float *pv, int64_t vst,
 	       int64_t t0, int64_t t1, float scale, float *y, float *part)
 {
-	static_assert(D % 32 == 0 && D <= 256, "head size: a multiple of 32, at most 256");
-	constexpr int J = D / 32;   /* output elements a lane owns */
+	static_assert(D % MKC_WARP == 0 && D <= MKC_ATTN_MAX_D, "head size: a multiple of MKC_WARP");
+	constexpr int J = D / MKC_WARP;   /* output elements a lane owns */
 	__shared__ float4 qsh[D / 4];
 	__shared__ float wm[MKC_ATTN_WARPS], wsum[MKC_ATTN_WARPS], wacc[MKC_ATTN_WARPS][D];
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int lane = threadIdx.x % MKC_WARP, warp = threadIdx.x / MKC_WARP;
 	__syncthreads();   /* the last row's reads of qsh and wacc are done */
 	for (int i = threadIdx.x; i < D; i += blockDim.x)
 		((float *)qsh)[i] = pq[i];
@@ -61,7 +67,8 @@ mkc_attn_range(const float *pq, const float *pk, int64_t kst, const float *pv, i
 #pragma unroll
 	for (int j = 0; j < J; j++)
 		acc[j] = 0;
-	for (int64_t base = t0 + (int64_t)warp * 32; base < t1; base += 32 * MKC_ATTN_WARPS) {
+	for (int64_t base = t0 + (int64_t)warp * MKC_WARP; base < t1;
+	     base += MKC_WARP * MKC_ATTN_WARPS) {
 		const int64_t t = base + lane;
 		float sc = -INFINITY;
 		if (t < t1) {
@@ -81,26 +88,20 @@ mkc_attn_range(const float *pq, const float *pk, int64_t kst, const float *pv, i
 			}
 			sc = dot * scale;
 		}
-		float cm = sc;
-		for (int o = 16; o > 0; o >>= 1)
-			cm = fmaxf(cm, __shfl_xor_sync(0xffffffffu, cm, o));
-		const float nm = fmaxf(mx, cm);   /* finite: position base is < t1 */
+		const float nm = fmaxf(mx, mkc_attn_warp_max(sc));   /* finite: position base is < t1 */
 		const float r = expf(mx - nm), p = expf(sc - nm);
-		float ps = p;
-		for (int o = 16; o > 0; o >>= 1)
-			ps += __shfl_xor_sync(0xffffffffu, ps, o);
-		sum = sum * r + ps;
+		sum = sum * r + mkc_rt_warp_sum(p);
 #pragma unroll
 		for (int j = 0; j < J; j++)
 			acc[j] *= r;
-		const int64_t n = t1 - base < 32 ? t1 - base : 32;
+		const int64_t n = t1 - base < MKC_WARP ? t1 - base : MKC_WARP;
 		const float *vr = pv + base * vst + lane;
 #pragma unroll 8
 		for (int i = 0; i < n; i++) {
-			const float w = __shfl_sync(0xffffffffu, p, i);
+			const float w = mkc_shfl(p, i);
 #pragma unroll
 			for (int j = 0; j < J; j++)
-				acc[j] += w * vr[i * vst + 32 * j];
+				acc[j] += w * vr[i * vst + MKC_WARP * j];
 		}
 		mx = nm;
 	}
@@ -110,7 +111,7 @@ mkc_attn_range(const float *pq, const float *pk, int64_t kst, const float *pv, i
 	}
 #pragma unroll
 	for (int j = 0; j < J; j++)
-		wacc[warp][lane + 32 * j] = acc[j];
+		wacc[warp][lane + MKC_WARP * j] = acc[j];
 	__syncthreads();
 	float m = -INFINITY, tot = 0;
 	for (int w = 0; w < MKC_ATTN_WARPS; w++)
@@ -151,67 +152,12 @@ mkc_attn_rows(const float *q, const int64_t *qs, const float *k, const int64_t *
 }
 
 /*
- * Predicated loads of the cache: the registers they return are the load's
- * own, zeros when !on. Written as a select (on ? *p : 0), the compiler
- * loads into other registers and moves them, and the move waits for the
- * load at once (see matvec.cuh's mkc_ld16). Plain ld.global: the caches
- * are written in the same launch, before the wait that orders this read.
- * The bits come back as they are stored (float32, or bf16 in the low
- * half); mkc_attn_val widens them where they are used, not where loaded.
- */
-static __device__ __forceinline__ uint4 MKC_UNUSED
-mkc_attn_ld16(const void *p, bool on)
-{
-	uint4 v = make_uint4(0, 0, 0, 0);
-#if MKC_PTX_LOADS
-	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %5, 0;\n\t"
-		     "@p ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
-		     : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
-		     : "l"(__cvta_generic_to_global(p)), "r"((int)on));
-#else
-	if (on)
-		v = *(const uint4 *)p;
-#endif
-	return v;
-}
-
-static __device__ __forceinline__ uint32_t MKC_UNUSED
-mkc_attn_ld4(const void *p, bool on)
-{
-	uint32_t v = 0;
-#if MKC_PTX_LOADS
-	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t"
-		     "@p ld.global.L1::no_allocate.b32 %0, [%1];\n\t}"
-		     : "+r"(v) : "l"(__cvta_generic_to_global(p)), "r"((int)on));
-#else
-	if (on)
-		v = *(const uint32_t *)p;
-#endif
-	return v;
-}
-
-static __device__ __forceinline__ uint32_t MKC_UNUSED
-mkc_attn_ld2(const void *p, bool on)
-{
-	uint32_t v = 0;
-#if MKC_PTX_LOADS
-	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t"
-		     "@p ld.global.L1::no_allocate.u16 %0, [%1];\n\t}"
-		     : "+r"(v) : "l"(__cvta_generic_to_global(p)), "r"((int)on));
-#else
-	if (on)
-		v = *(const uint16_t *)p;
-#endif
-	return v;
-}
-
-/*
  * How mkc_attn_group spreads a round over a warp, for head size D and the
  * cache's element type T (float, or uint16_t for bf16). A key row is read
  * by KL lanes, 16 elements each in NK 16-byte loads (load i of lane l
  * holds elements V * (l % KL + KL * i) on), so a warp scores PW positions
- * a round; a lane holds elements l, l + 32, ... (J of them) of each of
- * those positions' value rows.
+ * a round; a lane holds elements l, l + MKC_WARP, ... (J of them) of each
+ * of those positions' value rows.
  * (Measured, session 11: a bf16 cache read 32 key elements and two values
  * a lane, twice the positions a round in the same registers on paper,
  * made the 1B kernel spill and its step 70 us slower at every context.)
@@ -221,8 +167,8 @@ struct mkc_attn_shape {
 	static constexpr int V = 16 / (int)sizeof(T);
 	static constexpr int NK = 16 / V;
 	static constexpr int KL = D / 16;
-	static constexpr int PW = 32 / KL;
-	static constexpr int J = D / 32;
+	static constexpr int PW = MKC_WARP / KL;
+	static constexpr int J = D / MKC_WARP;
 };
 
 /* A loaded value's bits as a float: float32, or bf16 in the low half. */
@@ -235,7 +181,7 @@ mkc_attn_val(uint32_t w, float)
 static __device__ __forceinline__ float MKC_UNUSED
 mkc_attn_val(uint32_t w, uint16_t)
 {
-	return __uint_as_float(w << 16);
+	return mkc_rt_bf16((uint16_t)w);
 }
 
 /*
@@ -249,45 +195,31 @@ static __device__ __forceinline__ void
 mkc_attn_fetch(const T *pk, int64_t kst, const T *pv, int64_t vst, int64_t base, int64_t t1,
 	       uint4 (&kv)[S::NK], uint32_t (&vv)[S::PW][S::J])
 {
-	const int lane = threadIdx.x & 31;
+	const int lane = threadIdx.x % MKC_WARP;
 	const int64_t t = base + lane / S::KL;
 	const T *kr = pk + t * kst + S::V * (lane % S::KL);
 #pragma unroll
 	for (int i = 0; i < S::NK; i++)
-		kv[i] = mkc_attn_ld16(kr + S::V * S::KL * i, t < t1);
+		kv[i] = mkc_ld16<false>(kr + S::V * S::KL * i, t < t1);
 #pragma unroll
 	for (int p = 0; p < S::PW; p++)
 #pragma unroll
-		for (int j = 0; j < S::J; j++) {
-			const T *w = pv + (base + p) * vst + lane + 32 * j;
-			vv[p][j] = sizeof(T) == 4 ? mkc_attn_ld4(w, base + p < t1)
-						  : mkc_attn_ld2(w, base + p < t1);
-		}
+		for (int j = 0; j < S::J; j++)
+			vv[p][j] = mkc_ld_small<sizeof(T) == 2>(pv + (base + p) * vst + lane + MKC_WARP * j,
+								base + p < t1);
 }
 
-/* dot += q[0..V) . the V elements of T in the 16 bytes k, in order. */
-static __device__ __forceinline__ void MKC_UNUSED
-mkc_attn_dot16(float &dot, const float4 *q, uint4 k, float)
+/* dot + q[0..V) . the V elements of T in the 16 bytes k, in order. */
+static __device__ __forceinline__ float MKC_UNUSED
+mkc_attn_dot16(float dot, const float4 *q, uint4 k, float)
 {
-	const float4 a = q[0];
-	dot += a.x * __uint_as_float(k.x);
-	dot += a.y * __uint_as_float(k.y);
-	dot += a.z * __uint_as_float(k.z);
-	dot += a.w * __uint_as_float(k.w);
+	return mkc_rt_fma4(dot, q[0], k);
 }
 
-static __device__ __forceinline__ void MKC_UNUSED
-mkc_attn_dot16(float &dot, const float4 *q, uint4 k, uint16_t)
+static __device__ __forceinline__ float MKC_UNUSED
+mkc_attn_dot16(float dot, const float4 *q, uint4 k, uint16_t)
 {
-	const float4 a = q[0], b = q[1];
-	dot += a.x * __uint_as_float(k.x << 16);
-	dot += a.y * __uint_as_float(k.x & 0xffff0000u);
-	dot += a.z * __uint_as_float(k.y << 16);
-	dot += a.w * __uint_as_float(k.y & 0xffff0000u);
-	dot += b.x * __uint_as_float(k.z << 16);
-	dot += b.y * __uint_as_float(k.z & 0xffff0000u);
-	dot += b.z * __uint_as_float(k.w << 16);
-	dot += b.w * __uint_as_float(k.w & 0xffff0000u);
+	return mkc_rt_fma8_bf16(dot, q[0], q[1], k);
 }
 
 /*
@@ -301,35 +233,29 @@ mkc_attn_round(const float4 (*qsh)[D / 4], const uint4 (&kv)[S::NK],
 	       const uint32_t (&vv)[S::PW][S::J], bool live, float scale, float *mx, float *sum,
 	       float (*acc)[S::J])
 {
-	const int sub = (threadIdx.x & 31) % S::KL;
+	const int sub = (threadIdx.x % MKC_WARP) % S::KL;
 #pragma unroll
 	for (int g = 0; g < G; g++) {
 		float dot = 0;
 #pragma unroll
 		for (int i = 0; i < S::NK; i++)
-			mkc_attn_dot16(dot, &qsh[g][S::V / 4 * (sub + S::KL * i)], kv[i], T());
+			dot = mkc_attn_dot16(dot, &qsh[g][S::V / 4 * (sub + S::KL * i)], kv[i], T());
 #pragma unroll
 		for (int o = S::KL / 2; o > 0; o >>= 1)
-			dot += __shfl_xor_sync(0xffffffffu, dot, o);
+			dot += mkc_shfl_xor(dot, o);
 		const float sc = live ? dot * scale : -INFINITY;
-		float cm = sc;
-#pragma unroll
-		for (int o = 16; o > 0; o >>= 1)
-			cm = fmaxf(cm, __shfl_xor_sync(0xffffffffu, cm, o));
-		const float nm = fmaxf(mx[g], cm);   /* finite: the round's first position is < t1 */
+		/* finite: the round's first position is < t1 */
+		const float nm = fmaxf(mx[g], mkc_attn_warp_max(sc));
 		const float r = expf(mx[g] - nm), p = expf(sc - nm);
-		float ps = sub == 0 ? p : 0;   /* a position's lanes hold the same p */
-#pragma unroll
-		for (int o = 16; o > 0; o >>= 1)
-			ps += __shfl_xor_sync(0xffffffffu, ps, o);
-		sum[g] = sum[g] * r + ps;
+		/* a position's lanes hold the same p: its first lane's counts */
+		sum[g] = sum[g] * r + mkc_rt_warp_sum(sub == 0 ? p : 0);
 		mx[g] = nm;
 #pragma unroll
 		for (int j = 0; j < S::J; j++)
 			acc[g][j] *= r;
 #pragma unroll
 		for (int q = 0; q < S::PW; q++) {
-			const float w = __shfl_sync(0xffffffffu, p, q * S::KL);
+			const float w = mkc_shfl(p, q * S::KL);
 #pragma unroll
 			for (int j = 0; j < S::J; j++)
 				acc[g][j] += w * mkc_attn_val(vv[q][j], T());
@@ -343,14 +269,14 @@ mkc_attn_round(const float4 (*qsh)[D / 4], const uint4 (&kv)[S::NK],
  * results: part + g * pst holds row g's D unnormalised sums, its maximum
  * score and its sum of exp(score - maximum).
  *
- * A round is PW positions a warp (mkc_attn_shape: 8 for D = 64) and eight
- * warps: KL lanes share a key row, so a round's keys and values are a few
+ * A round is PW positions a warp (mkc_attn_shape: 8 for D = 64 on 32-lane
+ * warps) and every warp of the block: KL lanes share a key row, so a round's keys and values are a few
  * loads each a lane, all issued at once,
  * and the next round's are issued before this one's scores are computed.
  * A position's score, for all G rows from the one load of its key, is
  * summed over its lanes; the warp folds the round into its running maximum
  * and sum (an online softmax); lane i adds weight * value for output
- * elements i, i + 32, ... At the end the warps' (maximum, sum,
+ * elements i, i + MKC_WARP, ... At the end the warps' (maximum, sum,
  * accumulator) meet in shared memory.
  * (The body before gave a lane a whole position: at context 1024 two of
  * the eight warps had work, and the values came in eight dependent trips.
@@ -363,12 +289,13 @@ static __device__ void
 mkc_attn_group(const float *pq, int64_t qst, const T *pk, int64_t kst, const T *pv, int64_t vst,
 	       int64_t t0, int64_t t1, float scale, float *part, int64_t pst)
 {
-	static_assert(D % 32 == 0 && D <= 256 && G >= 1 && G <= 8, "head size, group");
+	static_assert(D % MKC_WARP == 0 && D <= MKC_ATTN_MAX_D && G >= 1 && G <= MKC_ATTN_MAX_GROUP,
+		      "head size, group");
 	typedef mkc_attn_shape<D, T> S;
 	constexpr int NW = MKC_ATTN_WARPS, R = NW * S::PW;
 	__shared__ float4 qsh[G][D / 4];
 	__shared__ float wm[NW][G], wsum[NW][G], wacc[NW][G][D];
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int lane = threadIdx.x % MKC_WARP, warp = threadIdx.x / MKC_WARP;
 	uint4 ka[S::NK], kb[S::NK];
 	uint32_t va[S::PW][S::J], vb[S::PW][S::J];
 	mkc_attn_fetch<D>(pk, kst, pv, vst, t0 + (int64_t)warp * S::PW, t1, ka, va);
@@ -404,7 +331,7 @@ mkc_attn_group(const float *pq, int64_t qst, const T *pk, int64_t kst, const T *
 		}
 #pragma unroll
 		for (int j = 0; j < S::J; j++)
-			wacc[warp][g][lane + 32 * j] = acc[g][j];
+			wacc[warp][g][lane + MKC_WARP * j] = acc[g][j];
 	}
 	__syncthreads();
 	for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
@@ -475,11 +402,11 @@ static __device__ __noinline__ void MKC_UNUSED
 mkc_attn_merge(const float *part, const int64_t *ps, float *y, const int64_t *ys, int64_t B,
 	       int64_t Sq, int64_t C, int64_t G, int64_t h0, int64_t h1)
 {
-	static_assert(D % 32 == 0 && D <= MKC_THREADS, "head size");
+	static_assert(D % MKC_WARP == 0 && D <= MKC_THREADS, "head size");
 	constexpr int NG = MKC_THREADS / D;   /* threads an element: they share its chunks */
-	constexpr int MAXC = 64, NC = (MAXC + NG - 1) / NG;
+	constexpr int MAXC = MKC_ATTN_MAX_CHUNKS, NC = (MAXC + NG - 1) / NG;
 	__shared__ float cm[MAXC], cs[MAXC], cw[MAXC], sum[NG][D], tot;
-	const int t = threadIdx.x, d = t % D, grp = t / D, lane = t & 31;
+	const int t = threadIdx.x, d = t % D, grp = t / D, lane = t % MKC_WARP;
 	for (int64_t row = 0; row < B * (h1 - h0) * Sq; row++) {
 		const int64_t b = row / ((h1 - h0) * Sq), h = h0 + row / Sq % (h1 - h0), s = row % Sq;
 		const float *pp = part + b * ps[0] + h / G * C * ps[1] + (h % G * Sq + s) * ps[2];
@@ -509,9 +436,9 @@ mkc_attn_merge(const float *part, const int64_t *ps, float *y, const int64_t *ys
 				out += v[k] * cw[c];
 		}
 		sum[grp][d] = out;
-		if (t < 32) {
+		if (t < MKC_WARP) {
 			float w = 0;
-			for (int c = lane; c < C; c += 32)
+			for (int c = lane; c < C; c += MKC_WARP)
 				w += cs[c] * cw[c];
 			w = mkc_rt_warp_sum(w);
 			if (lane == 0)

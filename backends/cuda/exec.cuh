@@ -1,38 +1,39 @@
 /*
- * exec.cuh - the CUDA target's runtime, embedded after the tables of an
- * emitted .cu file: the persistent kernel, the event protocol on the GPU,
- * and the host object that owns device memory.
+ * exec.cuh - the GPU runtime of both GPU targets, embedded after the tables
+ * of an emitted .cu or .hip file: the persistent kernel, the event protocol
+ * on the GPU, and the host object that owns device memory. It is written
+ * in CUDA's names; the HIP target embeds backends/hip/names.h (HIP's names
+ * for them) first, and each target's sync header (backends/cuda/sync.cuh,
+ * backends/hip/sync.h) gives the primitives that differ: the acquire and
+ * release, the pause, the clocks, shuffles, loads and the copy into shared
+ * memory. Nothing in this file is one vendor's.
  *
  * One launch per step. Block w is worker w and runs queue w; the grid has
  * exactly MKC_NWORKERS blocks, and create refuses a GPU on which that many
  * blocks cannot be resident at once (a block spinning on an event whose
- * producer never got an SM would hang the step).
+ * producer never got an SM would hang the step), or whose warps are not
+ * MKC_WARP lanes wide (the bodies' lane groups are sized by it).
  *
- * Event protocol, per task:
- *   wait:   thread 0 polls the 64-bit counter with ld.acquire.gpu until it
+ * Event protocol, per task (its memory ordering is the sync header's):
+ *   wait:   thread 0 polls the 64-bit counter with mkc_ld_acquire until it
  *           reaches threshold * epoch; __syncthreads() hands the result
  *           (and what the acquire made visible) to the block;
  *   run:    all threads of the block share the tile's loops;
  *   signal: __syncthreads() (the block's writes are done), thread 0
- *           red.release.gpu (add 1) on the counter of each event.
- * (The barrier-then-release and acquire-then-barrier pairs are the PTX
- * memory model's way for a block to publish and to consume; a full fence
- * per task, as before, cost more.)
+ *           mkc_red_release (add 1) on the counter of each event.
  * What a task is (its node, box, event, signals) comes from its descriptor,
  * built on the device at create time and copied into shared memory three
- * tasks ahead (mkc_qdesc_kernel). Before a task's wait, thread 0 may also
- * ask for the weight rows of the next matvec (the weight ring, ring.cuh;
- * compiled in only with -DMKC_RING_ON, as it measured slower).
+ * tasks ahead (mkc_qdesc_kernel).
  * Counters are never reset; the epoch grows by one a step. A watchdog in
- * the wait (clock64) gives up after timeout_s and reports task and event;
- * every block then leaves. A tile that finds bad data (a Gather index out
- * of range) reports it the same way.
+ * the wait (clock64, the SM's clock; the device's clock rate gives its
+ * peak rate, so the limit is a lower bound when the clock is lowered) gives
+ * up after timeout_s and reports task and event; every block then leaves.
+ * A tile that finds bad data (a Gather index out of range) reports it the
+ * same way.
  *
  * Symbolic-valued tensors (past_len + 1) are written by a one-thread
  * kernel launched just before the persistent one, on the same stream.
  */
-
-#define MKC_THREADS 256
 
 struct mkc_model {              /* what tile functions see, in device memory */
 	void *buf[MKC_NTENSORS];
@@ -53,7 +54,7 @@ mkc_dev_fail(struct mkc_model *m, int line)
 
 #define MKC_FAIL(m, ...) mkc_dev_fail(m, __LINE__)
 
-struct mkc_cuda_host {
+struct mkc_gpu_host {
 	void *buf[MKC_NTENSORS];    /* device pointers */
 	unsigned char owned[MKC_NTENSORS];
 	int64_t sym[MKC_NSYMS + 1];
@@ -73,7 +74,7 @@ struct mkc_cuda_host {
 #endif
 };
 
-typedef struct mkc_cuda_host mkc_host;
+typedef struct mkc_gpu_host mkc_host;
 
 static void
 mkc_seterr(mkc_host *m, const char *fmt, ...)
@@ -82,37 +83,33 @@ static int64_t mkc_numel(const mkc_host *m, int t, int use_max);
 static int mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 			  const int64_t *dims);
 
+/* what is the call as written, "cudaMalloc(...)": named by the vendor's name (MKC_GPU_API) */
 static int
-mkc_cuda_check(mkc_host *m, cudaError_t e, const char *what, int line)
+mkc_gpu_check(mkc_host *m, cudaError_t e, const char *what, int line)
 {
 	if (e == cudaSuccess)
 		return 0;
-	mkc_seterr(m, "%s failed (line %d of the runtime): %s", what, line, cudaGetErrorString(e));
+	mkc_seterr(m, "%s%s failed (line %d of the runtime): %s", MKC_GPU_API,
+		   strncmp(what, "cuda", 4) ? what : what + 4, line, cudaGetErrorString(e));
 	return -1;
 }
 
-/* Every CUDA call goes through this: it names the call and the line. */
-#define MKC_CUDA(m, call) mkc_cuda_check(m, (call), #call, __LINE__)
+/* Every runtime call goes through this: it names the call and the line. */
+#define MKC_GPU(m, call) mkc_gpu_check(m, (call), #call, __LINE__)
+
+/* While tearing down: the first error is in err already. */
+static void
+mkc_gpu_free(void *p)
+{
+	if (p)
+		(void)cudaFree(p);
+}
 
 static __global__ void
 mkc_symvals_kernel(struct mkc_model *m)
 {
 	if (blockIdx.x == 0 && threadIdx.x == 0)
 		mkc_fill_symvals(m);
-}
-
-static __device__ __forceinline__ unsigned long long
-mkc_ld_acquire(const unsigned long long *p)
-{
-	unsigned long long v;
-	asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-	return v;
-}
-
-static __device__ __forceinline__ void
-mkc_red_release(unsigned long long *p)
-{
-	asm volatile("red.release.gpu.global.add.u64 [%0], 1;" ::"l"(p) : "memory");
 }
 
 /*
@@ -129,7 +126,7 @@ mkc_wait(struct mkc_model *m, unsigned long long *counter, unsigned long long ta
 		const long long start = clock64();
 		int ok = 1;
 		while (mkc_ld_acquire(counter) < target) {
-			if (*(volatile int *)&m->status[0]) {
+			if (mkc_ld_flag(&m->status[0])) {
 				ok = 0;
 				break;
 			}
@@ -141,7 +138,7 @@ mkc_wait(struct mkc_model *m, unsigned long long *counter, unsigned long long ta
 				ok = 0;
 				break;
 			}
-			__nanosleep(64);
+			mkc_backoff();
 		}
 		stop = !ok;
 	}
@@ -150,23 +147,6 @@ mkc_wait(struct mkc_model *m, unsigned long long *counter, unsigned long long ta
 }
 
 #if MKC_PROFILE
-/* Nanoseconds on the clock every SM shares. */
-static __device__ __forceinline__ unsigned long long
-mkc_prof_now(void)
-{
-	unsigned long long t;
-	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-	return t;
-}
-
-static __device__ __forceinline__ unsigned
-mkc_prof_smid(void)
-{
-	unsigned s;
-	asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-	return s;
-}
-
 /* stamp k of a task in this step's slot, by thread 0 */
 #define MKC_PROF_TASK(task, k, v) \
 	(prof[MKC_NSYMS + 2 * MKC_NWORKERS + 4 * (task) + (k)] = (v))
@@ -181,24 +161,18 @@ mkc_prof_smid(void)
  * tables. Read from the tables at run time, a task cost four dependent
  * loads (queue, task, box, symbols) before its wait: 1.8 us a task when
  * they hit L1, three times that when the weights had pushed them out. A
- * worker's warp 1 copies descriptor i + MKC_QD_AHEAD into shared memory
- * while task i runs (cp.async), so a task's descriptor is there before the
- * worker gets to it.
+ * worker's second warp (the feeder) copies descriptor i + MKC_QD_AHEAD
+ * into shared memory while task i runs (mkc_copy16: in the background on
+ * CUDA), so a task's descriptor is there before the worker gets to it.
  */
 enum {
 	MKC_QD_TASK, MKC_QD_NODE, MKC_QD_EV, MKC_QD_THR, MKC_QD_SIG0, MKC_QD_S0, MKC_QD_S1,
 	MKC_QD_RANK,        /* -1: symbolic bounds, evaluated at run time (mkc_task_bounds) */
-	MKC_QD_ROWS,        /* the weight the matvec reads through the ring, or -1 */
-	MKC_QD_ROW_BYTES, MKC_QD_ROWS_BYTES,
-	MKC_QD_ROWS_OFF = 12,   /* int64: the tile's first row, bytes into the weight */
 	MKC_QD_LO = 14, MKC_QD_HI = 22,
 	MKC_QD_WORDS = 32
 };
 #define MKC_QD_SLOTS 8      /* descriptors a worker holds in shared memory */
 #define MKC_QD_AHEAD 3      /* how far ahead of the running task they are copied */
-
-/* emitted after the tile functions: a node's weight rows (ring.cuh), or NULL */
-static __device__ const int *mkc_node_rows_of(int node);
 
 /* One thread a queue position: fills out[i * MKC_QD_WORDS ...]. */
 static __global__ void
@@ -227,115 +201,16 @@ mkc_qdesc_kernel(int *out)
 		d[(k & 1 ? MKC_QD_HI : MKC_QD_LO) + k / 2] = (int)x.c;
 	}
 	d[MKC_QD_RANK] = ok ? rank : -1;
-	const int *r = mkc_node_rows_of(node);
-	d[MKC_QD_ROWS] = -1;
-	if (r && ok && (MKC_RING ? r[3] && MKC_RING_ROWS_FIT(r[2]) : r[2] % 16 == 0) &&
-	    (long long)(d[MKC_QD_HI + r[1]] - d[MKC_QD_LO + r[1]]) * r[2] <= 0x7fffffff) {
-		const long long lo = d[MKC_QD_LO + r[1]], hi = d[MKC_QD_HI + r[1]];
-		d[MKC_QD_ROWS] = r[0];
-		d[MKC_QD_ROW_BYTES] = r[2];
-		d[MKC_QD_ROWS_BYTES] = (int)((hi - lo) * r[2]);
-		*(long long *)&d[MKC_QD_ROWS_OFF] = lo * r[2];
-	}
 }
 
-/* Warp 1: descriptor i of this worker's gd into slot i of dq, asynchronously. */
+/* The feeder warp: descriptor i of this worker's gd into slot i of dq (one group of copies). */
 static __device__ __forceinline__ void
 mkc_qdesc_fetch(int (*dq)[MKC_QD_WORDS], const int *gd, int i)
 {
-	const int lane = threadIdx.x & 31;
-	if (lane < MKC_QD_WORDS / 4) {
-		int *dst = &dq[i % MKC_QD_SLOTS][4 * lane];
-		const int *src = gd + (size_t)i * MKC_QD_WORDS + 4 * lane;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-		asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(mkc_smem_addr(dst)),
-			     "l"(src)
-			     : "memory");
-#else
-		*(int4 *)dst = *(const int4 *)src;
-#endif
-	}
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-	asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-
-/* Warp 1: all but the last n copies have landed (the next barrier shows them to the block). */
-template <int N>
-static __device__ __forceinline__ void
-mkc_qdesc_landed(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-	asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-#endif
-}
-
-/*
- * With MKC_L2_AHEAD > 0 (and no ring), the weight rows of the matvec
- * MKC_L2_AHEAD tasks ahead are asked into L2 (one cp.async.bulk.prefetch,
- * sm_90) by the feeder warp as task i starts: a weight does not depend on
- * the step, so the memory could stream a task's rows while the worker is
- * busy with the task before or waits for its activations. At most
- * MKC_QD_AHEAD - 1 (the descriptors that have landed). Off: measured on an
- * H200 (Llama-3.2-1B shape, bench/RESULTS.md, 2026-12-01) the step took
- * 1.64 ms (1 ahead) and 1.66 ms (2 ahead) against 1.48 ms without at
- * context 1024; every stage got slower, the hand-offs too (0.59 to 1.06 us).
- */
-#ifndef MKC_L2_AHEAD
-#define MKC_L2_AHEAD 0
-#endif
-static_assert(MKC_L2_AHEAD >= 0 && MKC_L2_AHEAD < MKC_QD_AHEAD, "MKC_L2_AHEAD: 0 to MKC_QD_AHEAD - 1");
-
-/* The first most bytes of the rows descriptor d's matvec reads go into L2. */
-static __device__ __forceinline__ void
-mkc_l2_prefetch(const struct mkc_model *m, const int *d, int most)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	if (d[MKC_QD_ROWS] < 0)
-		return;
-	const char *p = (const char *)m->buf[d[MKC_QD_ROWS]] + *(const long long *)&d[MKC_QD_ROWS_OFF];
-	const unsigned bytes = (unsigned)(d[MKC_QD_ROWS_BYTES] < most ? d[MKC_QD_ROWS_BYTES] : most);
-	if (((uintptr_t)p & 15) == 0 && bytes > 0)
-		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#else
-	(void)m;
-	(void)d;
-	(void)most;
-#endif
-}
-
-/*
- * With MKC_L2_HEAD > 0 (and no ring), thread 0 asks the first MKC_L2_HEAD
- * bytes of a matvec task's weight rows into L2 just before it waits for
- * the task's event: the weights do not depend on the step, and the tile's
- * first loads then find L2 instead of starting the stream from HBM after
- * the wait (the ramp every stage pays). Unlike MKC_L2_AHEAD it asks for a
- * head only, when the worker has nothing else in flight. Measured on an
- * H200 (Llama-3.2-1B shape, nvcc variants of one file, bench/RESULTS.md
- * session 8): 32 KB took 1.302 / 1.373 / 1.437 ms a step at contexts
- * 1 / 1024 / 4096 against 1.316 / 1.389 / 1.458 without (mean of two runs
- * each); 16 KB and 64 KB gained less. Since the matvec's loads are PTX
- * that no move waits on (session 10), it costs: 1.155 / 1.203 / 1.275 ms
- * with 32 KB against 1.144 / 1.194 / 1.259 without (session 11, two
- * rounds each), so it is off (0) by default.
- */
-#ifndef MKC_L2_HEAD
-#define MKC_L2_HEAD 0
-#endif
-static_assert(MKC_L2_HEAD % 16 == 0, "MKC_L2_HEAD: whole 16-byte chunks");
-
-/* 1: a task's weight rows are asked for before the wait of the task before it */
-#ifndef MKC_RING_AHEAD
-#define MKC_RING_AHEAD 1
-#endif
-
-/* Thread 0: the weight rows of descriptor d join the ring, to stream in while it waits. */
-static __device__ __forceinline__ void
-mkc_task_prefetch(const struct mkc_model *m, const int *d)
-{
-	if (d[MKC_QD_ROWS] >= 0)
-		mkc_ring_push((const char *)m->buf[d[MKC_QD_ROWS]] + *(const long long *)&d[MKC_QD_ROWS_OFF],
-			      d[MKC_QD_ROWS_BYTES], d[MKC_QD_ROW_BYTES]);
+	const int lane = threadIdx.x % MKC_WARP;
+	if (lane < MKC_QD_WORDS / 4)
+		mkc_copy16(&dq[i % MKC_QD_SLOTS][4 * lane], gd + (size_t)i * MKC_QD_WORDS + 4 * lane);
+	mkc_copy_commit();
 }
 
 /*
@@ -359,39 +234,27 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 	(void)slot;
 #endif
 	/* the descriptors: the first MKC_QD_AHEAD before the first task, then
-	 * one a task, MKC_QD_AHEAD ahead; and the weight rows of the task and
-	 * of the one after it are asked for before the task's wait (ring.cuh) */
+	 * one a task, MKC_QD_AHEAD ahead */
 	__shared__ __align__(16) int dq[MKC_QD_SLOTS][MKC_QD_WORDS];
 	const int start = mkc_queue_start[w], n = mkc_queue_start[w + 1] - start;
 	const int *gd = m->qdesc + (size_t)start * MKC_QD_WORDS;
-	const bool feeder = threadIdx.x >> 5 == 1;
+	const bool feeder = threadIdx.x / MKC_WARP == 1;
 	if (feeder) {
 		for (int j = 0; j < MKC_QD_AHEAD && j < n; j++)
 			mkc_qdesc_fetch(dq, gd, j);
-		mkc_qdesc_landed<0>();
-		__syncwarp();
-		for (int j = 0; !MKC_RING && threadIdx.x == 32 && j < MKC_L2_AHEAD && j < n; j++)
-			mkc_l2_prefetch(m, dq[j], 0x7fffffff);
+		mkc_copy_wait();
 	}
 	__syncthreads();
-	if (MKC_RING_AHEAD && threadIdx.x == 0 && n > 0)
-		mkc_task_prefetch(m, dq[0]);
 	for (int i = 0; i < n; i++) {
 		const int *d = dq[i % MKC_QD_SLOTS];
 		if (feeder) {
 			/* the copy of the last task's turn has landed; this one lands
 			 * while the task runs (its slot's last reader was task
 			 * i + MKC_QD_AHEAD - MKC_QD_SLOTS, long done) */
-			mkc_qdesc_landed<0>();
-			/* every lane's part of descriptor i + MKC_L2_AHEAD is there */
-			__syncwarp();
-			if (!MKC_RING && MKC_L2_AHEAD && threadIdx.x == 32 && i + MKC_L2_AHEAD < n)
-				mkc_l2_prefetch(m, dq[(i + MKC_L2_AHEAD) % MKC_QD_SLOTS], 0x7fffffff);
+			mkc_copy_wait();
 			if (i + MKC_QD_AHEAD < n)
 				mkc_qdesc_fetch(dq, gd, i + MKC_QD_AHEAD);
 		}
-		if (threadIdx.x == 0 && (!MKC_RING_AHEAD || i + 1 < n))
-			mkc_task_prefetch(m, MKC_RING_AHEAD ? dq[(i + 1) % MKC_QD_SLOTS] : d);
 		const int task = d[MKC_QD_TASK], ev = d[MKC_QD_EV];
 		if (threadIdx.x == 0)
 			MKC_PROF_TASK(task, 0, mkc_prof_now());
@@ -403,14 +266,10 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 			}
 		else
 			mkc_task_bounds(m, task, lo, hi);
-		if (!MKC_RING && MKC_L2_HEAD && threadIdx.x == 0 && ev >= 0)
-			mkc_l2_prefetch(m, d, MKC_L2_HEAD);
 		if (ev >= 0 && mkc_wait(m, &counter[ev], (unsigned long long)d[MKC_QD_THR] * epoch,
 					timeout_cycles, task, ev)) {
-			if (threadIdx.x == 0)
-				mkc_ring_drain();
 			if (feeder)
-				mkc_qdesc_landed<0>();
+				mkc_copy_wait();
 			return 1;
 		}
 		if (threadIdx.x == 0)
@@ -456,11 +315,10 @@ mkc_model_view(struct mkc_model *m)
 #endif
 }
 
-static __global__ void __launch_bounds__(MKC_THREADS, 1)
+static __global__ void MKC_LAUNCH_BOUNDS
 mkc_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch,
 	   long long timeout_cycles)
 {
-	mkc_ring_init();
 	mkc_run_queue(mkc_model_view(m), counter, epoch, timeout_cycles, 0);
 }
 
@@ -481,10 +339,8 @@ mkc_grid_sync(struct mkc_model *m, unsigned long long *bar, unsigned long long t
 	      long long timeout_cycles)
 {
 	__syncthreads();
-	if (threadIdx.x == 0) {
-		__threadfence();
-		atomicAdd(bar, 1ULL);
-	}
+	if (threadIdx.x == 0)
+		mkc_red_release(bar);
 	const int stop = mkc_wait(m, bar, target, timeout_cycles, -1, -1);
 	/* the next wait may come at once (a step's first task): its write of
 	 * the shared stop flag must not overtake this read */
@@ -542,18 +398,16 @@ struct mkc_gen_io {
  * the logits, writes the next token and position and advances the cache
  * count (and the symbolic values that follow it), and all meet again.
  */
-static __global__ void __launch_bounds__(MKC_THREADS, 1)
+static __global__ void MKC_LAUNCH_BOUNDS
 mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch0,
 		    unsigned long long bar0, long long timeout_cycles, struct mkc_gen_io io)
 {
 	unsigned long long *bar = &counter[MKC_NEVENTS];
-	mkc_ring_init();
 	for (int j = 0; j < io.steps; j++) {
 		const unsigned long long arrivals = 2ULL * (unsigned long long)j;
 		/* again every step: block 0 advanced the symbols at the last one */
 		if (mkc_run_queue(mkc_model_view(m), counter, epoch0 + (unsigned long long)j + 1,
-				  timeout_cycles,
-				  j % MKC_PROF_SLOTS) ||
+				  timeout_cycles, j % MKC_PROF_SLOTS) ||
 		    mkc_grid_sync(m, bar, bar0 + (arrivals + 1) * MKC_NWORKERS, timeout_cycles))
 			return;
 		if (blockIdx.x == 0) {
@@ -567,9 +421,9 @@ mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned l
 				if (io.pos)
 					io.pos[0] = io.sym >= 0 ? m->sym[io.sym] : j + 1;
 				mkc_fill_symvals(m);
-				__threadfence();
 			}
 		}
+		/* the barrier's release publishes block 0's writes above */
 		if (mkc_grid_sync(m, bar, bar0 + (arrivals + 2) * MKC_NWORKERS, timeout_cycles))
 			return;
 	}
@@ -589,19 +443,18 @@ mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double tim
 		return -1;
 	}
 	m->timeout_s = timeout_s > 0 ? timeout_s : 10.0;
-	int dev, sms, per_sm, khz;
-	if (MKC_CUDA(m, cudaGetDevice(&dev)) ||
-	    MKC_CUDA(m, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
-	    MKC_CUDA(m, cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev)) ||
-	    MKC_CUDA(m, cudaFuncSetAttribute(mkc_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-					     MKC_RING_BYTES)) ||
-#if MKC_CAN_GENERATE
-	    MKC_CUDA(m, cudaFuncSetAttribute(mkc_generate_kernel,
-					     cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_RING_BYTES)) ||
-#endif
-	    MKC_CUDA(m, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, mkc_kernel, MKC_THREADS,
-								      MKC_RING_BYTES)))
+	int dev, sms, per_sm, khz, warp;
+	if (MKC_GPU(m, cudaGetDevice(&dev)) ||
+	    MKC_GPU(m, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
+	    MKC_GPU(m, cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev)) ||
+	    MKC_GPU(m, cudaDeviceGetAttribute(&warp, cudaDevAttrWarpSize, dev)) ||
+	    MKC_GPU(m, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, mkc_kernel, MKC_THREADS, 0)))
 		return -1;
+	if (warp != MKC_WARP) {
+		mkc_seterr(m, "this file was compiled for %d-wide warps but the device runs %d", MKC_WARP,
+			   warp);
+		return -1;
+	}
 	if ((long long)per_sm * sms < MKC_NWORKERS) {
 		mkc_seterr(m, "the plan needs %d co-resident blocks but this GPU holds %d (%d SMs x %d); "
 			   "compile with --workers %d or fewer", MKC_NWORKERS, per_sm * sms, sms, per_sm,
@@ -609,7 +462,7 @@ mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double tim
 		return -1;
 	}
 	m->timeout_cycles = (long long)(m->timeout_s * (double)khz * 1000.0);
-	if (MKC_CUDA(m, cudaMalloc(&m->arena, MKC_ARENA_BYTES ? MKC_ARENA_BYTES : 1)))
+	if (MKC_GPU(m, cudaMalloc(&m->arena, MKC_ARENA_BYTES ? MKC_ARENA_BYTES : 1)))
 		return -1;
 	for (int t = 0; t < MKC_NTENSORS; t++) {
 		const mkc_rt_tensor_info *ti = &mkc_tensors[t];
@@ -620,24 +473,24 @@ mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double tim
 			continue;
 		}
 		size_t bytes = (size_t)mkc_numel(m, t, 1) * (size_t)ti->esize;
-		if (MKC_CUDA(m, cudaMalloc(&m->buf[t], bytes ? bytes : 1)))
+		if (MKC_GPU(m, cudaMalloc(&m->buf[t], bytes ? bytes : 1)))
 			return -1;
 		m->owned[t] = 1;
-		if (ti->data && MKC_CUDA(m, cudaMemcpy(m->buf[t], ti->data, bytes, cudaMemcpyHostToDevice)))
+		if (ti->data && MKC_GPU(m, cudaMemcpy(m->buf[t], ti->data, bytes, cudaMemcpyHostToDevice)))
 			return -1;
 	}
-	if (MKC_CUDA(m, cudaMalloc((void **)&m->counter, (MKC_NEVENTS + 1) * sizeof *m->counter)) ||
-	    MKC_CUDA(m, cudaMemset(m->counter, 0, (MKC_NEVENTS + 1) * sizeof *m->counter)) ||
-	    MKC_CUDA(m, cudaMalloc((void **)&m->status, 4 * sizeof *m->status)) ||
-	    MKC_CUDA(m, cudaMemset(m->status, 0, 4 * sizeof *m->status)) ||
-	    MKC_CUDA(m, cudaMalloc((void **)&m->dev, sizeof *m->dev)) ||
-	    MKC_CUDA(m, cudaMalloc((void **)&m->qdesc, (size_t)MKC_NTASKS * MKC_QD_WORDS * sizeof(int))))
+	if (MKC_GPU(m, cudaMalloc((void **)&m->counter, (MKC_NEVENTS + 1) * sizeof *m->counter)) ||
+	    MKC_GPU(m, cudaMemset(m->counter, 0, (MKC_NEVENTS + 1) * sizeof *m->counter)) ||
+	    MKC_GPU(m, cudaMalloc((void **)&m->status, 4 * sizeof *m->status)) ||
+	    MKC_GPU(m, cudaMemset(m->status, 0, 4 * sizeof *m->status)) ||
+	    MKC_GPU(m, cudaMalloc((void **)&m->dev, sizeof *m->dev)) ||
+	    MKC_GPU(m, cudaMalloc((void **)&m->qdesc, (size_t)MKC_NTASKS * MKC_QD_WORDS * sizeof(int))))
 		return -1;
 	mkc_qdesc_kernel<<<(MKC_NTASKS + 255) / 256, 256>>>(m->qdesc);
-	if (MKC_CUDA(m, cudaGetLastError()) || MKC_CUDA(m, cudaDeviceSynchronize()))
+	if (MKC_GPU(m, cudaGetLastError()) || MKC_GPU(m, cudaDeviceSynchronize()))
 		return -1;
 #if MKC_PROFILE
-	if (MKC_CUDA(m, cudaMalloc((void **)&m->prof, MKC_PROF_WORDS * sizeof *m->prof)))
+	if (MKC_GPU(m, cudaMalloc((void **)&m->prof, MKC_PROF_WORDS * sizeof *m->prof)))
 		return -1;
 #endif
 	return 0;
@@ -650,14 +503,14 @@ mkc_model_destroy(mkc_host *m)
 		return;
 	for (int t = 0; t < MKC_NTENSORS; t++)
 		if (m->owned[t])
-			cudaFree(m->buf[t]);
-	cudaFree(m->arena);
-	cudaFree(m->counter);
-	cudaFree(m->status);
-	cudaFree(m->dev);
-	cudaFree(m->qdesc);
+			mkc_gpu_free(m->buf[t]);
+	mkc_gpu_free(m->arena);
+	mkc_gpu_free(m->counter);
+	mkc_gpu_free(m->status);
+	mkc_gpu_free(m->dev);
+	mkc_gpu_free(m->qdesc);
 #if MKC_PROFILE
-	cudaFree(m->prof);
+	mkc_gpu_free(m->prof);
 #endif
 	free(m);
 }
@@ -666,10 +519,10 @@ mkc_model_destroy(mkc_host *m)
 static int
 mkc_finish(mkc_host *m)
 {
-	if (MKC_CUDA(m, cudaGetLastError()) || MKC_CUDA(m, cudaDeviceSynchronize()))
+	if (MKC_GPU(m, cudaGetLastError()) || MKC_GPU(m, cudaDeviceSynchronize()))
 		return -1;
 	int st[4];
-	if (MKC_CUDA(m, cudaMemcpy(st, m->status, sizeof st, cudaMemcpyDeviceToHost)))
+	if (MKC_GPU(m, cudaMemcpy(st, m->status, sizeof st, cudaMemcpyDeviceToHost)))
 		return -1;
 	if (st[0] == 0)
 		return 0;
@@ -681,9 +534,10 @@ mkc_finish(mkc_host *m)
 			   mkc_task_name[st[1]], m->timeout_s, st[2]);
 	else
 		mkc_seterr(m, "a tile found bad data (line %d of the generated file)", st[2]);
-	/* start afresh: counters are out of step with the epoch */
-	cudaMemset(m->counter, 0, (MKC_NEVENTS + 1) * sizeof *m->counter);
-	cudaMemset(m->status, 0, 4 * sizeof *m->status);
+	/* start afresh: counters are out of step with the epoch (a failure
+	 * here leaves the first error in err) */
+	(void)cudaMemset(m->counter, 0, (MKC_NEVENTS + 1) * sizeof *m->counter);
+	(void)cudaMemset(m->status, 0, 4 * sizeof *m->status);
 	m->epoch = 0;
 	m->bars = 0;
 	return -1;
@@ -701,7 +555,7 @@ mkc_upload_view(mkc_host *m)
 #if MKC_PROFILE
 	view.prof = m->prof;
 #endif
-	return MKC_CUDA(m, cudaMemcpy(m->dev, &view, sizeof view, cudaMemcpyHostToDevice));
+	return MKC_GPU(m, cudaMemcpy(m->dev, &view, sizeof view, cudaMemcpyHostToDevice));
 }
 
 /* inputs and outputs are device pointers; the step is finished on return. */
@@ -713,12 +567,12 @@ mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int
 	m->epoch++;
 #if MKC_PROFILE
 	/* unrun tasks stay 0; the trace leaves them out */
-	if (MKC_CUDA(m, cudaMemset(m->prof, 0, MKC_PROF_SLOT_WORDS * sizeof *m->prof)))
+	if (MKC_GPU(m, cudaMemset(m->prof, 0, MKC_PROF_SLOT_WORDS * sizeof *m->prof)))
 		return -1;
 	m->prof_count = 1;
 #endif
 	mkc_symvals_kernel<<<1, 1>>>(m->dev);
-	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_RING_BYTES>>>(m->dev, m->counter, m->epoch, m->timeout_cycles);
+	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS>>>(m->dev, m->counter, m->epoch, m->timeout_cycles);
 	return mkc_finish(m);
 }
 
@@ -746,19 +600,19 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	struct mkc_gen_io io;
 	memset(&io, 0, sizeof io);
 	for (int i = 0; i < MKC_NINPUTS; i++)
-		if (MKC_CUDA(m, cudaMalloc(&in[i], sizeof(int64_t))) ||
-		    MKC_CUDA(m, cudaMemcpy(in[i], &first[i == MKC_GEN_IDS ? 0 : 1], sizeof(int64_t),
+		if (MKC_GPU(m, cudaMalloc(&in[i], sizeof(int64_t))) ||
+		    MKC_GPU(m, cudaMemcpy(in[i], &first[i == MKC_GEN_IDS ? 0 : 1], sizeof(int64_t),
 					   cudaMemcpyHostToDevice)))
 			goto out;
 	for (int o = 0; o < MKC_NOUTPUTS; o++) {
 		size_t bytes = (size_t)mkc_numel(m, mkc_outputs[o], 1) *
 			       (size_t)mkc_tensors[mkc_outputs[o]].esize;
-		if (MKC_CUDA(m, cudaMalloc(&outs[o], bytes ? bytes : 1)))
+		if (MKC_GPU(m, cudaMalloc(&outs[o], bytes ? bytes : 1)))
 			goto out;
 	}
-	if (MKC_CUDA(m, cudaMalloc((void **)&dprompt, (size_t)n_prompt * sizeof *dprompt)) ||
-	    MKC_CUDA(m, cudaMalloc((void **)&dout, (size_t)n_new * sizeof *dout)) ||
-	    MKC_CUDA(m, cudaMemcpy(dprompt, prompt, (size_t)n_prompt * sizeof *dprompt,
+	if (MKC_GPU(m, cudaMalloc((void **)&dprompt, (size_t)n_prompt * sizeof *dprompt)) ||
+	    MKC_GPU(m, cudaMalloc((void **)&dout, (size_t)n_new * sizeof *dout)) ||
+	    MKC_GPU(m, cudaMemcpy(dprompt, prompt, (size_t)n_prompt * sizeof *dprompt,
 				   cudaMemcpyHostToDevice)) ||
 	    mkc_begin_step(m, (const void *const *)in, outs, NULL) || mkc_upload_view(m))
 		goto out;
@@ -772,12 +626,12 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	io.sym = MKC_NCACHES ? mkc_caches[0].sym : -1;
 	io.nnew = MKC_NCACHES ? mkc_caches[0].nnew : 0;
 #if MKC_PROFILE
-	if (MKC_CUDA(m, cudaMemset(m->prof, 0, MKC_PROF_WORDS * sizeof *m->prof)))
+	if (MKC_GPU(m, cudaMemset(m->prof, 0, MKC_PROF_WORDS * sizeof *m->prof)))
 		goto out;
 	m->prof_count = steps;
 #endif
 	mkc_symvals_kernel<<<1, 1>>>(m->dev);
-	mkc_generate_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_RING_BYTES>>>(
+	mkc_generate_kernel<<<MKC_NWORKERS, MKC_THREADS>>>(
 		m->dev, m->counter, m->epoch, m->bars, m->timeout_cycles, io);
 	if (mkc_finish(m))
 		goto out;
@@ -785,14 +639,14 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	m->bars += 2ULL * (unsigned long long)steps * MKC_NWORKERS;
 	if (io.sym >= 0)
 		m->sym[io.sym] += (int64_t)steps * io.nnew;
-	rc = MKC_CUDA(m, cudaMemcpy(out, dout, (size_t)n_new * sizeof *dout, cudaMemcpyDeviceToHost));
+	rc = MKC_GPU(m, cudaMemcpy(out, dout, (size_t)n_new * sizeof *dout, cudaMemcpyDeviceToHost));
 out:
 	for (int i = 0; i < MKC_NINPUTS; i++)
-		cudaFree(in[i]);
+		mkc_gpu_free(in[i]);
 	for (int o = 0; o < MKC_NOUTPUTS; o++)
-		cudaFree(outs[o]);
-	cudaFree(dprompt);
-	cudaFree(dout);
+		mkc_gpu_free(outs[o]);
+	mkc_gpu_free(dprompt);
+	mkc_gpu_free(dout);
 	return rc;
 #endif
 }
@@ -801,7 +655,7 @@ out:
 static int
 mkc_store(mkc_host *m, void *dst, const void *src, size_t n)
 {
-	return MKC_CUDA(m, cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
+	return MKC_GPU(m, cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
 }
 
 /* rows rows of width bytes, pitch bytes apart; either side may be host
@@ -810,22 +664,30 @@ static int
 mkc_copy_rows(mkc_host *m, void *dst, size_t dpitch, const void *src, size_t spitch,
 	      size_t width, size_t rows)
 {
-	return MKC_CUDA(m, cudaMemcpy2D(dst, dpitch, src, spitch, width, rows, cudaMemcpyDefault));
+	return MKC_GPU(m, cudaMemcpy2D(dst, dpitch, src, spitch, width, rows, cudaMemcpyDefault));
 }
 
 static void
 mkc_free_buf(void *p)
 {
-	cudaFree(p);
+	mkc_gpu_free(p);
 }
 
 #if MKC_PROFILE
-#define MKC_PROF_TARGET "cuda"
-
+/* The timeline, its clock ticks made nanoseconds (0, an unrun task, stays 0). */
 static int
 mkc_prof_fetch(mkc_host *m, uint64_t *dst)
 {
-	return MKC_CUDA(m, cudaMemcpy(dst, m->prof, MKC_PROF_WORDS * sizeof *dst,
-				      cudaMemcpyDeviceToHost));
+	if (MKC_GPU(m, cudaMemcpy(dst, m->prof, MKC_PROF_WORDS * sizeof *dst, cudaMemcpyDeviceToHost)))
+		return -1;
+	for (size_t s = 0; MKC_PROF_TICK_NS != 1 && s < (size_t)MKC_PROFILE_STEPS; s++) {
+		uint64_t *p = dst + s * MKC_PROF_SLOT_WORDS;
+		for (int w = 0; w < MKC_NWORKERS; w++)
+			p[MKC_NSYMS + 2 * w] *= MKC_PROF_TICK_NS;
+		for (int t = 0; t < MKC_NTASKS; t++)
+			for (int k = 0; k < 3; k++)
+				p[MKC_NSYMS + 2 * MKC_NWORKERS + 4 * t + k] *= MKC_PROF_TICK_NS;
+	}
+	return 0;
 }
 #endif

@@ -1,9 +1,9 @@
 /*
- * matvec.cuh - the CUDA tile body of a product by a weight kept [N, K]
+ * matvec.cuh - the GPU tile body (CUDA and HIP) of a product by a weight kept [N, K]
  * (Linear layers: Gemm with transB, MatMul after canon's mkc_trans_b) when
  * the tile has one row of activations, as every decode step has.
  *
- * mkc_gemv<K, BF16>(x, w, ldw, n, dots) sets dots[r] = x . w[r] for the
+ * mkc_gemv<K, BF16, NORM>(x, w, ldw, n, dots, ...) sets dots[r] = x . w[r] for the
  * n <= MKC_GEMV_ROWS weight rows of the tile. A decode step streams every
  * weight once, so the body exists to keep loads in flight: every thread of
  * the block owns the same C 16-byte chunks of K in every row (thread t
@@ -12,53 +12,19 @@
  * issued before this one is summed, so a thread keeps 8 to 16 independent
  * 16-byte weight loads outstanding (32-64 KB a block: what one SM needs to
  * stream its share of the HBM bandwidth). Each row's partial sums
- * then meet: a shuffle reduction in each warp, the warps' sums in shared
- * memory, added in one order (the result does not depend on timing).
+ * then meet: a shuffle reduction in each warp (MKC_WARP lanes), the warps'
+ * sums in shared memory, added in one order (the result does not depend on
+ * timing).
  * Every lane of the block calls it; dots is valid after it returns.
  *
  * K must be whole 16-byte chunks of weights (rows 16-byte aligned); when
  * a row has fewer chunks than the block has threads, the rest idle.
  */
 
-#ifndef MKC_GEMV_ROWS
-#define MKC_GEMV_ROWS 128
-#endif
-
 /* 16-byte weight loads a thread has in one batch (two batches in flight) */
 #ifndef MKC_GEMV_INFLIGHT
 #define MKC_GEMV_INFLIGHT 8
 #endif
-
-/* 1: the weights loaded by mkc_ld16's PTX (0: by C, to compare) */
-#ifndef MKC_PTX_LOADS
-#define MKC_PTX_LOADS 1
-#endif
-
-/* x[0..8) . w[0..8) with w 8 bf16 in one 16-byte word */
-static __device__ __forceinline__ float MKC_UNUSED
-mkc_gemv_dot(float4 a, float4 b, uint4 w)
-{
-	float s = a.x * __uint_as_float(w.x << 16);
-	s += a.y * __uint_as_float(w.x & 0xffff0000u);
-	s += a.z * __uint_as_float(w.y << 16);
-	s += a.w * __uint_as_float(w.y & 0xffff0000u);
-	s += b.x * __uint_as_float(w.z << 16);
-	s += b.y * __uint_as_float(w.z & 0xffff0000u);
-	s += b.z * __uint_as_float(w.w << 16);
-	s += b.w * __uint_as_float(w.w & 0xffff0000u);
-	return s;
-}
-
-/* x[0..4) . w[0..4), float32 */
-static __device__ __forceinline__ float MKC_UNUSED
-mkc_gemv_dot(float4 a, float4 w)
-{
-	float s = a.x * w.x;
-	s += a.y * w.y;
-	s += a.z * w.z;
-	s += a.w * w.w;
-	return s;
-}
 
 /* scales this thread's chunks of x by 1 / sqrt(mean(x^2) + eps) and the scale */
 template <int K, int E, int C, int NORM>
@@ -83,8 +49,8 @@ mkc_gemv_norm(float4 *xa, float4 *xb, const void *scale, float eps)
 			const unsigned u[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
 			for (int i = 0; i < 4 && 2 * i < E; i++) {
-				s[c][2 * i] = __uint_as_float(u[i] << 16);
-				s[c][2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+				s[c][2 * i] = mkc_rt_bf16((uint16_t)u[i]);
+				s[c][2 * i + 1] = mkc_rt_bf16((uint16_t)(u[i] >> 16));
 			}
 		} else {
 #pragma unroll
@@ -117,30 +83,6 @@ mkc_gemv_norm(float4 *xa, float4 *xb, const void *scale, float eps)
 }
 
 /*
- * 16 bytes of weights at p, or zeros when !on. The load writes the
- * registers the sum reads: written as a select of a load and zeros, the
- * compiler loads into other registers and moves them, and the move waits
- * for the load right there (Nsight Compute on the 1B step, 2026-12-02:
- * those moves held 15% of the kernel's warp samples). The weights do not
- * change while the kernel runs (.nc), and a worker reads each once (no L1).
- */
-static __device__ __forceinline__ uint4 MKC_UNUSED
-mkc_ld16(const void *p, bool on)
-{
-	uint4 v = make_uint4(0, 0, 0, 0);
-#if MKC_PTX_LOADS
-	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %5, 0;\n\t"
-		     "@p ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
-		     : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
-		     : "l"(__cvta_generic_to_global(p)), "r"((int)on));
-#else
-	if (on)
-		v = *(const uint4 *)p;
-#endif
-	return v;
-}
-
-/*
  * rows r .. r + RB of the tile, this thread's C chunks of each (zero past
  * nt): rows below n of w, the rest of w2 (from its row 0)
  */
@@ -158,7 +100,7 @@ mkc_gemv_load(uint4 (*v)[C], const void *w, const void *w2, int64_t ldw, int64_t
 #pragma unroll
 		for (int c = 0; c < C; c++) {
 			const int k = t + c * MKC_THREADS;
-			v[j][c] = mkc_ld16(row + k, q < nt && k < T);
+			v[j][c] = mkc_ld16<true>(row + k, q < nt && k < T);
 		}
 	}
 }
@@ -168,10 +110,7 @@ template <bool BF16>
 static __device__ __forceinline__ float
 mkc_gemv_dot16(float4 xa, float4 xb, uint4 w)
 {
-	if (BF16)
-		return mkc_gemv_dot(xa, xb, w);
-	return mkc_gemv_dot(xa, make_float4(__uint_as_float(w.x), __uint_as_float(w.y),
-					    __uint_as_float(w.z), __uint_as_float(w.w)));
+	return BF16 ? mkc_rt_fma8_bf16(0.0f, xa, xb, w) : mkc_rt_fma4(0.0f, xa, w);
 }
 
 /* this thread's C chunks of x (E floats each), normalised when NORM asks */
@@ -197,15 +136,14 @@ static __device__ __forceinline__ void
 mkc_gemv_rows(const uint4 (*v)[C], const float4 *xa, const float4 *xb,
 	      float (*red)[MKC_GEMV_ROWS], int64_t r, int64_t nt)
 {
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int lane = threadIdx.x % MKC_WARP, warp = threadIdx.x / MKC_WARP;
 #pragma unroll
 	for (int j = 0; j < RB; j++) {
 		float acc = 0;
 #pragma unroll
 		for (int c = 0; c < C; c++)
 			acc += mkc_gemv_dot16<BF16>(xa[c], xb[c], v[j][c]);
-		for (int o = 16; o > 0; o >>= 1)
-			acc += __shfl_xor_sync(0xffffffffu, acc, o);
+		acc = mkc_rt_warp_sum(acc);
 		if (lane == 0 && r + j < nt)
 			red[warp][r + j] = acc;
 	}
@@ -219,7 +157,7 @@ mkc_gemv_sum(float (*red)[MKC_GEMV_ROWS], int64_t n, float *dots)
 	__syncthreads();
 	for (int64_t r = threadIdx.x; r < n; r += MKC_THREADS) {
 		float s = 0;
-		for (int k = 0; k < (T < MKC_THREADS ? (T + 31) / 32 : MKC_THREADS / 32); k++)
+		for (int k = 0; k < (T < MKC_THREADS ? (T + MKC_WARP - 1) / MKC_WARP : MKC_THREADS / MKC_WARP); k++)
 			s += red[k][r];
 		dots[r] = s;
 	}
@@ -227,52 +165,13 @@ mkc_gemv_sum(float (*red)[MKC_GEMV_ROWS], int64_t n, float *dots)
 }
 
 /*
- * The rows from the weight ring (ring.cuh), which the worker filled before
- * the task's wait: a stage of SR whole rows at a time, read from shared
- * memory by the same chunks of each row as below.
- */
-template <int K, bool BF16, int NORM>
-static __device__ __forceinline__ void
-mkc_gemv_ring(const float *x, const void *w, int64_t n, float *dots, const void *scale, float eps)
-{
-	constexpr int E = BF16 ? 8 : 4;
-	constexpr int T = K / E;
-	constexpr int C = (T + MKC_THREADS - 1) / MKC_THREADS;
-	/* rows a stage (at least 1 so that every K compiles; only rows that
-	 * fit a slot come here) */
-	constexpr int SR = MKC_RING_STAGE_ROWS(T * 16) > 0 ? MKC_RING_STAGE_ROWS(T * 16) : 1;
-	__shared__ float red[MKC_THREADS / 32][MKC_GEMV_ROWS];
-	const int t = threadIdx.x;
-	unsigned u = mkc_ring_begin(w, n * T * 16);
-	float4 xa[C], xb[C];
-	mkc_gemv_x<K, E, C, NORM>(x, xa, xb, scale, eps);
-	for (int64_t r = 0; r < n; r += SR, u++) {
-		mkc_ring_wait(u);
-		const uint4 *s = mkc_ring_data + (size_t)(u % MKC_RING_SLOTS) * (MKC_RING_SLOT / 16);
-		uint4 v[SR][C];
-#pragma unroll
-		for (int j = 0; j < SR; j++)
-#pragma unroll
-			for (int c = 0; c < C; c++) {
-				const int k = t + c * MKC_THREADS;
-				v[j][c] = r + j < n && k < T ? s[j * T + k] : make_uint4(0, 0, 0, 0);
-			}
-		mkc_gemv_rows<SR, C, BF16>(v, xa, xb, red, r, n);
-		mkc_ring_release(u, r + SR >= n);
-	}
-	mkc_gemv_sum<T>(red, n, dots);
-}
-
-/*
  * NORM 1 or 2: x is first RMS-normalised with eps and a float32 (1) or bf16
  * (2) scale of K elements, as a NormGemm node asks (passes/fuse_norm.c).
- * With RING, on sm_90 and when a row fits a slot, the rows come from the
- * weight ring, where the worker put them (ring.cuh: mkc_task_rows says so
- * for the same tasks); otherwise from global memory. With a second weight
- * w2 (NormGlu, never through the ring), dots[n + r] = x . w2[r] too
+ * With a second weight w2 (NormGlu, HeadProj's rotated pairs),
+ * dots[n + r] = x . w2[r] too
  * (2 n <= MKC_GEMV_ROWS): both weights' rows stream as one tile's.
  */
-template <int K, bool BF16, int NORM, int RING>
+template <int K, bool BF16, int NORM>
 static __device__ __noinline__ void MKC_UNUSED
 mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, const void *scale,
 	 float eps, const void *w2 = nullptr)
@@ -282,14 +181,7 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, con
 	constexpr int T = K / E;                        /* chunks a row */
 	constexpr int C = (T + MKC_THREADS - 1) / MKC_THREADS;   /* chunks a thread */
 	constexpr int RB = C >= MKC_GEMV_INFLIGHT ? 1 : MKC_GEMV_INFLIGHT / C;   /* rows a batch; two in flight */
-#if MKC_RING
-	if (RING && !w2 && MKC_RING_ROWS_FIT(T * 16)) {
-		if (n > 0)
-			mkc_gemv_ring<K, BF16, NORM>(x, w, n, dots, scale, eps);
-		return;
-	}
-#endif
-	__shared__ float red[MKC_THREADS / 32][MKC_GEMV_ROWS];
+	__shared__ float red[MKC_THREADS / MKC_WARP][MKC_GEMV_ROWS];
 	/* the first rows' loads go out first: they wait on nothing, and the
 	 * memory can stream them while the activations and the norm's sum
 	 * come in */

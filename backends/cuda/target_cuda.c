@@ -1,8 +1,9 @@
 /*
  * target_cuda.c - the CUDA target: one persistent kernel, a block a
  * worker (exec.cuh), with the decode bodies written as device code
- * (attention.cuh, matvec.cuh) and the weight ring (ring.cuh, opt-in). The public API is the C target's text: only
- * the runtime under it differs.
+ * (attention.cuh, matvec.cuh). The runtime and those bodies are the HIP
+ * target's too; sync.cuh holds what is CUDA's own. The public API is the
+ * C target's text: only the runtime under it differs.
  */
 #include "../core/emit.h"
 
@@ -10,8 +11,8 @@ const mkc_target mkc_target_cuda = {
 	.name = "cuda",
 	.ext = "cu",
 	.headers = "#include <cuda_runtime.h>\n" MKC_STD_HEADERS,
-	/* the weight ring's primitives come first: the executor and the matvec use them */
-	.exec = (const char *const[]){"backends/cuda/ring.cuh", "backends/cuda/exec.cuh", NULL},
+	.prelude = (const char *const[]){"backends/cuda/sync.cuh", NULL},
+	.exec = (const char *const[]){"backends/cuda/exec.cuh", NULL},
 	.bodies = (const char *const[]){"backends/c/cache.h", "backends/c/attention.h",
 					"backends/c/rows.h", "backends/c/data.h",
 					"backends/c/elementwise.h", "backends/c/reduce.h",

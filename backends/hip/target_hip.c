@@ -1,39 +1,38 @@
 /*
- * target_hip.c - the HIP target (AMD GPUs, gfx90a and gfx942): one
- * persistent kernel, a block a worker (exec.hip), with the event protocol
- * in Clang's scoped atomics and every lane group 64 wide (wave.h). The
- * public API is the C target's text: only the runtime under it differs.
+ * target_hip.c - the HIP target (AMD GPUs, gfx90a and gfx942): the CUDA
+ * target's runtime and bodies (backends/cuda/exec.cuh, matvec.cuh,
+ * attention.cuh: one source for both vendors), in HIP's names (names.h),
+ * with the event protocol in Clang's scoped atomics and every lane group
+ * 64 wide (sync.h). The public API is the C target's text.
  *
  * What this target emits has been compiled (hipcc for gfx90a, clang-19 for
- * gfx942, in the tests) but never run: no AMD GPU was at hand.
+ * gfx942, in the tests) and run 32 wide on an NVIDIA GPU through a test
+ * header (tests/gpu/hip_on_cuda.h), never on AMD hardware: no AMD GPU was
+ * at hand, and its wave64 paths have not run.
  */
 #include "../core/emit.h"
 
 /* gfx9 data-centre parts (MI200, MI300) run 64-wide wavefronts only */
 #define HIP_WARP 64
-#define HIP_STR(x) HIP_STR_(x)
-#define HIP_STR_(x) #x
 
 const mkc_target mkc_target_hip = {
 	.name = "hip",
 	.ext = "hip",
-	/* MKC_WARP: the lanes of a group for wave.h and exec.hip, the same
-	 * number the emitter sizes the tile functions by (.warp). The tile
-	 * functions' "#pragma unroll N" is a hint: where the optimizer cannot
+	/* The tile functions' "#pragma unroll N" is a hint: where the optimizer cannot
 	 * honour it (a loop of run-time stride) clang 19 says so as a warning
 	 * (-Wpass-failed), a missed optimisation, not an error in the code,
 	 * that -Werror would make fatal. (Only clang knows the pragma:
 	 * tests/gpu/hip_on_cuda.h builds the file with nvcc and gcc.) */
 	.headers = "#include <hip/hip_runtime.h>\n" MKC_STD_HEADERS
-		   "#define MKC_WARP " HIP_STR(HIP_WARP) "\n"
 		   "#ifdef __clang__\n#pragma clang diagnostic ignored \"-Wpass-failed\"\n#endif\n",
-	.exec = (const char *const[]){"backends/hip/exec.hip", NULL},
-	/* rows.h and matmul.h after wave.h: they reduce with its sums */
+	.prelude = (const char *const[]){"backends/hip/names.h", "backends/hip/sync.h", NULL},
+	.exec = (const char *const[]){"backends/cuda/exec.cuh", NULL},
 	.bodies = (const char *const[]){"backends/c/cache.h", "backends/c/attention.h",
-					"backends/hip/wave.h", "backends/c/rows.h",
-					"backends/c/data.h", "backends/c/elementwise.h",
-					"backends/c/reduce.h", "backends/c/matmul.h",
-					"backends/c/gqa.h", NULL},
+					"backends/c/rows.h", "backends/c/data.h",
+					"backends/c/elementwise.h", "backends/c/reduce.h",
+					"backends/c/matmul.h", "backends/c/gqa.h",
+					"backends/cuda/attention.cuh",
+					"backends/cuda/matvec.cuh", NULL},
 	.api = "runtime/api.h",
 	.fn_qual = "static __device__",
 	.node_qual = " __noinline__",

@@ -30,12 +30,3 @@ mkc_fill_symvals(struct mkc_model *m)
 	(void)m;
 }
 
-#if defined(__CUDACC__) || defined(__HIPCC__)
-/* no node of the stub plan reads weight rows through the ring (ring.cuh) */
-static __device__ const int *
-mkc_node_rows_of(int node)
-{
-	(void)node;
-	return NULL;
-}
-#endif

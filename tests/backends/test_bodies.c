@@ -27,6 +27,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "../../runtime/common.h"
+#include "../../runtime/bf16.h"
 #pragma GCC diagnostic pop
 #include "../../backends/c/cache.h"
 #include "../../backends/c/attention.h"

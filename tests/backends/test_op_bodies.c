@@ -22,6 +22,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "../../runtime/common.h"
+#include "../../runtime/bf16.h"
 #include "../test_data.h"
 #pragma GCC diagnostic pop
 #include "../../backends/c/data.h"

@@ -3,7 +3,8 @@
  * written target in the registry, against the hand-written plan of
  * stub_plan.h (with and without --profile), each text is compiled with
  * what precedes it in an emitted file and nothing after it (then the stub
- * tile functions of stub_nodes.h). A text that needs something from a later
+ * tile functions of stub_nodes.h); the head, up to the tables, is the
+ * emitter's own (mkc_emit_head). A text that needs something from a later
  * one, or from the plan that the plan does not promise, fails on its own
  * name. The whole file, the API included, compiles with warnings as errors;
  * a prefix only has to be free of errors (it uses functions that a later
@@ -67,9 +68,7 @@ write_source(const char *path, const mkc_target *t, const char **names, int n, i
 {
 	FILE *f = fopen(path, "w");
 	cr_assert_not_null(f, "cannot write %s", path);
-	fputs(t->headers, f);
-	put_text(f, mkc_runtime_text("runtime/common.h"));
-	put_text(f, mkc_runtime_text("runtime/api_h.h"));
+	mkc_emit_head(f, t, NULL, "stub");
 	fprintf(f, "#define MKC_STUB_FN %s\n#define MKC_STUB_TABLE %s\n#define MKC_STUB_PROFILE %d\n"
 		"#include \"stub_plan.h\"\n", t->fn_qual, t->table_qual, profile);
 	for (int i = 0; i < n; i++)

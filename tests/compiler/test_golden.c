@@ -173,12 +173,11 @@ Test(golden, emitted_cuda_builds_for_sm_90a, .timeout = 600)
 	cuda_builds(models, sizeof models / sizeof *models);
 }
 
-/* The CUDA bodies' own test (run on the GPU by tools/gpu_check.sh) builds here,
- * the weight ring's paths included (backends/cuda/ring.cuh, off by default). */
+/* The GPU bodies' own test (run on the GPU by tools/gpu_check.sh) builds here. */
 Test(golden, cuda_body_test_builds, .timeout = 300)
 {
 	cr_assert_eq(mkc_shell("d=$(mktemp -d) && nvcc -gencode=arch=compute_90a,code=sm_90a "
-			       "-Xcompiler -Wall,-Wextra -Werror all-warnings -O2 -DMKC_RING_ON "
+			       "-Xcompiler -Wall,-Wextra -Werror all-warnings -O2 "
 			       "-o $d/bodies tests/gpu/bodies.cu; rc=$?; rm -rf $d; exit $rc", out,
 			       sizeof out),
 		     0, "%s", out);
@@ -198,16 +197,15 @@ Test(golden, cuda_portable_body_test_builds, .timeout = 300)
 		     0, "%s", out);
 }
 
-/* An emitted file builds with the weight ring switched on, as it builds without. */
-Test(golden, emitted_cuda_builds_with_the_weight_ring, .timeout = 300)
+/* The same test as the HIP target builds the bodies, 64 lanes a warp, through the
+ * mapping header (gpu_check.sh runs it so on the H200). */
+Test(golden, cuda_body_test_builds_64_lanes_wide, .timeout = 300)
 {
-	char cmd[1024];
-	snprintf(cmd, sizeof cmd,
-		 "d=$(mktemp -d) && %s tests/models/hf/llama_tiny_bf16 -o $d/m.cu && "
-		 "nvcc -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall,-Wextra "
-		 "-Werror all-warnings -DMKC_RING_ON -c $d/m.cu -o $d/m.o; rc=$?; rm -rf $d; exit $rc",
-		 mkc_bin());
-	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_eq(mkc_shell("d=$(mktemp -d) && nvcc -gencode=arch=compute_90a,code=sm_90a "
+			       "-Xcompiler -Wall,-Wextra -Werror all-warnings -O2 -DMKC_BODIES_HIP "
+			       "-o $d/bodies tests/gpu/bodies.cu; rc=$?; rm -rf $d; exit $rc", out,
+			       sizeof out),
+		     0, "%s", out);
 }
 
 Test(golden, emitted_cuda_builds_with_bf16_weights, .timeout = 600)

@@ -7,8 +7,10 @@
  * device libraries (-nogpulib), so the device side is compiled to gfx942
  * assembly (--offload-device-only -S: linking would need the libraries)
  * and the host side to an object. The rest checks the choices that make
- * the file HIP and not renamed CUDA: 64-wide lane groups, scoped atomics
- * for the events (and what they become in gfx942 code), no CUDA-only text.
+ * the file HIP: 64-wide lane groups, scoped atomics for the events (and
+ * what they become in gfx942 code), no CUDA-only text; the runtime and the
+ * GPU bodies are the CUDA target's, one source in CUDA's names that
+ * backends/hip/names.h maps to HIP's.
  *
  * A missing compiler fails the test with the way to install it, as a
  * missing nvcc fails test_golden.c's CUDA builds.
@@ -170,34 +172,33 @@ Test(hip, emitted_text_is_wave64_with_scoped_atomics)
 		" * target: hip;",
 		"#define MKC_WARP 64\n",
 		/* the butterfly starts at offset 32 and shuffles within 64 lanes */
-		"for (int o = MKC_WARP / 2; o > 0; o >>= 1)\n\t\tv += __shfl_xor(v, o, MKC_WARP);",
-		/* the matvecs' lane groups, as the emitter sized them (the group
-		 * width is mkc_dot_rows's argument before the epilogue) */
-		"x1_s[0], 256LL, 64, &ep);",
+		"for (int o = MKC_WARP / 2; o > 0; o >>= 1)\n\t\tv += mkc_shfl_xor(v, o);",
+		"return __shfl_xor(v, o, MKC_WARP);",
+		/* the matvec body, the CUDA target's, on 64-lane warps */
+		"mkc_gemv<256, false, 0>(",
 		"__hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT)",
 		"__hip_atomic_fetch_add(p, 1ULL, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT)",
-		"hipOccupancyMaxActiveBlocksPerMultiprocessor(",
-		"hipDeviceAttributeWarpSize",
+		"#define cudaOccupancyMaxActiveBlocksPerMultiprocessor "
+		"hipOccupancyMaxActiveBlocksPerMultiprocessor\n",
+		"#define cudaDevAttrWarpSize hipDeviceAttributeWarpSize\n",
 		"mkc_generate_kernel<<<",
 	};
 	for (size_t i = 0; i < sizeof want / sizeof *want; i++)
 		cr_expect(strstr(t, want[i]), "no \"%s\" in the emitted .hip", want[i]);
 	/*
 	 * Nothing CUDA-only in the code (comments may name what was left
-	 * out): 32-lane shuffles, PTX, cp.async, the CUDA bodies and API.
-	 * runtime/common.h is left out of the search: every target embeds it,
-	 * and its CUDA helpers sit under __CUDACC__, which HIP compilers do
-	 * not define (the gfx942 build above would fail on a second
-	 * mkc_rt_warp_sum if they did).
+	 * out): no 32-lane shuffles, PTX or cp.async, and every CUDA runtime
+	 * name the shared runtime calls is one that backends/hip/names.h maps
+	 * to HIP's (it comes first in the file, so it is read past here).
 	 */
-	const char *common = mkc_runtime_text("runtime/common.h");
-	const char *c = strstr(t, common);
-	cr_assert_not_null(c, "runtime/common.h is not in the emitted .hip whole");
+	const char *names = mkc_runtime_text("backends/hip/names.h");
+	const char *c = strstr(t, names);
+	cr_assert_not_null(c, "backends/hip/names.h is not in the emitted .hip whole");
 	static char rest[1 << 22];
 	size_t k = 0;
 	for (const char *s = t; *s;) {
 		if (s == c) {
-			s += strlen(common);
+			s += strlen(names);
 		} else if (s[0] == '/' && s[1] == '*') {
 			const char *e = strstr(s + 2, "*/");
 			cr_assert_not_null(e, "an unclosed comment in the emitted .hip");
@@ -207,24 +208,44 @@ Test(hip, emitted_text_is_wave64_with_scoped_atomics)
 		}
 	}
 	rest[k] = 0;
-	const char *never[] = {"__shfl_xor_sync", "__shfl_down_sync", "asm volatile", "asm(",
-			       "cp.async", "cudaMalloc", "cudaMemcpy", "cuda_runtime", "__CUDA_ARCH__",
-			       "MKC_CUDA(", "mkc_gemv<", "mkc_ring_", "% 32", "/ 32", "__nanosleep",
-			       "globaltimer"};
+	const char *never[] = {"__shfl_xor_sync", "__shfl_sync", "__shfl_down_sync", "asm volatile",
+			       "asm(", "cp.async", "cuda_runtime", "__CUDA_ARCH__",
+			       "__nanosleep", "globaltimer", "% 32", "/ 32", "& 31", ">> 5"};
 	for (size_t i = 0; i < sizeof never / sizeof *never; i++)
 		cr_expect(!strstr(rest, never[i]), "\"%s\" in the emitted .hip", never[i]);
+	for (const char *s = strstr(rest, "cuda"); s; s = strstr(s + 4, "cuda")) {
+		if (s[4] < 'A' || s[4] > 'Z')
+			continue;   /* not a runtime name (cudaMalloc, cudaError_t) */
+		size_t n = 0;
+		while (s[n] == '_' || (s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') ||
+		       (s[n] >= '0' && s[n] <= '9'))
+			n++;
+		char def[128];
+		snprintf(def, sizeof def, "#define %.*s hip", (int)n, s);
+		cr_expect(n >= sizeof def - 16 || strstr(names, def),
+			  "the .hip calls %.*s, which backends/hip/names.h does not map", (int)n, s);
+	}
 }
 
-/* The CUDA output of the same model does use the 32-wide bodies (the
- * emitter's choice is the target's warp width, not the file name). */
-Test(hip, cuda_output_keeps_its_32_wide_bodies)
+/* The CUDA and the HIP output run one source: the same runtime and GPU
+ * bodies, each after its own vendor's sync header. */
+Test(hip, cuda_and_hip_share_the_runtime_and_bodies)
 {
-	const char *t = emit_text("hf/llama_tiny_bf16", "cu", "");
-	cr_expect(strstr(t, "mkc_gemv<"), "the .cu has no mkc_gemv call");
-	cr_expect(strstr(t, "__shfl_xor_sync(0xffffffffu, v, o)"), "the .cu has no warp shuffle");
-	t = emit_text("hf/llama_tiny_bf16", "hip", "");
-	cr_expect(!strstr(t, "mkc_gemv<"), "the .hip calls the CUDA matvec");
-	cr_expect(strstr(t, "mkc_rt_dot8_bf16"), "the .hip reads bf16 weights 16 bytes at a time");
+	const char *shared[] = {"backends/cuda/exec.cuh", "backends/cuda/matvec.cuh",
+				"backends/cuda/attention.cuh"};
+	for (int k = 0; k < 2; k++) {
+		const char *t = emit_text("hf/llama_tiny_bf16", k ? "hip" : "cu", "");
+		for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
+			cr_expect(strstr(t, mkc_runtime_text(shared[i])), "%s is not in the .%s whole",
+				  shared[i], k ? "hip" : "cu");
+		cr_expect(strstr(t, "mkc_gemv<64, true, 2>("), "the .%s does not call the matvec body",
+			  k ? "hip" : "cu");
+		const char *sync = k ? "backends/hip/sync.h" : "backends/cuda/sync.cuh";
+		const char *other = k ? "backends/cuda/sync.cuh" : "backends/hip/sync.h";
+		cr_expect(strstr(t, mkc_runtime_text(sync)), "the .%s lacks %s", k ? "hip" : "cu", sync);
+		cr_expect(!strstr(t, mkc_runtime_text(other)), "the .%s holds %s", k ? "hip" : "cu",
+			  other);
+	}
 }
 
 /* The same C API as the CUDA output: the headers differ in their first line only. */
@@ -276,7 +297,8 @@ Test(hip, mkc_test_builds_and_fails_cleanly_without_a_gpu, .timeout = 300)
 	snprintf(cmd, sizeof cmd, "MKC_HIP_ARCH=gfx90a %s test --target hip tests/models/hand/small_mlp",
 		 mkc_bin());
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 1, "%s", out);
-	cr_assert(strstr(out, "the run failed: hip") && strstr(out, " failed (line "), "%s", out);
+	cr_assert(strstr(out, "the run failed: hip") && strstr(out, "hipGetDevice(&dev) failed (line "),
+		  "%s", out);
 }
 
 /*

@@ -1,10 +1,11 @@
 /*
- * hip_on_cuda.h - TEST ONLY, NEVER RUN YET. Maps the HIP calls an emitted
- * .hip file makes onto CUDA, so that the HIP output can run on the H200
- * through the golden tests and token parity (issue 13, "Run what can be
- * run"). Debian's own HIP headers for the NVIDIA platform (HIP 5.2) do not
- * compile against CUDA 13, hence this header. It has been compiled with
- * nvcc (below); it has not been run on a GPU.
+ * hip_on_cuda.h - TEST ONLY. Maps the HIP calls an emitted .hip file makes
+ * onto CUDA, so that the HIP output can run on the H200 through the golden
+ * tests (tools/gpu_check.sh; the runs are in tests/gpu/RESULTS.md), and
+ * the GPU bodies built 64 lanes wide can run against float64
+ * (tests/gpu/bodies.cu -DMKC_BODIES_HIP). Debian's own HIP headers for the
+ * NVIDIA platform (HIP 5.2) do not compile against CUDA 13, hence this
+ * header.
  *
  * Use: the .hip includes <hip/hip_runtime.h>, so put a folder first on the
  * include path whose hip/hip_runtime.h includes this file:
@@ -19,9 +20,9 @@
  *
  * What it runs and what it does not:
  * - The file keeps its 64-lane groups (the emitter sized them by the HIP
- *   target's width): a group is a pair of CUDA warps, and the one shuffle
- *   that crosses them (offset 32) goes through shared memory with a
- *   64-thread named barrier. So the wave64 logic of the tile functions
+ *   target's width): a group is a pair of CUDA warps, and the shuffles
+ *   that cross them (offset 32, a lane of the other warp) go through
+ *   shared memory with a 64-thread named barrier. So the wave64 logic of the tile functions
  *   runs, but not AMD's shuffle hardware; hipDeviceAttributeWarpSize
  *   reports 64 for that reason.
  * - The scoped atomics become libcu++ atomic_ref at device scope: the
@@ -137,8 +138,28 @@ mkc_hoc_shfl_xor(float v, int o, int width)
 	return __shfl_xor_sync(0xffffffffu, v, o, width < 32 ? width : 32);
 }
 
-/* CUDA's headers define an old __shfl_xor of their own: a macro wins */
+/*
+ * HIP's __shfl: lane src of the width-lane group. Within a CUDA warp a
+ * shuffle; across the pair of warps of a 64-lane group through shared
+ * memory, as above (every lane of the group calls it).
+ */
+static __device__ __forceinline__ float
+mkc_hoc_shfl(float v, int src, int width)
+{
+	if (width <= 32)
+		return __shfl_sync(0xffffffffu, v, src, width);
+	__shared__ float x[1024];
+	const unsigned bar = 1 + threadIdx.x / 64;
+	x[threadIdx.x] = v;
+	asm volatile("bar.sync %0, 64;" ::"r"(bar) : "memory");
+	const float o = x[(threadIdx.x & ~63u) + (src & 63)];
+	asm volatile("bar.sync %0, 64;" ::"r"(bar) : "memory");
+	return o;
+}
+
+/* CUDA's headers define an old __shfl_xor and __shfl of their own: a macro wins */
 #define __shfl_xor(v, o, w) mkc_hoc_shfl_xor(v, o, w)
+#define __shfl(v, s, w) mkc_hoc_shfl(v, s, w)
 
 /*
  * From here on the file is HIP: runtime/common.h must take its __HIPCC__

@@ -33,16 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.cuh"
-
-#define MKC_THREADS 256   /* backends/cuda/exec.cuh's block */
-
-/* what an emitted file defines before the bodies: the plan's largest rank, then the runtime */
-#define MKC_RANK 8
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"   /* its ONNX reader */
-#include "../../runtime/common.h"
-#pragma GCC diagnostic pop
+/* what an emitted file defines before the bodies: the plan's largest
+ * rank, then the runtime (MKC_THREADS, the block, from limits.h) */
+#include "rt_stub.cuh"
 
 /*
  * The bodies built for both sides. The device copy sees common.h's lanes

@@ -1,0 +1,34 @@
+/*
+ * names.h - the CUDA runtime's names that backends/cuda/exec.cuh calls,
+ * as HIP's: the HIP target embeds the CUDA target's runtime and bodies
+ * (one source for both vendors, written in CUDA's names) after this file
+ * and backends/hip/sync.h. A name the runtime starts to use and this list
+ * lacks does not compile for HIP (tests/compiler/test_hip.c builds the
+ * output with hipcc and clang-19), so the two cannot drift apart.
+ *
+ * hipFree is [[nodiscard]] in HIP; the runtime frees through mkc_gpu_free,
+ * which drops the status on both vendors.
+ */
+
+/* what the runtime's messages call them: "hipMalloc(...) failed" */
+#define MKC_GPU_API "hip"
+
+#define cudaError_t hipError_t
+#define cudaSuccess hipSuccess
+#define cudaGetErrorString hipGetErrorString
+#define cudaGetLastError hipGetLastError
+#define cudaGetDevice hipGetDevice
+#define cudaDeviceGetAttribute hipDeviceGetAttribute
+#define cudaDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
+#define cudaDevAttrClockRate hipDeviceAttributeClockRate
+#define cudaDevAttrWarpSize hipDeviceAttributeWarpSize
+#define cudaOccupancyMaxActiveBlocksPerMultiprocessor hipOccupancyMaxActiveBlocksPerMultiprocessor
+#define cudaDeviceSynchronize hipDeviceSynchronize
+#define cudaMalloc hipMalloc
+#define cudaFree hipFree
+#define cudaMemset hipMemset
+#define cudaMemcpy hipMemcpy
+#define cudaMemcpy2D hipMemcpy2D
+#define cudaMemcpyHostToDevice hipMemcpyHostToDevice
+#define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define cudaMemcpyDefault hipMemcpyDefault

@@ -1,0 +1,33 @@
+/*
+ * limits.h - what the GPU tile bodies (backends/cuda/) can take, in one
+ * place: the emitter (backends/core/emit_ops.c) calls a body only where
+ * these hold and takes the portable one otherwise, the passes size their
+ * plans by them (passes/split_attn.c), and the bodies assert them.
+ * Embedded in every emitted file after runtime/common.h; included by the
+ * compiler.
+ */
+
+/* the threads of a worker (a GPU block); bench/gemv.cu tries others */
+#ifndef MKC_THREADS
+#define MKC_THREADS 256
+#endif
+
+/* the dot products a matvec tile computes (matvec.cuh): its rows, or
+ * NormGlu's and HeadProj's rows of both weights together */
+#define MKC_GEMV_ROWS 128
+
+/* the decode attention bodies (attention.cuh): the head size, a multiple
+ * of the warp, at most this */
+#define MKC_ATTN_MAX_D 256
+
+/* query heads that share a key head in one AttnPart tile, at most */
+#define MKC_ATTN_MAX_GROUP 8
+
+/* the chunks of positions a key head's attention is split into
+ * (passes/split_attn.c), at most: the one-trip merge holds them all */
+#define MKC_ATTN_MAX_CHUNKS 64
+
+/* the one-trip merge (mkc_attn_merge) for more chunks than this only:
+ * measured on an H200 (bench/RESULTS.md session 12), 44 chunks merged in
+ * about 1 us less a head than by the portable body, 16 in 0.5 us more */
+#define MKC_MERGE_WIDE_CHUNKS 32
