@@ -1,4 +1,7 @@
-/* kernel.c - printing kernel descriptions (--dump-after=lower). See kernel.h. */
+/*
+ * kernel.c - the op table's kernel column, and printing kernel descriptions
+ * (--dump-after=lower). See kernel.h.
+ */
 #include "kernel.h"
 
 const char *
@@ -16,6 +19,26 @@ mkc_kernel_kind_name(mkc_kernel_kind k)
 		[MKC_KERN_OTHER] = "other",
 	};
 	return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
+static const mkc_op_kernel op_kernels[MKC_OP_COUNT] = {
+#define K(kind) {MKC_KERN_##kind, false}
+#define EW(code, f, i) {MKC_KERN_ELEMENTWISE, false}
+#define EW1(code, f, i) {MKC_KERN_ELEMENTWISE, true}
+#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin, opt, kern) [MKC_OP_##e] = kern,
+#include "ops.def"
+#undef OP
+#undef EW1
+#undef EW
+#undef K
+	[MKC_OP_UNKNOWN] = {MKC_KERN_OTHER, false},
+};
+
+const mkc_op_kernel *
+mkc_op_kernel_of(mkc_op op)
+{
+	MKC_ASSERT(op >= 0 && op < MKC_OP_COUNT);
+	return &op_kernels[op];
 }
 
 static void

@@ -71,6 +71,19 @@ typedef struct mkc_kernel {
 
 const char *mkc_kernel_kind_name(mkc_kernel_kind k);
 
+/*
+ * ir/ops.def's kernel column, by op: the kind its nodes lower to (unless
+ * every output is known), and for an elementwise op whether input 0 is its
+ * only operand (EW1: CastLike, Expand). backends/core/emit_ops.c reads the
+ * elementwise codes and forms from the same column.
+ */
+typedef struct {
+	mkc_kernel_kind kind;
+	bool one_operand;
+} mkc_op_kernel;
+
+const mkc_op_kernel *mkc_op_kernel_of(mkc_op op);
+
 /* One line, no newline: "rows axis=3 one_axis eps=1e-05". */
 void mkc_kernel_print(FILE *f, const mkc_graph *g, const mkc_node *n);
 
