@@ -8,7 +8,7 @@ const char *
 mkc_kernel_kind_name(mkc_kernel_kind k)
 {
 	static const char *const names[] = {
-		[MKC_KERN_KNOWN] = "known", [MKC_KERN_ELEMENTWISE] = "elementwise",
+		[MKC_KERN_ELEMENTWISE] = "elementwise",
 		[MKC_KERN_COPY] = "copy", [MKC_KERN_TRANSPOSE] = "transpose",
 		[MKC_KERN_CONCAT] = "concat", [MKC_KERN_SLICE] = "slice",
 		[MKC_KERN_GATHER] = "gather", [MKC_KERN_SPLIT] = "split",
@@ -83,6 +83,10 @@ mkc_kernel_print(FILE *f, const mkc_graph *g, const mkc_node *n)
 	const mkc_kernel *k = n->kern;
 	fputs(mkc_kernel_kind_name(k->kind), f);
 	switch (k->kind) {
+	case MKC_KERN_ELEMENTWISE:
+		if (k->operands < n->nin)
+			fprintf(f, " operands=%d", k->operands);
+		break;
 	case MKC_KERN_TRANSPOSE:
 		ints(f, "perm", k->perm, n->out[0]->rank);
 		break;
@@ -126,6 +130,8 @@ mkc_kernel_print(FILE *f, const mkc_graph *g, const mkc_node *n)
 	default:
 		break;
 	}
-	if (k->refuse)
+	if (k->known)
+		fputs(" (outputs known: their values are written)", f);
+	else if (k->refuse)
 		fprintf(f, " (refused: %s)", k->refuse);
 }

@@ -1,19 +1,23 @@
 /*
  * lower.c - each node into a target-neutral kernel description.
  *
- * requires: verify (the plan is proven; nothing changes the graph after
- *           this pass), shapes and values from infer.
+ * requires: the graph passes done (it is the last: no node changes after
+ *           it), shapes and values from infer.
  * provides: n->kern (ir/kernel.h) for every live node: its kind (the
- *           kernel column of ir/ops.def) and every attribute resolved, with the ONNX rules applied: negative axes
- *           made non-negative, defaults that live only in the spec filled
- *           in, Softmax's axis read by its opset's rule, Slice's starts and
- *           steps and the reduced axes read from their constant inputs.
+ *           kernel column of ir/ops.def), whether its outputs are all
+ *           known, and every attribute resolved, with the ONNX rules
+ *           applied: negative axes made non-negative, defaults that live
+ *           only in the spec filled in, Softmax's axis read by its opset's
+ *           rule, Slice's starts and steps and the reduced axes read from
+ *           their constant inputs.
  *
- * After this pass no one reads an attribute or an opset: the backends see
- * these descriptions and the tensors' shapes and types. A node the backends
- * cannot compile as the model has it is not an error here (mkc without -o
- * emits nothing): the description says why in `refuse`, and the emitter
- * reports it.
+ * Who reads ONNX attributes and opsets: the frontends, infer (and fold),
+ * canon, the graph passes that rewrite by them (fuse, fuse_norm, fuse_glu,
+ * fuse_qkv, split_attn, state), and this pass. After it no one does: tile
+ * and the plan passes after it, and the backends, see these descriptions
+ * and the tensors' shapes and types. A node the backends cannot compile as
+ * the model has it is not an error here (mkc without -o emits nothing):
+ * the description says why in `refuse`, and the emitter reports it.
  */
 #include "passes.h"
 #include "kernel.h"
@@ -30,7 +34,7 @@ norm_axis(int64_t a, int rank)
 /*
  * Softmax's axis attribute with its default: 1 before opset 13 (the axes
  * from it on flatten into one row), -1 from 13 on (that axis alone). The
- * one place this rule lives; infer, canon, tile and this pass ask here.
+ * one place this rule lives; infer, canon and this pass ask here.
  */
 int64_t
 mkc_softmax_axis_attr(const mkc_graph *g, const mkc_node *n, bool *one_axis)
@@ -44,16 +48,15 @@ mkc_softmax_axis_attr(const mkc_graph *g, const mkc_node *n, bool *one_axis)
 /*
  * The first axis of the rows a row-wise op (Softmax, the norms) works on,
  * non-negative, and whether a row is that axis alone (Softmax from opset
- * 13) rather than every axis from it on (one_axis may be NULL).
+ * 13) rather than every axis from it on.
  */
-int
-mkc_rows_axis(const mkc_graph *g, const mkc_node *n, bool *one_axis)
+static int
+rows_axis(const mkc_graph *g, const mkc_node *n, bool *one_axis)
 {
 	int rank = n->out[0]->rank;
 	if (n->op == MKC_OP_SOFTMAX)
 		return norm_axis(mkc_softmax_axis_attr(g, n, one_axis), rank);
-	if (one_axis)
-		*one_axis = false;
+	*one_axis = false;
 	if (n->op == MKC_OP_MS_SKIP_SIMPLIFIED_LN)
 		return rank - 1;   /* no axis attribute: the last axis */
 	return norm_axis(mkc_node_attr_int(n, "axis", -1), rank);
@@ -153,7 +156,7 @@ lower_matmul(const mkc_node *n, mkc_kernel *k)
 static void
 lower_rows(const mkc_graph *g, const mkc_node *n, mkc_kernel *k)
 {
-	k->axis = mkc_rows_axis(g, n, &k->one_axis);
+	k->axis = rows_axis(g, n, &k->one_axis);
 	if (n->op != MKC_OP_SOFTMAX)
 		k->eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
 }
@@ -203,16 +206,20 @@ lower_attention(const mkc_node *n, mkc_kernel *k)
 		k->scale = 1.0f / sqrtf((float)d);   /* as the backends compute it at run time */
 }
 
-/* The kind is the op table's (ir/ops.def); here its attributes are resolved. */
+/*
+ * The kind is the op table's (ir/ops.def); here its attributes are
+ * resolved, a known node's too: tile cuts it by them.
+ */
 static int
 lower_node(mkc_graph *g, const mkc_node *n, mkc_kernel *k)
 {
-	if (all_known(n)) {
-		k->kind = MKC_KERN_KNOWN;
-		return 0;
-	}
-	k->kind = mkc_op_kernel_of(n->op)->kind;
+	const mkc_op_kernel *ok = mkc_op_kernel_of(n->op);
+	k->kind = ok->kind;
+	k->known = all_known(n);
 	switch (k->kind) {
+	case MKC_KERN_ELEMENTWISE:
+		k->operands = ok->one_operand ? 1 : n->nin;
+		return 0;
 	case MKC_KERN_TRANSPOSE:
 		lower_transpose(n, k);
 		return 0;
@@ -251,7 +258,7 @@ lower_node(mkc_graph *g, const mkc_node *n, mkc_kernel *k)
 			lower_rotary(n, k);
 		}
 		return 0;
-	default:   /* elementwise, copy, range, other: no attributes */
+	default:   /* copy, range, other: no attributes */
 		return 0;
 	}
 }

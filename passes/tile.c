@@ -2,7 +2,9 @@
  * tile.c - nodes into tasks.
  *
  * requires: infer and dce (shapes known, no dead nodes), nodes in
- *           topological order.
+ *           topological order, lower (n->kern of every node: the kind and
+ *           the resolved attributes it is cut by; no ONNX attribute or
+ *           opset is read here).
  * provides: a plan whose tasks are tiles of the nodes, in node order, each
  *           with the box of the output it computes and the regions it reads
  *           and writes.
@@ -60,17 +62,18 @@ attention_group(const mkc_node *n)
 	return q->shape[1].c / k->shape[1].c;
 }
 
-/* By the op's kernel kind (ir/ops.def), then within a kind by the op. */
+/* By the node's kernel kind, then within a kind by the op. */
 static mapping
 mapping_of(const mkc_node *n)
 {
+	const mkc_kernel *k = n->kern;
+	MKC_ASSERT(k);
 	if (n->nout != 1)
 		return MAP_WHOLE;
-	const mkc_op_kernel *ok = mkc_op_kernel_of(n->op);
-	switch (ok->kind) {
+	switch (k->kind) {
 	case MKC_KERN_ELEMENTWISE:
 		/* CastLike's type and Expand's shape are no operand to cut: one tile */
-		return ok->one_operand ? MAP_WHOLE : MAP_ELEMENTWISE;
+		return k->operands < n->nin ? MAP_WHOLE : MAP_ELEMENTWISE;
 	case MKC_KERN_COPY:
 		return MAP_COPY;
 	case MKC_KERN_MATMUL:
@@ -86,8 +89,7 @@ mapping_of(const mkc_node *n)
 		return n->op == MKC_OP_LAYER_NORM || n->op == MKC_OP_MS_SKIP_SIMPLIFIED_LN
 			       ? MAP_WHOLE : MAP_ROWS;
 	case MKC_KERN_GATHER:
-		return mkc_node_attr_int(n, "axis", 0) == 0 && n->in[0]->rank == 2
-			       ? MAP_GATHER : MAP_WHOLE;
+		return k->axis == 0 && n->in[0]->rank == 2 ? MAP_GATHER : MAP_WHOLE;
 	case MKC_KERN_ATTENTION:
 		if (n->op == MKC_OP_ATTENTION)
 			return attention_group(n) ? MAP_HEADS : MAP_WHOLE;
@@ -170,7 +172,7 @@ choose_split(const mkc_plan *p, const mkc_node *n, mapping m, int *axis, int *nt
 	if (m == MAP_WHOLE || y->rank == 0)
 		return;
 	if (m == MAP_ROWS)   /* Softmax, RMSNormalization: rows stay whole */
-		limit = mkc_rows_axis(p->g, n, NULL);
+		limit = n->kern->axis;
 	if (by_columns(n, m)) {
 		if (!mkc_dim_is_const(y->shape[y->rank - 1]))
 			return;
@@ -271,7 +273,7 @@ matmul_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 			}
 		}
 		/* a weight read transposed (canon's mkc_trans_b) keeps its rows */
-		bool tb = k == 1 && mkc_node_attr_int(n, "mkc_trans_b", 0);
+		bool tb = k == 1 && n->kern->trans_b;
 		int keep = k == 0 || tb ? x->rank - 2 : x->rank - 1;
 		int from = k == 0 ? y->rank - 2 : y->rank - 1;
 		b.lo[keep] = ob->lo[from];
@@ -290,7 +292,7 @@ static void
 gemm_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 {
 	mkc_node *n = t->node;
-	bool ta = mkc_node_attr_int(n, "transA", 0), tb = mkc_node_attr_int(n, "transB", 0);
+	bool ta = n->kern->trans_a, tb = n->kern->trans_b;
 	int w = 1;
 	bool norm = n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU;
 	if (norm) {
@@ -353,7 +355,7 @@ static void
 split_attn_reads(mkc_plan *p, mkc_task *t, mapping m, const mkc_box *ob)
 {
 	mkc_node *n = t->node;
-	const int64_t c = mkc_node_attr_int(n, "chunks", 1);
+	const int64_t c = n->kern->chunks;
 	if (m == MAP_PARTS) {
 		const mkc_tensor *q = n->in[0], *k = n->in[1];
 		const int64_t grp = q->shape[1].c / k->shape[1].c;
@@ -447,8 +449,7 @@ tile_head_proj(mkc_plan *p, mkc_node *n)
 {
 	mkc_tensor *y = n->out[0], *w = n->in[2];
 	const int64_t h = y->shape[1].c, d = y->shape[3].c;
-	const bool rot = n->nin > 3 && n->in[3];
-	const bool halves = rot && !mkc_node_attr_int(n, "interleaved", 0);
+	const bool rot = n->kern->rotary, halves = rot && !n->kern->interleaved;
 	const int64_t units = rot ? d / 2 : d;
 	/* rounded down: rounded to nearest, the Llama-3.2-1B shape's q/k/v had 144
 	 * tiles for 132 workers, and the step was 50 to 95 us slower on an
@@ -506,7 +507,7 @@ tile_node(mkc_plan *p, mkc_node *n)
 		mkc_task *t = mkc_plan_add_task(p, n, i, k);
 		if (n->out[0])
 			t->out = tile_box(n->out[0], axis, i, k);
-		if (n->op == MKC_OP_CACHE_APPEND) {
+		if (n->kern->kind == MKC_KERN_CACHE_APPEND) {
 			/* it writes only the new positions, past_len .. past_len + n */
 			const mkc_tensor *y = n->out[0];
 			bool ok = mkc_dim_sub(y->shape[y->cap_axis], n->in[0]->shape[y->cap_axis],

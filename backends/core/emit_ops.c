@@ -1162,7 +1162,7 @@ mkc_emit_node(mkc_emitter *e, const mkc_node *n)
 {
 	const mkc_kernel *k = n->kern;
 	MKC_ASSERT(k);
-	if (k->kind == MKC_KERN_KNOWN)
+	if (k->known)
 		return emit_known(e, n);
 	if (k->refuse)
 		return unsupported(e, n, k->refuse);

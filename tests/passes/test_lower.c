@@ -1,8 +1,8 @@
 /*
  * test_lower.c - the lower pass: kernel descriptions of hand-built nodes
  * carry their attributes resolved by the ONNX rules (Softmax's axis by
- * opset, negative axes, spec defaults, noop_with_empty_axes), and
- * --dump-after=lower prints them.
+ * opset, negative axes, spec defaults, noop_with_empty_axes), known nodes
+ * included; tile cuts nodes by them; --dump-after=lower prints them.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -214,6 +214,45 @@ Test(lower, reduce_axes_and_noop)
 	cr_assert_eq(k->naxes, 2);
 	cr_assert_eq(k->axes[0], 0, "normalised and ascending");
 	cr_assert_eq(k->axes[1], 2);
+}
+
+/* A node whose output is known keeps its kind and attributes: tile cuts it by them. */
+Test(lower, known_node_keeps_its_description)
+{
+	mkc_graph *g = new_graph(18);
+	mkc_tensor *d = ints(g, "d", 6, (const int64_t[]){1, 2, 3, 4, 5, 6});
+	d->rank = 2;
+	d->shape[0] = mkc_dim_const(2);
+	d->shape[1] = mkc_dim_const(3);
+	ints(g, "i", 1, (const int64_t[]){2});
+	mkc_node *n = node(g, "Gather", 2, (const char *[]){"d", "i"}, "y");
+	int_attr(n, "axis", -1);
+	const mkc_kernel *k = lowered(g, n);
+	cr_assert(k->known, "Gather of constants is folded");
+	cr_assert_eq(k->kind, MKC_KERN_GATHER);
+	cr_assert_eq(k->axis, 1);
+}
+
+/*
+ * Tile reads the description: a Gather along axis -2 of a 2-D table is
+ * one along axis 0, cut into tiles of the row like it (reading the
+ * attribute, tile took -2 for another axis and made one tile).
+ */
+Test(lower, tile_cuts_by_the_description)
+{
+	for (int64_t axis = -2; axis <= 0; axis += 2) {
+		mkc_graph *g = new_graph(18);
+		input(g, "table", 2, (const int64_t[]){64, 16384});
+		ints(g, "i", 1, (const int64_t[]){3});
+		mkc_node *n = node(g, "Gather", 2, (const char *[]){"table", "i"}, "y");
+		int_attr(n, "axis", axis);
+		cr_assert_eq(lowered(g, n)->axis, 0);
+		mkc_target_params tp = {.nworkers = 8, .min_tile_elems = 4096, .matmul_tile_cols = 64};
+		mkc_plan *p = mkc_plan_create(g, &tp);
+		cr_assert_eq(mkc_pass_tile(p), 0, "%s", errs());
+		/* [1, 16384]: by its 16384 columns, 4096 elements a tile */
+		cr_assert_eq(p->tasks.n, 4, "axis %lld: %d tiles", (long long)axis, p->tasks.n);
+	}
 }
 
 /* The dump after lower has a kernel line under each node. */

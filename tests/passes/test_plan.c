@@ -24,6 +24,7 @@ graph_of(const char *path)
 	cr_assert_not_null(g, "%s", errs());
 	cr_assert_eq(mkc_pass_infer(g), 0, "%s", errs());
 	cr_assert_eq(mkc_pass_dce(g), 0, "%s", errs());
+	cr_assert_eq(mkc_pass_lower(g), 0, "%s", errs());   /* tile reads the descriptions */
 	return g;
 }
 
@@ -381,6 +382,7 @@ Test(plan, elementwise_tiles_read_their_own_slice)
 	n->out[0]->kind = MKC_TK_OUTPUT;
 	mkc_vec_push(ctx->arena, &g->outputs, n->out[0]);
 	cr_assert_eq(mkc_pass_infer(g), 0, "%s", errs());
+	cr_assert_eq(mkc_pass_lower(g), 0, "%s", errs());
 	mkc_plan *p = tiled(g, 8);
 	cr_assert_eq(p->tasks.n, 8);
 	mkc_task *t = MKC_TASK(p, 5);
