@@ -5,8 +5,8 @@
 
 /*
  * Graph passes run on the graph, plan passes on the task plan made after
- * them; lower, last, describes the graph's nodes for the backends once the
- * plan is proven.
+ * them; lower, the last graph pass, describes the nodes for tile and the
+ * backends, so that no plan pass reads ONNX.
  */
 typedef struct {
 	const char *name;
@@ -27,6 +27,7 @@ static const pass passes[] = {
 	{"fuse_qkv", mkc_pass_fuse_qkv, NULL},
 	{"split_attn", mkc_pass_split_attn, NULL},
 	{"kv", mkc_pass_kv, NULL},
+	{"lower", mkc_pass_lower, NULL},
 	{"tile", NULL, mkc_pass_tile},
 	{"views", NULL, mkc_pass_views},
 	{"memory", NULL, mkc_pass_memory},
@@ -34,7 +35,6 @@ static const pass passes[] = {
 	{"events", NULL, mkc_pass_events},
 	{"schedule", NULL, mkc_pass_schedule},
 	{"verify", NULL, mkc_pass_verify},
-	{"lower", mkc_pass_lower, NULL},
 };
 
 enum { NPASSES = sizeof passes / sizeof passes[0] };

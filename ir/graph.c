@@ -8,7 +8,7 @@
 
 /* the fold column is a function name or 0; "0" is the only 2-byte spelling */
 static const mkc_op_info op_table[MKC_OP_COUNT] = {
-#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin, opt) \
+#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin, opt, kern) \
 	[MKC_OP_##e] = {nm, dom, i0, i1, o0, o1, sizeof(#fld) > 2, cin, opt},
 #include "ops.def"
 #undef OP

@@ -33,7 +33,7 @@ typedef enum {
 } mkc_dtype;
 
 typedef enum {
-#define OP(e, name, dom, i0, i1, o0, o1, inf, fld, cin, opt) MKC_OP_##e,
+#define OP(e, name, dom, i0, i1, o0, o1, inf, fld, cin, opt, kern) MKC_OP_##e,
 #include "ops.def"
 #undef OP
 	MKC_OP_UNKNOWN,   /* read but not in the op table */

@@ -1,11 +1,14 @@
-/* kernel.c - printing kernel descriptions (--dump-after=lower). See kernel.h. */
+/*
+ * kernel.c - the op table's kernel column, and printing kernel descriptions
+ * (--dump-after=lower). See kernel.h.
+ */
 #include "kernel.h"
 
 const char *
 mkc_kernel_kind_name(mkc_kernel_kind k)
 {
 	static const char *const names[] = {
-		[MKC_KERN_KNOWN] = "known", [MKC_KERN_ELEMENTWISE] = "elementwise",
+		[MKC_KERN_ELEMENTWISE] = "elementwise",
 		[MKC_KERN_COPY] = "copy", [MKC_KERN_TRANSPOSE] = "transpose",
 		[MKC_KERN_CONCAT] = "concat", [MKC_KERN_SLICE] = "slice",
 		[MKC_KERN_GATHER] = "gather", [MKC_KERN_SPLIT] = "split",
@@ -16,6 +19,26 @@ mkc_kernel_kind_name(mkc_kernel_kind k)
 		[MKC_KERN_OTHER] = "other",
 	};
 	return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
+static const mkc_op_kernel op_kernels[MKC_OP_COUNT] = {
+#define K(kind) {MKC_KERN_##kind, false}
+#define EW(code, f, i) {MKC_KERN_ELEMENTWISE, false}
+#define EW1(code, f, i) {MKC_KERN_ELEMENTWISE, true}
+#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin, opt, kern) [MKC_OP_##e] = kern,
+#include "ops.def"
+#undef OP
+#undef EW1
+#undef EW
+#undef K
+	[MKC_OP_UNKNOWN] = {MKC_KERN_OTHER, false},
+};
+
+const mkc_op_kernel *
+mkc_op_kernel_of(mkc_op op)
+{
+	MKC_ASSERT(op >= 0 && op < MKC_OP_COUNT);
+	return &op_kernels[op];
 }
 
 static void
@@ -60,6 +83,10 @@ mkc_kernel_print(FILE *f, const mkc_graph *g, const mkc_node *n)
 	const mkc_kernel *k = n->kern;
 	fputs(mkc_kernel_kind_name(k->kind), f);
 	switch (k->kind) {
+	case MKC_KERN_ELEMENTWISE:
+		if (k->operands < n->nin)
+			fprintf(f, " operands=%d", k->operands);
+		break;
 	case MKC_KERN_TRANSPOSE:
 		ints(f, "perm", k->perm, n->out[0]->rank);
 		break;
@@ -103,6 +130,8 @@ mkc_kernel_print(FILE *f, const mkc_graph *g, const mkc_node *n)
 	default:
 		break;
 	}
-	if (k->refuse)
+	if (k->known)
+		fputs(" (outputs known: their values are written)", f);
+	else if (k->refuse)
 		fprintf(f, " (refused: %s)", k->refuse);
 }

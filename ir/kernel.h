@@ -2,12 +2,12 @@
  * kernel.h - a node lowered: what its tile function computes, with every
  * ONNX attribute and opset rule already resolved.
  *
- * passes/lower.c fills n->kern for every live node; the backends read it
- * (with the tensors' shapes and types) and never an attribute or an opset,
- * so the ONNX rules (Softmax's axis before and after opset 13, negative
- * axes, defaults that exist only in the spec) live in one place. Which
- * fields mean something depends on the kind, as the comments say; the
- * others are zero.
+ * passes/lower.c fills n->kern for every live node; passes/tile.c and the
+ * backends read it (with the tensors' shapes and types) and never an
+ * attribute or an opset, so the ONNX rules (Softmax's axis before and after
+ * opset 13, negative axes, defaults that exist only in the spec) live in
+ * one place. Which fields mean something depends on the kind, as the
+ * comments say; the others are zero.
  *
  *   const mkc_kernel *k = n->kern;
  *   if (k->kind == MKC_KERN_ROWS) ... rows from k->axis, k->eps ...
@@ -18,7 +18,6 @@
 #include "graph.h"
 
 typedef enum {
-	MKC_KERN_KNOWN,        /* every output known at compile time: write the values */
 	MKC_KERN_ELEMENTWISE,  /* one, two or three operands (Max, Min: any), broadcast */
 	MKC_KERN_COPY,         /* Reshape and its kin: the same elements, a new shape */
 	MKC_KERN_TRANSPOSE,    /* perm */
@@ -39,6 +38,15 @@ typedef enum {
 
 typedef struct mkc_kernel {
 	mkc_kernel_kind kind;
+	/*
+	 * Every output known at compile time: the emitter writes the values.
+	 * The kind and fields still describe the op, which tile cuts as it
+	 * would any other node of it.
+	 */
+	bool known;
+	/* ELEMENTWISE: inputs 0 .. operands - 1 are values, broadcast into the
+	 * output; the others give only its type (CastLike) or shape (Expand) */
+	int operands;
 	/* why no backend can compile the node as the model has it; NULL: none */
 	const char *refuse;
 	int axis;                  /* non-negative; ROWS: the first axis of a row */
@@ -70,6 +78,19 @@ typedef struct mkc_kernel {
 } mkc_kernel;
 
 const char *mkc_kernel_kind_name(mkc_kernel_kind k);
+
+/*
+ * ir/ops.def's kernel column, by op: the kind its nodes lower to (unless
+ * every output is known), and for an elementwise op whether input 0 is its
+ * only operand (EW1: CastLike, Expand). backends/core/emit_ops.c reads the
+ * elementwise codes and forms from the same column.
+ */
+typedef struct {
+	mkc_kernel_kind kind;
+	bool one_operand;
+} mkc_op_kernel;
+
+const mkc_op_kernel *mkc_op_kernel_of(mkc_op op);
 
 /* One line, no newline: "rows axis=3 one_axis eps=1e-05". */
 void mkc_kernel_print(FILE *f, const mkc_graph *g, const mkc_node *n);

@@ -716,7 +716,7 @@ fold_range(mkc_graph *g, mkc_node *n)
 typedef int fold_fn(mkc_graph *g, mkc_node *n);
 
 static fold_fn *const folders[MKC_OP_COUNT] = {
-#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin, opt) [MKC_OP_##e] = fld,
+#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin, opt, kern) [MKC_OP_##e] = fld,
 #include "ops.def"
 #undef OP
 };

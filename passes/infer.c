@@ -1090,7 +1090,7 @@ infer_gqa(mkc_graph *g, mkc_node *n)
 }
 
 static infer_fn *const rules[MKC_OP_COUNT] = {
-#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin, opt) [MKC_OP_##e] = inf,
+#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin, opt, kern) [MKC_OP_##e] = inf,
 #include "ops.def"
 #undef OP
 };

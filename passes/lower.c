@@ -1,19 +1,23 @@
 /*
  * lower.c - each node into a target-neutral kernel description.
  *
- * requires: verify (the plan is proven; nothing changes the graph after
- *           this pass), shapes and values from infer.
- * provides: n->kern (ir/kernel.h) for every live node: its kind and every
- *           attribute resolved, with the ONNX rules applied: negative axes
- *           made non-negative, defaults that live only in the spec filled
- *           in, Softmax's axis read by its opset's rule, Slice's starts and
- *           steps and the reduced axes read from their constant inputs.
+ * requires: the graph passes done (it is the last: no node changes after
+ *           it), shapes and values from infer.
+ * provides: n->kern (ir/kernel.h) for every live node: its kind (the
+ *           kernel column of ir/ops.def), whether its outputs are all
+ *           known, and every attribute resolved, with the ONNX rules
+ *           applied: negative axes made non-negative, defaults that live
+ *           only in the spec filled in, Softmax's axis read by its opset's
+ *           rule, Slice's starts and steps and the reduced axes read from
+ *           their constant inputs.
  *
- * After this pass no one reads an attribute or an opset: the backends see
- * these descriptions and the tensors' shapes and types. A node the backends
- * cannot compile as the model has it is not an error here (mkc without -o
- * emits nothing): the description says why in `refuse`, and the emitter
- * reports it.
+ * Who reads ONNX attributes and opsets: the frontends, infer (and fold),
+ * canon, the graph passes that rewrite by them (fuse, fuse_norm, fuse_glu,
+ * fuse_qkv, split_attn, state), and this pass. After it no one does: tile
+ * and the plan passes after it, and the backends, see these descriptions
+ * and the tensors' shapes and types. A node the backends cannot compile as
+ * the model has it is not an error here (mkc without -o emits nothing):
+ * the description says why in `refuse`, and the emitter reports it.
  */
 #include "passes.h"
 #include "kernel.h"
@@ -30,7 +34,7 @@ norm_axis(int64_t a, int rank)
 /*
  * Softmax's axis attribute with its default: 1 before opset 13 (the axes
  * from it on flatten into one row), -1 from 13 on (that axis alone). The
- * one place this rule lives; infer, canon, tile and this pass ask here.
+ * one place this rule lives; infer, canon and this pass ask here.
  */
 int64_t
 mkc_softmax_axis_attr(const mkc_graph *g, const mkc_node *n, bool *one_axis)
@@ -44,39 +48,18 @@ mkc_softmax_axis_attr(const mkc_graph *g, const mkc_node *n, bool *one_axis)
 /*
  * The first axis of the rows a row-wise op (Softmax, the norms) works on,
  * non-negative, and whether a row is that axis alone (Softmax from opset
- * 13) rather than every axis from it on (one_axis may be NULL).
+ * 13) rather than every axis from it on.
  */
-int
-mkc_rows_axis(const mkc_graph *g, const mkc_node *n, bool *one_axis)
+static int
+rows_axis(const mkc_graph *g, const mkc_node *n, bool *one_axis)
 {
 	int rank = n->out[0]->rank;
 	if (n->op == MKC_OP_SOFTMAX)
 		return norm_axis(mkc_softmax_axis_attr(g, n, one_axis), rank);
-	if (one_axis)
-		*one_axis = false;
+	*one_axis = false;
 	if (n->op == MKC_OP_MS_SKIP_SIMPLIFIED_LN)
 		return rank - 1;   /* no axis attribute: the last axis */
 	return norm_axis(mkc_node_attr_int(n, "axis", -1), rank);
-}
-
-static bool
-is_elementwise(mkc_op op)
-{
-	switch (op) {
-	case MKC_OP_IDENTITY: case MKC_OP_NEG: case MKC_OP_ABS: case MKC_OP_SQRT:
-	case MKC_OP_RECIPROCAL: case MKC_OP_EXP: case MKC_OP_LOG: case MKC_OP_SIN:
-	case MKC_OP_COS: case MKC_OP_TANH: case MKC_OP_SIGMOID: case MKC_OP_RELU:
-	case MKC_OP_ERF: case MKC_OP_FLOOR: case MKC_OP_CEIL: case MKC_OP_NOT:
-	case MKC_OP_ISNAN: case MKC_OP_CAST: case MKC_OP_CASTLIKE: case MKC_OP_EXPAND:
-	case MKC_OP_ADD: case MKC_OP_SUB: case MKC_OP_MUL: case MKC_OP_DIV: case MKC_OP_POW:
-	case MKC_OP_MAX: case MKC_OP_MIN: case MKC_OP_EQUAL: case MKC_OP_LESS:
-	case MKC_OP_LESS_EQUAL: case MKC_OP_GREATER: case MKC_OP_GREATER_EQUAL:
-	case MKC_OP_AND: case MKC_OP_OR: case MKC_OP_WHERE: case MKC_OP_SILU:
-	case MKC_OP_SILU_MUL:
-		return true;
-	default:
-		return false;
-	}
 }
 
 /* A node kept only because its outputs are graph outputs, all known. */
@@ -173,7 +156,7 @@ lower_matmul(const mkc_node *n, mkc_kernel *k)
 static void
 lower_rows(const mkc_graph *g, const mkc_node *n, mkc_kernel *k)
 {
-	k->axis = mkc_rows_axis(g, n, &k->one_axis);
+	k->axis = rows_axis(g, n, &k->one_axis);
 	if (n->op != MKC_OP_SOFTMAX)
 		k->eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
 }
@@ -223,76 +206,59 @@ lower_attention(const mkc_node *n, mkc_kernel *k)
 		k->scale = 1.0f / sqrtf((float)d);   /* as the backends compute it at run time */
 }
 
+/*
+ * The kind is the op table's (ir/ops.def); here its attributes are
+ * resolved, a known node's too: tile cuts it by them.
+ */
 static int
 lower_node(mkc_graph *g, const mkc_node *n, mkc_kernel *k)
 {
-	if (all_known(n)) {
-		k->kind = MKC_KERN_KNOWN;
+	const mkc_op_kernel *ok = mkc_op_kernel_of(n->op);
+	k->kind = ok->kind;
+	k->known = all_known(n);
+	switch (k->kind) {
+	case MKC_KERN_ELEMENTWISE:
+		k->operands = ok->one_operand ? 1 : n->nin;
 		return 0;
-	}
-	if (is_elementwise(n->op)) {
-		k->kind = MKC_KERN_ELEMENTWISE;
-		return 0;
-	}
-	switch (n->op) {
-	case MKC_OP_RESHAPE: case MKC_OP_FLATTEN: case MKC_OP_SQUEEZE: case MKC_OP_UNSQUEEZE:
-		k->kind = MKC_KERN_COPY;
-		return 0;
-	case MKC_OP_TRANSPOSE:
-		k->kind = MKC_KERN_TRANSPOSE;
+	case MKC_KERN_TRANSPOSE:
 		lower_transpose(n, k);
 		return 0;
-	case MKC_OP_CONCAT:
-		k->kind = MKC_KERN_CONCAT;
+	case MKC_KERN_CONCAT:
 		k->axis = norm_axis(mkc_node_attr_int(n, "axis", 0), n->out[0]->rank);
 		return 0;
-	case MKC_OP_SLICE:
-		k->kind = MKC_KERN_SLICE;
+	case MKC_KERN_SLICE:
 		return lower_slice(g, n, k);
-	case MKC_OP_GATHER:
-	case MKC_OP_SPLIT:
-		k->kind = n->op == MKC_OP_GATHER ? MKC_KERN_GATHER : MKC_KERN_SPLIT;
+	case MKC_KERN_GATHER:
+	case MKC_KERN_SPLIT:
 		k->axis = norm_axis(mkc_node_attr_int(n, "axis", 0), n->in[0]->rank);
 		return 0;
-	case MKC_OP_RANGE:
-		k->kind = MKC_KERN_RANGE;
-		return 0;
-	case MKC_OP_MATMUL: case MKC_OP_GEMM: case MKC_OP_NORM_GEMM: case MKC_OP_NORM_GLU:
-		k->kind = MKC_KERN_MATMUL;
+	case MKC_KERN_MATMUL:
 		lower_matmul(n, k);
 		return 0;
-	case MKC_OP_SOFTMAX: case MKC_OP_RMS_NORM: case MKC_OP_LAYER_NORM:
-	case MKC_OP_MS_SIMPLIFIED_LN: case MKC_OP_MS_SKIP_SIMPLIFIED_LN:
-		k->kind = MKC_KERN_ROWS;
+	case MKC_KERN_ROWS:
 		lower_rows(g, n, k);
 		return 0;
-	case MKC_OP_REDUCE_MEAN: case MKC_OP_REDUCE_SUM: case MKC_OP_REDUCE_MAX:
-		k->kind = MKC_KERN_REDUCE;
+	case MKC_KERN_REDUCE:
 		return lower_reduce(g, n, k);
-	case MKC_OP_ROTARY: case MKC_OP_MS_ROTARY:
-		k->kind = MKC_KERN_ROTARY;
+	case MKC_KERN_ROTARY:
 		lower_rotary(n, k);
 		return 0;
-	case MKC_OP_ATTENTION: case MKC_OP_ATTN_PART: case MKC_OP_ATTN_MERGE: case MKC_OP_MS_GQA:
-		k->kind = MKC_KERN_ATTENTION;
+	case MKC_KERN_ATTENTION:
 		lower_attention(n, k);
 		return 0;
-	case MKC_OP_HEAD_PROJ:   /* fuse_qkv's */
-		k->kind = MKC_KERN_HEAD_PROJ;
+	case MKC_KERN_HEAD_PROJ:   /* fuse_qkv's */
 		k->alpha = mkc_node_attr_float(n, "alpha", 1);
 		k->eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
 		k->rotary = n->nin > 3 && n->in[3];
 		k->interleaved = mkc_node_attr_int(n, "interleaved", 0);
 		return 0;
-	case MKC_OP_CACHE_APPEND:
-		k->kind = MKC_KERN_CACHE_APPEND;
+	case MKC_KERN_CACHE_APPEND:
 		if (n->nin == 3) {   /* fuse_rope's: the rotary's attributes */
 			k->rotary = true;
 			lower_rotary(n, k);
 		}
 		return 0;
-	default:
-		k->kind = MKC_KERN_OTHER;
+	default:   /* copy, range, other: no attributes */
 		return 0;
 	}
 }

@@ -2,7 +2,7 @@
  * passes.h - the graph passes and the IR checks between them. Each pass
  * returns 0, or -1 after adding errors to the graph's context.
  *
- * The driver (compiler/main.c) runs them as a flat list:
+ * The driver (compiler/driver.c) runs them as a flat list:
  *   infer   requires: nodes in topological order (mkc_graph_sort).
  *           provides: dtype and shape of every tensor; compile-time values
  *           of every tensor the constant evaluator can compute (bytes, or
@@ -20,9 +20,15 @@
  *           nobody reads; tensor use counts.
  *   state   requires: dce. provides: past/present KV pairs as caches the
  *           model owns, appended in place (unless --kv-io).
+ *   then weights, fuse_norm, fuse_glu, fuse_rope, fuse_qkv, split_attn
+ *   and kv (each file's opening comment says what it does), and last
+ *   lower   requires: the other graph passes. provides: every node's
+ *           kernel description (ir/kernel.h), attributes resolved: what
+ *           tile and the backends read instead of ONNX.
  *
  * Then, on a plan (ir/task.h) made from the graph:
- *   tile      nodes into tasks with the regions they read and write
+ *   tile      nodes into tasks with the regions they read and write, by
+ *             their kernel descriptions
  *   views     Reshape, Flatten, Squeeze, Unsqueeze read in place: no task
  *   memory    intermediates placed in one arena, reusing freed space
  *   deps      exact predecessor lists from overlapping regions
@@ -30,9 +36,6 @@
  *   schedule  tasks onto per-worker queues in one topological order
  *   verify    the proof: thresholds exact, no deadlock, every conflicting
  *             pair of accesses ordered; nothing is emitted unless it passes
- * and last, on the graph again:
- *   lower     every node's kernel description (ir/kernel.h), attributes
- *             resolved: what the backends read instead of ONNX
  * Each file's opening comment says what it requires and provides.
  */
 #ifndef MKC_PASSES_H
@@ -53,6 +56,7 @@ int mkc_pass_fuse_rope(mkc_graph *g);      /* passes/fuse_rope.c: a key's rotary
 int mkc_pass_fuse_qkv(mkc_graph *g);       /* passes/fuse_qkv.c: rotary and appends into q/k/v */
 int mkc_pass_split_attn(mkc_graph *g);     /* passes/split_attn.c: attention over position chunks */
 int mkc_pass_kv(mkc_graph *g);             /* passes/kv.c: the KV caches' storage type */
+int mkc_pass_lower(mkc_graph *g);          /* passes/lower.c: kernel descriptions */
 
 int mkc_pass_tile(mkc_plan *p);
 int mkc_pass_views(mkc_plan *p);
@@ -61,18 +65,14 @@ int mkc_pass_deps(mkc_plan *p);
 int mkc_pass_events(mkc_plan *p);
 int mkc_pass_schedule(mkc_plan *p);
 int mkc_pass_verify(mkc_plan *p);
-int mkc_pass_lower(mkc_graph *g);          /* passes/lower.c: kernel descriptions */
 
 /*
- * ONNX rules that passes before lower need too (passes/lower.c, their one
- * place). Softmax's axis attribute with its opset's default (1 before
+ * An ONNX rule that passes before lower need too (passes/lower.c, its one
+ * place): Softmax's axis attribute with its opset's default (1 before
  * opset 13, -1 from it), not normalised; *one_axis (when not NULL): a row
  * is that axis alone (opset 13 on) rather than every axis from it on.
- * mkc_rows_axis: the first axis of the rows of Softmax or a norm, made
- * non-negative for the output's rank.
  */
 int64_t mkc_softmax_axis_attr(const mkc_graph *g, const mkc_node *n, bool *one_axis);
-int mkc_rows_axis(const mkc_graph *g, const mkc_node *n, bool *one_axis);
 
 /*
  * Constant evaluation of one node whose inputs are known (passes/fold.c).

@@ -2,7 +2,9 @@
  * tile.c - nodes into tasks.
  *
  * requires: infer and dce (shapes known, no dead nodes), nodes in
- *           topological order.
+ *           topological order, lower (n->kern of every node: the kind and
+ *           the resolved attributes it is cut by; no ONNX attribute or
+ *           opset is read here).
  * provides: a plan whose tasks are tiles of the nodes, in node order, each
  *           with the box of the output it computes and the regions it reads
  *           and writes.
@@ -40,6 +42,7 @@
  */
 #include "passes.h"
 #include "task.h"
+#include "kernel.h"
 
 #include <string.h>
 
@@ -59,49 +62,50 @@ attention_group(const mkc_node *n)
 	return q->shape[1].c / k->shape[1].c;
 }
 
+/* By the node's kernel kind, then within a kind by the op. */
 static mapping
 mapping_of(const mkc_node *n)
 {
+	const mkc_kernel *k = n->kern;
+	MKC_ASSERT(k);
 	if (n->nout != 1)
 		return MAP_WHOLE;
-	switch (n->op) {
-	case MKC_OP_IDENTITY: case MKC_OP_NEG: case MKC_OP_ABS: case MKC_OP_SQRT:
-	case MKC_OP_RECIPROCAL: case MKC_OP_EXP: case MKC_OP_LOG: case MKC_OP_SIN:
-	case MKC_OP_COS: case MKC_OP_TANH: case MKC_OP_SIGMOID: case MKC_OP_RELU:
-	case MKC_OP_ERF: case MKC_OP_FLOOR: case MKC_OP_CEIL: case MKC_OP_NOT:
-	case MKC_OP_ISNAN: case MKC_OP_CAST: case MKC_OP_ADD: case MKC_OP_SUB:
-	case MKC_OP_MUL: case MKC_OP_DIV: case MKC_OP_POW: case MKC_OP_MAX:
-	case MKC_OP_MIN: case MKC_OP_EQUAL: case MKC_OP_LESS: case MKC_OP_LESS_EQUAL:
-	case MKC_OP_GREATER: case MKC_OP_GREATER_EQUAL: case MKC_OP_AND:
-	case MKC_OP_OR: case MKC_OP_WHERE: case MKC_OP_SILU: case MKC_OP_SILU_MUL:
-		return MAP_ELEMENTWISE;
-	case MKC_OP_MATMUL:
-		return n->in[0]->rank >= 2 && n->in[1]->rank >= 2 ? MAP_MATMUL : MAP_WHOLE;
-	case MKC_OP_GEMM:
-		return n->in[1]->kind == MKC_TK_WEIGHT ? MAP_GEMM : MAP_WHOLE;
-	case MKC_OP_NORM_GEMM: case MKC_OP_NORM_GLU:
-		return MAP_GEMM;
-	case MKC_OP_HEAD_PROJ:
-		return MAP_HEAD_PROJ;
-	case MKC_OP_SOFTMAX:
-	case MKC_OP_RMS_NORM:
-		return MAP_ROWS;
-	case MKC_OP_MS_SIMPLIFIED_LN:
-		return n->nout == 1 ? MAP_ROWS : MAP_WHOLE;
-	case MKC_OP_GATHER:
-		return mkc_node_attr_int(n, "axis", 0) == 0 && n->in[0]->rank == 2
-			       ? MAP_GATHER : MAP_WHOLE;
-	case MKC_OP_ATTENTION:
-		return attention_group(n) ? MAP_HEADS : MAP_WHOLE;
-	case MKC_OP_ATTN_PART:
-		return MAP_PARTS;
-	case MKC_OP_RESHAPE: case MKC_OP_FLATTEN: case MKC_OP_SQUEEZE: case MKC_OP_UNSQUEEZE:
+	switch (k->kind) {
+	case MKC_KERN_ELEMENTWISE:
+		/* CastLike's type and Expand's shape are no operand to cut: one tile */
+		return k->operands < n->nin ? MAP_WHOLE : MAP_ELEMENTWISE;
+	case MKC_KERN_COPY:
 		return MAP_COPY;
-	case MKC_OP_ATTN_MERGE:
-		return MAP_MERGE;
+	case MKC_KERN_MATMUL:
+		if (n->op == MKC_OP_MATMUL)
+			return n->in[0]->rank >= 2 && n->in[1]->rank >= 2 ? MAP_MATMUL : MAP_WHOLE;
+		if (n->op == MKC_OP_GEMM)
+			return n->in[1]->kind == MKC_TK_WEIGHT ? MAP_GEMM : MAP_WHOLE;
+		return MAP_GEMM;   /* NormGemm, NormGlu: made only for products by weights */
+	case MKC_KERN_HEAD_PROJ:
+		return MAP_HEAD_PROJ;
+	case MKC_KERN_ROWS:
+		/* the rule was never extended to these two: one tile */
+		return n->op == MKC_OP_LAYER_NORM || n->op == MKC_OP_MS_SKIP_SIMPLIFIED_LN
+			       ? MAP_WHOLE : MAP_ROWS;
+	case MKC_KERN_GATHER:
+		return k->axis == 0 && n->in[0]->rank == 2 ? MAP_GATHER : MAP_WHOLE;
+	case MKC_KERN_ATTENTION:
+		if (n->op == MKC_OP_ATTENTION)
+			return attention_group(n) ? MAP_HEADS : MAP_WHOLE;
+		return n->op == MKC_OP_ATTN_PART    ? MAP_PARTS
+		       : n->op == MKC_OP_ATTN_MERGE ? MAP_MERGE : MAP_WHOLE;
 	default:
 		return MAP_WHOLE;
 	}
+}
+
+/* A product cut by its output columns, each tile streaming its slice of a weight. */
+static bool
+by_columns(const mkc_node *n, mapping m)
+{
+	return m == MAP_GEMM ||
+	       (m == MAP_MATMUL && n->in[1]->kind == MKC_TK_WEIGHT && n->in[1]->rank == 2);
 }
 
 /* A product by a weight kept whole, its output's columns (0: not one). */
@@ -111,13 +115,10 @@ weight_cols(const mkc_node *n)
 	const mkc_tensor *y = n->out[0];
 	if (n->dead || n->nout != 1 || y->rank < 1 || !mkc_dim_is_const(y->shape[y->rank - 1]))
 		return 0;
-	if (n->op == MKC_OP_HEAD_PROJ)   /* its rows are heads times head size */
+	mapping m = mapping_of(n);
+	if (m == MAP_HEAD_PROJ)   /* its rows are heads times head size */
 		return n->in[2]->shape[0].c;
-	bool ok = n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU ||
-		  (n->op == MKC_OP_GEMM && n->in[1]->kind == MKC_TK_WEIGHT) ||
-		  (n->op == MKC_OP_MATMUL && n->in[1]->kind == MKC_TK_WEIGHT && n->in[1]->rank == 2 &&
-		   n->in[0]->rank >= 2);
-	return ok ? y->shape[y->rank - 1].c : 0;
+	return by_columns(n, m) ? y->shape[y->rank - 1].c : 0;
 }
 
 /* The columns of every product by a weight that reads n's activations (n's included). */
@@ -171,9 +172,8 @@ choose_split(const mkc_plan *p, const mkc_node *n, mapping m, int *axis, int *nt
 	if (m == MAP_WHOLE || y->rank == 0)
 		return;
 	if (m == MAP_ROWS)   /* Softmax, RMSNormalization: rows stay whole */
-		limit = mkc_rows_axis(p->g, n, NULL);
-	if ((m == MAP_MATMUL && n->in[1]->kind == MKC_TK_WEIGHT && n->in[1]->rank == 2) ||
-	    m == MAP_GEMM) {
+		limit = n->kern->axis;
+	if (by_columns(n, m)) {
 		if (!mkc_dim_is_const(y->shape[y->rank - 1]))
 			return;
 		*axis = y->rank - 1;
@@ -273,7 +273,7 @@ matmul_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 			}
 		}
 		/* a weight read transposed (canon's mkc_trans_b) keeps its rows */
-		bool tb = k == 1 && mkc_node_attr_int(n, "mkc_trans_b", 0);
+		bool tb = k == 1 && n->kern->trans_b;
 		int keep = k == 0 || tb ? x->rank - 2 : x->rank - 1;
 		int from = k == 0 ? y->rank - 2 : y->rank - 1;
 		b.lo[keep] = ob->lo[from];
@@ -292,7 +292,7 @@ static void
 gemm_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 {
 	mkc_node *n = t->node;
-	bool ta = mkc_node_attr_int(n, "transA", 0), tb = mkc_node_attr_int(n, "transB", 0);
+	bool ta = n->kern->trans_a, tb = n->kern->trans_b;
 	int w = 1;
 	bool norm = n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU;
 	if (norm) {
@@ -355,7 +355,7 @@ static void
 split_attn_reads(mkc_plan *p, mkc_task *t, mapping m, const mkc_box *ob)
 {
 	mkc_node *n = t->node;
-	const int64_t c = mkc_node_attr_int(n, "chunks", 1);
+	const int64_t c = n->kern->chunks;
 	if (m == MAP_PARTS) {
 		const mkc_tensor *q = n->in[0], *k = n->in[1];
 		const int64_t grp = q->shape[1].c / k->shape[1].c;
@@ -449,8 +449,7 @@ tile_head_proj(mkc_plan *p, mkc_node *n)
 {
 	mkc_tensor *y = n->out[0], *w = n->in[2];
 	const int64_t h = y->shape[1].c, d = y->shape[3].c;
-	const bool rot = n->nin > 3 && n->in[3];
-	const bool halves = rot && !mkc_node_attr_int(n, "interleaved", 0);
+	const bool rot = n->kern->rotary, halves = rot && !n->kern->interleaved;
 	const int64_t units = rot ? d / 2 : d;
 	/* rounded down: rounded to nearest, the Llama-3.2-1B shape's q/k/v had 144
 	 * tiles for 132 workers, and the step was 50 to 95 us slower on an
@@ -508,7 +507,7 @@ tile_node(mkc_plan *p, mkc_node *n)
 		mkc_task *t = mkc_plan_add_task(p, n, i, k);
 		if (n->out[0])
 			t->out = tile_box(n->out[0], axis, i, k);
-		if (n->op == MKC_OP_CACHE_APPEND) {
+		if (n->kern->kind == MKC_KERN_CACHE_APPEND) {
 			/* it writes only the new positions, past_len .. past_len + n */
 			const mkc_tensor *y = n->out[0];
 			bool ok = mkc_dim_sub(y->shape[y->cap_axis], n->in[0]->shape[y->cap_axis],

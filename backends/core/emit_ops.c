@@ -215,63 +215,28 @@ emit_inputs(FILE *f, const char *type, const char *name, const char *prefix, con
 /*
  * Elementwise: backends/c/elementwise.h's body, by the op's code there and
  * the forms it has (float: a float operand's; int: the integer form, in
- * int64).
+ * int64), from the EW rows of ir/ops.def's kernel column, indexed by op.
  */
-#define EW(op, code, f, i) {MKC_OP_##op, "MKC_EW_" #code, f, i}
 static const struct {
-	mkc_op op;
 	const char *code;
 	bool f, i;
-} ew_table[] = {
-	EW(IDENTITY, IDENTITY, 1, 1),
-	EW(NEG, NEG, 1, 1),
-	EW(ABS, ABS, 1, 1),
-	EW(SQRT, SQRT, 1, 0),
-	EW(RECIPROCAL, RECIPROCAL, 1, 0),
-	EW(EXP, EXP, 1, 0),
-	EW(LOG, LOG, 1, 0),
-	EW(SIN, SIN, 1, 0),
-	EW(COS, COS, 1, 0),
-	EW(TANH, TANH, 1, 0),
-	EW(SIGMOID, SIGMOID, 1, 0),
-	EW(RELU, RELU, 1, 1),
-	EW(ERF, ERF, 1, 0),
-	EW(FLOOR, FLOOR, 1, 0),
-	EW(CEIL, CEIL, 1, 0),
-	EW(NOT, NOT, 0, 1),
-	EW(ISNAN, ISNAN, 1, 1),
-	/* the conversions are the loads' and the store's */
-	EW(CAST, IDENTITY, 1, 1),
-	EW(CASTLIKE, IDENTITY, 1, 1),
-	EW(EXPAND, IDENTITY, 1, 1),
-	EW(ADD, ADD, 1, 1),
-	EW(SUB, SUB, 1, 1),
-	EW(MUL, MUL, 1, 1),
-	EW(DIV, DIV, 1, 1),
-	EW(POW, POW, 1, 1),
-	EW(MAX, MAX, 1, 1),
-	EW(MIN, MIN, 1, 1),
-	EW(EQUAL, EQUAL, 1, 1),
-	EW(LESS, LESS, 1, 1),
-	EW(LESS_EQUAL, LESS_EQUAL, 1, 1),
-	EW(GREATER, GREATER, 1, 1),
-	EW(GREATER_EQUAL, GREATER_EQUAL, 1, 1),
-	EW(AND, AND, 0, 1),
-	EW(OR, OR, 0, 1),
-	EW(WHERE, WHERE, 1, 1),
-	/* passes/fuse.c: Sigmoid's float operations, then the Mul(s) it replaced, in their order */
-	EW(SILU, SILU, 1, 0),
-	EW(SILU_MUL, SILU_MUL, 1, 0),
-};
+} ew_table[MKC_OP_COUNT] = {
+#define K(kind) {NULL, false, false}
+#define EW(code, f, i) {"MKC_EW_" #code, f, i}
+#define EW1 EW
+#define OP(e, nm, dom, i0, i1, o0, o1, inf, fld, cin, opt, kern) [MKC_OP_##e] = kern,
+#include "../../ir/ops.def"
+#undef OP
+#undef EW1
 #undef EW
+#undef K
+};
 
+/* The row of op in ew_table, or -1 when it has no elementwise code. */
 static int
 ew_index(mkc_op op)
 {
-	for (size_t i = 0; i < sizeof ew_table / sizeof ew_table[0]; i++)
-		if (ew_table[i].op == op)
-			return (int)i;
-	return -1;
+	return ew_table[op].code ? (int)op : -1;
 }
 
 /* Whether the box lo..hi of t covers consecutive elements in row-major order. */
@@ -1179,16 +1144,17 @@ mkc_emit_node(mkc_emitter *e, const mkc_node *n)
 {
 	const mkc_kernel *k = n->kern;
 	MKC_ASSERT(k);
-	if (k->kind == MKC_KERN_KNOWN)
+	if (k->known)
 		return emit_known(e, n);
 	if (k->refuse)
 		return unsupported(e, n, k->refuse);
-	int row = ew_index(n->op);
 	switch (k->kind) {
-	case MKC_KERN_ELEMENTWISE:
-		if (row < 0)
-			return unsupported(e, n, "no code generator for this op");
+	case MKC_KERN_ELEMENTWISE: {
+		/* ops.def's EW rows are this kind's ops, each with its code */
+		int row = ew_index(n->op);
+		MKC_ASSERT(row >= 0);
 		return emit_elementwise(e, n, row);
+	}
 	case MKC_KERN_COPY: return emit_copy(e, n);
 	case MKC_KERN_TRANSPOSE: return emit_transpose(e, n);
 	case MKC_KERN_CONCAT: return emit_concat(e, n);

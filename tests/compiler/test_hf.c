@@ -29,6 +29,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../graph_builder.h"
+
 #define MODELS "tests/models/"
 #define HF(f) MODELS "hf/" f
 #define BAD(f) MODELS "hf_bad/" f
@@ -117,28 +119,20 @@ Test(hf_graph, interface_of_the_op23_export)
 	cr_expect_str_eq(hf->name, "LlamaForCausalLM");
 }
 
-static const mkc_node *
-node(const mkc_graph *g, const char *name)
-{
-	mkc_node *n = mkc_graph_find_node(g, name);
-	cr_assert_not_null(n, "no node '%s'", name);
-	return n;
-}
-
 Test(hf_graph, nodes_named_from_the_weights)
 {
 	mkc_graph *g = load(TINY);
-	const mkc_node *n = node(g, "model.layers.0.self_attn.q_proj");
+	const mkc_node *n = gb_find_node(g, "model.layers.0.self_attn.q_proj");
 	cr_expect_eq(n->op, MKC_OP_GEMM);
 	cr_expect_eq(mkc_node_attr_int(n, "transB", 0), 1);
 	cr_expect_str_eq(n->in[1]->name, "model.layers.0.self_attn.q_proj.weight");
-	n = node(g, "model.layers.1.self_attn.attn");
+	n = gb_find_node(g, "model.layers.1.self_attn.attn");
 	cr_expect_eq(n->op, MKC_OP_ATTENTION);
 	cr_expect_str_eq(n->in[4]->name, "past_key_values.1.key");
 	cr_expect_str_eq(n->out[2]->name, "present.1.value");
 	cr_expect_float_eq(mkc_node_attr_float(n, "scale", 0), 1 / sqrtf(32), 1e-7);
 	/* rope from the position at run time: [1,1,16], no table */
-	n = node(g, "model.layers.0.self_attn.k_rope");
+	n = gb_find_node(g, "model.layers.0.self_attn.k_rope");
 	cr_expect_eq(n->nin, 3);
 	cr_expect_str_eq(n->in[1]->name, "model.rotary_emb.cos");
 	const mkc_tensor *f = mkc_graph_find(g, "model.rotary_emb.inv_freq");
@@ -146,9 +140,9 @@ Test(hf_graph, nodes_named_from_the_weights)
 	cr_expect_eq(mkc_tensor_numel(f), 16);
 	cr_expect_float_eq(((const float *)f->data)[1], (float)pow(500000.0, -2.0 / 32), 1e-12);
 	/* tied: the head reads the embedding table */
-	n = node(g, "lm_head");
+	n = gb_find_node(g, "lm_head");
 	cr_expect_str_eq(n->in[1]->name, "model.embed_tokens.weight");
-	cr_expect_eq(node(g, "model.embed_tokens")->op, MKC_OP_GATHER);
+	cr_expect_eq(gb_find_node(g, "model.embed_tokens")->op, MKC_OP_GATHER);
 	for (int i = 0; i < g->nodes.n; i++)
 		cr_expect_neq(MKC_NODE(g, i)->op, MKC_OP_TRANSPOSE, "%s", MKC_NODE(g, i)->name);
 }
@@ -236,17 +230,17 @@ Test(hf_graph, bf16_weights_stay_bf16_but_biases_widen)
 Test(hf_graph, qwen_families)
 {
 	mkc_graph *g = load(HF("qwen3_tiny"));
-	const mkc_node *n = node(g, "model.layers.1.self_attn.q_norm");
+	const mkc_node *n = gb_find_node(g, "model.layers.1.self_attn.q_norm");
 	cr_expect_eq(n->op, MKC_OP_RMS_NORM);
 	cr_expect_eq(n->in[1]->shape[0].c, 32);   /* over head_dim, not hidden */
-	cr_expect_str_eq(node(g, "model.layers.1.self_attn.q_rope")->in[0]->name,
+	cr_expect_str_eq(gb_find_node(g, "model.layers.1.self_attn.q_rope")->in[0]->name,
 			 "model.layers.1.self_attn.q_norm");
-	cr_expect_str_eq(node(g, "lm_head")->in[1]->name, "lm_head.weight");   /* untied */
-	cr_expect_eq(node(g, "model.layers.0.self_attn.q_proj")->nin, 2);
+	cr_expect_str_eq(gb_find_node(g, "lm_head")->in[1]->name, "lm_head.weight");   /* untied */
+	cr_expect_eq(gb_find_node(g, "model.layers.0.self_attn.q_proj")->nin, 2);
 	g = load(HF("qwen2_tiny"));
-	cr_expect_eq(node(g, "model.layers.0.self_attn.v_proj")->nin, 3);   /* q/k/v biases */
-	cr_expect_eq(node(g, "model.layers.0.self_attn.o_proj")->nin, 2);   /* none on o_proj */
-	cr_expect_eq(node(g, "model.layers.0.mlp.up_proj")->nin, 2);
+	cr_expect_eq(gb_find_node(g, "model.layers.0.self_attn.v_proj")->nin, 3);   /* q/k/v biases */
+	cr_expect_eq(gb_find_node(g, "model.layers.0.self_attn.o_proj")->nin, 2);   /* none on o_proj */
+	cr_expect_eq(gb_find_node(g, "model.layers.0.mlp.up_proj")->nin, 2);
 }
 
 /* A folder holding model.onnx goes to the ONNX reader, config.json or not. */

@@ -21,6 +21,7 @@
 #endif
 
 #include "../fixture.h"
+#include "../graph_builder.h"
 
 #define MODELS "tests/models/"
 #define MODEL_PATH(p) MODELS p
@@ -36,22 +37,6 @@ load(const char *path)
 	cr_assert_not_null(g, "%s does not load: %s", path, errs());
 	cr_expect_eq(ctx->nerrors, 0, "%s", errs());
 	return g;
-}
-
-static mkc_tensor *
-tensor(const mkc_graph *g, const char *name)
-{
-	mkc_tensor *t = mkc_graph_find(g, name);
-	cr_assert_not_null(t, "no tensor '%s'", name);
-	return t;
-}
-
-static mkc_node *
-node(const mkc_graph *g, const char *name)
-{
-	mkc_node *n = mkc_graph_find_node(g, name);
-	cr_assert_not_null(n, "no node '%s'", name);
-	return n;
 }
 
 static void
@@ -167,7 +152,7 @@ Test(storage, values_of_every_form)
 	mkc_graph *g = load(HAND("storage.onnx"));
 	for (int i = 0; i < NSTORED; i++) {
 		const stored *s = &storage[i];
-		mkc_tensor *t = tensor(g, s->name);
+		mkc_tensor *t = gb_find(g, s->name);
 		cr_expect_eq(t->id, i, "'%s' is not initializer %d", s->name, i);
 		cr_expect_eq(t->kind, MKC_TK_WEIGHT, "'%s'", s->name);
 		cr_expect_eq(t->dtype, s->dt, "'%s': dtype %d", s->name, t->dtype);
@@ -182,7 +167,7 @@ Test(storage, values_of_every_form)
 Test(storage, scalar_has_one_element)
 {
 	mkc_graph *g = load(HAND("storage.onnx"));
-	mkc_tensor *t = tensor(g, "w_scalar");
+	mkc_tensor *t = gb_find(g, "w_scalar");
 	cr_expect_eq(t->rank, 0);
 	cr_expect_eq(mkc_tensor_numel(t), 1);
 	uint32_t bits;
@@ -202,7 +187,7 @@ Test(storage, identity_nodes_to_outputs)
 		mkc_node *n = MKC_NODE(g, i);
 		cr_assert_eq(n->nin, 1);
 		cr_assert_eq(n->nout, 1);
-		cr_expect_eq(n->in[0], tensor(g, s->name));
+		cr_expect_eq(n->in[0], gb_find(g, s->name));
 		mkc_tensor *out = MKC_OUTPUT(g, i);
 		snprintf(name, sizeof name, "%s_out", s->name);
 		cr_expect_str_eq(out->name, name);
@@ -222,7 +207,7 @@ static void
 expect_external(const mkc_graph *g, const char *name, uint64_t off,
 		const float *vals, int n)
 {
-	mkc_tensor *t = tensor(g, name);
+	mkc_tensor *t = gb_find(g, name);
 	cr_expect_eq(t->kind, MKC_TK_WEIGHT);
 	cr_expect_eq(t->dtype, MKC_DT_FLOAT);
 	cr_assert_not_null(t->ext_file, "'%s' has no ext_file", name);
@@ -239,9 +224,9 @@ Test(external, values_offsets_files)
 	expect_external(g, "ext_a", 0, (const float[]){1, 2, 3, 4}, 4);
 	expect_external(g, "ext_b", 16, (const float[]){5, 6, 7, 8}, 4);
 	expect_external(g, "ext_c", 64, (const float[]){9, 10, 11}, 3);
-	expect_shape(tensor(g, "ext_a"), 1, (const int64_t[]){4});
-	expect_shape(tensor(g, "ext_b"), 2, (const int64_t[]){2, 2});
-	expect_shape(tensor(g, "ext_c"), 1, (const int64_t[]){3});
+	expect_shape(gb_find(g, "ext_a"), 1, (const int64_t[]){4});
+	expect_shape(gb_find(g, "ext_b"), 2, (const int64_t[]){2, 2});
+	expect_shape(gb_find(g, "ext_c"), 1, (const int64_t[]){3});
 }
 
 Test(external, nodes_and_outputs)
@@ -264,7 +249,7 @@ Test(external, absolute_model_path)
 	char abs[PATH_MAX];
 	cr_assert_not_null(realpath(HAND("external.onnx"), abs));
 	mkc_graph *g = load(abs);
-	mkc_tensor *t = tensor(g, "ext_c");
+	mkc_tensor *t = gb_find(g, "ext_c");
 	cr_assert_not_null(t->ext_file);
 	cr_expect_eq(t->ext_file[0], '/', "%s", t->ext_file);
 	const float *v = t->data;
@@ -315,8 +300,8 @@ Test(attrs, opsets_and_io)
 	cr_expect_str_eq(MKC_INPUT(g, 0)->name, "x");
 	expect_shape(MKC_INPUT(g, 0), 1, (const int64_t[]){2});
 	cr_assert_eq(g->outputs.n, 2);
-	expect_shape(tensor(g, "y"), 1, (const int64_t[]){2});
-	mkc_tensor *fm = tensor(g, "fm");
+	expect_shape(gb_find(g, "y"), 1, (const int64_t[]){2});
+	mkc_tensor *fm = gb_find(g, "fm");
 	cr_expect_eq(fm->dtype, MKC_DT_FLOAT);
 	cr_expect_eq(fm->rank, -1, "an output with no shape field has unknown rank");
 }
@@ -352,7 +337,7 @@ Test(attrs, scalar_and_list_attrs)
 Test(attrs, graph_attrs_are_summarised)
 {
 	mkc_graph *g = load(HAND("attrs.onnx"));
-	mkc_node *n = node(g, "all_attrs");
+	mkc_node *n = gb_find_node(g, "all_attrs");
 	expect_subgraph(attr(n, 2, "g", MKC_AT_GRAPH)->g, "g_body");
 	const mkc_attr *a = attr(n, 3, "graphs", MKC_AT_GRAPHS);
 	cr_assert_eq(a->n, 1);
@@ -364,7 +349,7 @@ Test(attrs, graph_attrs_are_summarised)
 Test(attrs, tensor_attrs)
 {
 	mkc_graph *g = load(HAND("attrs.onnx"));
-	mkc_node *n = node(g, "all_attrs");
+	mkc_node *n = gb_find_node(g, "all_attrs");
 	mkc_tensor *t = attr(n, 8, "t", MKC_AT_TENSOR)->t;
 	cr_assert_not_null(t);
 	cr_expect_str_eq(t->name, "t_val");
@@ -391,9 +376,9 @@ Test(attrs, custom_domain_node)
 	cr_expect_str_eq(n->domain, "com.microsoft");
 	cr_expect_str_eq(n->op_type, "FusedMatMul");
 	cr_assert_eq(n->nin, 2);
-	cr_expect_eq(n->in[0], tensor(g, "x"));
+	cr_expect_eq(n->in[0], gb_find(g, "x"));
 	cr_expect_eq(n->in[1], n->in[0]);
-	cr_expect_eq(n->out[0], tensor(g, "fm"));
+	cr_expect_eq(n->out[0], gb_find(g, "fm"));
 	cr_assert_eq(n->nattr, 2);
 	cr_expect_eq(attr(n, 0, "alpha", MKC_AT_FLOAT)->f, 1.0f);
 	cr_expect_eq(attr(n, 1, "transA", MKC_AT_INT)->i, 0);
@@ -448,8 +433,8 @@ Test(constants, outputs)
 		cr_expect_eq(t->producer, MKC_NODE(g, i));
 	}
 	mkc_node *add = MKC_NODE(g, 5);
-	cr_expect_eq(add->in[0], tensor(g, "c_value"));
-	cr_expect_eq(add->in[1], tensor(g, "c_value_float"));
+	cr_expect_eq(add->in[0], gb_find(g, "c_value"));
+	cr_expect_eq(add->in[1], gb_find(g, "c_value_float"));
 }
 
 /* symbolic.onnx: symbolic dimensions and shape arithmetic. */
@@ -464,9 +449,9 @@ Test(symbolic, inputs_and_symbols)
 	cr_assert_eq(g->syms.n, 2, "output dim names are not new symbols");
 	cr_expect_str_eq(MKC_SYM(g, 0), "batch");
 	cr_expect_str_eq(MKC_SYM(g, 1), "past_len");
-	expect_shape_str(g, tensor(g, "x"), "[batch,4]");
-	expect_shape_str(g, tensor(g, "y"), "[batch,past_len,4]");
-	cr_expect_eq(tensor(g, "x")->kind, MKC_TK_INPUT);
+	expect_shape_str(g, gb_find(g, "x"), "[batch,4]");
+	expect_shape_str(g, gb_find(g, "y"), "[batch,past_len,4]");
+	cr_expect_eq(gb_find(g, "x")->kind, MKC_TK_INPUT);
 }
 
 Test(symbolic, output_dims)
@@ -479,7 +464,7 @@ Test(symbolic, output_dims)
 	cr_assert_eq(d->rank, 3);
 	cr_expect(mkc_dim_eq(d->shape[1], (mkc_dim){1, 1, 1}), "past_len + 1");
 	expect_shape_str(g, d, "[batch,past_len+1,4]");
-	mkc_tensor *z = tensor(g, "z");
+	mkc_tensor *z = gb_find(g, "z");
 	cr_assert_eq(z->rank, 3);
 	cr_expect(mkc_dim_eq(z->shape[0], mkc_dim_sym(0)));
 	cr_expect(mkc_dim_eq(z->shape[2], mkc_dim_const(4)));
@@ -489,7 +474,7 @@ Test(symbolic, unknown_output_dim)
 {
 	mkc_graph *g = load(HAND("symbolic.onnx"));
 	/* z's middle dimension has neither dim_value nor dim_param */
-	mkc_tensor *z = tensor(g, "z");
+	mkc_tensor *z = gb_find(g, "z");
 	cr_assert_eq(z->rank, 3);
 	cr_expect_eq(z->shape[1].sym, MKC_DIM_UNKNOWN);
 	expect_shape_str(g, z, "[batch,?,4]");
@@ -508,7 +493,7 @@ Test(symbolic, initializers)
 	};
 	cr_expect_eq(count_kind(g, MKC_TK_WEIGHT), 6);
 	for (int i = 0; i < 6; i++) {
-		mkc_tensor *t = tensor(g, w[i].name);
+		mkc_tensor *t = gb_find(g, w[i].name);
 		cr_expect_eq(t->dtype, MKC_DT_INT64);
 		expect_shape(t, w[i].rank, (const int64_t[]){1});
 		expect_bytes(t, &w[i].v, sizeof w[i].v);
@@ -530,11 +515,11 @@ Test(symbolic, nodes_in_order)
 	cr_assert_eq(g->nodes.n, 8);
 	for (int i = 0; i < 8; i++)
 		expect_node(g, i, want[i].name, want[i].op);
-	mkc_node *cd = node(g, "concat_shape_d");
+	mkc_node *cd = gb_find_node(g, "concat_shape_d");
 	cr_assert_eq(cd->nin, 3);
 	cr_expect_str_eq(cd->in[1]->name, "past_p1_1d");
 	cr_expect_eq(mkc_node_attr_int(cd, "axis", 99), 0);
-	cr_expect_eq(mkc_node_attr_int(node(g, "concat_z"), "axis", 99), 1);
+	cr_expect_eq(mkc_node_attr_int(gb_find_node(g, "concat_z"), "axis", 99), 1);
 }
 
 /* symbolic_product.onnx: reading succeeds; inference rejects batch*past_len. */
@@ -545,8 +530,8 @@ Test(symbolic, product_reads)
 	cr_assert_eq(g->nodes.n, 1);
 	expect_node(g, 0, "reshape_w", MKC_OP_RESHAPE);
 	cr_assert_eq(g->syms.n, 2, "an output's dim name is not an input symbol");
-	expect_shape_str(g, tensor(g, "y"), "[batch,past_len,4]");
-	mkc_tensor *w = tensor(g, "w");
+	expect_shape_str(g, gb_find(g, "y"), "[batch,past_len,4]");
+	mkc_tensor *w = gb_find(g, "w");
 	cr_expect_eq(w->kind, MKC_TK_OUTPUT);
 	cr_assert_eq(w->rank, 2);
 	cr_expect(mkc_dim_eq(w->shape[1], mkc_dim_const(4)));
@@ -560,10 +545,10 @@ Test(onnx_read, matmul_mismatch_reads)
 {
 	mkc_graph *g = load(HAND("matmul_mismatch.onnx"));
 	expect_node(g, 0, "bad_matmul", MKC_OP_MATMUL);
-	mkc_tensor *b = tensor(g, "b");
+	mkc_tensor *b = gb_find(g, "b");
 	expect_shape(b, 2, (const int64_t[]){512, 4});
 	cr_expect_eq(b->nbytes, 512 * 4 * sizeof(float));
-	expect_shape(tensor(g, "c"), 2, (const int64_t[]){2, 4});
+	expect_shape(gb_find(g, "c"), 2, (const int64_t[]){2, 4});
 }
 
 Test(onnx_read, unknown_ops_are_kept)
@@ -575,7 +560,7 @@ Test(onnx_read, unknown_ops_are_kept)
 	expect_node(g, 2, "zork_1", MKC_OP_UNKNOWN);
 	cr_expect_str_eq(MKC_NODE(g, 1)->op_type, "FrobnicateA");
 	cr_expect_str_eq(MKC_NODE(g, 2)->op_type, "Zork");
-	cr_expect_eq(MKC_NODE(g, 2)->out[0], tensor(g, "y"));
+	cr_expect_eq(MKC_NODE(g, 2)->out[0], gb_find(g, "y"));
 }
 
 /* small_mlp: the ONNX backend-test layout. */
@@ -604,10 +589,10 @@ Test(onnx_mlp, folder_load)
 	static const char *const w[] = {"W1", "b1", "W2"};
 	for (int i = 0; i < 3; i++)
 		cr_expect_str_eq(MKC_TENSOR(g, i)->name, w[i]);
-	expect_shape(tensor(g, "W1"), 2, (const int64_t[]){8, 16});
-	expect_shape(tensor(g, "b1"), 1, (const int64_t[]){16});
-	expect_shape(tensor(g, "W2"), 2, (const int64_t[]){16, 4});
-	cr_expect_eq(bits_at(tensor(g, "W1"), 0), 0x3e801907u);
+	expect_shape(gb_find(g, "W1"), 2, (const int64_t[]){8, 16});
+	expect_shape(gb_find(g, "b1"), 1, (const int64_t[]){16});
+	expect_shape(gb_find(g, "W2"), 2, (const int64_t[]){16, 4});
+	cr_expect_eq(bits_at(gb_find(g, "W1"), 0), 0x3e801907u);
 }
 
 Test(onnx_mlp, nodes)
@@ -621,9 +606,9 @@ Test(onnx_mlp, nodes)
 	expect_node(g, 3, "mul_silu", MKC_OP_MUL);
 	expect_node(g, 4, "mm2", MKC_OP_MATMUL);
 	mkc_node *mul = MKC_NODE(g, 3);
-	cr_expect_eq(mul->in[0], tensor(g, "h"));
-	cr_expect_eq(mul->in[1], tensor(g, "s"));
-	cr_expect_eq(tensor(g, "h")->producer, MKC_NODE(g, 1));
+	cr_expect_eq(mul->in[0], gb_find(g, "h"));
+	cr_expect_eq(mul->in[1], gb_find(g, "s"));
+	cr_expect_eq(gb_find(g, "h")->producer, MKC_NODE(g, 1));
 }
 
 Test(onnx_mlp, test_data)
@@ -676,15 +661,6 @@ expect_llama_io(const mkc_graph *g)
 	}
 }
 
-static int
-count_op(const mkc_graph *g, mkc_op op)
-{
-	int n = 0;
-	for (int i = 0; i < g->nodes.n; i++)
-		n += MKC_NODE(g, i)->op == op;
-	return n;
-}
-
 static void
 expect_sorted(const mkc_graph *g)
 {
@@ -706,12 +682,12 @@ Test(onnx_llama, op18)
 	cr_expect_eq(g->ir_version, 10);
 	expect_llama_io(g);
 	expect_sorted(g);
-	cr_expect_eq(count_op(g, MKC_OP_UNKNOWN), 0);
-	cr_expect_eq(count_op(g, MKC_OP_MATMUL), 20);
-	cr_expect_eq(count_op(g, MKC_OP_SOFTMAX), 2);
+	cr_expect_eq(gb_count_op(g, MKC_OP_UNKNOWN), 0);
+	cr_expect_eq(gb_count_op(g, MKC_OP_MATMUL), 20);
+	cr_expect_eq(gb_count_op(g, MKC_OP_SOFTMAX), 2);
 	expect_node(g, 0, "node_Shape_0", MKC_OP_SHAPE);
-	cr_expect_eq(node(g, "node_Softmax_144")->op, MKC_OP_SOFTMAX);
-	expect_shape(tensor(g, "m.model.layers.0.input_layernorm.weight"), 1,
+	cr_expect_eq(gb_find_node(g, "node_Softmax_144")->op, MKC_OP_SOFTMAX);
+	expect_shape(gb_find(g, "m.model.layers.0.input_layernorm.weight"), 1,
 		     (const int64_t[]){256});
 }
 
@@ -723,11 +699,11 @@ Test(onnx_llama, op23)
 	cr_expect_eq(mkc_graph_opset(g, ""), 23);
 	expect_llama_io(g);
 	expect_sorted(g);
-	cr_expect_eq(count_op(g, MKC_OP_UNKNOWN), 0);
-	cr_expect_eq(count_op(g, MKC_OP_RMS_NORM), 5);
-	cr_expect_eq(count_op(g, MKC_OP_ROTARY), 4);
-	cr_expect_eq(count_op(g, MKC_OP_ATTENTION), 2);
-	mkc_node *att = node(g, "node_scaled_dot_product_attention");
+	cr_expect_eq(gb_count_op(g, MKC_OP_UNKNOWN), 0);
+	cr_expect_eq(gb_count_op(g, MKC_OP_RMS_NORM), 5);
+	cr_expect_eq(gb_count_op(g, MKC_OP_ROTARY), 4);
+	cr_expect_eq(gb_count_op(g, MKC_OP_ATTENTION), 2);
+	mkc_node *att = gb_find_node(g, "node_scaled_dot_product_attention");
 	cr_expect_eq(att->op, MKC_OP_ATTENTION);
 	cr_expect_eq(att->nin, 4);
 }

@@ -4,6 +4,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "../graph_builder.h"
+
 static mkc_ctx *ctx;
 static mkc_graph *g;
 
@@ -516,26 +518,12 @@ Test(graph, opset)
 	g->nopsets = 0;
 }
 
+/* A node of one or two named inputs, named as the sort tests need. */
 static mkc_node *
-add_op(const char *name, const char *op, const char *a, const char *b,
-       const char *out)
+add_op(const char *name, const char *op, const char *a, const char *b, const char *out)
 {
-	mkc_node *n = mkc_graph_add_node(g, name, "", op, b ? 2 : 1, 1, 0);
-	n->in[0] = mkc_graph_tensor(g, a);
-	if (b)
-		n->in[1] = mkc_graph_tensor(g, b);
-	n->out[0] = mkc_graph_tensor(g, out);
-	n->out[0]->producer = n;
-	return n;
-}
-
-static mkc_tensor *
-graph_input(const char *name)
-{
-	mkc_tensor *t = mkc_graph_tensor(g, name);
-	t->kind = MKC_TK_INPUT;
-	mkc_vec_push(ctx->arena, &g->inputs, t);
-	return t;
+	mkc_tensor *in[2] = {mkc_graph_tensor(g, a), b ? mkc_graph_tensor(g, b) : NULL};
+	return gb_node_as(g, name, op, out, b ? 2 : 1, in);
 }
 
 static void
@@ -562,7 +550,7 @@ expect_topological(void)
 
 Test(graph, sort_keeps_ordered_graph)
 {
-	graph_input("x");
+	gb_input(g, "x", MKC_DT_FLOAT, 0, NULL);
 	add_op("a", "Identity", "x", NULL, "t1");
 	add_op("b", "Neg", "t1", NULL, "t2");
 	add_op("c", "Add", "t1", "t2", "t3");
@@ -575,7 +563,7 @@ Test(graph, sort_keeps_ordered_graph)
 
 Test(graph, sort_orders_reversed_graph)
 {
-	graph_input("x");
+	gb_input(g, "x", MKC_DT_FLOAT, 0, NULL);
 	add_op("c", "Abs", "t2", NULL, "y");
 	add_op("b", "Neg", "t1", NULL, "t2");
 	add_op("a", "Identity", "x", NULL, "t1");
@@ -587,7 +575,7 @@ Test(graph, sort_orders_reversed_graph)
 
 Test(graph, sort_is_stable)
 {
-	graph_input("x");
+	gb_input(g, "x", MKC_DT_FLOAT, 0, NULL);
 	add_op("d", "Add", "tb", "tc", "y");
 	add_op("c", "Neg", "ta", NULL, "tc");
 	add_op("b", "Abs", "ta", NULL, "tb");
@@ -602,13 +590,9 @@ Test(graph, sort_is_stable)
 
 Test(graph, sort_skips_missing_optional_inputs)
 {
-	graph_input("x");
-	mkc_node *n = mkc_graph_add_node(g, "s", "", "Slice", 3, 1, 0);
-	n->in[0] = mkc_graph_tensor(g, "z");
-	n->in[1] = NULL;   /* left out */
-	n->in[2] = mkc_graph_tensor(g, "x");
-	n->out[0] = mkc_graph_tensor(g, "y");
-	n->out[0]->producer = n;
+	gb_input(g, "x", MKC_DT_FLOAT, 0, NULL);
+	mkc_tensor *z = mkc_graph_tensor(g, "z");
+	gb_node_as(g, "s", "Slice", "y", 3, (mkc_tensor *[]){z, NULL, gb_find(g, "x")});   /* 1 left out */
 	add_op("first", "Neg", "x", NULL, "z");
 	cr_assert_eq(mkc_graph_sort(g), 0, "%s", ctx->errors);
 	static const char *const want[] = {"first", "s"};
@@ -623,7 +607,7 @@ Test(graph, sort_empty_graph)
 
 Test(graph, sort_cycle_names_nodes)
 {
-	graph_input("x");
+	gb_input(g, "x", MKC_DT_FLOAT, 0, NULL);
 	add_op("free", "Neg", "x", NULL, "f");
 	add_op("cyc_a", "Add", "x", "tb", "ta");
 	add_op("cyc_b", "Add", "x", "ta", "tb");
@@ -662,7 +646,7 @@ Test(graph, sort_long_cycle_message_is_bounded)
 
 Test(graph, count_uses)
 {
-	graph_input("x");
+	gb_input(g, "x", MKC_DT_FLOAT, 0, NULL);
 	add_op("a", "Add", "x", "x", "t");
 	add_op("b", "Neg", "t", NULL, "y");
 	mkc_vec_push(ctx->arena, &g->outputs, mkc_graph_find(g, "y"));

@@ -11,6 +11,7 @@
 
 #include "../mkc_run.h"
 #include "../fixture.h"
+#include "../graph_builder.h"
 #include "frontend.h"
 #include "passes.h"
 
@@ -52,39 +53,13 @@ canonical_model(const char *dir)
 	return canonical(g);
 }
 
-static int
-count_op(const mkc_graph *g, mkc_op op)
-{
-	int k = 0;
-	for (int i = 0; i < g->nodes.n; i++)
-		k += MKC_NODE(g, i)->op == op;
-	return k;
-}
-
-static mkc_node *
-node_named(mkc_graph *g, const char *name)
-{
-	mkc_node *n = mkc_graph_find_node(g, name);
-	cr_assert_not_null(n, "no node '%s'", name);
-	return n;
-}
-
-static void
-make_output(mkc_graph *g, const char *name)
-{
-	mkc_tensor *t = mkc_graph_find(g, name);
-	cr_assert_not_null(t, "no tensor '%s'", name);
-	t->kind = MKC_TK_OUTPUT;
-	mkc_vec_push(ctx->arena, &g->outputs, t);
-}
-
 /* The fused blocks of the two Llama exports, counted in one graph. */
 static void
 expect_fused(const mkc_graph *g, int rms, int rope, int attn)
 {
-	cr_expect_eq(count_op(g, MKC_OP_RMS_NORM), rms);
-	cr_expect_eq(count_op(g, MKC_OP_ROTARY), rope);
-	cr_expect_eq(count_op(g, MKC_OP_ATTENTION), attn);
+	cr_expect_eq(gb_count_op(g, MKC_OP_RMS_NORM), rms);
+	cr_expect_eq(gb_count_op(g, MKC_OP_ROTARY), rope);
+	cr_expect_eq(gb_count_op(g, MKC_OP_ATTENTION), attn);
 }
 
 Test(canon, both_llama_exports_give_the_same_graph)
@@ -92,25 +67,25 @@ Test(canon, both_llama_exports_give_the_same_graph)
 	mkc_graph *a = canonical_model(LLAMA18), *b = canonical_model(LLAMA23);
 	/* op by op the same, but for the mask: see below */
 	for (int op = 0; op < MKC_OP_COUNT; op++) {
-		int want = count_op(b, (mkc_op)op) + (op == MKC_OP_WHERE);
-		cr_expect_eq(count_op(a, (mkc_op)op), want, "%s: %d in op18's graph, %d in op23's",
-			     mkc_op_info_of((mkc_op)op)->name, count_op(a, (mkc_op)op),
-			     count_op(b, (mkc_op)op));
+		int want = gb_count_op(b, (mkc_op)op) + (op == MKC_OP_WHERE);
+		cr_expect_eq(gb_count_op(a, (mkc_op)op), want, "%s: %d in op18's graph, %d in op23's",
+			     mkc_op_info_of((mkc_op)op)->name, gb_count_op(a, (mkc_op)op),
+			     gb_count_op(b, (mkc_op)op));
 	}
 	/* (one Transpose fewer each since the tied output layer reads the table by rows) */
 	cr_expect_eq(a->nodes.n, 69);
 	cr_expect_eq(b->nodes.n, 68);
 	expect_fused(a, 5, 4, 2);
-	cr_expect_eq(count_op(a, MKC_OP_MATMUL), 16);
+	cr_expect_eq(gb_count_op(a, MKC_OP_MATMUL), 16);
 	/* one Cos and one Sin of the frequencies, shared by every RoPE */
-	cr_expect_eq(count_op(a, MKC_OP_COS), 1);
-	cr_expect_eq(count_op(b, MKC_OP_SIN), 1);
+	cr_expect_eq(gb_count_op(a, MKC_OP_COS), 1);
+	cr_expect_eq(gb_count_op(b, MKC_OP_SIN), 1);
 	/* the only Expand left builds the mask: no copies of key/value heads */
-	cr_expect_eq(count_op(a, MKC_OP_EXPAND), 1);
-	cr_expect_eq(count_op(b, MKC_OP_EXPAND), 1);
+	cr_expect_eq(gb_count_op(a, MKC_OP_EXPAND), 1);
+	cr_expect_eq(gb_count_op(b, MKC_OP_EXPAND), 1);
 	for (int i = 0; i < 2; i++) {
 		mkc_graph *g = i ? b : a;
-		mkc_node *n = node_named(g, "node_scaled_dot_product_attention");
+		mkc_node *n = gb_find_node(g, "node_scaled_dot_product_attention");
 		cr_assert_eq(n->op, MKC_OP_ATTENTION);
 		cr_expect_str_eq(n->in[1]->name, "present.0.key");
 		cr_expect_str_eq(n->in[2]->name, "present.0.value");
@@ -121,15 +96,15 @@ Test(canon, both_llama_exports_give_the_same_graph)
 	 * mask, since a row masked entirely averages V there but would give 0
 	 * with the bool mask the op23 export passes.
 	 */
-	mkc_node *at = node_named(a, "node_scaled_dot_product_attention");
+	mkc_node *at = gb_find_node(a, "node_scaled_dot_product_attention");
 	cr_expect_eq(at->in[3]->dtype, MKC_DT_FLOAT);
 	cr_expect_eq(at->in[3]->producer->op, MKC_OP_WHERE);
-	cr_expect_str_eq(node_named(b, "node_scaled_dot_product_attention")->in[3]->name, "expand");
+	cr_expect_str_eq(gb_find_node(b, "node_scaled_dot_product_attention")->in[3]->name, "expand");
 	/* fused nodes keep the names of the nodes they end in */
-	cr_expect_eq(node_named(a, "node_mul_32")->op, MKC_OP_RMS_NORM);
-	cr_expect_float_eq(mkc_node_attr_float(node_named(a, "node_mul_32"), "epsilon", 0), 1e-5f,
+	cr_expect_eq(gb_find_node(a, "node_mul_32")->op, MKC_OP_RMS_NORM);
+	cr_expect_float_eq(mkc_node_attr_float(gb_find_node(a, "node_mul_32"), "epsilon", 0), 1e-5f,
 			   1e-12);
-	mkc_node *rope = node_named(a, "node_add_34");
+	mkc_node *rope = gb_find_node(a, "node_add_34");
 	cr_expect_eq(rope->op, MKC_OP_ROTARY);
 	cr_expect_str_eq(rope->in[0]->name, "transpose_1");
 	cr_expect_str_eq(rope->in[1]->producer->op_type, "Cos");
@@ -142,16 +117,16 @@ Test(canon, a_mask_of_minus_infinity_becomes_the_bool_mask)
 {
 	mkc_graph *a = loaded(LLAMA18);
 	infer(a);
-	mkc_tensor *fill = node_named(a, "node_Where_141")->in[2];
+	mkc_tensor *fill = gb_find_node(a, "node_Where_141")->in[2];
 	float *v = mkc_arena_alloc(ctx->arena, sizeof *v);
 	*v = -INFINITY;
 	fill->data = v;
 	canonical(a);
 	mkc_graph *b = canonical_model(LLAMA23);
 	for (int op = 0; op < MKC_OP_COUNT; op++)
-		cr_expect_eq(count_op(a, (mkc_op)op), count_op(b, (mkc_op)op), "%s",
+		cr_expect_eq(gb_count_op(a, (mkc_op)op), gb_count_op(b, (mkc_op)op), "%s",
 			     mkc_op_info_of((mkc_op)op)->name);
-	cr_expect_str_eq(node_named(a, "node_scaled_dot_product_attention")->in[3]->name, "expand");
+	cr_expect_str_eq(gb_find_node(a, "node_scaled_dot_product_attention")->in[3]->name, "expand");
 }
 
 /* `mkc test` compiles through the driver, canon included */
@@ -172,68 +147,57 @@ Test(canon, an_interior_tensor_read_elsewhere_stops_the_rewrite)
 	mkc_graph *g = loaded(LLAMA18);
 	/* a graph output inside the first RMSNorm; a node reading the first
 	 * RoPE's rotate_half; another reading the first Softmax */
-	make_output(g, "rsqrt");
+	gb_output(g, gb_find(g, "rsqrt"));
 	for (int i = 0; i < 2; i++) {
 		const char *in = i ? "val_144" : "cat_5", *out = i ? "probs" : "rotated";
-		mkc_node *n = mkc_graph_add_node(g, out, "", "Identity", 1, 1, 0);
-		n->in[0] = mkc_graph_find(g, in);
-		n->out[0] = mkc_graph_tensor(g, out);
-		n->out[0]->producer = n;
-		make_output(g, out);
+		mkc_node *n = gb_node_as(g, out, "Identity", out, 1, (mkc_tensor *[]){gb_find(g, in)});
+		gb_output(g, n->out[0]);
 	}
 	infer(g);
 	canonical(g);
 	expect_fused(g, 4, 3, 1);
-	cr_expect_eq(node_named(g, "node_mul_32")->op, MKC_OP_MUL);
-	cr_expect_eq(node_named(g, "node_add_34")->op, MKC_OP_ADD);
-	cr_expect_eq(node_named(g, "node_scaled_dot_product_attention")->op, MKC_OP_MATMUL);
-	cr_expect_eq(node_named(g, "node_scaled_dot_product_attention_1")->op, MKC_OP_ATTENTION);
+	cr_expect_eq(gb_find_node(g, "node_mul_32")->op, MKC_OP_MUL);
+	cr_expect_eq(gb_find_node(g, "node_add_34")->op, MKC_OP_ADD);
+	cr_expect_eq(gb_find_node(g, "node_scaled_dot_product_attention")->op, MKC_OP_MATMUL);
+	cr_expect_eq(gb_find_node(g, "node_scaled_dot_product_attention_1")->op, MKC_OP_ATTENTION);
 }
 
 Test(canon, slices_that_are_not_halves_are_not_rope)
 {
 	mkc_graph *g = loaded(LLAMA18);
 	/* q[..., :15] and q[..., 15:]: shapes still fit (17 + 15 = 32) */
-	mkc_tensor *t = mkc_graph_tensor(g, "fifteen");
-	int64_t *v = mkc_arena_alloc(ctx->arena, sizeof *v);
-	*v = 15;
-	t->kind = MKC_TK_WEIGHT;
-	t->dtype = MKC_DT_INT64;
-	t->rank = 1;
-	t->shape[0] = mkc_dim_const(1);
-	t->data = v;
-	t->nbytes = 8;
-	node_named(g, "node_slice_1")->in[2] = t;
-	node_named(g, "node_slice_2")->in[1] = t;
+	mkc_tensor *t = gb_ints(g, "fifteen", 1, (const int64_t[]){15});
+	gb_find_node(g, "node_slice_1")->in[2] = t;
+	gb_find_node(g, "node_slice_2")->in[1] = t;
 	infer(g);
 	canonical(g);
 	expect_fused(g, 5, 3, 2);
-	cr_expect_eq(node_named(g, "node_add_34")->op, MKC_OP_ADD);
+	cr_expect_eq(gb_find_node(g, "node_add_34")->op, MKC_OP_ADD);
 }
 
 Test(canon, softmax_over_another_axis_is_not_attention)
 {
 	mkc_graph *g = loaded(LLAMA18);
-	mkc_attr *axis = (mkc_attr *)mkc_node_attr(node_named(g, "node_Softmax_144"), "axis");
+	mkc_attr *axis = (mkc_attr *)mkc_node_attr(gb_find_node(g, "node_Softmax_144"), "axis");
 	cr_assert_not_null(axis);
 	axis->i = 2;
 	infer(g);
 	canonical(g);
 	expect_fused(g, 5, 4, 1);
-	cr_expect_eq(count_op(g, MKC_OP_SOFTMAX), 1);
+	cr_expect_eq(gb_count_op(g, MKC_OP_SOFTMAX), 1);
 	/* the first layer's key/value head copies stay for its MatMuls */
-	cr_expect_eq(count_op(g, MKC_OP_EXPAND), 3);
+	cr_expect_eq(gb_count_op(g, MKC_OP_EXPAND), 3);
 }
 
 Test(canon, a_mask_without_the_nan_guard_is_not_attention)
 {
 	mkc_graph *g = loaded(LLAMA18);
-	mkc_node *pv = node_named(g, "node_scaled_dot_product_attention");
+	mkc_node *pv = gb_find_node(g, "node_scaled_dot_product_attention");
 	pv->in[0] = mkc_graph_find(g, "val_144");   /* skip Where(IsNaN(p), 0, p) */
 	infer(g);
 	/* the guard's IsNaN still reads p until dce: that alone would stop the match */
 	cr_assert_eq(mkc_pass_dce(g), 0, "%s", errs());
-	cr_assert_eq(count_op(g, MKC_OP_ISNAN), 1);
+	cr_assert_eq(gb_count_op(g, MKC_OP_ISNAN), 1);
 	canonical(g);
 	expect_fused(g, 5, 4, 1);
 	cr_expect_eq(pv->op, MKC_OP_MATMUL);
@@ -248,76 +212,27 @@ typedef enum {
 	RMS_EPS_AFTER_SQRT, RMS_MEAN_OVER_ROWS, RMS_CUBED, RMS_NO_WEIGHT,
 } rms_form;
 
-static mkc_tensor *
-tensor(mkc_graph *g, const char *name, mkc_tensor_kind kind, int rank, int64_t d0, int64_t d1)
-{
-	mkc_tensor *t = mkc_graph_tensor(g, name);
-	t->kind = kind;
-	t->dtype = MKC_DT_FLOAT;
-	t->rank = rank;
-	t->shape[0] = mkc_dim_const(d0);
-	t->shape[1] = mkc_dim_const(d1);
-	return t;
-}
-
-static mkc_tensor *
-scalar(mkc_graph *g, const char *name, mkc_dtype dt, double v)
-{
-	mkc_tensor *t = mkc_graph_tensor(g, name);
-	t->kind = MKC_TK_WEIGHT;
-	t->dtype = dt;
-	t->rank = 0;
-	t->nbytes = mkc_dtype_size(dt);
-	void *d = mkc_arena_alloc(ctx->arena, 8);
-	if (dt == MKC_DT_FLOAT)
-		*(float *)d = (float)v;
-	else
-		*(int64_t *)d = (int64_t)v;
-	t->data = d;
-	return t;
-}
-
-static mkc_tensor *
-op(mkc_graph *g, const char *op_type, const char *out, mkc_tensor *a, mkc_tensor *b)
-{
-	mkc_node *n = mkc_graph_add_node(g, mkc_arena_printf(ctx->arena, "node_%s", out), "",
-					 op_type, b ? 2 : 1, 1, 0);
-	n->in[0] = a;
-	n->in[1] = b;
-	n->out[0] = mkc_graph_tensor(g, out);
-	n->out[0]->producer = n;
-	return n->out[0];
-}
-
 static mkc_graph *
 rms_graph(rms_form form)
 {
-	mkc_graph *g = mkc_graph_create(ctx, "rms.onnx");
-	g->nopsets = 1;
-	g->opsets = mkc_arena_alloc(ctx->arena, sizeof *g->opsets);
-	g->opsets[0] = (mkc_opset){"", 18};
-	mkc_tensor *x = tensor(g, "x", MKC_TK_INPUT, 2, 2, 8);
-	mkc_vec_push(ctx->arena, &g->inputs, x);
-	mkc_tensor *w = tensor(g, "w", MKC_TK_WEIGHT, 1, 8, 0);
-	w->data = mkc_arena_alloc(ctx->arena, 8 * sizeof(float));
-	w->nbytes = 8 * sizeof(float);
-	mkc_tensor *axes = scalar(g, "axes", MKC_DT_INT64, form == RMS_MEAN_OVER_ROWS ? 0 : -1);
-	axes->rank = 1;
-	axes->shape[0] = mkc_dim_const(1);
-	mkc_tensor *eps = scalar(g, "eps", MKC_DT_FLOAT, 1e-6);
-	mkc_tensor *power = scalar(g, "p", MKC_DT_FLOAT, form == RMS_CUBED ? 3 : 2);
-	mkc_tensor *sq = form == RMS_SQUARE_BY_MUL ? op(g, "Mul", "sq", x, x)
-						   : op(g, "Pow", "sq", x, power);
-	mkc_tensor *mean = op(g, "ReduceMean", "mean", sq, axes);
+	mkc_graph *g = gb_graph(ctx, "rms.onnx", 18);
+	mkc_tensor *x = gb_input(g, "x", MKC_DT_FLOAT, 2, (const int64_t[]){2, 8});
+	mkc_tensor *w = gb_weight(g, "w", MKC_DT_FLOAT, 1, (const int64_t[]){8});
+	mkc_tensor *axes = gb_ints(g, "axes", 1, (const int64_t[]){form == RMS_MEAN_OVER_ROWS ? 0 : -1});
+	mkc_tensor *eps = gb_scalar(g, "eps", MKC_DT_FLOAT, 1e-6);
+	mkc_tensor *power = gb_scalar(g, "p", MKC_DT_FLOAT, form == RMS_CUBED ? 3 : 2);
+	mkc_tensor *sq = form == RMS_SQUARE_BY_MUL ? gb_op(g, "Mul", "sq", x, x)
+						   : gb_op(g, "Pow", "sq", x, power);
+	mkc_tensor *mean = gb_op(g, "ReduceMean", "mean", sq, axes);
 	mkc_tensor *rms = form == RMS_EPS_AFTER_SQRT
-				  ? op(g, "Add", "rms", op(g, "Sqrt", "root", mean, NULL), eps)
-				  : op(g, "Sqrt", "rms", op(g, "Add", "shifted", eps, mean), NULL);
+				  ? gb_op(g, "Add", "rms", gb_op(g, "Sqrt", "root", mean, NULL), eps)
+				  : gb_op(g, "Sqrt", "rms", gb_op(g, "Add", "shifted", eps, mean), NULL);
 	mkc_tensor *y = form == RMS_DIV
-				? op(g, "Div", "normed", x, rms)
-				: op(g, "Mul", "normed", op(g, "Reciprocal", "inv", rms, NULL), x);
+				? gb_op(g, "Div", "normed", x, rms)
+				: gb_op(g, "Mul", "normed", gb_op(g, "Reciprocal", "inv", rms, NULL), x);
 	if (form != RMS_NO_WEIGHT)
-		y = op(g, "Mul", "y", y, w);
-	make_output(g, y->name);
+		y = gb_op(g, "Mul", "y", y, w);
+	gb_output(g, y);
 	infer(g);
 	return g;
 }
@@ -334,7 +249,7 @@ Test(canon, rmsnorm_forms)
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		mkc_graph *g = canonical(rms_graph(cases[i].form));
 		int form = (int)cases[i].form;
-		cr_expect_eq(count_op(g, MKC_OP_RMS_NORM), cases[i].fused, "form %d", form);
+		cr_expect_eq(gb_count_op(g, MKC_OP_RMS_NORM), cases[i].fused, "form %d", form);
 		if (!cases[i].fused)
 			continue;
 		cr_expect_eq(g->nodes.n, 1, "form %d", form);

@@ -10,54 +10,10 @@
 
 #include "../mkc_run.h"
 #include "../fixture.h"
+#include "../graph_builder.h"
 #include "passes.h"
 
 TestSuite(fuse, .init = setup, .fini = teardown);
-
-static mkc_tensor *
-tensor(mkc_graph *g, const char *name, mkc_tensor_kind kind, int rank, int64_t d0, int64_t d1)
-{
-	mkc_tensor *t = mkc_graph_tensor(g, name);
-	t->kind = kind;
-	t->dtype = MKC_DT_FLOAT;
-	t->rank = rank;
-	t->shape[0] = mkc_dim_const(d0);
-	t->shape[1] = mkc_dim_const(d1);
-	if (kind == MKC_TK_WEIGHT) {
-		t->nbytes = (size_t)(d0 * (rank > 1 ? d1 : 1)) * sizeof(float);
-		t->data = mkc_arena_alloc(ctx->arena, t->nbytes);
-	}
-	if (kind == MKC_TK_INPUT)
-		mkc_vec_push(ctx->arena, &g->inputs, t);
-	return t;
-}
-
-static mkc_node *
-node(mkc_graph *g, const char *op_type, const char *out, int nin, mkc_tensor *const *in)
-{
-	mkc_node *n = mkc_graph_add_node(g, mkc_arena_printf(ctx->arena, "node_%s", out), "",
-					 op_type, nin, 1, 0);
-	memcpy(n->in, in, (size_t)nin * sizeof *in);
-	n->out[0] = mkc_graph_tensor(g, out);
-	n->out[0]->producer = n;
-	return n;
-}
-
-static void
-make_output(mkc_graph *g, mkc_tensor *t)
-{
-	t->kind = MKC_TK_OUTPUT;
-	mkc_vec_push(ctx->arena, &g->outputs, t);
-}
-
-static void
-set_attr(mkc_node *n, const char *name, mkc_attr_type type, float f, int64_t i)
-{
-	mkc_attr *at = mkc_arena_alloc(ctx->arena, (size_t)(n->nattr + 2) * sizeof *at);
-	memcpy(at, n->attr, (size_t)n->nattr * sizeof *at);
-	at[n->nattr++] = (mkc_attr){.name = name, .type = type, .f = f, .i = i};
-	n->attr = at;
-}
 
 /* infer, canon, fuse and dce with the IR checker after each, as the driver runs them */
 static void
@@ -71,15 +27,6 @@ passes(mkc_graph *g)
 	cr_assert_eq(mkc_verify_graph(g, true), 0, "%s", errs());
 }
 
-static int
-count_op(const mkc_graph *g, mkc_op op)
-{
-	int k = 0;
-	for (int i = 0; i < g->nodes.n; i++)
-		k += MKC_NODE(g, i)->op == op;
-	return k;
-}
-
 /* Residual adds: h [2,4] + Gemm(x [2,8], W [4,8], transB), and the ways it must not fuse. */
 typedef enum {
 	RES_LEFT, RES_RIGHT, RES_SECOND_READER, RES_GEMM_OUTPUT, RES_ALPHA, RES_HAS_C,
@@ -89,17 +36,17 @@ typedef enum {
 static mkc_graph *
 residual_graph(res_form form)
 {
-	mkc_graph *g = mkc_graph_create(ctx, "res.onnx");
-	mkc_tensor *x = tensor(g, "x", MKC_TK_INPUT, 2, 2, 8);
-	mkc_tensor *h = form == RES_BROADCAST ? tensor(g, "h", MKC_TK_INPUT, 1, 4, 0)
-					      : tensor(g, "h", MKC_TK_INPUT, 2, 2, 4);
-	mkc_tensor *w = tensor(g, "w", MKC_TK_WEIGHT, 2, 4, 8);
-	mkc_tensor *c = tensor(g, "c", MKC_TK_WEIGHT, 1, 4, 0);
+	mkc_graph *g = gb_graph(ctx, "res.onnx", 0);
+	mkc_tensor *x = gb_input(g, "x", MKC_DT_FLOAT, 2, (const int64_t[]){2, 8});
+	mkc_tensor *h = form == RES_BROADCAST ? gb_input(g, "h", MKC_DT_FLOAT, 1, (const int64_t[]){4})
+					      : gb_input(g, "h", MKC_DT_FLOAT, 2, (const int64_t[]){2, 4});
+	mkc_tensor *w = gb_weight(g, "w", MKC_DT_FLOAT, 2, (const int64_t[]){4, 8});
+	mkc_tensor *c = gb_weight(g, "c", MKC_DT_FLOAT, 1, (const int64_t[]){4});
 	mkc_tensor *gin[3] = {x, w, c};
-	mkc_node *gm = node(g, "Gemm", "o", form == RES_HAS_C ? 3 : 2, gin);
-	set_attr(gm, "transB", MKC_AT_INT, 0, 1);
+	mkc_node *gm = gb_node(g, "Gemm", "o", form == RES_HAS_C ? 3 : 2, gin);
+	gb_attr_int(g, gm, "transB", 1);
 	if (form == RES_ALPHA)
-		set_attr(gm, "alpha", MKC_AT_FLOAT, 0.5f, 0);
+		gb_attr_float(g, gm, "alpha", 0.5f);
 	if (form == RES_NOT_F32) {
 		/* float64 throughout: the emitted Gemm computes in float32 */
 		x->dtype = h->dtype = w->dtype = MKC_DT_DOUBLE;
@@ -108,12 +55,12 @@ residual_graph(res_form form)
 	}
 	mkc_tensor *o = gm->out[0];
 	mkc_tensor *add_in[2] = {form == RES_RIGHT ? o : h, form == RES_RIGHT ? h : o};
-	mkc_node *add = node(g, "Add", "y", 2, add_in);
-	make_output(g, add->out[0]);
+	mkc_node *add = gb_node(g, "Add", "y", 2, add_in);
+	gb_output(g, add->out[0]);
 	if (form == RES_SECOND_READER)
-		make_output(g, node(g, "Neg", "z", 1, &o)->out[0]);
+		gb_output(g, gb_op(g, "Neg", "z", o, NULL));
 	if (form == RES_GEMM_OUTPUT)
-		make_output(g, o);
+		gb_output(g, o);
 	return g;
 }
 
@@ -131,7 +78,7 @@ Test(fuse, residual_add_into_the_gemm)
 		mkc_graph *g = residual_graph(cases[i].form);
 		passes(g);
 		int form = (int)cases[i].form;
-		cr_expect_eq(count_op(g, MKC_OP_ADD), !cases[i].fused, "form %d", form);
+		cr_expect_eq(gb_count_op(g, MKC_OP_ADD), !cases[i].fused, "form %d", form);
 		if (!cases[i].fused)
 			continue;
 		cr_assert_eq(g->nodes.n, 1, "form %d", form);
@@ -158,24 +105,25 @@ typedef enum {
 static mkc_graph *
 silu_graph(silu_form form)
 {
-	mkc_graph *g = mkc_graph_create(ctx, "silu.onnx");
-	mkc_tensor *x = tensor(g, "g", MKC_TK_INPUT, 2, 2, 8);
-	mkc_tensor *h = tensor(g, "h", MKC_TK_INPUT, 2, 2, 8);
-	mkc_tensor *u = form == SWIGLU_UP_BROADCAST ? tensor(g, "u", MKC_TK_INPUT, 1, 8, 0)
-						    : tensor(g, "u", MKC_TK_INPUT, 2, 2, 8);
-	mkc_tensor *s = node(g, "Sigmoid", "s", 1, (mkc_tensor *[]){x})->out[0];
+	const int64_t d28[] = {2, 8};
+	mkc_graph *g = gb_graph(ctx, "silu.onnx", 0);
+	mkc_tensor *x = gb_input(g, "g", MKC_DT_FLOAT, 2, d28);
+	mkc_tensor *h = gb_input(g, "h", MKC_DT_FLOAT, 2, d28);
+	mkc_tensor *u = form == SWIGLU_UP_BROADCAST
+				? gb_input(g, "u", MKC_DT_FLOAT, 1, (const int64_t[]){8})
+				: gb_input(g, "u", MKC_DT_FLOAT, 2, d28);
+	mkc_tensor *s = gb_op(g, "Sigmoid", "s", x, NULL);
 	mkc_tensor *other = form == SIGMOID_OF_ANOTHER ? h : x;
-	mkc_tensor *t = node(g, "Mul", "t", 2, form == SILU_RIGHT ? (mkc_tensor *[]){s, other}
-								  : (mkc_tensor *[]){other, s})->out[0];
+	mkc_tensor *t = form == SILU_RIGHT ? gb_op(g, "Mul", "t", s, other)
+					   : gb_op(g, "Mul", "t", other, s);
 	mkc_tensor *y = t;
 	if (form >= SWIGLU_UP_RIGHT)
-		y = node(g, "Mul", "y", 2, form == SWIGLU_UP_LEFT ? (mkc_tensor *[]){u, t}
-								   : (mkc_tensor *[]){t, u})->out[0];
-	make_output(g, y);
+		y = form == SWIGLU_UP_LEFT ? gb_op(g, "Mul", "y", u, t) : gb_op(g, "Mul", "y", t, u);
+	gb_output(g, y);
 	if (form == SIGMOID_READ_ELSEWHERE)
-		make_output(g, s);
+		gb_output(g, s);
 	if (form == SILU_READ_ELSEWHERE)
-		make_output(g, node(g, "Neg", "z", 1, &t)->out[0]);
+		gb_output(g, gb_op(g, "Neg", "z", t, NULL));
 	return g;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../fixture.h"
+#include "../graph_builder.h"
 #include "frontend.h"
 #include "passes.h"
 
@@ -153,75 +154,6 @@ Test(infer, small_mlp)
 
 /* Graphs built by hand. */
 
-static mkc_graph *
-new_graph(void)
-{
-	mkc_graph *g = mkc_graph_create(ctx, "hand.onnx");
-	g->nopsets = 1;
-	g->opsets = mkc_arena_alloc(ctx->arena, sizeof *g->opsets);
-	g->opsets[0] = (mkc_opset){"", 18};
-	return g;
-}
-
-static mkc_tensor *
-input(mkc_graph *g, const char *name, mkc_dtype dt, int rank, const char **dims)
-{
-	mkc_tensor *t = mkc_graph_tensor(g, name);
-	t->kind = MKC_TK_INPUT;
-	t->dtype = dt;
-	t->rank = rank;
-	for (int i = 0; i < rank; i++)
-		cr_assert(mkc_dim_parse(g, dims[i], true, &t->shape[i]));
-	mkc_vec_push(ctx->arena, &g->inputs, t);
-	return t;
-}
-
-static mkc_tensor *
-ints(mkc_graph *g, const char *name, int n, const int64_t *v, bool scalar)
-{
-	mkc_tensor *t = mkc_graph_tensor(g, name);
-	t->kind = MKC_TK_WEIGHT;
-	t->dtype = MKC_DT_INT64;
-	t->rank = scalar ? 0 : 1;
-	t->shape[0] = mkc_dim_const(n);
-	int64_t *d = mkc_arena_alloc(ctx->arena, (size_t)n * 8 + 8);
-	memcpy(d, v, (size_t)n * 8);
-	t->data = d;
-	t->nbytes = (size_t)n * 8;
-	return t;
-}
-
-static mkc_node *
-node(mkc_graph *g, const char *op, int nin, const char **in, const char *out)
-{
-	mkc_node *n = mkc_graph_add_node(g, out, "", op, nin, 1, 0);
-	for (int i = 0; i < nin; i++)
-		n->in[i] = in[i] ? mkc_graph_tensor(g, in[i]) : NULL;
-	n->out[0] = mkc_graph_tensor(g, out);
-	n->out[0]->producer = n;
-	return n;
-}
-
-static void
-int_attr(mkc_node *n, const char *name, int64_t v)
-{
-	mkc_attr *a = mkc_arena_alloc(ctx->arena, (size_t)(n->nattr + 1) * sizeof *a);
-	memcpy(a, n->attr, (size_t)n->nattr * sizeof *a);
-	a[n->nattr] = (mkc_attr){.name = name, .type = MKC_AT_INT, .i = v};
-	n->attr = a;
-	n->nattr++;
-}
-
-static void
-ints_attr(mkc_node *n, const char *name, int cnt, int64_t *v)
-{
-	mkc_attr *a = mkc_arena_alloc(ctx->arena, (size_t)(n->nattr + 1) * sizeof *a);
-	memcpy(a, n->attr, (size_t)n->nattr * sizeof *a);
-	a[n->nattr] = (mkc_attr){.name = name, .type = MKC_AT_INTS, .n = cnt, .ints = v};
-	n->attr = a;
-	n->nattr++;
-}
-
 static int
 run(mkc_graph *g)
 {
@@ -231,80 +163,80 @@ run(mkc_graph *g)
 
 Test(infer, broadcast_rules)
 {
-	mkc_graph *g = new_graph();
-	input(g, "a", MKC_DT_FLOAT, 3, (const char *[]){"p", "1", "4"});
-	input(g, "b", MKC_DT_FLOAT, 2, (const char *[]){"5", "1"});
-	node(g, "Add", 2, (const char *[]){"a", "b"}, "c");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "a", MKC_DT_FLOAT, 3, (const char *[]){"p", "1", "4"});
+	gb_input_dims(g, "b", MKC_DT_FLOAT, 2, (const char *[]){"5", "1"});
+	gb_node_of(g, "Add", "c", 2, (const char *[]){"a", "b"});
 	cr_assert_eq(run(g), 0, "%s", ctx->errors);
 	expect_shape(g, "c", "[p,5,4]");
 }
 
 Test(infer, broadcast_mismatch_names_dims)
 {
-	mkc_graph *g = new_graph();
-	input(g, "a", MKC_DT_FLOAT, 2, (const char *[]){"3", "4"});
-	input(g, "b", MKC_DT_FLOAT, 1, (const char *[]){"5"});
-	node(g, "Mul", 2, (const char *[]){"a", "b"}, "bad_mul");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "a", MKC_DT_FLOAT, 2, (const char *[]){"3", "4"});
+	gb_input_dims(g, "b", MKC_DT_FLOAT, 1, (const char *[]){"5"});
+	gb_node_of(g, "Mul", "bad_mul", 2, (const char *[]){"a", "b"});
 	cr_assert_eq(run(g), -1);
-	cr_assert(strstr(ctx->errors, "node 'bad_mul' (Mul): cannot broadcast dimension 4 against 5"),
+	cr_assert(strstr(ctx->errors, "node 'node_bad_mul' (Mul): cannot broadcast dimension 4 against 5"),
 		  "%s", ctx->errors);
 }
 
 Test(infer, type_mismatch)
 {
-	mkc_graph *g = new_graph();
-	input(g, "a", MKC_DT_FLOAT, 1, (const char *[]){"4"});
-	input(g, "b", MKC_DT_INT64, 1, (const char *[]){"4"});
-	node(g, "Add", 2, (const char *[]){"a", "b"}, "mixed");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "a", MKC_DT_FLOAT, 1, (const char *[]){"4"});
+	gb_input_dims(g, "b", MKC_DT_INT64, 1, (const char *[]){"4"});
+	gb_node_of(g, "Add", "mixed", 2, (const char *[]){"a", "b"});
 	cr_assert_eq(run(g), -1);
 	cr_assert(strstr(ctx->errors, "input types float32 and int64 differ"), "%s", ctx->errors);
 }
 
 Test(infer, concat_symbolic_and_mismatch)
 {
-	mkc_graph *g = new_graph();
-	input(g, "k", MKC_DT_FLOAT, 3, (const char *[]){"2", "past_len", "8"});
-	input(g, "n", MKC_DT_FLOAT, 3, (const char *[]){"2", "1", "8"});
-	mkc_node *c = node(g, "Concat", 2, (const char *[]){"k", "n"}, "kv");
-	int_attr(c, "axis", -2);
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "k", MKC_DT_FLOAT, 3, (const char *[]){"2", "past_len", "8"});
+	gb_input_dims(g, "n", MKC_DT_FLOAT, 3, (const char *[]){"2", "1", "8"});
+	mkc_node *c = gb_node_of(g, "Concat", "kv", 2, (const char *[]){"k", "n"});
+	gb_attr_int(g, c, "axis", -2);
 	cr_assert_eq(run(g), 0, "%s", ctx->errors);
 	expect_shape(g, "kv", "[2,past_len+1,8]");
 
-	mkc_graph *h = new_graph();
-	input(h, "k", MKC_DT_FLOAT, 2, (const char *[]){"2", "8"});
-	input(h, "n", MKC_DT_FLOAT, 2, (const char *[]){"3", "8"});
-	c = node(h, "Concat", 2, (const char *[]){"k", "n"}, "bad_cat");
-	int_attr(c, "axis", 1);
+	mkc_graph *h = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(h, "k", MKC_DT_FLOAT, 2, (const char *[]){"2", "8"});
+	gb_input_dims(h, "n", MKC_DT_FLOAT, 2, (const char *[]){"3", "8"});
+	c = gb_node_of(h, "Concat", "bad_cat", 2, (const char *[]){"k", "n"});
+	gb_attr_int(h, c, "axis", 1);
 	cr_assert_eq(run(h), -1);
 	cr_assert(strstr(ctx->errors, "dimension 0 differs: 2 and 3"), "%s", ctx->errors);
 }
 
 Test(infer, reshape_with_zero_and_hole)
 {
-	mkc_graph *g = new_graph();
-	input(g, "x", MKC_DT_FLOAT, 4, (const char *[]){"1", "8", "past_len", "32"});
-	ints(g, "s", 3, (int64_t[]){0, -1, 32}, false);
-	node(g, "Reshape", 2, (const char *[]){"x", "s"}, "y");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "x", MKC_DT_FLOAT, 4, (const char *[]){"1", "8", "past_len", "32"});
+	gb_ints(g, "s", 3, (const int64_t[]){0, -1, 32});
+	gb_node_of(g, "Reshape", "y", 2, (const char *[]){"x", "s"});
 	cr_assert_eq(run(g), 0, "%s", ctx->errors);
 	expect_shape(g, "y", "[1,8*past_len,32]");
 }
 
 Test(infer, reshape_count_mismatch)
 {
-	mkc_graph *g = new_graph();
-	input(g, "x", MKC_DT_FLOAT, 2, (const char *[]){"4", "6"});
-	ints(g, "s", 2, (int64_t[]){5, 5}, false);
-	node(g, "Reshape", 2, (const char *[]){"x", "s"}, "bad_reshape");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "x", MKC_DT_FLOAT, 2, (const char *[]){"4", "6"});
+	gb_ints(g, "s", 2, (const int64_t[]){5, 5});
+	gb_node_of(g, "Reshape", "bad_reshape", 2, (const char *[]){"x", "s"});
 	cr_assert_eq(run(g), -1);
 	cr_assert(strstr(ctx->errors, "cannot reshape 24 elements into 25"), "%s", ctx->errors);
 }
 
 Test(infer, reshape_needs_constant_shape)
 {
-	mkc_graph *g = new_graph();
-	input(g, "x", MKC_DT_FLOAT, 1, (const char *[]){"4"});
-	input(g, "s", MKC_DT_INT64, 1, (const char *[]){"2"});
-	node(g, "Reshape", 2, (const char *[]){"x", "s"}, "dyn_reshape");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "x", MKC_DT_FLOAT, 1, (const char *[]){"4"});
+	gb_input_dims(g, "s", MKC_DT_INT64, 1, (const char *[]){"2"});
+	gb_node_of(g, "Reshape", "dyn_reshape", 2, (const char *[]){"x", "s"});
 	cr_assert_eq(run(g), -1);
 	cr_assert(strstr(ctx->errors, "must be an integer tensor known at compile time"),
 		  "%s", ctx->errors);
@@ -312,26 +244,26 @@ Test(infer, reshape_needs_constant_shape)
 
 Test(infer, slice_symbolic_and_constant)
 {
-	mkc_graph *g = new_graph();
-	input(g, "x", MKC_DT_FLOAT, 2, (const char *[]){"past_len", "10"});
-	ints(g, "st", 2, (int64_t[]){1, -4}, false);
-	ints(g, "en", 2, (int64_t[]){INT64_MAX, 100}, false);
-	node(g, "Slice", 3, (const char *[]){"x", "st", "en"}, "y");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "x", MKC_DT_FLOAT, 2, (const char *[]){"past_len", "10"});
+	gb_ints(g, "st", 2, (const int64_t[]){1, -4});
+	gb_ints(g, "en", 2, (const int64_t[]){INT64_MAX, 100});
+	gb_node_of(g, "Slice", "y", 3, (const char *[]){"x", "st", "en"});
 	cr_assert_eq(run(g), 0, "%s", ctx->errors);
 	expect_shape(g, "y", "[past_len-1,4]");
 }
 
 Test(infer, slice_with_steps_folds_values)
 {
-	mkc_graph *g = new_graph();
-	ints(g, "v", 6, (int64_t[]){10, 11, 12, 13, 14, 15}, false);
-	ints(g, "st", 1, (int64_t[]){-1}, false);
-	ints(g, "en", 1, (int64_t[]){INT64_MIN}, false);
-	ints(g, "ax", 1, (int64_t[]){0}, false);
-	ints(g, "sp", 1, (int64_t[]){-2}, false);
-	input(g, "x", MKC_DT_INT64, 1, (const char *[]){"3"});
-	node(g, "Slice", 5, (const char *[]){"v", "st", "en", "ax", "sp"}, "rev");
-	node(g, "Add", 2, (const char *[]){"x", "rev"}, "out");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_ints(g, "v", 6, (const int64_t[]){10, 11, 12, 13, 14, 15});
+	gb_ints(g, "st", 1, (const int64_t[]){-1});
+	gb_ints(g, "en", 1, (const int64_t[]){INT64_MIN});
+	gb_ints(g, "ax", 1, (const int64_t[]){0});
+	gb_ints(g, "sp", 1, (const int64_t[]){-2});
+	gb_input_dims(g, "x", MKC_DT_INT64, 1, (const char *[]){"3"});
+	gb_node_of(g, "Slice", "rev", 5, (const char *[]){"v", "st", "en", "ax", "sp"});
+	gb_node_of(g, "Add", "out", 2, (const char *[]){"x", "rev"});
 	cr_assert_eq(run(g), 0, "%s", ctx->errors);
 	mkc_tensor *r = mkc_graph_find(g, "rev");
 	cr_assert_not_null(r->data);
@@ -343,14 +275,14 @@ Test(infer, slice_with_steps_folds_values)
 
 Test(infer, gather_shape_and_fold)
 {
-	mkc_graph *g = new_graph();
-	input(g, "emb", MKC_DT_FLOAT, 2, (const char *[]){"1024", "256"});
-	input(g, "ids", MKC_DT_INT64, 2, (const char *[]){"1", "1"});
-	node(g, "Gather", 2, (const char *[]){"emb", "ids"}, "e");
-	input(g, "x", MKC_DT_FLOAT, 3, (const char *[]){"2", "past_len", "7"});
-	node(g, "Shape", 1, (const char *[]){"x"}, "sx");
-	ints(g, "i", 1, (int64_t[]){-2}, true);
-	node(g, "Gather", 2, (const char *[]){"sx", "i"}, "len");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "emb", MKC_DT_FLOAT, 2, (const char *[]){"1024", "256"});
+	gb_input_dims(g, "ids", MKC_DT_INT64, 2, (const char *[]){"1", "1"});
+	gb_node_of(g, "Gather", "e", 2, (const char *[]){"emb", "ids"});
+	gb_input_dims(g, "x", MKC_DT_FLOAT, 3, (const char *[]){"2", "past_len", "7"});
+	gb_node_of(g, "Shape", "sx", 1, (const char *[]){"x"});
+	gb_scalar(g, "i", MKC_DT_INT64, -2);
+	gb_node_of(g, "Gather", "len", 2, (const char *[]){"sx", "i"});
 	cr_assert_eq(run(g), 0, "%s", ctx->errors);
 	expect_shape(g, "e", "[1,1,256]");
 	mkc_tensor *len = mkc_graph_find(g, "len");
@@ -362,15 +294,15 @@ Test(infer, gather_shape_and_fold)
 
 Test(infer, range_symbolic_length)
 {
-	mkc_graph *g = new_graph();
-	input(g, "x", MKC_DT_FLOAT, 1, (const char *[]){"past_len"});
-	node(g, "Shape", 1, (const char *[]){"x"}, "sx");
-	ints(g, "zero", 1, (int64_t[]){0}, true);
-	ints(g, "one", 1, (int64_t[]){1}, true);
-	node(g, "Gather", 2, (const char *[]){"sx", "zero"}, "p");
-	node(g, "Add", 2, (const char *[]){"p", "one"}, "p1");
-	node(g, "Range", 3, (const char *[]){"zero", "p1", "one"}, "all");
-	node(g, "Range", 3, (const char *[]){"p", "p1", "one"}, "last");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "x", MKC_DT_FLOAT, 1, (const char *[]){"past_len"});
+	gb_node_of(g, "Shape", "sx", 1, (const char *[]){"x"});
+	gb_scalar(g, "zero", MKC_DT_INT64, 0);
+	gb_scalar(g, "one", MKC_DT_INT64, 1);
+	gb_node_of(g, "Gather", "p", 2, (const char *[]){"sx", "zero"});
+	gb_node_of(g, "Add", "p1", 2, (const char *[]){"p", "one"});
+	gb_node_of(g, "Range", "all", 3, (const char *[]){"zero", "p1", "one"});
+	gb_node_of(g, "Range", "last", 3, (const char *[]){"p", "p1", "one"});
 	cr_assert_eq(run(g), 0, "%s", ctx->errors);
 	expect_shape(g, "all", "[past_len+1]");
 	expect_shape(g, "last", "[1]");
@@ -383,34 +315,34 @@ Test(infer, range_symbolic_length)
 
 Test(infer, transpose_and_bad_perm)
 {
-	mkc_graph *g = new_graph();
-	input(g, "x", MKC_DT_FLOAT, 3, (const char *[]){"2", "3", "4"});
-	mkc_node *t = node(g, "Transpose", 1, (const char *[]){"x"}, "y");
-	ints_attr(t, "perm", 3, (int64_t[]){2, 0, 1});
-	node(g, "Transpose", 1, (const char *[]){"x"}, "rev");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "x", MKC_DT_FLOAT, 3, (const char *[]){"2", "3", "4"});
+	mkc_node *t = gb_node_of(g, "Transpose", "y", 1, (const char *[]){"x"});
+	gb_attr_ints(g, t, "perm", 3, (int64_t[]){2, 0, 1});
+	gb_node_of(g, "Transpose", "rev", 1, (const char *[]){"x"});
 	cr_assert_eq(run(g), 0, "%s", ctx->errors);
 	expect_shape(g, "y", "[4,2,3]");
 	expect_shape(g, "rev", "[4,3,2]");
 
-	mkc_graph *h = new_graph();
-	input(h, "x", MKC_DT_FLOAT, 2, (const char *[]){"2", "3"});
-	t = node(h, "Transpose", 1, (const char *[]){"x"}, "bad_t");
-	ints_attr(t, "perm", 2, (int64_t[]){1, 1});
+	mkc_graph *h = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(h, "x", MKC_DT_FLOAT, 2, (const char *[]){"2", "3"});
+	t = gb_node_of(h, "Transpose", "bad_t", 1, (const char *[]){"x"});
+	gb_attr_ints(h, t, "perm", 2, (int64_t[]){1, 1});
 	cr_assert_eq(run(h), -1);
 	cr_assert(strstr(ctx->errors, "perm is not a permutation"), "%s", ctx->errors);
 }
 
 Test(infer, squeeze_unsqueeze_reduce)
 {
-	mkc_graph *g = new_graph();
-	input(g, "x", MKC_DT_FLOAT, 3, (const char *[]){"1", "past_len", "8"});
-	ints(g, "a0", 1, (int64_t[]){0}, false);
-	ints(g, "am1", 1, (int64_t[]){-1}, false);
-	node(g, "Squeeze", 2, (const char *[]){"x", "a0"}, "sq");
-	node(g, "Unsqueeze", 2, (const char *[]){"sq", "am1"}, "un");
-	node(g, "ReduceMean", 2, (const char *[]){"x", "am1"}, "mean");
-	mkc_node *r = node(g, "ReduceSum", 2, (const char *[]){"x", "am1"}, "sum");
-	int_attr(r, "keepdims", 0);
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "x", MKC_DT_FLOAT, 3, (const char *[]){"1", "past_len", "8"});
+	gb_ints(g, "a0", 1, (const int64_t[]){0});
+	gb_ints(g, "am1", 1, (const int64_t[]){-1});
+	gb_node_of(g, "Squeeze", "sq", 2, (const char *[]){"x", "a0"});
+	gb_node_of(g, "Unsqueeze", "un", 2, (const char *[]){"sq", "am1"});
+	gb_node_of(g, "ReduceMean", "mean", 2, (const char *[]){"x", "am1"});
+	mkc_node *r = gb_node_of(g, "ReduceSum", "sum", 2, (const char *[]){"x", "am1"});
+	gb_attr_int(g, r, "keepdims", 0);
 	cr_assert_eq(run(g), 0, "%s", ctx->errors);
 	expect_shape(g, "sq", "[past_len,8]");
 	expect_shape(g, "un", "[past_len,8,1]");
@@ -420,22 +352,22 @@ Test(infer, squeeze_unsqueeze_reduce)
 
 Test(infer, squeeze_of_non_one_axis)
 {
-	mkc_graph *g = new_graph();
-	input(g, "x", MKC_DT_FLOAT, 2, (const char *[]){"3", "1"});
-	ints(g, "a0", 1, (int64_t[]){0}, false);
-	node(g, "Squeeze", 2, (const char *[]){"x", "a0"}, "bad_sq");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "x", MKC_DT_FLOAT, 2, (const char *[]){"3", "1"});
+	gb_ints(g, "a0", 1, (const int64_t[]){0});
+	gb_node_of(g, "Squeeze", "bad_sq", 2, (const char *[]){"x", "a0"});
 	cr_assert_eq(run(g), -1);
 	cr_assert(strstr(ctx->errors, "axis 0 has size 3, not 1"), "%s", ctx->errors);
 }
 
 Test(infer, matmul_batched_and_vector)
 {
-	mkc_graph *g = new_graph();
-	input(g, "a", MKC_DT_FLOAT, 4, (const char *[]){"1", "8", "1", "32"});
-	input(g, "b", MKC_DT_FLOAT, 4, (const char *[]){"1", "8", "32", "past_len"});
-	input(g, "v", MKC_DT_FLOAT, 1, (const char *[]){"32"});
-	node(g, "MatMul", 2, (const char *[]){"a", "b"}, "s");
-	node(g, "MatMul", 2, (const char *[]){"a", "v"}, "av");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "a", MKC_DT_FLOAT, 4, (const char *[]){"1", "8", "1", "32"});
+	gb_input_dims(g, "b", MKC_DT_FLOAT, 4, (const char *[]){"1", "8", "32", "past_len"});
+	gb_input_dims(g, "v", MKC_DT_FLOAT, 1, (const char *[]){"32"});
+	gb_node_of(g, "MatMul", "s", 2, (const char *[]){"a", "b"});
+	gb_node_of(g, "MatMul", "av", 2, (const char *[]){"a", "v"});
 	cr_assert_eq(run(g), 0, "%s", ctx->errors);
 	expect_shape(g, "s", "[1,8,1,past_len]");
 	expect_shape(g, "av", "[1,8,1]");
@@ -443,25 +375,25 @@ Test(infer, matmul_batched_and_vector)
 
 Test(infer, gemm_transposed)
 {
-	mkc_graph *g = new_graph();
-	input(g, "a", MKC_DT_FLOAT, 2, (const char *[]){"3", "5"});
-	input(g, "b", MKC_DT_FLOAT, 2, (const char *[]){"7", "5"});
-	input(g, "c", MKC_DT_FLOAT, 1, (const char *[]){"7"});
-	mkc_node *n = node(g, "Gemm", 3, (const char *[]){"a", "b", "c"}, "y");
-	int_attr(n, "transB", 1);
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "a", MKC_DT_FLOAT, 2, (const char *[]){"3", "5"});
+	gb_input_dims(g, "b", MKC_DT_FLOAT, 2, (const char *[]){"7", "5"});
+	gb_input_dims(g, "c", MKC_DT_FLOAT, 1, (const char *[]){"7"});
+	mkc_node *n = gb_node_of(g, "Gemm", "y", 3, (const char *[]){"a", "b", "c"});
+	gb_attr_int(g, n, "transB", 1);
 	cr_assert_eq(run(g), 0, "%s", ctx->errors);
 	expect_shape(g, "y", "[3,7]");
 }
 
 Test(infer, attention_gqa_with_past)
 {
-	mkc_graph *g = new_graph();
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
 	g->opsets[0].version = 23;
-	input(g, "q", MKC_DT_FLOAT, 4, (const char *[]){"1", "8", "1", "32"});
-	input(g, "k", MKC_DT_FLOAT, 4, (const char *[]){"1", "2", "1", "32"});
-	input(g, "v", MKC_DT_FLOAT, 4, (const char *[]){"1", "2", "1", "32"});
-	input(g, "pk", MKC_DT_FLOAT, 4, (const char *[]){"1", "2", "past_len", "32"});
-	input(g, "pv", MKC_DT_FLOAT, 4, (const char *[]){"1", "2", "past_len", "32"});
+	gb_input_dims(g, "q", MKC_DT_FLOAT, 4, (const char *[]){"1", "8", "1", "32"});
+	gb_input_dims(g, "k", MKC_DT_FLOAT, 4, (const char *[]){"1", "2", "1", "32"});
+	gb_input_dims(g, "v", MKC_DT_FLOAT, 4, (const char *[]){"1", "2", "1", "32"});
+	gb_input_dims(g, "pk", MKC_DT_FLOAT, 4, (const char *[]){"1", "2", "past_len", "32"});
+	gb_input_dims(g, "pv", MKC_DT_FLOAT, 4, (const char *[]){"1", "2", "past_len", "32"});
 	mkc_node *n = mkc_graph_add_node(g, "attn", "", "Attention", 6, 3, 0);
 	const char *in[] = {"q", "k", "v", NULL, "pk", "pv"};
 	for (int i = 0; i < 6; i++)
@@ -479,26 +411,24 @@ Test(infer, attention_gqa_with_past)
 
 Test(infer, where_needs_bool)
 {
-	mkc_graph *g = new_graph();
-	input(g, "c", MKC_DT_FLOAT, 1, (const char *[]){"4"});
-	input(g, "x", MKC_DT_FLOAT, 1, (const char *[]){"4"});
-	node(g, "Where", 3, (const char *[]){"c", "x", "x"}, "bad_where");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "c", MKC_DT_FLOAT, 1, (const char *[]){"4"});
+	gb_input_dims(g, "x", MKC_DT_FLOAT, 1, (const char *[]){"4"});
+	gb_node_of(g, "Where", "bad_where", 3, (const char *[]){"c", "x", "x"});
 	cr_assert_eq(run(g), -1);
 	cr_assert(strstr(ctx->errors, "the condition is float32, not bool"), "%s", ctx->errors);
 }
 
 Test(infer, declared_output_shape_is_checked)
 {
-	mkc_graph *g = new_graph();
-	input(g, "x", MKC_DT_FLOAT, 2, (const char *[]){"2", "3"});
-	node(g, "Neg", 1, (const char *[]){"x"}, "y");
-	mkc_tensor *y = mkc_graph_find(g, "y");
-	y->kind = MKC_TK_OUTPUT;
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "x", MKC_DT_FLOAT, 2, (const char *[]){"2", "3"});
+	gb_node_of(g, "Neg", "y", 1, (const char *[]){"x"});
+	mkc_tensor *y = gb_output(g, gb_find(g, "y"));
 	y->dtype = MKC_DT_FLOAT;
 	y->rank = 2;
 	y->shape[0] = mkc_dim_const(3);
 	y->shape[1] = mkc_dim_const(2);
-	mkc_vec_push(ctx->arena, &g->outputs, y);
 	cr_assert_eq(run(g), -1);
 	cr_assert(strstr(ctx->errors, "output 'y' is declared [3,2] but computed as [2,3]"),
 		  "%s", ctx->errors);
@@ -506,17 +436,15 @@ Test(infer, declared_output_shape_is_checked)
 
 Test(infer, dce_removes_unused_chains)
 {
-	mkc_graph *g = new_graph();
-	input(g, "x", MKC_DT_FLOAT, 1, (const char *[]){"4"});
-	node(g, "Neg", 1, (const char *[]){"x"}, "a");
-	node(g, "Exp", 1, (const char *[]){"a"}, "b");    /* nobody reads b */
-	node(g, "Sqrt", 1, (const char *[]){"x"}, "y");
-	mkc_tensor *y = mkc_graph_find(g, "y");
-	y->kind = MKC_TK_OUTPUT;
-	mkc_vec_push(ctx->arena, &g->outputs, y);
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "x", MKC_DT_FLOAT, 1, (const char *[]){"4"});
+	gb_node_of(g, "Neg", "a", 1, (const char *[]){"x"});
+	gb_node_of(g, "Exp", "b", 1, (const char *[]){"a"});    /* nobody reads b */
+	gb_node_of(g, "Sqrt", "y", 1, (const char *[]){"x"});
+	gb_output(g, gb_find(g, "y"));
 	cr_assert_eq(run(g), 0, "%s", ctx->errors);
 	cr_assert_eq(mkc_pass_dce(g), 0);
 	cr_assert_eq(g->nodes.n, 1);
-	cr_assert_str_eq(MKC_NODE(g, 0)->name, "y");
+	cr_assert_str_eq(MKC_NODE(g, 0)->name, "node_y");
 	cr_assert_eq(mkc_verify_graph(g, true), 0);
 }

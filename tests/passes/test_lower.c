@@ -1,8 +1,8 @@
 /*
  * test_lower.c - the lower pass: kernel descriptions of hand-built nodes
  * carry their attributes resolved by the ONNX rules (Softmax's axis by
- * opset, negative axes, spec defaults, noop_with_empty_axes), and
- * --dump-after=lower prints them.
+ * opset, negative axes, spec defaults, noop_with_empty_axes), known nodes
+ * included; tile cuts nodes by them; --dump-after=lower prints them.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -11,83 +11,11 @@
 #include <string.h>
 
 #include "../fixture.h"
+#include "../graph_builder.h"
 #include "kernel.h"
 #include "passes.h"
 
 TestSuite(lower, .init = setup, .fini = teardown);
-
-static mkc_graph *
-new_graph(int64_t opset)
-{
-	mkc_graph *g = mkc_graph_create(ctx, "hand.onnx");
-	g->nopsets = 1;
-	g->opsets = mkc_arena_alloc(ctx->arena, sizeof *g->opsets);
-	g->opsets[0] = (mkc_opset){"", opset};
-	return g;
-}
-
-static mkc_tensor *
-input(mkc_graph *g, const char *name, int rank, const int64_t *dims)
-{
-	mkc_tensor *t = mkc_graph_tensor(g, name);
-	t->kind = MKC_TK_INPUT;
-	t->dtype = MKC_DT_FLOAT;
-	t->rank = rank;
-	for (int i = 0; i < rank; i++)
-		t->shape[i] = mkc_dim_const(dims[i]);
-	mkc_vec_push(ctx->arena, &g->inputs, t);
-	return t;
-}
-
-static mkc_tensor *
-ints(mkc_graph *g, const char *name, int n, const int64_t *v)
-{
-	mkc_tensor *t = mkc_graph_tensor(g, name);
-	t->kind = MKC_TK_WEIGHT;
-	t->dtype = MKC_DT_INT64;
-	t->rank = 1;
-	t->shape[0] = mkc_dim_const(n);
-	int64_t *d = mkc_arena_alloc(ctx->arena, (size_t)n * 8 + 8);
-	memcpy(d, v, (size_t)n * 8);
-	t->data = d;
-	t->nbytes = (size_t)n * 8;
-	return t;
-}
-
-/* A node of one output, made a graph output so that dce keeps it. */
-static mkc_node *
-node(mkc_graph *g, const char *op, int nin, const char **in, const char *out)
-{
-	mkc_node *n = mkc_graph_add_node(g, out, "", op, nin, 1, 0);
-	for (int i = 0; i < nin; i++)
-		n->in[i] = in[i] ? mkc_graph_tensor(g, in[i]) : NULL;
-	n->out[0] = mkc_graph_tensor(g, out);
-	n->out[0]->producer = n;
-	n->out[0]->kind = MKC_TK_OUTPUT;
-	mkc_vec_push(ctx->arena, &g->outputs, n->out[0]);
-	return n;
-}
-
-static void
-attr(mkc_node *n, mkc_attr at)
-{
-	mkc_attr *a = mkc_arena_alloc(ctx->arena, (size_t)(n->nattr + 1) * sizeof *a);
-	memcpy(a, n->attr, (size_t)n->nattr * sizeof *a);
-	a[n->nattr++] = at;
-	n->attr = a;
-}
-
-static void
-int_attr(mkc_node *n, const char *name, int64_t v)
-{
-	attr(n, (mkc_attr){.name = name, .type = MKC_AT_INT, .i = v});
-}
-
-static void
-float_attr(mkc_node *n, const char *name, float v)
-{
-	attr(n, (mkc_attr){.name = name, .type = MKC_AT_FLOAT, .f = v});
-}
 
 /* infer, then lower; the node's description. */
 static const mkc_kernel *
@@ -105,11 +33,12 @@ static const int64_t dims3[] = {2, 3, 4};
 static const mkc_kernel *
 softmax(int64_t opset, bool with_axis, int64_t axis)
 {
-	mkc_graph *g = new_graph(opset);
-	input(g, "x", 3, dims3);
-	mkc_node *n = node(g, "Softmax", 1, (const char *[]){"x"}, "y");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", opset);
+	gb_input(g, "x", MKC_DT_FLOAT, 3, dims3);
+	mkc_node *n = gb_node_of(g, "Softmax", "y", 1, (const char *[]){"x"});
+	gb_output(g, n->out[0]);
 	if (with_axis)
-		int_attr(n, "axis", axis);
+		gb_attr_int(g, n, "axis", axis);
 	return lowered(g, n);
 }
 
@@ -130,11 +59,12 @@ Test(lower, negative_axis_made_non_negative)
 	const mkc_kernel *k = softmax(13, true, -2);
 	cr_assert_eq(k->axis, 1);
 	cr_assert(k->one_axis);
-	mkc_graph *g = new_graph(18);
-	input(g, "x", 3, dims3);
-	ints(g, "i", 2, (const int64_t[]){0, 1});
-	mkc_node *n = node(g, "Gather", 2, (const char *[]){"x", "i"}, "y");
-	int_attr(n, "axis", -1);
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input(g, "x", MKC_DT_FLOAT, 3, dims3);
+	gb_ints(g, "i", 2, (const int64_t[]){0, 1});
+	mkc_node *n = gb_node_of(g, "Gather", "y", 2, (const char *[]){"x", "i"});
+	gb_output(g, n->out[0]);
+	gb_attr_int(g, n, "axis", -1);
 	k = lowered(g, n);
 	cr_assert_eq(k->kind, MKC_KERN_GATHER);
 	cr_assert_eq(k->axis, 2);
@@ -142,16 +72,18 @@ Test(lower, negative_axis_made_non_negative)
 
 Test(lower, gemm_alpha_beta_trans)
 {
-	mkc_graph *g = new_graph(18);
-	input(g, "a", 2, (const int64_t[]){2, 4});
-	input(g, "b", 2, (const int64_t[]){3, 4});
-	input(g, "c", 1, (const int64_t[]){3});
-	mkc_node *n = node(g, "Gemm", 3, (const char *[]){"a", "b", "c"}, "y");
-	int_attr(n, "transB", 1);
-	float_attr(n, "alpha", 0.5f);
-	float_attr(n, "beta", 2.0f);
-	mkc_node *d = node(g, "Gemm", 2, (const char *[]){"a", "b"}, "z");
-	int_attr(d, "transB", 1);
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input(g, "a", MKC_DT_FLOAT, 2, (const int64_t[]){2, 4});
+	gb_input(g, "b", MKC_DT_FLOAT, 2, (const int64_t[]){3, 4});
+	gb_input(g, "c", MKC_DT_FLOAT, 1, (const int64_t[]){3});
+	mkc_node *n = gb_node_of(g, "Gemm", "y", 3, (const char *[]){"a", "b", "c"});
+	gb_output(g, n->out[0]);
+	gb_attr_int(g, n, "transB", 1);
+	gb_attr_float(g, n, "alpha", 0.5f);
+	gb_attr_float(g, n, "beta", 2.0f);
+	mkc_node *d = gb_node_of(g, "Gemm", "z", 2, (const char *[]){"a", "b"});
+	gb_output(g, d->out[0]);
+	gb_attr_int(g, d, "transB", 1);
 	const mkc_kernel *k = lowered(g, n);
 	cr_assert_eq(k->kind, MKC_KERN_MATMUL);
 	cr_assert(!k->trans_a);
@@ -166,13 +98,14 @@ Test(lower, gemm_alpha_beta_trans)
 static const mkc_kernel *
 attention(bool with_scale)
 {
-	mkc_graph *g = new_graph(23);
-	input(g, "q", 4, (const int64_t[]){1, 4, 1, 16});
-	input(g, "k", 4, (const int64_t[]){1, 2, 3, 16});
-	input(g, "v", 4, (const int64_t[]){1, 2, 3, 16});
-	mkc_node *n = node(g, "Attention", 3, (const char *[]){"q", "k", "v"}, "y");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 23);
+	gb_input(g, "q", MKC_DT_FLOAT, 4, (const int64_t[]){1, 4, 1, 16});
+	gb_input(g, "k", MKC_DT_FLOAT, 4, (const int64_t[]){1, 2, 3, 16});
+	gb_input(g, "v", MKC_DT_FLOAT, 4, (const int64_t[]){1, 2, 3, 16});
+	mkc_node *n = gb_node_of(g, "Attention", "y", 3, (const char *[]){"q", "k", "v"});
+	gb_output(g, n->out[0]);
 	if (with_scale)
-		float_attr(n, "scale", 0.125f);
+		gb_attr_float(g, n, "scale", 0.125f);
 	return lowered(g, n);
 }
 
@@ -193,12 +126,13 @@ Test(lower, attention_default_scale)
 static const mkc_kernel *
 reduce_mean(int naxes, const int64_t *axes, bool noop)
 {
-	mkc_graph *g = new_graph(18);
-	input(g, "x", 3, dims3);
-	ints(g, "axes", naxes, axes);
-	mkc_node *n = node(g, "ReduceMean", 2, (const char *[]){"x", "axes"}, "y");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input(g, "x", MKC_DT_FLOAT, 3, dims3);
+	gb_ints(g, "axes", naxes, axes);
+	mkc_node *n = gb_node_of(g, "ReduceMean", "y", 2, (const char *[]){"x", "axes"});
+	gb_output(g, n->out[0]);
 	if (noop)
-		int_attr(n, "noop_with_empty_axes", 1);
+		gb_attr_int(g, n, "noop_with_empty_axes", 1);
 	return lowered(g, n);
 }
 
@@ -216,12 +150,51 @@ Test(lower, reduce_axes_and_noop)
 	cr_assert_eq(k->axes[1], 2);
 }
 
+/* A node whose output is known keeps its kind and attributes: tile cuts it by them. */
+Test(lower, known_node_keeps_its_description)
+{
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_floats(g, "d", 2, (const int64_t[]){2, 3}, (const float[]){1, 2, 3, 4, 5, 6});
+	gb_ints(g, "i", 1, (const int64_t[]){2});
+	mkc_node *n = gb_node_of(g, "Gather", "y", 2, (const char *[]){"d", "i"});
+	gb_output(g, n->out[0]);
+	gb_attr_int(g, n, "axis", -1);
+	const mkc_kernel *k = lowered(g, n);
+	cr_assert(k->known, "Gather of constants is folded");
+	cr_assert_eq(k->kind, MKC_KERN_GATHER);
+	cr_assert_eq(k->axis, 1);
+}
+
+/*
+ * Tile reads the description: a Gather along axis -2 of a 2-D table is
+ * one along axis 0, cut into tiles of the row like it (reading the
+ * attribute, tile took -2 for another axis and made one tile).
+ */
+Test(lower, tile_cuts_by_the_description)
+{
+	for (int64_t axis = -2; axis <= 0; axis += 2) {
+		mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+		gb_input(g, "table", MKC_DT_FLOAT, 2, (const int64_t[]){64, 16384});
+		gb_ints(g, "i", 1, (const int64_t[]){3});
+		mkc_node *n = gb_node_of(g, "Gather", "y", 2, (const char *[]){"table", "i"});
+		gb_output(g, n->out[0]);
+		gb_attr_int(g, n, "axis", axis);
+		cr_assert_eq(lowered(g, n)->axis, 0);
+		mkc_target_params tp = {.nworkers = 8, .min_tile_elems = 4096, .matmul_tile_cols = 64};
+		mkc_plan *p = mkc_plan_create(g, &tp);
+		cr_assert_eq(mkc_pass_tile(p), 0, "%s", errs());
+		/* [1, 16384]: by its 16384 columns, 4096 elements a tile */
+		cr_assert_eq(p->tasks.n, 4, "axis %lld: %d tiles", (long long)axis, p->tasks.n);
+	}
+}
+
 /* The dump after lower has a kernel line under each node. */
 Test(lower, dump_prints_descriptions)
 {
-	mkc_graph *g = new_graph(11);
-	input(g, "x", 3, dims3);
-	mkc_node *n = node(g, "Softmax", 1, (const char *[]){"x"}, "y");
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 11);
+	gb_input(g, "x", MKC_DT_FLOAT, 3, dims3);
+	mkc_node *n = gb_node_of(g, "Softmax", "y", 1, (const char *[]){"x"});
+	gb_output(g, n->out[0]);
 	lowered(g, n);
 	char *text = NULL;
 	size_t len = 0;
@@ -229,7 +202,7 @@ Test(lower, dump_prints_descriptions)
 	cr_assert_not_null(f);
 	mkc_dump_graph(f, g);
 	fclose(f);
-	cr_assert(strstr(text, "node   y Softmax(x) -> y: float32[2,3,4]\n"
+	cr_assert(strstr(text, "node   node_y Softmax(x) -> y: float32[2,3,4]\n"
 			       "       kernel rows axis=1 (axes from it on)\n"), "%s", text);
 	free(text);
 }

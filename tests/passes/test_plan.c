@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../fixture.h"
+#include "../graph_builder.h"
 #include "driver.h"
 #include "frontend.h"
 #include "passes.h"
@@ -24,6 +25,7 @@ graph_of(const char *path)
 	cr_assert_not_null(g, "%s", errs());
 	cr_assert_eq(mkc_pass_infer(g), 0, "%s", errs());
 	cr_assert_eq(mkc_pass_dce(g), 0, "%s", errs());
+	cr_assert_eq(mkc_pass_lower(g), 0, "%s", errs());   /* tile reads the descriptions */
 	return g;
 }
 
@@ -358,29 +360,12 @@ Test(plan, verify_refuses_a_task_missing_from_its_queue)
 Test(plan, elementwise_tiles_read_their_own_slice)
 {
 	/* a [64, 1024] Add with a broadcast row: 8 tiles of 8 rows */
-	mkc_graph *g = mkc_graph_create(ctx, "tiles.onnx");
-	g->nopsets = 1;
-	g->opsets = mkc_arena_alloc(ctx->arena, sizeof *g->opsets);
-	g->opsets[0] = (mkc_opset){"", 18};
-	const char *names[] = {"x", "b"};
-	int64_t shapes[2][2] = {{64, 1024}, {1, 1024}};
-	for (int i = 0; i < 2; i++) {
-		mkc_tensor *t = mkc_graph_tensor(g, names[i]);
-		t->kind = MKC_TK_INPUT;
-		t->dtype = MKC_DT_FLOAT;
-		t->rank = 2;
-		t->shape[0] = mkc_dim_const(shapes[i][0]);
-		t->shape[1] = mkc_dim_const(shapes[i][1]);
-		mkc_vec_push(ctx->arena, &g->inputs, t);
-	}
-	mkc_node *n = mkc_graph_add_node(g, "add", "", "Add", 2, 1, 0);
-	n->in[0] = mkc_graph_find(g, "x");
-	n->in[1] = mkc_graph_find(g, "b");
-	n->out[0] = mkc_graph_tensor(g, "y");
-	n->out[0]->producer = n;
-	n->out[0]->kind = MKC_TK_OUTPUT;
-	mkc_vec_push(ctx->arena, &g->outputs, n->out[0]);
+	mkc_graph *g = gb_graph(ctx, "tiles.onnx", 18);
+	mkc_tensor *x = gb_input(g, "x", MKC_DT_FLOAT, 2, (const int64_t[]){64, 1024});
+	mkc_tensor *b = gb_input(g, "b", MKC_DT_FLOAT, 2, (const int64_t[]){1, 1024});
+	gb_output(g, gb_node_as(g, "add", "Add", "y", 2, (mkc_tensor *[]){x, b})->out[0]);
 	cr_assert_eq(mkc_pass_infer(g), 0, "%s", errs());
+	cr_assert_eq(mkc_pass_lower(g), 0, "%s", errs());
 	mkc_plan *p = tiled(g, 8);
 	cr_assert_eq(p->tasks.n, 8);
 	mkc_task *t = MKC_TASK(p, 5);

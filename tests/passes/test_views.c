@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../fixture.h"
+#include "../graph_builder.h"
 #include "driver.h"
 #include "frontend.h"
 
@@ -135,41 +136,13 @@ Test(views, a_reader_of_a_view_that_does_not_wait_is_refused)
 static mkc_plan *
 reshape_plan(bool output)
 {
-	mkc_graph *g = mkc_graph_create(ctx, "reshape.onnx");
-	g->nopsets = 1;
-	g->opsets = mkc_arena_alloc(ctx->arena, sizeof *g->opsets);
-	g->opsets[0] = (mkc_opset){"", 18};
-	mkc_tensor *x = mkc_graph_tensor(g, "x");
-	x->kind = MKC_TK_INPUT;
-	x->dtype = MKC_DT_FLOAT;
-	x->rank = 2;
-	x->shape[0] = mkc_dim_const(2);
-	x->shape[1] = mkc_dim_const(8);
-	mkc_vec_push(ctx->arena, &g->inputs, x);
-	mkc_tensor *s = mkc_graph_tensor(g, "shape");
-	s->kind = MKC_TK_WEIGHT;
-	s->dtype = MKC_DT_INT64;
-	s->rank = 1;
-	s->shape[0] = mkc_dim_const(1);
-	int64_t *v = mkc_arena_alloc(ctx->arena, sizeof *v);
-	*v = 16;
-	s->data = v;
-	s->nbytes = sizeof *v;
-	mkc_node *r = mkc_graph_add_node(g, "reshape", "", "Reshape", 2, 1, 0);
-	r->in[0] = x;
-	r->in[1] = s;
-	r->out[0] = mkc_graph_tensor(g, "r");
-	r->out[0]->producer = r;
-	mkc_tensor *y = r->out[0];
-	if (!output) {
-		mkc_node *ng = mkc_graph_add_node(g, "neg", "", "Neg", 1, 1, 0);
-		ng->in[0] = y;
-		ng->out[0] = mkc_graph_tensor(g, "y");
-		ng->out[0]->producer = ng;
-		y = ng->out[0];
-	}
-	y->kind = MKC_TK_OUTPUT;
-	mkc_vec_push(ctx->arena, &g->outputs, y);
+	mkc_graph *g = gb_graph(ctx, "reshape.onnx", 18);
+	mkc_tensor *x = gb_input(g, "x", MKC_DT_FLOAT, 2, (const int64_t[]){2, 8});
+	mkc_tensor *s = gb_ints(g, "shape", 1, (const int64_t[]){16});
+	mkc_tensor *y = gb_node_as(g, "reshape", "Reshape", "r", 2, (mkc_tensor *[]){x, s})->out[0];
+	if (!output)
+		y = gb_node_as(g, "neg", "Neg", "y", 1, &y)->out[0];
+	gb_output(g, y);
 	mkc_driver_options d = {.workers = 2};
 	mkc_plan *p = NULL;
 	cr_assert_eq(mkc_run_passes(g, &d, &p), 0, "%s", errs());
