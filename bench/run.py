@@ -23,7 +23,12 @@ per command, each well under 10 minutes):
      against transformers first);
   6. with --profile, builds a second file with mkc --profile, times it too
      (the profiler's own cost) and writes the timeline of one step at the
-     middle context.
+     middle context;
+  7. with --old MKC (another mkc binary, e.g. a build of the commit before
+     a change, carried to the GPU machine), builds the same folder with it
+     too, checks its tokens, and times both in turns (--rounds rounds of
+     step 5's runs, old and new alternately, so that both see the same
+     card state): the table gains the old build's ms and new / old.
 It writes DIR/SHAPE.json (every number) and DIR/SHAPE.log (every command
 and its output), and prints the table.
 
@@ -301,16 +306,17 @@ def time_eager(torch, model, ctx, dev, reps=3, per=8):
 
 # ---------------------------------------------------------------- mkc side
 
-def mkc_build(folder, work, target, profile, logf, workers, kv):
-    """Compiles folder with mkc (and nvcc); returns the seconds of each."""
+def mkc_build(folder, work, target, profile, logf, workers, kv, mkc=None, name=None):
+    """Compiles folder with mkc (build/mkc, or the binary mkc) and nvcc into
+    work/name; returns the folder and the seconds of each."""
     ext = "cu" if target == "cuda" else "c"
-    sub = os.path.join(work, "prof" if profile else "plain")
+    sub = os.path.join(work, name or ("prof" if profile else "plain"))
     os.makedirs(sub, exist_ok=True)
     src = os.path.join(sub, f"llama.{ext}")
     flags = f"--workers {workers} --max-seq {MAX_SEQ} --max-dim {MAX_SEQ} --kv {kv}"
     if profile:
         flags += " --profile-steps 1"
-    t_mkc, _ = sh(f"{ROOT}/build/mkc {folder} -o {src} {flags}", logf)
+    t_mkc, _ = sh(f"{mkc or ROOT + '/build/mkc'} {folder} -o {src} {flags}", logf)
     if target == "cuda":
         t_cc, _ = sh(f"nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -c {src} -o {sub}/llama.o",
                      logf)
@@ -383,17 +389,25 @@ def run(a):
                                                                 logf, a.workers, a.kv)
     log(f"{a.shape}: mkc {res['mkc_compile_s']:.1f} s, {'nvcc' if a.target == 'cuda' else 'cc'} "
         f"{res['cc_compile_s']:.1f} s")
-    _, out = sh(f"{sub}/generate {folder} {PARITY_STEPS} {FIRST_TOKEN}", logf)
-    toks = [int(x) for x in out.split("tokens:")[1].split("\n")[0].split()]
-    res["parity"] = {"reference": ref_toks, "mkc": toks, "same": toks == ref_toks}
-    if toks != ref_toks:
-        where = next(i for i, (x, y) in enumerate(zip(toks, ref_toks)) if x != y)
-        res["error"] = (f"mkc's tokens (--kv {a.kv}) differ from transformers (float32) from token {where}: "
-                        f"{toks[where:where + 4]} vs {ref_toks[where:where + 4]}; not timed")
-        log(f"{a.shape}: {res['error']}")
-        json.dump(res, open(os.path.join(a.out, f"{a.shape}.json"), "w"), indent=1)
-        return 1
-    log(f"{a.shape}: {PARITY_STEPS} greedy tokens identical to transformers float32")
+    subs = [("mkc", sub)]
+    if a.old:
+        osub, res["old_mkc_compile_s"], _ = mkc_build(folder, work, a.target, False, logf,
+                                                      a.workers, a.kv, a.old, "old")
+        subs.append(("the old mkc", osub))
+    for who, s in subs:
+        _, out = sh(f"{s}/generate {folder} {PARITY_STEPS} {FIRST_TOKEN}", logf)
+        toks = [int(x) for x in out.split("tokens:")[1].split("\n")[0].split()]
+        res["parity" if s == sub else "old_parity"] = {"reference": ref_toks, "mkc": toks,
+                                                       "same": toks == ref_toks}
+        if toks != ref_toks:
+            where = next(i for i, (x, y) in enumerate(zip(toks, ref_toks)) if x != y)
+            res["error"] = (f"{who}'s tokens (--kv {a.kv}) differ from transformers (float32) from "
+                            f"token {where}: {toks[where:where + 4]} vs {ref_toks[where:where + 4]}; "
+                            "not timed")
+            log(f"{a.shape}: {res['error']}")
+            json.dump(res, open(os.path.join(a.out, f"{a.shape}.json"), "w"), indent=1)
+            return 1
+        log(f"{a.shape}: {who}: {PARITY_STEPS} greedy tokens identical to transformers float32")
 
     row = cfg["num_key_value_heads"] * cfg["head_dim"]
     sd = StaticDecode(torch, model, family, cfg, MAX_SEQ, dev)
@@ -412,16 +426,29 @@ def run(a):
     big = res["weights_bytes"] > 8e9
     n_new = [tokens_at(c, big) for c in a.contexts]
     res["tokens_per_run"] = n_new
-    mkc_ms = mkc_time(sub, folder, a.contexts, n_new, row, logf)
-    for ctx, ms in zip(a.contexts, mkc_ms):
+    if a.old:   # in turns, so that both see the same card
+        runs = {"new": [], "old": []}
+        for _ in range(a.rounds):
+            runs["new"].append(mkc_time(sub, folder, a.contexts, n_new, row, logf))
+            runs["old"].append(mkc_time(osub, folder, a.contexts, n_new, row, logf))
+        res["ab_rounds"] = runs
+        mkc_ms = [statistics.median(x[i] for x in runs["new"]) for i in range(len(a.contexts))]
+        old_ms = [statistics.median(x[i] for x in runs["old"]) for i in range(len(a.contexts))]
+    else:
+        mkc_ms = mkc_time(sub, folder, a.contexts, n_new, row, logf)
+        old_ms = [None] * len(a.contexts)
+    for ctx, ms, oms in zip(a.contexts, mkc_ms, old_ms):
         r = {"context": ctx, "must_move_bytes": must_move(model, cfg, ctx), "mkc_ms": ms}
+        if oms is not None:
+            r["old_mkc_ms"] = oms
         r["eager_ms"] = time_eager(torch, model, ctx, dev)
         if dev != "cpu":
             sd.fill(ctx)
             r["graph_ms"] = time_graph(torch, sd, ctx)
         rows.append(r)
-        log(f"{a.shape}: context {ctx}: mkc {r['mkc_ms']:.3f} ms, eager {r['eager_ms']:.3f} ms, "
-            f"graph {r.get('graph_ms', float('nan')):.3f} ms")
+        log(f"{a.shape}: context {ctx}: mkc {r['mkc_ms']:.3f} ms" +
+            (f" (old {oms:.3f} ms, new / old {ms / oms:.3f})" if oms else "") +
+            f", eager {r['eager_ms']:.3f} ms, graph {r.get('graph_ms', float('nan')):.3f} ms")
     res["rows"] = rows
 
     if a.profile:
@@ -468,6 +495,12 @@ def table(res):
                      f"{100 * gbps / bw if bw else float('nan'):.1f}% | {floor:.3f} | "
                      f"{r['eager_ms']:.3f} | {g:.3f} | {r['mkc_ms'] / r['eager_ms']:.2f}x | "
                      f"{r['mkc_ms'] / g:.2f}x |")
+    if "old_mkc_ms" in res["rows"][0]:
+        lines += ["", f"The same run timed the old mkc build in turns with this one "
+                  f"({len(res['ab_rounds']['new'])} rounds, medians): " +
+                  "; ".join(f"context {r['context']}: old {r['old_mkc_ms']:.4f} ms, new "
+                            f"{r['mkc_ms']:.4f} ms, new / old {r['mkc_ms'] / r['old_mkc_ms']:.4f}"
+                            for r in res["rows"]) + "."]
     p = res.get("profile")
     if p:
         lines += ["", "The profiler's own cost (the same run, a file compiled with --profile): " +
@@ -530,6 +563,8 @@ def main(argv):
     r.add_argument("--target", default="cuda", choices=("cuda", "c"))
     r.add_argument("--kv", default="f32", choices=("f32", "bf16"),
                    help="mkc --kv: the caches' type (f32, mkc's default)")
+    r.add_argument("--old", help="another mkc binary, timed in turns with build/mkc")
+    r.add_argument("--rounds", type=int, default=3, help="with --old: rounds of both")
     p = sp.add_parser("report", help="append results to RESULTS.md and draw the picture")
     p.add_argument("dirs", nargs="+")
     p.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"))
