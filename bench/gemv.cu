@@ -21,6 +21,10 @@
 
 #include "../tests/gpu/rt_stub.cuh"
 
+/* the portable bodies matvec.cuh's tile functions end in, in the targets' order */
+#include "../backends/c/cache.h"
+#include "../backends/c/elementwise.h"
+#include "../backends/c/matmul.h"
 #include "../backends/cuda/matvec.cuh"
 
 #define BYTES (1ll << 30)
@@ -70,7 +74,7 @@ gemv_warp(const float *x, const uint16_t *w, int64_t n, float *dots, const uint1
 		for (int d = 0; d < D; d++) {
 			const int j = (int)((u0 + d) % CPR), k = 8 * (lane + 32 * j);
 			const float4 a = *(const float4 *)&xs[k], b = *(const float4 *)&xs[k + 4];
-			acc += mkc_gemv_dot(a, b, cur[d]);
+			acc += mkc_gemv_dot16<true>(a, b, cur[d]);   /* 8 bf16 weights */
 			if (j == CPR - 1) {
 				acc = mkc_rt_warp_sum(acc);
 				const int64_t q = (u0 + d) / CPR;

@@ -517,6 +517,24 @@ copy_elem(vals *dst, int64_t i, const vals *src, int64_t j)
 		dst->fv[i] = src->fv[j];
 }
 
+/* Output 0 of n, cnt elements: element idx is v's element base + idx . ps (Transpose, Slice). */
+static int
+store_strided(mkc_graph *g, mkc_node *n, int64_t cnt, const vals *v, int64_t base,
+	      const int64_t *ps)
+{
+	const mkc_tensor *y = n->out[0];
+	int64_t idx[MKC_MAX_RANK];
+	vals r = out_vals(g, cnt, v->isint);
+	for (int64_t i = 0; i < cnt; i++) {
+		unflatten(y, i, idx);
+		int64_t j = base;
+		for (int d = 0; d < y->rank; d++)
+			j += idx[d] * ps[d];
+		copy_elem(&r, i, v, j);
+	}
+	return store(g, n, 0, &r);
+}
+
 static int
 fold_transpose(mkc_graph *g, mkc_node *n)
 {
@@ -526,17 +544,11 @@ fold_transpose(mkc_graph *g, mkc_node *n)
 	if (cnt < 0 || !load(g, x, &v))
 		return 0;
 	const mkc_attr *p = mkc_node_attr(n, "perm");
-	int64_t xs[MKC_MAX_RANK], idx[MKC_MAX_RANK];
+	int64_t xs[MKC_MAX_RANK], ps[MKC_MAX_RANK];
 	strides(x, xs);
-	vals r = out_vals(g, cnt, v.isint);
-	for (int64_t i = 0; i < cnt; i++) {
-		unflatten(y, i, idx);
-		int64_t j = 0;
-		for (int d = 0; d < y->rank; d++)
-			j += idx[d] * xs[p ? p->ints[d] : y->rank - 1 - d];
-		copy_elem(&r, i, &v, j);
-	}
-	return store(g, n, 0, &r);
+	for (int d = 0; d < y->rank; d++)
+		ps[d] = xs[p ? p->ints[d] : y->rank - 1 - d];
+	return store_strided(g, n, cnt, &v, 0, ps);
 }
 
 static int
@@ -613,17 +625,13 @@ fold_slice(mkc_graph *g, mkc_node *n)
 		start[a] = s;
 		step[a] = sp[i].c;
 	}
-	int64_t xs[MKC_MAX_RANK], idx[MKC_MAX_RANK];
+	int64_t xs[MKC_MAX_RANK], ps[MKC_MAX_RANK], base = 0;
 	strides(x, xs);
-	vals r = out_vals(g, cnt, v.isint);
-	for (int64_t i = 0; i < cnt; i++) {
-		unflatten(y, i, idx);
-		int64_t j = 0;
-		for (int d = 0; d < y->rank; d++)
-			j += (start[d] + idx[d] * step[d]) * xs[d];
-		copy_elem(&r, i, &v, j);
+	for (int d = 0; d < y->rank; d++) {
+		base += start[d] * xs[d];
+		ps[d] = step[d] * xs[d];
 	}
-	return store(g, n, 0, &r);
+	return store_strided(g, n, cnt, &v, base, ps);
 }
 
 static int

@@ -47,6 +47,56 @@ mkc_rt_dimv(mkc_rt_dim d, const int64_t *sym)
 	return d.c + (d.s >= 0 ? d.k * sym[d.s] : 0);
 }
 
+/* Element types, numbered as ONNX's (ir/dtypes.def), and their C types. */
+enum {
+	MKC_T_FLOAT = 1, MKC_T_UINT8 = 2, MKC_T_INT8 = 3, MKC_T_UINT16 = 4, MKC_T_INT16 = 5,
+	MKC_T_INT32 = 6, MKC_T_INT64 = 7, MKC_T_BOOL = 9, MKC_T_DOUBLE = 11, MKC_T_UINT32 = 12,
+	MKC_T_UINT64 = 13
+};
+
+/* X(code, C type) for each of them: the typed bodies' cases */
+#define MKC_T_EACH(X) \
+	X(MKC_T_FLOAT, float) X(MKC_T_UINT8, uint8_t) X(MKC_T_INT8, int8_t) \
+	X(MKC_T_UINT16, uint16_t) X(MKC_T_INT16, int16_t) X(MKC_T_INT32, int32_t) \
+	X(MKC_T_INT64, int64_t) X(MKC_T_BOOL, uint8_t) X(MKC_T_DOUBLE, double) \
+	X(MKC_T_UINT32, uint32_t) X(MKC_T_UINT64, uint64_t)
+
+/* The bytes an element of type t takes (0 for a code not above). */
+#define MKC_T_SIZE(code, T) case code: return (int)sizeof(T);
+static inline MKC_HD int MKC_UNUSED
+mkc_t_size(int t)
+{
+	switch (t) {
+	MKC_T_EACH(MKC_T_SIZE)
+	default: return 0;
+	}
+}
+
+/*
+ * A tensor as a tile body sees it, a view: where element 0 is, each axis's
+ * extent d and stride s in elements (0 past the rank, so that a walk over
+ * rank + 1 entries needs no bound), the rank, the element type (an MKC_T_
+ * code), and whether the elements are stored as bf16 (uint16_t, widened by
+ * mkc_rt_bf16: a weight or a KV cache kept so) rather than in that type.
+ * A tile function names its inputs x0, x1, ... and its outputs y, y1, ...
+ * as views, one line each (backends/core/emit_ops.c), and a body takes the
+ * views it reads and writes, then its own options. A node never writes
+ * memory it reads (passes/memory.c), so a body may take its views'
+ * pointers as restrict.
+ */
+typedef struct {
+	void *p;
+	int64_t d[MKC_RANK + 1], s[MKC_RANK + 1];
+	int rank, type, bf16;
+} mkc_view;
+
+/* The bytes an element of v takes as stored (a bf16 one's 2). */
+static inline MKC_HD int MKC_UNUSED
+mkc_view_es(const mkc_view *v)
+{
+	return v->bf16 ? 2 : mkc_t_size(v->type);
+}
+
 /* Slice bounds with ONNX's clamping; returns the first index. */
 static inline MKC_HD int64_t MKC_UNUSED
 mkc_rt_slice_start(int64_t start, int64_t step, int64_t dim)

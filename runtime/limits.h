@@ -3,9 +3,12 @@
  * place: the emitter (backends/core/emit_ops.c) calls a body only where
  * these hold and takes the portable one otherwise, the passes size their
  * plans by them (passes/split_attn.c), and the bodies assert them.
- * Embedded in every emitted file after runtime/common.h; included by the
+ * Embedded in every emitted file before runtime/common.h; included by the
  * compiler.
  */
+
+/* the most axes a tensor has (ir/graph.h's MKC_MAX_RANK: the emitter checks) */
+#define MKC_RANK 8
 
 /* the threads of a worker (a GPU block); bench/gemv.cu tries others */
 #ifndef MKC_THREADS

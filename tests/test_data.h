@@ -2,8 +2,9 @@
  * test_data.h - what the body tests share (tests/backends/test_bodies.c on
  * the CPU, tests/gpu/bodies.cu and portable.cu on the GPU): random test data from a fixed
  * linear congruential sequence, so every run sees the same inputs; float32
- * rounded to bf16 as mkc stores bf16 weights; and the float64 references
- * the bodies are checked against.
+ * rounded to bf16 as mkc stores bf16 weights; the views the bodies take
+ * (runtime/common.h's mkc_view: this file comes after it); and the float64
+ * references the bodies are checked against.
  */
 #include <math.h>
 #include <stdint.h>
@@ -28,6 +29,51 @@ to_bf16(float f)
 	memcpy(&x, &f, 4);
 	x += 0x7fffu + ((x >> 16) & 1);
 	return (uint16_t)(x >> 16);
+}
+
+/*
+ * The view of the tensor at p as a tile function declares one: rank r,
+ * extents d and strides s (in elements; 0 past the rank), element type t
+ * (an MKC_T_ code), stored in that type. A KV cache with room for more
+ * positions than it holds, or a table read in part, takes its own strides.
+ */
+static inline mkc_view
+view_strided(const void *p, int t, int r, const int64_t *d, const int64_t *s)
+{
+	mkc_view v;
+	memset(&v, 0, sizeof v);
+	v.p = (void *)p;
+	for (int i = 0; i < r; i++) {
+		v.d[i] = d[i];
+		v.s[i] = s[i];
+	}
+	v.rank = r;
+	v.type = t;
+	return v;
+}
+
+/* The view of a dense tensor at p: row-major strides over extents d. */
+static inline mkc_view
+view_dense(const void *p, int t, int r, const int64_t *d)
+{
+	int64_t s[MKC_RANK + 1];
+	mkc_rt_strides(d, r, s);
+	return view_strided(p, t, r, d, s);
+}
+
+/* v with its elements stored as bf16 (a weight, a scale or a KV cache kept so). */
+static inline mkc_view
+view_bf16(mkc_view v)
+{
+	v.bf16 = 1;
+	return v;
+}
+
+/* The MKC_T_ code of es-byte elements moved as bits (data.h's moves read no values). */
+static inline int
+bits_type(int es)
+{
+	return es == 1 ? MKC_T_UINT8 : es == 2 ? MKC_T_UINT16 : es == 4 ? MKC_T_UINT32 : MKC_T_UINT64;
 }
 
 /*

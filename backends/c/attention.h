@@ -43,40 +43,46 @@ mkc_online_add(float *mx, float *sum, float *acc, float sc, float val)
 	*mx = nm;
 }
 
-/* Element o of a cache kept in float32 (f) or bf16 (h), the other NULL. */
+/* Element o of a cache kept in float32 or bf16. */
 static inline MKC_BODY float MKC_UNUSED
-mkc_attn_kv(const float *f, const uint16_t *h, int64_t o)
+mkc_attn_kv(const mkc_view *c, int64_t o)
 {
-	return h ? mkc_rt_bf16(h[o]) : f[o];
+	return c->bf16 ? mkc_rt_bf16(((const uint16_t *)c->p)[o]) : ((const float *)c->p)[o];
 }
 
-/* AttnPart: rows r0 .. r1 of part; the keys in k or kh and the values in
- * v or vh (float32 or bf16, passes/kv.c; the other pointer NULL). */
+/*
+ * AttnPart: rows r0 .. r1 of part [B, Hk * C, G * Sq, D + 2], row r being
+ * key head r / C over chunk r % C of the L positions of k and v [B, Hk,
+ * L, D] (float32 or bf16 caches, passes/kv.c), for each of the G query
+ * heads of q [B, Hk * G, Sq, D] that share that key head and each query
+ * position: the unnormalised sums of the values, the maximum score and
+ * the sum of exp(score - maximum).
+ */
 static inline MKC_BODY void MKC_UNUSED
-mkc_attn_part_c(const float *q, const int64_t *qs, const float *k, const uint16_t *kh,
-		const int64_t *ks, const float *v, const uint16_t *vh, const int64_t *vs,
-		float *MKC_RESTRICT part, const int64_t *ps, int64_t B, int64_t Sq, int64_t D,
-		int64_t L, int64_t C, int64_t G, int64_t r0, int64_t r1, float scale)
+mkc_attn_part_c(const mkc_view *q, const mkc_view *k, const mkc_view *v, const mkc_view *part,
+		int64_t C, int64_t r0, int64_t r1, float scale)
 {
+	const int64_t B = q->d[0], Sq = q->d[2], D = q->d[3], L = k->d[2], G = q->d[1] / k->d[1];
+	const int64_t *qs = q->s, *ks = k->s, *vs = v->s, *ps = part->s;
 	const int64_t n = B * (r1 - r0) * G * Sq * D;
 	for (int64_t o = MKC_LANE; o < n; o += MKC_NLANES) {
 		const int64_t b = o / ((r1 - r0) * G * Sq * D);
 		const int64_t r = r0 + o / (G * Sq * D) % (r1 - r0), hk = r / C, ch = r % C;
 		const int64_t i = o / D % (G * Sq), dd = o % D, h = hk * G + i / Sq, s = i % Sq;
-		const float *pq = q + b * qs[0] + h * qs[1] + s * qs[2];
+		const float *pq = (const float *)q->p + b * qs[0] + h * qs[1] + s * qs[2];
 		float mx = -INFINITY, sum = 0, acc = 0;
 		for (int64_t t = ch * L / C; t < (ch + 1) * L / C; t++) {
 			const int64_t ko = b * ks[0] + hk * ks[1] + t * ks[2];
 			const int64_t vo = b * vs[0] + hk * vs[1] + t * vs[2];
 			float sc = 0;
 			for (int64_t e = 0; e < D; e++)
-				sc += pq[e] * mkc_attn_kv(k, kh, ko + e);
+				sc += pq[e] * mkc_attn_kv(k, ko + e);
 			sc *= scale;
 			if (sc == -INFINITY)
 				continue;
-			mkc_online_add(&mx, &sum, &acc, sc, mkc_attn_kv(v, vh, vo + dd));
+			mkc_online_add(&mx, &sum, &acc, sc, mkc_attn_kv(v, vo + dd));
 		}
-		float *py = part + b * ps[0] + r * ps[1] + i * ps[2];
+		float *py = (float *)part->p + b * ps[0] + r * ps[1] + i * ps[2];
 		py[dd] = acc;
 		if (dd == 0) {
 			py[D] = mx;
@@ -85,16 +91,17 @@ mkc_attn_part_c(const float *q, const int64_t *qs, const float *k, const uint16_
 	}
 }
 
-/* AttnMerge: query heads h0 .. h1 of y from the C partial results of their key head. */
+/* AttnMerge: query heads h0 .. h1 of y [B, Hq, Sq, D] from the C partial results of their key head. */
 static inline MKC_BODY void MKC_UNUSED
-mkc_attn_merge_c(const float *part, const int64_t *ps, float *MKC_RESTRICT y, const int64_t *ys,
-		 int64_t B, int64_t Sq, int64_t D, int64_t C, int64_t G, int64_t h0, int64_t h1)
+mkc_attn_merge_c(const mkc_view *part, const mkc_view *y, int64_t C, int64_t h0, int64_t h1)
 {
-	const int64_t nh = h1 - h0;
+	const int64_t B = y->d[0], Sq = y->d[2], D = y->d[3], G = y->d[1] / (part->d[1] / C);
+	const int64_t *ps = part->s, *ys = y->s, nh = h1 - h0;
 	for (int64_t o = MKC_LANE; o < B * nh * Sq * D; o += MKC_NLANES) {
 		const int64_t b = o / (nh * Sq * D), h = h0 + o / (Sq * D) % nh;
 		const int64_t s = o / D % Sq, d = o % D, kh = h / G;
-		const float *pp = part + b * ps[0] + kh * C * ps[1] + (h % G * Sq + s) * ps[2];
+		const float *pp =
+			(const float *)part->p + b * ps[0] + kh * C * ps[1] + (h % G * Sq + s) * ps[2];
 		float m = -INFINITY, sum = 0, acc = 0;
 		for (int64_t c = 0; c < C; c++)
 			m = fmaxf(m, pp[c * ps[1] + D]);
@@ -106,71 +113,79 @@ mkc_attn_merge_c(const float *part, const int64_t *ps, float *MKC_RESTRICT y, co
 			sum += pc[D + 1] * w;
 			acc += pc[d] * w;
 		}
-		y[b * ys[0] + h * ys[1] + s * ys[2] + d] = sum > 0 ? acc / sum : 0;
+		((float *)y->p)[b * ys[0] + h * ys[1] + s * ys[2] + d] = sum > 0 ? acc / sum : 0;
 	}
 }
+
+/* Attention's options, as passes/lower.c resolved them. */
+typedef struct {
+	float scale;
+	float softcap;   /* > 0: scores soft-capped */
+	int64_t h0, h1;  /* the tile's query heads */
+} mkc_attn_opt;
 
 /*
  * Attention (opset 23), 4-D, in general: query heads h0 .. h1 of y [B, Hq,
  * Sq, Dv] from q [B, Hq, Sq, D] over L = P + Sn positions, the past keys
- * and values pk, pv [B, Hk, P, .] (NULL when P is 0) followed by the new
+ * and values pk, pv [B, Hk, P, .] (NULL: none, P 0) followed by the new
  * k, v [B, Hk, Sn, .]; query head h reads key head h / (Hq / Hk). Lanes
  * share the output elements; each walks the positions once with an online
  * softmax (running maximum and rescaled sums), so no scratch memory is
  * needed. A score is scaled, soft-capped when softcap > 0, then masked
- * (mask: float mf added or bool mb keeping where true, by the broadcast
- * strides ms over (b, h, s, t); ms NULL: no mask); a row with no position
- * left is 0. The present keys and values y1, y2 [B, Hk, L, .] (NULL when
- * not wanted; y1n, y2n their last dims) are the past then the new ones.
+ * (mask, broadcast over (b, h, s, t): a float one added, a bool one
+ * keeping where true; NULL: none); a row with no position left is 0. The
+ * present keys and values y1, y2 [B, Hk, L, .] (NULL when not wanted) are
+ * the past then the new ones.
  */
 static inline MKC_BODY void MKC_UNUSED
-mkc_attention(float *MKC_RESTRICT y, const int64_t *ys, const float *q, const int64_t *qs,
-	      const float *k, const int64_t *ks, const float *v, const int64_t *vs, const float *pk,
-	      const int64_t *pks, const float *pv, const int64_t *pvs, const float *mf,
-	      const uint8_t *mb, const int64_t *ms, int64_t B, int64_t Hq, int64_t Sq, int64_t D,
-	      int64_t Hk, int64_t P, int64_t Sn, int64_t Dv, int64_t h0, int64_t h1, float scale,
-	      float softcap, float *MKC_RESTRICT y1, const int64_t *y1s, int64_t y1n,
-	      float *MKC_RESTRICT y2, const int64_t *y2s, int64_t y2n)
+mkc_attention(const mkc_view *y, const mkc_view *q, const mkc_view *k, const mkc_view *v,
+	      const mkc_view *mask, const mkc_view *pk, const mkc_view *pv, const mkc_view *y1,
+	      const mkc_view *y2, const mkc_attn_opt *o)
 {
-	const int64_t L = P + Sn, NH = h1 - h0;
-	for (int64_t o = MKC_LANE; o < B * NH * Sq * Dv; o += MKC_NLANES) {
-		const int64_t b = o / (NH * Sq * Dv), h = h0 + o / (Sq * Dv) % NH;
-		const int64_t s = o / Dv % Sq, d = o % Dv, kh = h / (Hq / Hk);
-		const float *pq = q + b * qs[0] + h * qs[1] + s * qs[2];
+	const int64_t B = q->d[0], Hq = q->d[1], Sq = q->d[2], D = q->d[3], Hk = k->d[1];
+	const int64_t P = pk ? pk->d[2] : 0, Sn = k->d[2], Dv = v->d[3];
+	const int64_t L = P + Sn, NH = o->h1 - o->h0;
+	const int64_t *qs = q->s, *ks = k->s, *vs = v->s, *ys = y->s;
+	const int64_t *pks = pk ? pk->s : ks, *pvs = pv ? pv->s : vs;
+	int64_t ms[5] = {0};
+	if (mask)
+		mkc_rt_bmap(mask->d, mask->s, mask->rank, 4, ms);
+	for (int64_t f = MKC_LANE; f < B * NH * Sq * Dv; f += MKC_NLANES) {
+		const int64_t b = f / (NH * Sq * Dv), h = o->h0 + f / (Sq * Dv) % NH;
+		const int64_t s = f / Dv % Sq, d = f % Dv, kh = h / (Hq / Hk);
+		const float *pq = (const float *)q->p + b * qs[0] + h * qs[1] + s * qs[2];
 		float mx = -INFINITY, sum = 0, acc = 0;
 		for (int64_t t = 0; t < L; t++) {
-			const float *rk = t < P ? pk + b * pks[0] + kh * pks[1] + t * pks[2]
-					       : k + b * ks[0] + kh * ks[1] + (t - P) * ks[2];
-			const float *rv = t < P ? pv + b * pvs[0] + kh * pvs[1] + t * pvs[2]
-					       : v + b * vs[0] + kh * vs[1] + (t - P) * vs[2];
-			float sc = mkc_attn_score(pq, rk, D, scale, softcap);
-			if (ms) {
+			const float *rk = t < P ? (const float *)pk->p + b * pks[0] + kh * pks[1] + t * pks[2]
+					       : (const float *)k->p + b * ks[0] + kh * ks[1] + (t - P) * ks[2];
+			const float *rv = t < P ? (const float *)pv->p + b * pvs[0] + kh * pvs[1] + t * pvs[2]
+					       : (const float *)v->p + b * vs[0] + kh * vs[1] + (t - P) * vs[2];
+			float sc = mkc_attn_score(pq, rk, D, o->scale, o->softcap);
+			if (mask) {
 				const int64_t mo = b * ms[0] + h * ms[1] + s * ms[2] + t * ms[3];
-				if (mb && !mb[mo])
+				if (mask->type == MKC_T_BOOL && !((const uint8_t *)mask->p)[mo])
 					continue;
-				if (mf)
-					sc += mf[mo];
+				if (mask->type != MKC_T_BOOL)
+					sc += ((const float *)mask->p)[mo];
 			}
 			if (sc == -INFINITY)
 				continue;
 			mkc_online_add(&mx, &sum, &acc, sc, rv[d]);
 		}
-		y[b * ys[0] + h * ys[1] + s * ys[2] + d] = sum > 0 ? acc / sum : 0;
+		((float *)y->p)[b * ys[0] + h * ys[1] + s * ys[2] + d] = sum > 0 ? acc / sum : 0;
 	}
 	for (int kv = 0; kv < 2; kv++) {   /* the present keys, then values */
-		float *py = kv ? y2 : y1;
-		const int64_t *pys = kv ? y2s : y1s;
-		const int64_t n = kv ? y2n : y1n;
-		const float *px = kv ? v : k, *pp = kv ? pv : pk;
-		const int64_t *pxs = kv ? vs : ks, *pps = kv ? pvs : pks;
+		const mkc_view *py = kv ? y2 : y1, *px = kv ? v : k, *pp = kv ? pv : pk;
 		if (!py)
 			continue;
-		for (int64_t o = MKC_LANE; o < B * Hk * L * n; o += MKC_NLANES) {
-			const int64_t b = o / (Hk * L * n), h = o / (L * n) % Hk;
-			const int64_t t = o / n % L, d = o % n;
-			py[b * pys[0] + h * pys[1] + t * pys[2] + d] =
-				t < P ? pp[b * pps[0] + h * pps[1] + t * pps[2] + d]
-				      : px[b * pxs[0] + h * pxs[1] + (t - P) * pxs[2] + d];
+		const int64_t n = py->d[3];
+		for (int64_t f = MKC_LANE; f < B * Hk * L * n; f += MKC_NLANES) {
+			const int64_t b = f / (Hk * L * n), h = f / (L * n) % Hk;
+			const int64_t t = f / n % L, d = f % n;
+			((float *)py->p)[b * py->s[0] + h * py->s[1] + t * py->s[2] + d] =
+				t < P ? ((const float *)pp->p)[b * pp->s[0] + h * pp->s[1] + t * pp->s[2] + d]
+				      : ((const float *)px->p)[b * px->s[0] + h * px->s[1] +
+							       (t - P) * px->s[2] + d];
 		}
 	}
 }

@@ -22,76 +22,94 @@ mkc_rope_pair(float *py, const float *px, int64_t i1, int64_t i2, int64_t o1, in
 	py[o2] = c * cs + a * sn;
 }
 
+/* RotaryEmbedding's options: the ONNX attributes as lower.c resolved them. */
+typedef struct {
+	int64_t heads;   /* x 3-D [B, S, heads * D]: its heads; 0: x is 4-D [B, H, S, D] */
+	int64_t rot;     /* the dimensions rotated, the first of each row (0: all) */
+	int inter;       /* pairs (2i, 2i + 1) rather than halves (i, i + R/2) */
+} mkc_rotary_opt;
+
 /*
- * RotaryEmbedding of x [B, H, S, D] (strides sb, sh, ss; dimension stride
- * 1) into y, laid out alike. The cos/sin row of (b, s): without positions,
- * cb * b + cs * s; with pos, row pos[pb * b + ps * s] + padd * s, cb apart
- * (ONNX's position_ids [B, S]: padd 0; onnxruntime's one first position:
- * pb = ps = 0, padd 1).
+ * RotaryEmbedding of x into y, laid out alike (the dimension stride 1).
+ * The cos/sin row of (b, s): without positions (pos NULL), row (b, s) of
+ * cos [B, S, R/2]; with pos [B, S] (ONNX's position_ids), row pos[b, s]
+ * of cos [positions, R/2]; with pos of one element (onnxruntime's first
+ * position of every sequence), row pos[0] + s.
  */
 static inline MKC_BODY void MKC_UNUSED
-mkc_rotary(float *MKC_RESTRICT y, const float *MKC_RESTRICT x, int64_t B, int64_t H, int64_t S,
-	   int64_t D, int64_t sb, int64_t sh, int64_t ss, const float *cos, const float *sin,
-	   int64_t cb, int64_t cs, const int64_t *pos, int64_t pb, int64_t ps, int64_t padd,
-	   int64_t R, int inter)
+mkc_rotary(const mkc_view *y, const mkc_view *x, const mkc_view *cos, const mkc_view *sin,
+	   const mkc_view *pos, const mkc_rotary_opt *o)
 {
+	const int three = o->heads > 0;
+	const int64_t B = x->d[0], H = three ? o->heads : x->d[1], S = x->d[three ? 1 : 2];
+	const int64_t D = three ? x->d[2] / H : x->d[3], R = o->rot ? o->rot : D;
+	const int64_t sb = x->s[0], sh = three ? D : x->s[1], ss = x->s[three ? 1 : 2];
+	const int64_t cb = cos->s[0], cs = pos ? 0 : cos->s[1];
+	const int64_t pb = pos && pos->rank == 2 ? pos->s[0] : 0;
+	const int64_t ps = pos && pos->rank == 2 ? pos->s[1] : 0;
+	const int64_t padd = pos && pos->rank != 2;
+	const int64_t *pp = pos ? (const int64_t *)pos->p : NULL;
+	const float *pc = (const float *)cos->p, *pn = (const float *)sin->p;
+	const float *MKC_RESTRICT px0 = (const float *)x->p;
+	float *MKC_RESTRICT py0 = (float *)y->p;
 	const int64_t half = R / 2, W = D - half;   /* lanes a row: pairs, then the rest */
 	for (int64_t p = MKC_LANE; p < B * H * S * W; p += MKC_NLANES) {
 		const int64_t q = p / W, i = p % W;
 		const int64_t b = q / (H * S), h = q / S % H, s = q % S;
-		const float *px = x + b * sb + h * sh + s * ss;
-		float *py = y + b * sb + h * sh + s * ss;
+		const float *px = px0 + b * sb + h * sh + s * ss;
+		float *py = py0 + b * sb + h * sh + s * ss;
 		if (i >= half) {
 			py[i + half] = px[i + half];
 			continue;
 		}
-		const int64_t c = pos ? (pos[b * pb + s * ps] + padd * s) * cb : b * cb + s * cs;
-		const int64_t i1 = inter ? 2 * i : i, i2 = inter ? 2 * i + 1 : i + half;
-		mkc_rope_pair(py, px, i1, i2, i1, i2, cos[c + i], sin[c + i]);
+		const int64_t c = pp ? (pp[b * pb + s * ps] + padd * s) * cb : b * cb + s * cs;
+		const int64_t i1 = o->inter ? 2 * i : i, i2 = o->inter ? 2 * i + 1 : i + half;
+		mkc_rope_pair(py, px, i1, i2, i1, i2, pc[c + i], pn[c + i]);
 	}
 }
 
-/* Element o of a cache kept in float32 (y) or bf16 (yh), the other NULL. */
+/* Element o of a cache kept in float32 or bf16 (passes/kv.c: rounded to nearest even). */
 static inline MKC_BODY void MKC_UNUSED
-mkc_cache_put(float *y, uint16_t *yh, int64_t o, float v)
+mkc_cache_put(const mkc_view *y, int64_t o, float v)
 {
-	if (yh)
-		yh[o] = mkc_rt_to_bf16(v);
+	if (y->bf16)
+		((uint16_t *)y->p)[o] = mkc_rt_to_bf16(v);
 	else
-		y[o] = v;
+		((float *)y->p)[o] = v;
 }
 
 /*
- * The S new positions of x, dense [B, H, S, D], into the cache, dense
- * [B, H, cap, D], at positions pos .. pos + S - 1: the cache is y in
- * float32, or yh in bf16 (passes/kv.c; the other pointer NULL), rounded to
- * nearest even. With cos and sin (rows of R / 2 values, cs_b apart a batch
- * and cs_s a position) the first R dimensions of every row are rotated on
- * the way, as RotaryEmbedding does: halves (i, i + R/2), or pairs (2i,
- * 2i + 1) when inter; the others are copied. A lane takes a pair (or one
- * copied value), so that a decode step's few rows still keep every lane
- * busy; the float operations are RotaryEmbedding's body's, in its order.
+ * The S new positions of x, dense [B, H, S, D], into the cache y [B, H,
+ * positions, D] at positions pos .. pos + S - 1. With cos and sin (rows of
+ * R / 2 values, [B, S, R/2]; NULL: none) the first R dimensions of every
+ * row are rotated on the way, as RotaryEmbedding does: halves (i, i +
+ * R/2), or pairs (2i, 2i + 1) when inter; the others are copied. A lane
+ * takes a pair (or one copied value), so that a decode step's few rows
+ * still keep every lane busy; the float operations are RotaryEmbedding's
+ * body's, in its order.
  */
 static inline MKC_BODY void MKC_UNUSED
-mkc_cache_append(float *MKC_RESTRICT y, uint16_t *MKC_RESTRICT yh, const float *MKC_RESTRICT x,
-		 int64_t B, int64_t H, int64_t S, int64_t D, int64_t cap, int64_t pos,
-		 const float *cos, const float *sin, int64_t cs_b, int64_t cs_s, int64_t R, int inter)
+mkc_cache_append(const mkc_view *y, const mkc_view *x, const mkc_view *cos, const mkc_view *sin,
+		 int64_t rot, int inter, int64_t pos)
 {
-	const int64_t half = cos ? R / 2 : 0, W = D - half;   /* lanes a row */
+	const int64_t B = x->d[0], H = x->d[1], S = x->d[2], D = x->d[3];
+	const int64_t R = rot ? rot : D, half = cos ? R / 2 : 0, W = D - half;   /* lanes a row */
+	const float *MKC_RESTRICT px0 = (const float *)x->p;
 	for (int64_t p = MKC_LANE; p < B * H * S * W; p += MKC_NLANES) {
 		const int64_t row = p / W, i = p % W;   /* row: (b * H + h) * S + s */
-		const int64_t s = row % S, bh = row / S;
-		const float *px = x + row * D;
-		const int64_t at = (bh * cap + pos + s) * D;
+		const int64_t s = row % S, b = row / S / H, h = row / S % H;
+		const float *px = px0 + row * D;
+		const int64_t at = b * y->s[0] + h * y->s[1] + (pos + s) * y->s[2];
 		if (i >= half) {
-			mkc_cache_put(y, yh, at + i + half, px[i + half]);
+			mkc_cache_put(y, at + i + half, px[i + half]);
 			continue;
 		}
-		const int64_t c = bh / H * cs_b + s * cs_s;
+		const int64_t c = b * cos->s[0] + s * cos->s[1];
 		const int64_t i1 = inter ? 2 * i : i, i2 = inter ? 2 * i + 1 : i + half;
 		float r[2];
-		mkc_rope_pair(r, px, i1, i2, 0, 1, cos[c + i], sin[c + i]);
-		mkc_cache_put(y, yh, at + i1, r[0]);
-		mkc_cache_put(y, yh, at + i2, r[1]);
+		mkc_rope_pair(r, px, i1, i2, 0, 1, ((const float *)cos->p)[c + i],
+			      ((const float *)sin->p)[c + i]);
+		mkc_cache_put(y, at + i1, r[0]);
+		mkc_cache_put(y, at + i2, r[1]);
 	}
 }

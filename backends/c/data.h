@@ -4,27 +4,12 @@
  * Range, as tile bodies in plain C over the lanes of a tile
  * (runtime/common.h: MKC_LANE of MKC_NLANES), embedded by every target.
  *
- * A moved element is es bytes (1, 2, 4 or 8) and is copied as bits, so one
- * body serves every type; es is a constant at every call, and its switch
- * folds once the body is inlined. A body walks the box lo..hi of its
- * output (rank r, strides ys), a lane an element, and finds the input
- * element each one is. Also here: the element types' codes, for the
- * bodies that do read elements as numbers (Range, elementwise.h).
+ * A moved element is es bytes (1, 2, 4 or 8: mkc_view_es, from the view)
+ * and is copied as bits, so one body serves every type; es is a constant
+ * at every call, and its switch folds once the body is inlined. A body
+ * walks the box lo..hi of its output view y, a lane an element, and finds
+ * the input element each one is.
  */
-
-/* Element types, numbered as ONNX's (ir/dtypes.def), and their C types. */
-enum {
-	MKC_T_FLOAT = 1, MKC_T_UINT8 = 2, MKC_T_INT8 = 3, MKC_T_UINT16 = 4, MKC_T_INT16 = 5,
-	MKC_T_INT32 = 6, MKC_T_INT64 = 7, MKC_T_BOOL = 9, MKC_T_DOUBLE = 11, MKC_T_UINT32 = 12,
-	MKC_T_UINT64 = 13
-};
-
-/* X(code, C type) for each of them: the typed bodies' cases */
-#define MKC_T_EACH(X) \
-	X(MKC_T_FLOAT, float) X(MKC_T_UINT8, uint8_t) X(MKC_T_INT8, int8_t) \
-	X(MKC_T_UINT16, uint16_t) X(MKC_T_INT16, int16_t) X(MKC_T_INT32, int32_t) \
-	X(MKC_T_INT64, int64_t) X(MKC_T_BOOL, uint8_t) X(MKC_T_DOUBLE, double) \
-	X(MKC_T_UINT32, uint32_t) X(MKC_T_UINT64, uint64_t)
 
 /* Elements as bits; may_alias, because a float (say) is read and written as one. */
 typedef uint16_t __attribute__((may_alias)) mkc_bits16;
@@ -43,16 +28,19 @@ mkc_data_mov(void *y, int64_t oy, const void *x, int64_t ox, int es)
 	}
 }
 
-/* The box lo..hi of y: element idx is x's element base + idx . xs. */
+/* The box lo..hi of y: element idx is x's element base + idx . xs (xs: rank + 1 entries). */
 static inline MKC_BODY void MKC_UNUSED
-mkc_strided(void *MKC_RESTRICT y, const int64_t *ys, const void *MKC_RESTRICT x, int64_t base,
-	    const int64_t *xs, int r, int es, const int64_t *lo, const int64_t *hi)
+mkc_strided(const mkc_view *y, const mkc_view *x, int64_t base, const int64_t *xs,
+	    const int64_t *lo, const int64_t *hi)
 {
+	void *MKC_RESTRICT py = y->p;
+	const void *MKC_RESTRICT px = x->p;
+	const int r = y->rank, es = mkc_view_es(y);
 	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1];
 	const int64_t cnt = mkc_rt_extents(lo, hi, r, ext);
 	for (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {
 		mkc_rt_unflat(f, lo, ext, r, idx);
-		mkc_data_mov(y, mkc_rt_dot(idx, ys, r), x, base + mkc_rt_dot(idx, xs, r), es);
+		mkc_data_mov(py, mkc_rt_dot(idx, y->s, r), px, base + mkc_rt_dot(idx, xs, r), es);
 	}
 }
 
@@ -63,30 +51,31 @@ mkc_strided(void *MKC_RESTRICT y, const int64_t *ys, const void *MKC_RESTRICT x,
  * an axis), which made a small copy cost more than its memory traffic.
  */
 static inline MKC_BODY void MKC_UNUSED
-mkc_copy(void *MKC_RESTRICT y, const int64_t *ys, const void *MKC_RESTRICT x, int r, int es,
-	 int flat, const int64_t *lo, const int64_t *hi)
+mkc_copy(const mkc_view *y, const mkc_view *x, int flat, const int64_t *lo, const int64_t *hi)
 {
 	if (!flat) {
-		mkc_strided(y, ys, x, 0, ys, r, es, lo, hi);
+		mkc_strided(y, x, 0, y->s, lo, hi);
 		return;
 	}
+	void *MKC_RESTRICT py = y->p;
+	const void *MKC_RESTRICT px = x->p;
+	const int es = mkc_view_es(y);
 	int64_t ext[MKC_RANK + 1];
-	const int64_t cnt = mkc_rt_extents(lo, hi, r, ext);
-	const int64_t i0 = mkc_rt_dot(lo, ys, r);
+	const int64_t cnt = mkc_rt_extents(lo, hi, y->rank, ext);
+	const int64_t i0 = mkc_rt_dot(lo, y->s, y->rank);
 	for (int64_t i = i0 + MKC_LANE; i < i0 + cnt; i += MKC_NLANES)
-		mkc_data_mov(y, i, x, i, es);
+		mkc_data_mov(py, i, px, i, es);
 }
 
 /* Transpose: axis d of y is axis perm[d] of x. */
 static inline MKC_BODY void MKC_UNUSED
-mkc_transpose(void *MKC_RESTRICT y, const int64_t *ys, const void *MKC_RESTRICT x,
-	      const int64_t *xs, const int *perm, int r, int es, const int64_t *lo,
+mkc_transpose(const mkc_view *y, const mkc_view *x, const int *perm, const int64_t *lo,
 	      const int64_t *hi)
 {
-	int64_t ps[MKC_RANK + 1];
-	for (int d = 0; d < r; d++)
-		ps[d] = xs[perm[d]];
-	mkc_strided(y, ys, x, 0, ps, r, es, lo, hi);
+	int64_t ps[MKC_RANK + 1] = {0};
+	for (int d = 0; d < y->rank; d++)
+		ps[d] = x->s[perm[d]];
+	mkc_strided(y, x, 0, ps, lo, hi);
 }
 
 /*
@@ -95,105 +84,103 @@ mkc_transpose(void *MKC_RESTRICT y, const int64_t *ys, const void *MKC_RESTRICT 
  * the axis's length at run time); an axis not sliced has start 0, step 1.
  */
 static inline MKC_BODY void MKC_UNUSED
-mkc_slice(void *MKC_RESTRICT y, const int64_t *ys, const void *MKC_RESTRICT x, const int64_t *xd,
-	  const int64_t *xs, const int64_t *start, const int64_t *step, int r, int es,
+mkc_slice(const mkc_view *y, const mkc_view *x, const int64_t *start, const int64_t *step,
 	  const int64_t *lo, const int64_t *hi)
 {
-	int64_t sp[MKC_RANK + 1], base = 0;
-	for (int d = 0; d < r; d++) {
-		base += mkc_rt_slice_start(start[d], step[d], xd[d]) * xs[d];
-		sp[d] = step[d] * xs[d];
+	int64_t sp[MKC_RANK + 1] = {0}, base = 0;
+	for (int d = 0; d < y->rank; d++) {
+		base += mkc_rt_slice_start(start[d], step[d], x->d[d]) * x->s[d];
+		sp[d] = step[d] * x->s[d];
 	}
-	mkc_strided(y, ys, x, base, sp, r, es, lo, hi);
+	mkc_strided(y, x, base, sp, lo, hi);
 }
 
-/* Concat of the n inputs x[k] (dims xd[k], strides xs[k]) along axis. */
+/* Concat of the n inputs x[k] along axis. */
 static inline MKC_BODY void MKC_UNUSED
-mkc_concat(void *MKC_RESTRICT y, const int64_t *ys, int n, const void *const *x,
-	   const int64_t *const *xd, const int64_t *const *xs, int axis, int r, int es,
-	   const int64_t *lo, const int64_t *hi)
+mkc_concat(const mkc_view *y, int n, const mkc_view *const *x, int axis, const int64_t *lo,
+	   const int64_t *hi)
 {
+	void *MKC_RESTRICT py = y->p;
+	const int r = y->rank, es = mkc_view_es(y);
 	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1];
 	const int64_t cnt = mkc_rt_extents(lo, hi, r, ext);
 	for (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {
 		mkc_rt_unflat(f, lo, ext, r, idx);
-		const int64_t oy = mkc_rt_dot(idx, ys, r);
+		const int64_t oy = mkc_rt_dot(idx, y->s, r);
 		for (int k = 0; k < n; k++) {
-			if (idx[axis] < xd[k][axis]) {   /* idx is now input k's element */
-				mkc_data_mov(y, oy, x[k], mkc_rt_dot(idx, xs[k], r), es);
+			if (idx[axis] < x[k]->d[axis]) {   /* idx is now input k's element */
+				mkc_data_mov(py, oy, x[k]->p, mkc_rt_dot(idx, x[k]->s, r), es);
 				break;
 			}
-			idx[axis] -= xd[k][axis];
+			idx[axis] -= x[k]->d[axis];
 		}
 	}
 }
 
-/*
- * Split of x (rank r, strides xs) along axis into the n outputs y[k], each
- * one whole tile, dense, of dims yd[k], one after another.
- */
+/* Split of x along axis into the n outputs y[k], each one whole tile, one after another. */
 static inline MKC_BODY void MKC_UNUSED
-mkc_split(int n, void *const *y, const int64_t *const *yd, const int64_t *const *ys,
-	  const void *MKC_RESTRICT x, const int64_t *xs, int axis, int r, int es)
+mkc_split(int n, const mkc_view *const *y, const mkc_view *x, int axis)
 {
 	const int64_t zero[MKC_RANK + 1] = {0};
 	int64_t at = 0;
 	for (int k = 0; k < n; k++) {
-		mkc_strided(y[k], ys[k], x, at * xs[axis], xs, r, es, zero, yd[k]);
-		at += yd[k][axis];
+		mkc_strided(y[k], x, at * x->s[axis], x->s, zero, y[k]->d);
+		at += y[k]->d[axis];
 	}
 }
 
 /*
- * Gather from x (rank xr, dims xd, strides xs) along axis by the indices
- * ind (rank ir, strides is; iw bytes each: int32 or int64): element idx of
- * y is x's element with coordinate axis the index at idx[axis .. axis +
- * ir), the others idx's in order. A bf16 table (wide) is read as float32
- * into y. An index out of range ends the lane's walk: it returns -1 with
- * the index in *bad (the caller says which node), else 0.
+ * Gather from x along axis by the indices ind (int32 or int64): element
+ * idx of y is x's element with coordinate axis the index at idx[axis ..
+ * axis + ind's rank), the others idx's in order. A bf16 table is read as
+ * float32 into y. An index out of range ends the lane's walk: it returns
+ * -1 with the index in *bad (the caller says which node), else 0.
  */
 static inline MKC_BODY int MKC_UNUSED
-mkc_gather(void *MKC_RESTRICT y, const int64_t *ys, int r, const void *MKC_RESTRICT x,
-	   const int64_t *xd, const int64_t *xs, int xr, int es, int wide, const void *ind,
-	   const int64_t *is, int ir, int iw, int axis, const int64_t *lo, const int64_t *hi,
-	   int64_t *bad)
+mkc_gather(const mkc_view *y, const mkc_view *x, const mkc_view *ind, int axis, const int64_t *lo,
+	   const int64_t *hi, int64_t *bad)
 {
+	void *MKC_RESTRICT py = y->p;
+	const void *MKC_RESTRICT px = x->p;
+	const int r = y->rank, es = mkc_view_es(x), ir = ind->rank;
 	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1];
 	const int64_t cnt = mkc_rt_extents(lo, hi, r, ext);
 	for (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {
 		mkc_rt_unflat(f, lo, ext, r, idx);
-		const int64_t at = mkc_rt_dot(idx + axis, is, ir);
-		int64_t j = iw == 4 ? ((const int32_t *)ind)[at] : ((const int64_t *)ind)[at];
+		const int64_t at = mkc_rt_dot(idx + axis, ind->s, ir);
+		int64_t j = ind->type == MKC_T_INT32 ? ((const int32_t *)ind->p)[at]
+						     : ((const int64_t *)ind->p)[at];
 		if (j < 0)
-			j += xd[axis];
-		if (j < 0 || j >= xd[axis]) {
+			j += x->d[axis];
+		if (j < 0 || j >= x->d[axis]) {
 			*bad = j;
 			return -1;
 		}
-		int64_t o = j * xs[axis];
+		int64_t o = j * x->s[axis];
 		for (int d = 0; d < axis; d++)
-			o += idx[d] * xs[d];
-		for (int d = axis + 1; d < xr; d++)
-			o += idx[d - 1 + ir] * xs[d];
-		const int64_t oy = mkc_rt_dot(idx, ys, r);
-		if (wide)
-			((float *)y)[oy] = mkc_rt_bf16(((const uint16_t *)x)[o]);
+			o += idx[d] * x->s[d];
+		for (int d = axis + 1; d < x->rank; d++)
+			o += idx[d - 1 + ir] * x->s[d];
+		const int64_t oy = mkc_rt_dot(idx, y->s, r);
+		if (x->bf16)
+			((float *)py)[oy] = mkc_rt_bf16(((const uint16_t *)px)[o]);
 		else
-			mkc_data_mov(y, oy, x, o, es);
+			mkc_data_mov(py, oy, px, o, es);
 	}
 	return 0;
 }
 
-/* Range: y[i] = start + i * delta for i in lo..hi, in the arithmetic of type t. */
+/* Range: y[i] = start + i * delta for i in lo..hi, in the arithmetic of y's type. */
 #define MKC_RANGE_CASE(code, T) \
-	case code: ((T *)y)[i] = (T)(*(const T *)start + i * *(const T *)delta); break;
+	case code: ((T *)py)[i] = (T)(*(const T *)start->p + i * *(const T *)delta->p); break;
 
 static inline MKC_BODY void MKC_UNUSED
-mkc_range(void *MKC_RESTRICT y, int t, const void *start, const void *delta, int64_t lo,
-	  int64_t hi)
+mkc_range(const mkc_view *y, const mkc_view *start, const mkc_view *delta, const int64_t *lo,
+	  const int64_t *hi)
 {
-	for (int64_t i = lo + MKC_LANE; i < hi; i += MKC_NLANES)
-		switch (t) {
+	void *MKC_RESTRICT py = y->p;
+	for (int64_t i = lo[0] + MKC_LANE; i < hi[0]; i += MKC_NLANES)
+		switch (y->type) {
 		MKC_T_EACH(MKC_RANGE_CASE)
 		default: break;
 		}

@@ -175,23 +175,41 @@ mkc_ew_storei(void *y, int64_t i, int t, int64_t v)
 }
 
 /*
- * Where one element's operands are: x[k] of type t[k], at flat index i on
- * a flat walk (b NULL), else at idx (rank r) through x[k]'s broadcast
- * strides b[k].
+ * Where one element's operands are: x[k] at flat index i on a flat walk,
+ * else at idx (y's rank r), x[k] broadcast into y by numpy's rule (its
+ * axes are y's last ones; an axis of extent 1 repeats).
  */
 typedef struct {
-	const void *const *x;
-	const int *t;
-	const int64_t *const *b;
+	const mkc_view *const *x;
 	const int64_t *idx;
 	int64_t i;
-	int r;
+	int r, flat;
 } mkc_ew_at;
 
 static inline MKC_BODY int64_t MKC_UNUSED
 mkc_ew_off(const mkc_ew_at *a, int k)
 {
-	return a->b ? mkc_rt_dot(a->idx, a->b[k], a->r) : a->i;
+	if (a->flat)
+		return a->i;
+	const mkc_view *x = a->x[k];
+	int64_t o = 0;
+	for (int d = 0; d < x->rank; d++)
+		if (x->d[d] != 1)
+			o += a->idx[a->r - x->rank + d] * x->s[d];
+	return o;
+}
+
+/* Operand k of the element as float, or as int64. */
+static inline MKC_BODY float MKC_UNUSED
+mkc_ew_argf(const mkc_ew_at *a, int k)
+{
+	return mkc_ew_loadf(a->x[k]->p, mkc_ew_off(a, k), a->x[k]->type);
+}
+
+static inline MKC_BODY int64_t MKC_UNUSED
+mkc_ew_argi(const mkc_ew_at *a, int k)
+{
+	return mkc_ew_loadi(a->x[k]->p, mkc_ew_off(a, k), a->x[k]->type);
 }
 
 /*
@@ -204,14 +222,12 @@ static inline MKC_BODY float MKC_UNUSED
 mkc_ew_elemf(int op, int nin, const mkc_ew_at *a)
 {
 	if (op == MKC_EW_WHERE)
-		return mkc_ew_loadi(a->x[0], mkc_ew_off(a, 0), a->t[0])
-			       ? mkc_ew_loadf(a->x[1], mkc_ew_off(a, 1), a->t[1])
-			       : mkc_ew_loadf(a->x[2], mkc_ew_off(a, 2), a->t[2]);
-	float v = mkc_ew_loadf(a->x[0], mkc_ew_off(a, 0), a->t[0]);
+		return mkc_ew_argi(a, 0) ? mkc_ew_argf(a, 1) : mkc_ew_argf(a, 2);
+	float v = mkc_ew_argf(a, 0);
 	if (nin == 1)
 		return mkc_ew_f(op, v, 0);
 	for (int k = 1; k < nin; k++)
-		v = mkc_ew_f(op, v, mkc_ew_loadf(a->x[k], mkc_ew_off(a, k), a->t[k]));
+		v = mkc_ew_f(op, v, mkc_ew_argf(a, k));
 	return v;
 }
 
@@ -219,53 +235,50 @@ static inline MKC_BODY int64_t MKC_UNUSED
 mkc_ew_elemi(int op, int nin, const mkc_ew_at *a)
 {
 	if (op == MKC_EW_WHERE)
-		return mkc_ew_loadi(a->x[0], mkc_ew_off(a, 0), a->t[0])
-			       ? mkc_ew_loadi(a->x[1], mkc_ew_off(a, 1), a->t[1])
-			       : mkc_ew_loadi(a->x[2], mkc_ew_off(a, 2), a->t[2]);
-	int64_t v = mkc_ew_loadi(a->x[0], mkc_ew_off(a, 0), a->t[0]);
+		return mkc_ew_argi(a, 0) ? mkc_ew_argi(a, 1) : mkc_ew_argi(a, 2);
+	int64_t v = mkc_ew_argi(a, 0);
 	if (nin == 1)
 		return mkc_ew_i(op, v, 0);
 	for (int k = 1; k < nin; k++)
-		v = mkc_ew_i(op, v, mkc_ew_loadi(a->x[k], mkc_ew_off(a, k), a->t[k]));
+		v = mkc_ew_i(op, v, mkc_ew_argi(a, k));
 	return v;
 }
 
-/* Element oy of y (type ty): the float form when isf, else the integer form. */
+/* Element oy of y: the float form when isf, else the integer form. */
 static inline MKC_BODY void MKC_UNUSED
-mkc_ew_put(int op, int isf, int nin, const mkc_ew_at *a, void *y, int ty, int64_t oy)
+mkc_ew_put(int op, int isf, int nin, const mkc_ew_at *a, const mkc_view *y, int64_t oy)
 {
 	if (isf)
-		mkc_ew_storef(y, oy, ty, mkc_ew_elemf(op, nin, a));
+		mkc_ew_storef(y->p, oy, y->type, mkc_ew_elemf(op, nin, a));
 	else
-		mkc_ew_storei(y, oy, ty, mkc_ew_elemi(op, nin, a));
+		mkc_ew_storei(y->p, oy, y->type, mkc_ew_elemi(op, nin, a));
 }
 
 /*
- * The box lo..hi of y (type ty, strides ys, rank r): op on the nin
- * operands x[k] of types t[k]. With b NULL every operand has y's dims and
- * dense strides and every tile is a run, so the lanes walk flat indices
- * (no lane splits an index into coordinates: two 64-bit divisions an
- * axis); else operand k broadcasts through strides b[k] (mkc_rt_bmap).
+ * The box lo..hi of y: op on the nin operands x[k]. With flat, every
+ * operand has y's dims and dense strides and every tile is a run, so the
+ * lanes walk flat indices (no lane splits an index into coordinates: two
+ * 64-bit divisions an axis); else each operand broadcasts into y.
  */
 static inline MKC_BODY void MKC_UNUSED
-mkc_elementwise(int op, int isf, void *MKC_RESTRICT y, int ty, const int64_t *ys, int r, int nin,
-		const void *const *x, const int *t, const int64_t *const *b, const int64_t *lo,
-		const int64_t *hi)
+mkc_elementwise(int op, int isf, const mkc_view *y, int nin, const mkc_view *const *x, int flat,
+		const int64_t *lo, const int64_t *hi)
 {
+	const int r = y->rank;
 	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1];
 	const int64_t cnt = mkc_rt_extents(lo, hi, r, ext);
-	mkc_ew_at a = {x, t, b, idx, 0, r};
-	if (!b) {
-		const int64_t i0 = mkc_rt_dot(lo, ys, r);
+	mkc_ew_at a = {x, idx, 0, r, flat};
+	if (flat) {
+		const int64_t i0 = mkc_rt_dot(lo, y->s, r);
 		MKC_EW_UNROLL
 		for (int64_t i = i0 + MKC_LANE; i < i0 + cnt; i += MKC_NLANES) {
 			a.i = i;
-			mkc_ew_put(op, isf, nin, &a, y, ty, i);
+			mkc_ew_put(op, isf, nin, &a, y, i);
 		}
 		return;
 	}
 	for (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {
 		mkc_rt_unflat(f, lo, ext, r, idx);
-		mkc_ew_put(op, isf, nin, &a, y, ty, mkc_rt_dot(idx, ys, r));
+		mkc_ew_put(op, isf, nin, &a, y, mkc_rt_dot(idx, y->s, r));
 	}
 }

@@ -18,7 +18,7 @@
  * (strides of their first two axes given); the caches by their strides.
  * The rotation, over the first R dimensions of a row, takes halves (i,
  * i + R/2) or, interleaved, pairs (2i, 2i + 1), by rows of R / 2 cos and
- * sin values (cs and ss apart), npos of them.
+ * sin values, one a position.
  */
 
 /* Element d of row x rotated by the cos/sin rows pc, ps. */
@@ -35,33 +35,16 @@ mkc_gqa_rot(const float *x, int64_t d, int64_t R, int inter, const float *pc, co
 }
 
 /*
- * The operands of one GroupQueryAttention tile, in the order the emitter
- * writes them; NULL for what the node leaves out (past, cos and sin).
+ * The operands of one GroupQueryAttention tile, and its options; NULL for
+ * what the node leaves out (past, cos and sin).
  */
 typedef struct {
-	float *y;
-	const int64_t *ys;
-	float *pk_out;          /* the present keys and values */
-	const int64_t *pks_out;
-	float *pv_out;
-	const int64_t *pvs_out;
-	const float *q;
-	const int64_t *qs;
-	const float *k;
-	const int64_t *ks;
-	const float *v;
-	const int64_t *vs;
-	const float *pk;        /* the past keys and values */
-	const int64_t *pks;
-	const float *pv;
-	const int64_t *pvs;
-	const int32_t *seqlens_k;
-	const float *cos;       /* rows cs apart, npos of them */
-	int64_t cs;
-	const float *sin;
-	int64_t ss;
-	int64_t npos;
-	int64_t B, S, Hq, Hk, D, P, R;
+	const mkc_view *y, *pk_out, *pv_out;   /* the output, the present keys and values */
+	const mkc_view *q, *k, *v;
+	const mkc_view *pk, *pv;               /* the past keys and values */
+	const mkc_view *seqlens_k;             /* int32 */
+	const mkc_view *cos, *sin;             /* [positions, R / 2] */
+	int64_t hq, hk, d;                     /* query heads, key heads, head size */
 	int inter;
 	float scale, softcap;
 } mkc_gqa_args;
@@ -78,13 +61,13 @@ mkc_gqa_rows(const mkc_gqa_args *a, int64_t b, int64_t s, const float **pc, cons
 	*pc = *ps = NULL;
 	if (!a->cos)
 		return 0;
-	const int64_t pos = (int64_t)a->seqlens_k[b] + 1 - a->S + s;
-	if (pos < 0 || pos >= a->npos) {
+	const int64_t pos = (int64_t)((const int32_t *)a->seqlens_k->p)[b] + 1 - a->q->d[1] + s;
+	if (pos < 0 || pos >= a->cos->d[0]) {
 		*bad = pos;
 		return 1;
 	}
-	*pc = a->cos + pos * a->cs;
-	*ps = a->sin + pos * a->ss;
+	*pc = (const float *)a->cos->p + pos * a->cos->s[0];
+	*ps = (const float *)a->sin->p + pos * a->sin->s[0];
 	return 0;
 }
 
@@ -96,12 +79,18 @@ mkc_gqa_rows(const mkc_gqa_args *a, int64_t b, int64_t s, const float **pc, cons
 static inline MKC_BODY int MKC_UNUSED
 mkc_gqa(const mkc_gqa_args *a, float *qr, int64_t *bad)
 {
-	const int64_t B = a->B, S = a->S, Hq = a->Hq, Hk = a->Hk, D = a->D, P = a->P, R = a->R;
+	const int64_t B = a->q->d[0], S = a->q->d[1], Hq = a->hq, Hk = a->hk, D = a->d;
+	const int64_t P = a->pk ? a->pk->d[2] : 0, R = a->cos ? 2 * a->cos->d[1] : 0;
 	const int64_t L = P + S;
-	float *MKC_RESTRICT y = a->y, *MKC_RESTRICT y1 = a->pk_out, *MKC_RESTRICT y2 = a->pv_out;
-	const int64_t *ys = a->ys, *y1s = a->pks_out, *y2s = a->pvs_out;
-	const float *q = a->q, *k = a->k, *v = a->v, *pk = a->pk, *pv = a->pv;
-	const int64_t *qs = a->qs, *ks = a->ks, *vs = a->vs, *pks = a->pks, *pvs = a->pvs;
+	float *MKC_RESTRICT y = (float *)a->y->p, *MKC_RESTRICT y1 = (float *)a->pk_out->p;
+	float *MKC_RESTRICT y2 = (float *)a->pv_out->p;
+	const int64_t *ys = a->y->s, *y1s = a->pk_out->s, *y2s = a->pv_out->s;
+	const float *q = (const float *)a->q->p, *k = (const float *)a->k->p;
+	const float *v = (const float *)a->v->p;
+	const float *pk = a->pk ? (const float *)a->pk->p : NULL;
+	const float *pv = a->pv ? (const float *)a->pv->p : NULL;
+	const int64_t *qs = a->q->s, *ks = a->k->s, *vs = a->v->s;
+	const int64_t *pks = a->pk ? a->pk->s : ks, *pvs = a->pv ? a->pv->s : vs;
 	const int inter = a->inter;
 	const float scale = a->scale, softcap = a->softcap;
 	const float *pc, *ps;

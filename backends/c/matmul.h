@@ -1,23 +1,27 @@
 /*
- * matmul.h - MatMul, Gemm, NormGemm and NormGlu as tile bodies in plain C
- * over the lanes of a tile (runtime/common.h: MKC_LANE of MKC_NLANES),
- * embedded by every target. A GPU target calls backends/cuda/matvec.cuh's
- * body where a tile is one row of activations; these are the rest.
+ * matmul.h - MatMul, Gemm, NormGemm, NormGlu and HeadProj as tile bodies
+ * in plain C over the lanes of a tile (runtime/common.h: MKC_LANE of
+ * MKC_NLANES), embedded by every target. A GPU target calls
+ * backends/cuda/matvec.cuh's body where a tile is one row of activations;
+ * these are the rest.
  *
- * A product's operands come as the emitter resolved them: a and b with
- * broadcast strides as and bs over the output's coordinates (rank r), and
- * the strides ak and bk of the K axis in each; b in float32 (bf) or bf16
- * (bh), the other NULL. Every output element is a dot product over k in
- * ascending order, then the epilogue (mkc_mm_epi).
+ * A product's operands are views: a [.., M, K] and b [.., K, N] (b read
+ * [.., N, K] with trans_b, as Hugging Face keeps Linear weights; Gemm's a
+ * [K, M] with trans_a), their leading axes broadcast into y's (numpy's
+ * MatMul rule), b in float32 or bf16. Every output element is a dot
+ * product over k in ascending order, then the epilogue: MatMul's result is
+ * the sum; Gemm's alpha * sum, plus beta * C (C broadcast into y) when it
+ * has C.
  */
 
-/* MatMul's result is acc; Gemm's alpha * acc, plus beta * C when it has C. */
+/* A product's options, as passes/lower.c resolved them. */
 typedef struct {
-	int gemm;
+	int trans_a, trans_b;
+	int gemm;              /* Gemm's epilogue (alpha, beta, C); MatMul's is the sum */
 	float alpha, beta;
-	const float *c;        /* C, or NULL */
-	const int64_t *cs;     /* C's broadcast strides over the output's two axes */
-} mkc_mm_epi;
+	float eps;             /* NormGemm, NormGlu, HeadProj: the norm's epsilon */
+	int pairs;             /* HeadProj: 0 rows; 1 rotated halves; 2 rotated pairs */
+} mkc_mm_opt;
 
 /* On a GPU the K walks keep several loads in flight. */
 #if defined(__CUDACC__) || defined(__HIPCC__)
@@ -26,45 +30,87 @@ typedef struct {
 #define MKC_MM_UNROLL
 #endif
 
-static inline MKC_BODY float MKC_UNUSED
-mkc_mm_out(float acc, const int64_t *idx, const mkc_mm_epi *ep)
+/* A tile's epilogue: Gemm's or none, and C (or NULL) with its strides broadcast into y. */
+typedef struct {
+	int gemm;
+	float alpha, beta;
+	const float *c;
+	int64_t cs[3];
+} mkc_mm_epi;
+
+static inline MKC_BODY mkc_mm_epi MKC_UNUSED
+mkc_mm_epi_of(const mkc_view *c, const mkc_mm_opt *o)
 {
-	if (!ep->gemm)
-		return acc;
-	return ep->c ? ep->alpha * acc + ep->beta * ep->c[mkc_rt_dot(idx, ep->cs, 2)]
-		     : ep->alpha * acc;
+	mkc_mm_epi e = {o->gemm, o->alpha, o->beta, c ? (const float *)c->p : NULL, {0, 0, 0}};
+	if (c)
+		mkc_rt_bmap(c->d, c->s, c->rank, 2, e.cs);
+	return e;
 }
 
-/* Element i of a vector kept in float32 (f) or bf16 (h). */
+/* The epilogue of the sum acc at output idx (rank 2 for Gemm). */
 static inline MKC_BODY float MKC_UNUSED
-mkc_mm_ld(const float *f, const uint16_t *h, int64_t i)
+mkc_mm_out(float acc, const int64_t *idx, const mkc_mm_epi *e)
 {
-	return h ? mkc_rt_bf16(h[i]) : f[i];
+	if (!e->gemm)
+		return acc;
+	return e->c ? e->alpha * acc + e->beta * e->c[mkc_rt_dot(idx, e->cs, 2)] : e->alpha * acc;
+}
+
+/* Element i of a vector kept in float32 or bf16. */
+static inline MKC_BODY float MKC_UNUSED
+mkc_mm_ld(const mkc_view *v, int64_t i)
+{
+	return v->bf16 ? mkc_rt_bf16(((const uint16_t *)v->p)[i]) : ((const float *)v->p)[i];
+}
+
+/*
+ * How a product walks its operands over y's coordinates: as and bs (rank
+ * of y, + 1) give an output element's first a and b elements, ak and bk
+ * the steps along K; returns K.
+ */
+static inline MKC_BODY int64_t MKC_UNUSED
+mkc_mm_walk(const mkc_view *y, const mkc_view *a, const mkc_view *b, const mkc_mm_opt *o,
+	    int64_t *as, int64_t *ak, int64_t *bs, int64_t *bk)
+{
+	const int r = y->rank, ra = a->rank, rb = b->rank;
+	mkc_rt_bmap(a->d, a->s, ra - 2, r - 2, as);
+	mkc_rt_bmap(b->d, b->s, rb - 2, r - 2, bs);
+	as[r - 2] = a->s[o->trans_a ? ra - 1 : ra - 2];
+	as[r - 1] = 0;
+	bs[r - 2] = 0;
+	bs[r - 1] = b->s[o->trans_b ? rb - 2 : rb - 1];
+	as[r] = bs[r] = 0;
+	*ak = a->s[o->trans_a ? ra - 2 : ra - 1];
+	*bk = b->s[o->trans_b ? rb - 1 : rb - 2];
+	return a->d[o->trans_a ? ra - 2 : ra - 1];
 }
 
 /* The general product: a lane an output element of the box lo..hi of y. */
 static inline MKC_BODY void MKC_UNUSED
-mkc_matmul(float *MKC_RESTRICT y, const int64_t *ys, int r, const int64_t *lo, const int64_t *hi,
-	   const float *a, const int64_t *as, int64_t ak, const float *bf, const uint16_t *bh,
-	   const int64_t *bs, int64_t bk, int64_t K, const mkc_mm_epi *ep)
+mkc_matmul(const mkc_view *y, const mkc_view *a, const mkc_view *b, const mkc_view *c,
+	   const mkc_mm_opt *o, const int64_t *lo, const int64_t *hi)
 {
-	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1];
+	const int r = y->rank;
+	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1], as[MKC_RANK + 1], bs[MKC_RANK + 1], ak, bk;
+	const int64_t K = mkc_mm_walk(y, a, b, o, as, &ak, bs, &bk);
 	const int64_t cnt = mkc_rt_extents(lo, hi, r, ext);
+	const mkc_mm_epi e = mkc_mm_epi_of(c, o);
+	float *MKC_RESTRICT py = (float *)y->p;
 	for (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {
 		mkc_rt_unflat(f, lo, ext, r, idx);
-		const float *pa = a + mkc_rt_dot(idx, as, r);
+		const float *pa = (const float *)a->p + mkc_rt_dot(idx, as, r);
 		const int64_t ob = mkc_rt_dot(idx, bs, r);
 		float acc = 0;
-		if (bh) {
-			const uint16_t *pb = bh + ob;
+		if (b->bf16) {
+			const uint16_t *pb = (const uint16_t *)b->p + ob;
 			for (int64_t k = 0; k < K; k++)
 				acc += pa[k * ak] * mkc_rt_bf16(pb[k * bk]);
 		} else {
-			const float *pb = bf + ob;
+			const float *pb = (const float *)b->p + ob;
 			for (int64_t k = 0; k < K; k++)
 				acc += pa[k * ak] * pb[k * bk];
 		}
-		y[mkc_rt_dot(idx, ys, r)] = mkc_mm_out(acc, idx, ep);
+		py[mkc_rt_dot(idx, y->s, r)] = mkc_mm_out(acc, idx, &e);
 	}
 }
 
@@ -73,34 +119,35 @@ mkc_matmul(float *MKC_RESTRICT y, const int64_t *ys, int r, const int64_t *lo, c
  * element o = l mod P of the tile and slice s = l / P of the K axis (S
  * slices, P = lanes / S outputs at a time), so that neighbouring lanes read
  * neighbouring weights of one row and the whole block streams; the slices'
- * partial sums meet in part (MKC_NLANES floats the lanes share: the tile
- * function's __shared__ array on a GPU).
+ * partial sums meet in part (MKC_NLANES floats the lanes share: a
+ * __shared__ array on a GPU).
  */
 static inline MKC_BODY void MKC_UNUSED
-mkc_matmul_split_k(float *MKC_RESTRICT y, const int64_t *ys, int r, const int64_t *lo,
-		   const int64_t *hi, const float *a, const int64_t *as, int64_t ak, const float *bf,
-		   const uint16_t *bh, const int64_t *bs, int64_t bk, int64_t K, float *part)
+mkc_matmul_split_k(const mkc_view *y, const mkc_view *a, const mkc_view *b, const mkc_mm_opt *o,
+		   const int64_t *lo, const int64_t *hi, float *part)
 {
-	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1];
+	const int r = y->rank;
+	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1], as[MKC_RANK + 1], bs[MKC_RANK + 1], ak, bk;
+	const int64_t K = mkc_mm_walk(y, a, b, o, as, &ak, bs, &bk);
 	const int64_t cnt = mkc_rt_extents(lo, hi, r, ext);
 	if (cnt == 0)   /* every lane sees it: none is left at a sync */
 		return;
 	const int64_t S = cnt >= MKC_NLANES ? 1 : MKC_NLANES / cnt, P = MKC_NLANES / S;
 	const int64_t o0 = MKC_LANE % P, s = MKC_LANE / P;
 	for (int64_t base = 0; base < cnt; base += P) {
-		const int64_t o = base + o0;
+		const int64_t f = base + o0;
 		float acc = 0;
-		if (o < cnt && s < S) {
-			mkc_rt_unflat(o, lo, ext, r, idx);
-			const float *pa = a + mkc_rt_dot(idx, as, r);
+		if (f < cnt && s < S) {
+			mkc_rt_unflat(f, lo, ext, r, idx);
+			const float *pa = (const float *)a->p + mkc_rt_dot(idx, as, r);
 			const int64_t ob = mkc_rt_dot(idx, bs, r);
-			if (bh) {
-				const uint16_t *pb = bh + ob;
+			if (b->bf16) {
+				const uint16_t *pb = (const uint16_t *)b->p + ob;
 				MKC_MM_UNROLL
 				for (int64_t k = s * K / S; k < (s + 1) * K / S; k++)
 					acc += pa[k * ak] * mkc_rt_bf16(pb[k * bk]);
 			} else {
-				const float *pb = bf + ob;
+				const float *pb = (const float *)b->p + ob;
 				MKC_MM_UNROLL
 				for (int64_t k = s * K / S; k < (s + 1) * K / S; k++)
 					acc += pa[k * ak] * pb[k * bk];
@@ -108,10 +155,10 @@ mkc_matmul_split_k(float *MKC_RESTRICT y, const int64_t *ys, int r, const int64_
 		}
 		part[MKC_LANE] = acc;
 		MKC_LANES_SYNC();
-		if (s == 0 && o < cnt) {
+		if (s == 0 && f < cnt) {
 			for (int64_t t = 1; t < S; t++)
 				acc += part[t * P + o0];
-			y[mkc_rt_dot(idx, ys, r)] = acc;
+			((float *)y->p)[mkc_rt_dot(idx, y->s, r)] = acc;
 		}
 		MKC_LANES_SYNC();
 	}
@@ -119,21 +166,21 @@ mkc_matmul_split_k(float *MKC_RESTRICT y, const int64_t *ys, int r, const int64_
 
 /*
  * NormGemm (passes/fuse_norm.c): the product of the normalised row x of K,
- * RMSNormalization's x * (1 / sqrt(mean(x^2) + eps)) * scale (scale in
- * float32 sf or bf16 sh), by the rows of W (wf or wh, ws apart), output
- * column idx[1] taking row idx[1]; then the epilogue. With a second weight
- * U (uf or uh, us apart: NormGlu, passes/fuse_glu.c) the result is
- * SiluMul's (alpha * acc) * sigmoid(alpha * acc) * (alpha * acc2) of the
- * two products. The float operations are the norm's and the Gemm's own,
- * in their order, so the result is theirs bit for bit.
+ * RMSNormalization's x * (1 / sqrt(mean(x^2) + eps)) * scale, by the rows
+ * of W, output column idx[1] taking row idx[1]; then Gemm's epilogue. With
+ * a second weight U (NormGlu, passes/fuse_glu.c) the result is SiluMul's
+ * (elementwise.h) of alpha times the two products. The float operations
+ * are the norm's and the Gemm's own, in their order, so the result is
+ * theirs bit for bit.
  */
 static inline MKC_BODY float MKC_UNUSED
-mkc_norm_dot(const float *x, int64_t K, float mean, float inv, const float *sf,
-	     const uint16_t *sh, const float *wf, const uint16_t *wh)
+mkc_norm_dot(const float *x, int64_t K, float mean, float inv, const mkc_view *scale,
+	     const mkc_view *w, int64_t row)
 {
 	float acc = 0;
+	const int64_t o = row * w->s[0];
 	for (int64_t k = 0; k < K; k++)
-		acc += (x[k] - mean) * inv * mkc_mm_ld(sf, sh, k) * mkc_mm_ld(wf, wh, k);
+		acc += (x[k] - mean) * inv * mkc_mm_ld(scale, k) * mkc_mm_ld(w, o + k);
 	return acc;
 }
 
@@ -147,86 +194,109 @@ mkc_norm_inv(const float *x, int64_t K, float eps)
 	return 1.0f / sqrtf(ss / (float)K + eps);
 }
 
-static inline MKC_BODY void MKC_UNUSED
-mkc_norm_gemm(float *MKC_RESTRICT y, const int64_t *ys, const int64_t *lo, const int64_t *hi,
-	      const float *x, int64_t K, float eps, const float *sf, const uint16_t *sh,
-	      const float *wf, const uint16_t *wh, int64_t ws, const float *uf, const uint16_t *uh,
-	      int64_t us, const mkc_mm_epi *ep)
+/* The row's y values of two products, as NormGlu's SiluMul combines them. */
+static inline MKC_BODY float MKC_UNUSED
+mkc_glu_out(float acc, float acc2, const mkc_mm_opt *o)
 {
-	const int glu = uf || uh;
-	const float mean = 0, inv = mkc_norm_inv(x, K, eps);
+	return mkc_ew_f(MKC_EW_SILU_MUL, o->alpha * acc, o->alpha * acc2);
+}
+
+static inline MKC_BODY void MKC_UNUSED
+mkc_norm_gemm(const mkc_view *y, const mkc_view *x, const mkc_view *scale, const mkc_view *w,
+	      const mkc_view *u, const mkc_view *c, const mkc_mm_opt *o, const int64_t *lo,
+	      const int64_t *hi)
+{
+	const float *px = (const float *)x->p;
+	const int64_t K = x->d[1];
+	const float mean = 0, inv = mkc_norm_inv(px, K, o->eps);
 	int64_t ext[3], idx[3];
 	const int64_t cnt = mkc_rt_extents(lo, hi, 2, ext);
+	const mkc_mm_epi e = mkc_mm_epi_of(c, o);
 	for (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {
 		mkc_rt_unflat(f, lo, ext, 2, idx);
-		const int64_t row = idx[1];
-		const float acc = mkc_norm_dot(x, K, mean, inv, sf, sh, wf ? wf + row * ws : NULL,
-					       wh ? wh + row * ws : NULL);
-		float out;
-		if (glu) {
-			const float acc2 = mkc_norm_dot(x, K, mean, inv, sf, sh,
-							uf ? uf + row * us : NULL,
-							uh ? uh + row * us : NULL);
-			const float alpha = ep->alpha;
-			out = (alpha * acc) * (1.0f / (1.0f + expf(-(alpha * acc)))) * (alpha * acc2);
-		} else {
-			out = mkc_mm_out(acc, idx, ep);
-		}
-		y[mkc_rt_dot(idx, ys, 2)] = out;
+		const float acc = mkc_norm_dot(px, K, mean, inv, scale, w, idx[1]);
+		const float out = u ? mkc_glu_out(acc, mkc_norm_dot(px, K, mean, inv, scale, u, idx[1]), o)
+				    : mkc_mm_out(acc, idx, &e);
+		((float *)y->p)[mkc_rt_dot(idx, y->s, 2)] = out;
 	}
 }
 
 /*
  * HeadProj's output (passes/fuse_qkv.c) for one unit of a tile: the
- * product a of a row, stored at o1 of y (float32) or yh (a bf16 cache);
- * or, with cs and sn (the pair's cos and sin), the pair (a, b) rotated as
+ * product a of a row, stored at o1 of y (float32, or a bf16 cache); or,
+ * with cs and sn (the pair's cos and sin), the pair (a, b) rotated as
  * RotaryEmbedding rotates it and stored at o1 and o2. Both the C body
  * below and the GPU tile (after backends/cuda/matvec.cuh's products) end
  * here.
  */
 static inline MKC_BODY void MKC_UNUSED
-mkc_head_put(float *y, uint16_t *yh, int64_t o1, int64_t o2, float a, float b, const float *cs,
+mkc_head_put(const mkc_view *y, int64_t o1, int64_t o2, float a, float b, const float *cs,
 	     const float *sn)
 {
 	if (!cs) {
-		mkc_cache_put(y, yh, o1, a);
+		mkc_cache_put(y, o1, a);
 		return;
 	}
 	const float px[2] = {a, b};
 	float r[2];
 	mkc_rope_pair(r, px, 0, 1, 0, 1, *cs, *sn);
-	mkc_cache_put(y, yh, o1, r[0]);
-	mkc_cache_put(y, yh, o2, r[1]);
+	mkc_cache_put(y, o1, r[0]);
+	mkc_cache_put(y, o2, r[1]);
 }
 
 /*
- * HeadProj (passes/fuse_qkv.c): n units of a head of NormGemm(x, scale,
- * W) (scale sf or sh, W wf or wh, ws apart), its first row h0 of W, into
- * y or yh from element o0 on. pairs 0: unit f is row h0 + f, stored at
- * o0 + f; 1 (halves of a head of D): rows h0 + f and h0 + f + D/2,
- * rotated by cos[f] and sin[f], stored at o0 + f and o0 + f + D/2; 2
- * (interleaved): rows h0 + 2f and h0 + 2f + 1, stored alike. The float
- * operations are NormGemm's (alpha * acc) and then the rotary's or the
- * append's, in their order: the results of the nodes it replaced, bit
- * for bit.
+ * Where a HeadProj tile is (passes/tile.c's tile_head_proj): head lo[1] of
+ * y [1, H, positions, D], at position lo[2] (a cache's new one, or 0), its
+ * units from d0 = lo[3] (a unit a row, or a pair of rows when it rotates
+ * them: halves d0 + f and d0 + f + D/2, or pairs d0 + 2f and d0 + 2f + 1).
+ */
+typedef struct {
+	int64_t n;      /* the units */
+	int64_t step;   /* rows a unit takes along D: 2 for pairs, else 1 */
+	int64_t off;    /* from a unit's first row to its second: D/2 for halves, 1 for pairs */
+	int64_t h0;     /* the unit 0's weight row */
+	int64_t o0;     /* and its element of y */
+	int64_t c0;     /* and its cos and sin */
+} mkc_head_tile;
+
+static inline MKC_BODY mkc_head_tile MKC_UNUSED
+mkc_head_at(const mkc_view *y, const mkc_mm_opt *o, const int64_t *lo, const int64_t *hi)
+{
+	const int64_t D = y->d[3], d0 = lo[3];
+	mkc_head_tile t;
+	t.step = o->pairs == 2 ? 2 : 1;
+	t.off = o->pairs == 1 ? D / 2 : 1;
+	t.n = (hi[3] - lo[3]) / t.step;
+	t.h0 = lo[1] * D + d0;
+	t.o0 = lo[1] * y->s[1] + lo[2] * y->s[2] + d0;
+	t.c0 = d0 / t.step;
+	return t;
+}
+
+/*
+ * HeadProj (passes/fuse_qkv.c): the tile's units of NormGemm(x, scale, W)
+ * into y, rotated by cos and sin when o->pairs. The float operations are
+ * NormGemm's (alpha * acc) and then the rotary's or the append's, in their
+ * order: the results of the nodes it replaced, bit for bit.
  */
 static inline MKC_BODY void MKC_UNUSED
-mkc_head_proj(float *y, uint16_t *yh, int64_t o0, int64_t n, int pairs, int64_t D,
-	      const float *x, int64_t K, float eps, float alpha, const float *sf,
-	      const uint16_t *sh, const float *wf, const uint16_t *wh, int64_t ws, int64_t h0,
-	      const float *cos, const float *sin)
+mkc_head_proj(const mkc_view *y, const mkc_view *x, const mkc_view *scale, const mkc_view *w,
+	      const mkc_view *cos, const mkc_view *sin, const mkc_mm_opt *o, const int64_t *lo,
+	      const int64_t *hi)
 {
-	const float inv = mkc_norm_inv(x, K, eps);
-	const int64_t step = pairs == 2 ? 2 : 1, off = pairs == 1 ? D / 2 : 1;
-	for (int64_t f = MKC_LANE; f < n; f += MKC_NLANES) {
-		const int64_t r = h0 + step * f, o = o0 + step * f;
-		const float a = alpha * mkc_norm_dot(x, K, 0, inv, sf, sh, wf ? wf + r * ws : NULL,
-						     wh ? wh + r * ws : NULL);
+	const float *px = (const float *)x->p;
+	const int64_t K = x->d[1];
+	const float inv = mkc_norm_inv(px, K, o->eps);
+	const mkc_head_tile t = mkc_head_at(y, o, lo, hi);
+	const float *pc = o->pairs ? (const float *)cos->p + t.c0 : NULL;
+	const float *pn = o->pairs ? (const float *)sin->p + t.c0 : NULL;
+	for (int64_t f = MKC_LANE; f < t.n; f += MKC_NLANES) {
+		const int64_t r = t.h0 + t.step * f, at = t.o0 + t.step * f;
+		const float a = o->alpha * mkc_norm_dot(px, K, 0, inv, scale, w, r);
 		float b = 0;
-		if (pairs)
-			b = alpha * mkc_norm_dot(x, K, 0, inv, sf, sh, wf ? wf + (r + off) * ws : NULL,
-						 wh ? wh + (r + off) * ws : NULL);
-		mkc_head_put(y, yh, o, o + off, a, b, pairs ? cos + f : NULL, pairs ? sin + f : NULL);
+		if (o->pairs)
+			b = o->alpha * mkc_norm_dot(px, K, 0, inv, scale, w, r + t.off);
+		mkc_head_put(y, at, at + t.off, a, b, pc ? pc + f : NULL, pn ? pn + f : NULL);
 	}
 }
 
@@ -234,39 +304,42 @@ mkc_head_proj(float *y, uint16_t *yh, int64_t o0, int64_t n, int pairs, int64_t 
 /*
  * A product by a weight stored [N, K] (Gemm with transB, as Hugging Face
  * keeps Linear weights; MatMul with canon's mkc_trans_b) on a GPU: one
- * group of warp lanes per output element walks the two contiguous rows,
- * the activations' (a at idx . as) and the weight's row idx[r - 1] (bs0
- * apart), with 16-byte loads (8 bf16 or 4 float32 weights a lane), and a
- * shuffle reduction sums the lanes; lane 0 stores the epilogue. K and warp
- * are constants at the call, so the walk unrolls and a lane has several
- * loads in flight (one block per SM holds few warps to hide latency).
+ * warp per output element walks the two contiguous rows, the
+ * activations' and the weight's row idx[r - 1], with 16-byte loads (8 bf16
+ * or 4 float32 weights a lane), and a shuffle reduction sums the lanes;
+ * lane 0 stores the epilogue. K is a constant in the tile function this is
+ * inlined into, so the walk unrolls and a lane has several loads in flight
+ * (one block per SM holds few warps to hide latency).
  */
 static inline MKC_BODY void MKC_UNUSED
-mkc_dot_rows(float *MKC_RESTRICT y, const int64_t *ys, int r, const int64_t *lo,
-	     const int64_t *hi, const float *a, const int64_t *as, const float *bf,
-	     const uint16_t *bh, int64_t bs0, int64_t K, int warp, const mkc_mm_epi *ep)
+mkc_dot_rows(const mkc_view *y, const mkc_view *a, const mkc_view *b, const mkc_view *c,
+	     const mkc_mm_opt *o, const int64_t *lo, const int64_t *hi)
 {
-	const int64_t lane = MKC_LANE % warp, wp = MKC_LANE / warp, nwarp = MKC_NLANES / warp;
-	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1];
+	const int r = y->rank;
+	const int64_t lane = MKC_LANE % MKC_WARP, wp = MKC_LANE / MKC_WARP;
+	const int64_t nwarp = MKC_NLANES / MKC_WARP;
+	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1], as[MKC_RANK + 1], bs[MKC_RANK + 1], ak, bk;
+	const int64_t K = mkc_mm_walk(y, a, b, o, as, &ak, bs, &bk);
 	const int64_t cnt = mkc_rt_extents(lo, hi, r, ext);
+	const mkc_mm_epi e = mkc_mm_epi_of(c, o);
 	for (int64_t f = wp; f < cnt; f += nwarp) {
 		mkc_rt_unflat(f, lo, ext, r, idx);
-		const float *pa = a + mkc_rt_dot(idx, as, r);
+		const float *pa = (const float *)a->p + mkc_rt_dot(idx, as, r);
 		float acc = 0;
-		if (bh) {
-			const uint16_t *pb = bh + idx[r - 1] * bs0;
+		if (b->bf16) {
+			const uint16_t *pb = (const uint16_t *)b->p + idx[r - 1] * b->s[0];
 			MKC_MM_UNROLL
-			for (int64_t k = lane * 8; k < K; k += 8 * warp)
+			for (int64_t k = lane * 8; k < K; k += 8 * MKC_WARP)
 				acc += mkc_rt_dot8_bf16(pa + k, pb + k);
 		} else {
-			const float *pb = bf + idx[r - 1] * bs0;
+			const float *pb = (const float *)b->p + idx[r - 1] * b->s[0];
 			MKC_MM_UNROLL
-			for (int64_t k = lane * 4; k < K; k += 4 * warp)
+			for (int64_t k = lane * 4; k < K; k += 4 * MKC_WARP)
 				acc += mkc_rt_dot4(pa + k, pb + k);
 		}
 		acc = mkc_rt_warp_sum(acc);
 		if (lane == 0)
-			y[mkc_rt_dot(idx, ys, r)] = mkc_mm_out(acc, idx, ep);
+			((float *)y->p)[mkc_rt_dot(idx, y->s, r)] = mkc_mm_out(acc, idx, &e);
 	}
 }
 #endif

@@ -11,29 +11,31 @@
 
 enum { MKC_REDUCE_SUM, MKC_REDUCE_MEAN, MKC_REDUCE_MAX };
 
-/* op over the axes d of x (dims xd, strides xs, rank r) where red[d] is 1, into y. */
+/* op over the axes d of x where red[d] is 1, into y (dense). */
 static inline MKC_BODY void MKC_UNUSED
-mkc_reduce(int op, float *MKC_RESTRICT y, const float *MKC_RESTRICT x, const int64_t *xd,
-	   const int64_t *xs, int r, const int *red)
+mkc_reduce(int op, const mkc_view *y, const mkc_view *x, const int *red)
 {
+	float *MKC_RESTRICT py = (float *)y->p;
+	const float *MKC_RESTRICT px = (const float *)x->p;
+	const int r = x->rank;
 	int64_t kd[MKC_RANK + 1], rd[MKC_RANK + 1], idx[MKC_RANK + 1], ridx[MKC_RANK + 1];
 	const int64_t zero[MKC_RANK + 1] = {0};
 	int64_t on = 1, rn = 1;   /* the kept and the reduced elements */
 	for (int d = 0; d < r; d++) {
-		kd[d] = red[d] ? 1 : xd[d];
-		rd[d] = red[d] ? xd[d] : 1;
+		kd[d] = red[d] ? 1 : x->d[d];
+		rd[d] = red[d] ? x->d[d] : 1;
 		on *= kd[d];
 		rn *= rd[d];
 	}
 	for (int64_t o = MKC_LANE; o < on; o += MKC_NLANES) {
 		mkc_rt_unflat(o, zero, kd, r, idx);
-		const int64_t base = mkc_rt_dot(idx, xs, r);
+		const int64_t base = mkc_rt_dot(idx, x->s, r);
 		float acc = op == MKC_REDUCE_MAX ? -INFINITY : 0;
 		for (int64_t k = 0; k < rn; k++) {
 			mkc_rt_unflat(k, zero, rd, r, ridx);
-			const float v = x[base + mkc_rt_dot(ridx, xs, r)];
+			const float v = px[base + mkc_rt_dot(ridx, x->s, r)];
 			acc = op == MKC_REDUCE_MAX ? fmaxf(acc, v) : acc + v;
 		}
-		y[o] = op == MKC_REDUCE_MEAN ? acc / (float)rn : acc;
+		py[o] = op == MKC_REDUCE_MEAN ? acc / (float)rn : acc;
 	}
 }

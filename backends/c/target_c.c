@@ -11,10 +11,7 @@ const mkc_target mkc_target_c = {
 	.headers = "#define _XOPEN_SOURCE 700\n" MKC_STD_HEADERS
 		   "#include <pthread.h>\n#include <sched.h>\n#include <stdatomic.h>\n#include <time.h>\n",
 	.exec = (const char *const[]){"backends/c/exec.h", NULL},
-	.bodies = (const char *const[]){"backends/c/cache.h", "backends/c/attention.h",
-					"backends/c/rows.h", "backends/c/data.h",
-					"backends/c/elementwise.h", "backends/c/reduce.h",
-					"backends/c/matmul.h", "backends/c/gqa.h", NULL},
+	.bodies = (const char *const[]){MKC_PORTABLE_BODIES, NULL},
 	.api = "runtime/api.h",
 	.fn_qual = "static",
 	.node_qual = "",

@@ -15,6 +15,9 @@
  */
 #include "emit.h"
 #include "../../ir/numeric.h"
+#include "../../runtime/limits.h"
+
+_Static_assert(MKC_RANK == MKC_MAX_RANK, "runtime/limits.h's rank is the IR's");
 
 #include <ctype.h>
 #include <errno.h>
@@ -549,6 +552,55 @@ emit_syms(mkc_emitter *e, const mkc_emit_options *o)
 }
 
 /* Tasks, events and queues as flat arrays. */
+/* List i of a plan's lists of ints (a task's signals, ...): its length, and item k. */
+typedef int (*plan_list)(const mkc_plan *p, int i, int k, int *len);
+
+static int
+task_signals(const mkc_plan *p, int i, int k, int *len)
+{
+	*len = MKC_TASK(p, i)->nsignals;
+	return k < *len ? MKC_TASK(p, i)->signals[k] : 0;
+}
+
+static int
+event_producers(const mkc_plan *p, int i, int k, int *len)
+{
+	*len = MKC_EVENT(p, i)->nproducers;
+	return k < *len ? MKC_EVENT(p, i)->producers[k] : 0;
+}
+
+static int
+queue_tasks(const mkc_plan *p, int w, int k, int *len)
+{
+	*len = p->qlen[w];
+	return k < *len ? p->queues[w][k]->id : 0;
+}
+
+/*
+ * n lists as two tables (q: their qualifier): START[n + 1] (N names n),
+ * where list i begins in LIST and, last, where they all end; and LIST, the
+ * lists' items one after another, then -1.
+ */
+static void
+put_lists(FILE *f, const char *q, const char *start, const char *N, const char *list, int n,
+	  plan_list get, const mkc_plan *p)
+{
+	int total = 0, len;
+	fprintf(f, "%s int %s[%s + 1] MKC_UNUSED = {", q, start, N);
+	for (int i = 0; i < n; i++) {
+		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", total);
+		get(p, i, 0, &len);
+		total += len;
+	}
+	fprintf(f, " %d\n};\n%s int %s[%d] MKC_UNUSED = {", total, q, list, total + 1);
+	for (int i = 0, c = 0; i < n; i++) {
+		get(p, i, 0, &len);
+		for (int k = 0; k < len; k++, c++)
+			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", get(p, i, k, &len));
+	}
+	fputs(" -1\n};\n", f);
+}
+
 static void
 emit_schedule(mkc_emitter *e)
 {
@@ -571,40 +623,15 @@ emit_schedule(mkc_emitter *e)
 		MKC_ASSERT(t->nwaits <= 1);
 		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", t->nwaits ? t->waits[0] : -1);
 	}
-	fprintf(f, "\n};\n%s int mkc_task_sig_start[MKC_NTASKS + 1] MKC_UNUSED = {", q);
-	int k = 0;
-	for (int i = 0; i < p->tasks.n; i++) {
-		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", k);
-		k += MKC_TASK(p, i)->nsignals;
-	}
-	fprintf(f, " %d\n};\n%s int mkc_task_sig[%d] MKC_UNUSED = {", k, q, k + 1);
-	for (int i = 0, c = 0; i < p->tasks.n; i++)
-		for (int s = 0; s < MKC_TASK(p, i)->nsignals; s++, c++)
-			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", MKC_TASK(p, i)->signals[s]);
-	fprintf(f, " -1\n};\n%s int mkc_event_threshold[MKC_NEVENTS + 1] MKC_UNUSED = {", q);
+	fputs("\n};\n", f);
+	put_lists(f, q, "mkc_task_sig_start", "MKC_NTASKS", "mkc_task_sig", p->tasks.n, task_signals, p);
+	fprintf(f, "%s int mkc_event_threshold[MKC_NEVENTS + 1] MKC_UNUSED = {", q);
 	for (int i = 0; i < p->events.n; i++)
 		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", MKC_EVENT(p, i)->threshold);
-	fprintf(f, " 0\n};\n%s int mkc_event_prod_start[MKC_NEVENTS + 1] MKC_UNUSED = {", hq);
-	k = 0;
-	for (int i = 0; i < p->events.n; i++) {
-		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", k);
-		k += MKC_EVENT(p, i)->nproducers;
-	}
-	fprintf(f, " %d\n};\n%s int mkc_event_prod[%d] MKC_UNUSED = {", k, hq, k + 1);
-	for (int i = 0, c = 0; i < p->events.n; i++)
-		for (int s = 0; s < MKC_EVENT(p, i)->nproducers; s++, c++)
-			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", MKC_EVENT(p, i)->producers[s]);
-	fprintf(f, " -1\n};\n%s int mkc_queue_start[MKC_NWORKERS + 1] MKC_UNUSED = {", q);
-	k = 0;
-	for (int w = 0; w < p->tp.nworkers; w++) {
-		fprintf(f, "%s%d,", w % 16 ? " " : "\n\t", k);
-		k += p->qlen[w];
-	}
-	fprintf(f, " %d\n};\n%s int mkc_queue[MKC_NTASKS] MKC_UNUSED = {", k, q);
-	for (int w = 0, c = 0; w < p->tp.nworkers; w++)
-		for (int i = 0; i < p->qlen[w]; i++, c++)
-			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", p->queues[w][i]->id);
-	fprintf(f, "\n};\n");
+	fputs(" 0\n};\n", f);
+	put_lists(f, hq, "mkc_event_prod_start", "MKC_NEVENTS", "mkc_event_prod", p->events.n,
+		  event_producers, p);
+	put_lists(f, q, "mkc_queue_start", "MKC_NWORKERS", "mkc_queue", p->tp.nworkers, queue_tasks, p);
 }
 
 /*
@@ -706,7 +733,7 @@ emit_boxes(mkc_emitter *e)
 			fputs(", ", f);
 		}
 	}
-	fprintf(f, "\n\t{0, 0, -1}\n};\n\n#define MKC_RANK %d\n", MKC_MAX_RANK);
+	fputs("\n\t{0, 0, -1}\n};\n", f);
 }
 
 /*
@@ -844,9 +871,9 @@ mkc_emit_head(FILE *f, const mkc_target *t, const char *arch, const char *prefix
 	fprintf(f, "#define MKC_PROF_TARGET \"%s\"\n", t->name);
 	for (const char *const *r = t->prelude; r && *r; r++)
 		fputs(mkc_runtime_text(*r), f);
+	fputs(mkc_runtime_text("runtime/limits.h"), f);
 	fputs(mkc_runtime_text("runtime/common.h"), f);
 	fputs(mkc_runtime_text("runtime/bf16.h"), f);
-	fputs(mkc_runtime_text("runtime/limits.h"), f);
 	put_template(f, mkc_runtime_text("runtime/api_h.h"), prefix);
 }
 

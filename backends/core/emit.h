@@ -57,6 +57,17 @@ typedef struct {
 /* Whether t takes --arch a (any a when a is NULL: whether it takes --arch at all). */
 bool mkc_target_has_arch(const mkc_target *t, const char *a);
 
+/*
+ * The tile bodies every target embeds (backends/c/: plain C over a tile's
+ * lanes), in the order they use each other; and the GPU targets' (one
+ * source for CUDA and HIP: the decode bodies of backends/cuda/ after them).
+ */
+#define MKC_PORTABLE_BODIES "backends/c/cache.h", "backends/c/attention.h", \
+	"backends/c/rows.h", "backends/c/data.h", "backends/c/elementwise.h", \
+	"backends/c/reduce.h", "backends/c/matmul.h", "backends/c/gqa.h"
+#define MKC_GPU_BODIES MKC_PORTABLE_BODIES, "backends/cuda/attention.cuh", \
+	"backends/cuda/matvec.cuh"
+
 /* The standard headers every written target includes. */
 #define MKC_STD_HEADERS "#include <errno.h>\n#include <fcntl.h>\n#include <math.h>\n" \
 	"#include <stdarg.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n" \
@@ -92,7 +103,7 @@ int mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o);
 /*
  * The start of every file target t emits, up to the tables: its headers,
  * MKC_WARP, the --arch guard (arch; NULL: the default), MKC_PROF_TARGET,
- * the prelude, runtime/common.h, bf16.h and limits.h, and the public
+ * the prelude, runtime/limits.h, common.h and bf16.h, and the public
  * declarations with the API prefix. (tests/backends/test_runtime.c writes
  * its stub files with it.)
  */

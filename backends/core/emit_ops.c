@@ -3,21 +3,23 @@
  *
  * A tile function gets the model (buffers m->buf[], symbol values m->sym[])
  * and the box lo..hi of output 0 that its task computes; it computes exactly
- * that box. Every body starts by naming its tensors:
- *   y, y_d[], y_s[]        output 0: pointer, dims, strides (y1.. for more)
- *   x0, x0_d[], x0_s[]     input 0, and so on
- * with dims evaluated from the symbols at run time. Then one call of a tile
- * body with the node's constants (rank, axis, op code, types): the bodies
- * are plain C in backends/c/ (data.h, elementwise.h, rows.h, matmul.h,
- * attention.h, gqa.h, ...) that every target embeds, or device code in
- * backends/cuda/ where a GPU has a faster one. No tile body is written here
- * as C text; a node whose outputs are known writes their values
+ * that box. Every body starts by naming its tensors as views
+ * (runtime/common.h's mkc_view: pointer, extents, strides, type), one line
+ * each, x0, x1, ... the inputs and y, y1, ... the outputs, with extents
+ * from the symbols at run time; then it calls one tile body with those
+ * views and the node's options (a small struct, initialised by name where
+ * a body has several): the bodies are plain C in backends/c/ (data.h,
+ * elementwise.h, rows.h, matmul.h, attention.h, gqa.h, ...) that every
+ * target embeds, or GPU code in backends/cuda/ where a GPU has a faster
+ * one (runtime/limits.h says where it fits). No loop or formula of a tile
+ * body is written here; a node whose outputs are known writes their values
  * (emit_known: a table, not a body).
  *
- * Elementwise ops come from one table: each op's code in elementwise.h and
- * the forms it has. Where no operand broadcasts and every tile is a run of
- * consecutive elements, they walk flat indices instead of coordinates. The
- * C target computes float32 tensors in float, as onnxruntime does.
+ * Elementwise ops come from ir/ops.def's EW rows: each op's code in
+ * elementwise.h and the forms it has. Where no operand broadcasts and every
+ * tile is a run of consecutive elements, they walk flat indices instead of
+ * coordinates. The C target computes float32 tensors in float, as
+ * onnxruntime does.
  *
  * What a body needs beyond shapes and types (axes, eps, transposes, the
  * attention scale) comes resolved in the node's kernel description
@@ -122,45 +124,65 @@ is_bf16(const mkc_tensor *t)
 }
 
 /*
- * Input k as the float32 and bf16 arguments of a body that takes either
- * (backends/c/rows.h): "x2, NULL" or "NULL, x2"; "NULL, NULL" when k < 0
- * (an input the node leaves out).
+ * A stride or extent as a C expression: the product of the constant k and
+ * the symbolic factors in sym ("" when none).
  */
-static const char *
-vec_args(char *buf, const mkc_node *n, int k)
+static void
+put_product(FILE *f, int64_t k, const char *sym)
 {
-	if (k < 0)
-		snprintf(buf, 32, "NULL, NULL");
+	if (!*sym)
+		fprintf(f, "%lldLL", (long long)k);
+	else if (k == 1)
+		fputs(sym, f);
 	else
-		snprintf(buf, 32, is_bf16(n->in[k]) ? "NULL, x%d" : "x%d, NULL", k);
-	return buf;
+		fprintf(f, "%lldLL * %s", (long long)k, sym);
 }
 
-/* Declares pointer, dims and strides of one tensor. */
+/*
+ * Declares the view of one tensor (runtime/common.h's mkc_view) in one
+ * line: its extents as expressions of the symbols, its strides row-major
+ * over them (a KV cache's over cap positions along its cap axis), folded
+ * to numbers where the extents are.
+ */
 static void
-decl(mkc_emitter *e, const char *var, const mkc_tensor *t, bool out)
+decl(mkc_emitter *e, const char *var, const mkc_tensor *t)
 {
 	FILE *f = e->f;
-	const char *ct = is_bf16(t) ? "uint16_t" : mkc_ctype(e, t->dtype);
+	mkc_graph *g = e->p->g;
+	const char *ty = tcode(e, t->dtype);
 	e->slot[e->nslot] = e->index[t->id];
-	fprintf(f, "\t%s%s *MKC_RESTRICT %s MKC_UNUSED = (%s%s *)m->buf[bi[%d]];\n", out ? "" : "const ", ct, var,
-		out ? "" : "const ", ct, e->nslot++);
-	fprintf(f, "\tconst int64_t %s_d[%d] MKC_UNUSED = {", var, t->rank + 1);
+	fprintf(f, "	const mkc_view %s MKC_UNUSED = {m->buf[bi[%d]], {", var, e->nslot++);
 	for (int i = 0; i < t->rank; i++) {
 		char b[96];
-		fprintf(f, "%s, ", mkc_dimx(e->p->g, t->shape[i], b, sizeof b));
+		fprintf(f, "%s%s", i ? ", " : "", mkc_dimx(g, t->shape[i], b, sizeof b));
 	}
-	fprintf(f, "0};\n\tint64_t %s_s[%d] MKC_UNUSED;\n", var, t->rank + 1);
-	if (t->cap) {
-		/* a KV cache: laid out for cap positions, of which dims[cap_axis] are in use */
-		fprintf(f, "\tint64_t %s_l[%d];\n\tmemcpy(%s_l, %s_d, sizeof %s_l);\n\t%s_l[%d] = %lld;\n"
-			"\tmkc_rt_strides(%s_l, %d, %s_s);\n", var, t->rank + 1, var, var, var, var,
-			t->cap_axis, (long long)t->cap, var, t->rank, var);
-	} else {
-		fprintf(f, "\tmkc_rt_strides(%s_d, %d, %s_s);\n", var, t->rank, var);
+	fputs("}, {", f);
+	/* stride i is the product of the extents after i: k times the symbolic ones */
+	int64_t k[MKC_MAX_RANK];
+	const char *sym[MKC_MAX_RANK];
+	int64_t kk = 1;
+	const char *ss = "";
+	for (int i = t->rank - 1; i >= 0; i--) {
+		k[i] = kk;
+		sym[i] = ss;
+		mkc_dim d = t->cap && i == t->cap_axis ? mkc_dim_const(t->cap) : t->shape[i];
+		if (mkc_dim_is_const(d)) {
+			kk *= d.c;
+		} else {
+			char b[96];
+			mkc_dimx(g, d, b, sizeof b);
+			ss = *ss ? mkc_arena_printf(g->ctx->arena, "%s * %s", ss, b)
+				 : mkc_arena_printf(g->ctx->arena, "%s", b);
+		}
 	}
+	for (int i = 0; i < t->rank; i++) {
+		fputs(i ? ", " : "", f);
+		put_product(f, k[i], sym[i]);
+	}
+	fprintf(f, "}, %d, %s, %d};\n", t->rank, ty ? ty : "0", is_bf16(t));
 }
 
+/* The views of every input and output n has (x0, x1, ...; y, y1, ...). */
 static void
 decl_all(mkc_emitter *e, const mkc_node *n)
 {
@@ -168,23 +190,32 @@ decl_all(mkc_emitter *e, const mkc_node *n)
 	for (int i = 0; i < n->nin; i++)
 		if (n->in[i]) {
 			snprintf(v, sizeof v, "x%d", i);
-			decl(e, v, n->in[i], false);
+			decl(e, v, n->in[i]);
 		}
 	for (int i = 0; i < n->nout; i++)
 		if (n->out[i]) {
 			snprintf(v, sizeof v, i ? "y%d" : "y", i);
-			decl(e, v, n->out[i], true);
+			decl(e, v, n->out[i]);
 		}
 }
 
-/*
- * The data ops move elements as bits (backends/c/data.h): a body takes an
- * element's bytes as stored (a bf16 weight's 2).
- */
-static int
-esize(const mkc_tensor *t)
+/* "&x3", or "NULL" for an input n leaves out (or has not: k past nin). */
+static const char *
+view_in(char *buf, const mkc_node *n, int k)
 {
-	return is_bf16(t) ? 2 : (int)mkc_dtype_size(t->dtype);
+	snprintf(buf, 16, k < n->nin && n->in[k] ? "&x%d" : "NULL", k);
+	return buf;
+}
+
+/* "&y2", or "NULL" for an output n does not have. */
+static const char *
+view_out(char *buf, const mkc_node *n, int k)
+{
+	if (k >= n->nout || !n->out[k])
+		snprintf(buf, 16, "NULL");
+	else
+		snprintf(buf, 16, k ? "&y%d" : "&y", k);
+	return buf;
 }
 
 /* "\tconst TYPE name[n] = {v0, v1, ...};\n" (C has no empty initialiser: n 0 writes one 0) */
@@ -197,18 +228,13 @@ emit_ints(FILE *f, const char *type, const char *name, const int64_t *v, int n)
 	fputs(n ? "};\n" : "0};\n", f);
 }
 
-/*
- * "\tTYPE name[n] = {P0S, P1S, ...};\n" (P the prefix, S the suffix): the
- * inputs' pointers ("x", ""), dims ("x", "_d") or strides ("x", "_s"), or
- * broadcast strides ("b", ""), for a body that takes the n inputs as arrays.
- */
+/* "\tconst mkc_view *const name[n] = {&P0, &P1, ...};\n": views the body takes as an array */
 static void
-emit_inputs(FILE *f, const char *type, const char *name, const char *prefix, const char *suffix,
-	    int n)
+emit_views(FILE *f, const char *name, const char *prefix, int n)
 {
-	fprintf(f, "\t%s %s[%d] = {", type, name, n);
+	fprintf(f, "\tconst mkc_view *const %s[%d] = {", name, n);
 	for (int k = 0; k < n; k++)
-		fprintf(f, "%s%s%d%s", k ? ", " : "", prefix, k, suffix);
+		fprintf(f, "%s&%s%d", k ? ", " : "", prefix, k);
 	fputs("};\n", f);
 }
 
@@ -291,36 +317,24 @@ emit_elementwise(mkc_emitter *e, const mkc_node *n, int row)
 	bool isf = mkc_dtype_is_float(v->dtype);
 	if (!(isf ? ew_table[row].f : ew_table[row].i))
 		return unsupported(e, n, "no form of this op for its input type");
-	bool variadic = n->op == MKC_OP_MAX || n->op == MKC_OP_MIN;
+	bool variadic = mkc_op_info_of(n->op)->max_in < 0;   /* Max, Min */
 	if (n->nin > 3 && !variadic)
 		return unsupported(e, n, "more than three operands");
-	int nin = n->op == MKC_OP_CASTLIKE || n->op == MKC_OP_EXPAND ? 1 : n->nin;
+	int nin = n->kern->operands;
 	const char *code = ew_table[row].code;
 	if (y->dtype == MKC_DT_BOOL && (n->op == MKC_OP_CAST || n->op == MKC_OP_CASTLIKE))
 		code = "MKC_EW_NONZERO";
 	else if (variadic && nin == 1)
 		code = "MKC_EW_IDENTITY";
-	const char *ty = tcode(e, y->dtype);
-	for (int i = 0; i < nin && ty; i++)
-		if (!tcode(e, n->in[i]->dtype))
-			ty = NULL;
-	if (!ty)
+	bool typed = tcode(e, y->dtype) != NULL;
+	for (int i = 0; i < nin && typed; i++)
+		typed = tcode(e, n->in[i]->dtype) != NULL;
+	if (!typed)
 		return unsupported(e, n, "an operand or result of a type it cannot read");
-	bool flat = flat_walk(e, n, nin);
 	decl_all(e, n);
-	emit_inputs(f, "const void *const", "in", "x", "", nin);
-	fprintf(f, "\tconst int in_t[%d] = {", nin);
-	for (int i = 0; i < nin; i++)
-		fprintf(f, "%s%s", i ? ", " : "", tcode(e, n->in[i]->dtype));
-	fputs("};\n", f);
-	if (!flat) {
-		for (int i = 0; i < nin; i++)
-			fprintf(f, "\tint64_t b%d[%d];\n\tmkc_rt_bmap(x%d_d, x%d_s, %d, %d, b%d);\n", i,
-				y->rank + 1, i, i, n->in[i]->rank, y->rank, i);
-		emit_inputs(f, "const int64_t *const", "in_b", "b", "", nin);
-	}
-	fprintf(f, "\tmkc_elementwise(%s, %d, y, %s, y_s, %d, %d, in, in_t, %s, lo, hi);\n", code, isf,
-		ty, y->rank, nin, flat ? "NULL" : "in_b");
+	emit_views(f, "in", "x", nin);
+	fprintf(f, "\tmkc_elementwise(%s, %d, &y, %d, in, %d, lo, hi);\n", code, isf, nin,
+		flat_walk(e, n, nin));
 	return 0;
 }
 
@@ -338,8 +352,7 @@ emit_copy(mkc_emitter *e, const mkc_node *n)
 	if (y->cap || n->in[0]->cap)
 		return unsupported(e, n, "a reshape of a KV cache");
 	decl_all(e, n);
-	fprintf(e->f, "\tmkc_copy(y, y_s, x0, %d, %d, %d, lo, hi);\n", y->rank, esize(y),
-		flat_walk(e, n, 0));
+	fprintf(e->f, "\tmkc_copy(&y, &x0, %d, lo, hi);\n", flat_walk(e, n, 0));
 	return 0;
 }
 
@@ -352,21 +365,16 @@ emit_transpose(mkc_emitter *e, const mkc_node *n)
 		perm[d] = n->kern->perm[d];
 	decl_all(e, n);
 	emit_ints(e->f, "int", "perm", perm, r);
-	fprintf(e->f, "\tmkc_transpose(y, y_s, x0, x0_s, perm, %d, %d, lo, hi);\n", r,
-		esize(n->out[0]));
+	fputs("\tmkc_transpose(&y, &x0, perm, lo, hi);\n", e->f);
 	return 0;
 }
 
 static int
 emit_concat(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
 	decl_all(e, n);
-	emit_inputs(f, "const void *const", "in", "x", "", n->nin);
-	emit_inputs(f, "const int64_t *const", "in_d", "x", "_d", n->nin);
-	emit_inputs(f, "const int64_t *const", "in_s", "x", "_s", n->nin);
-	fprintf(f, "\tmkc_concat(y, y_s, %d, in, in_d, in_s, %d, %d, %d, lo, hi);\n", n->nin,
-		n->kern->axis, n->out[0]->rank, esize(n->out[0]));
+	emit_views(e->f, "in", "x", n->nin);
+	fprintf(e->f, "\tmkc_concat(&y, %d, in, %d, lo, hi);\n", n->nin, n->kern->axis);
 	return 0;
 }
 
@@ -395,8 +403,7 @@ emit_slice(mkc_emitter *e, const mkc_node *n)
 	}
 	fputs(r ? "};\n" : "0};\n", f);
 	emit_ints(f, "int64_t", "step", step, r);
-	fprintf(f, "\tmkc_slice(y, y_s, x0, x0_d, x0_s, start, step, %d, %d, lo, hi);\n", r,
-		esize(n->out[0]));
+	fputs("\tmkc_slice(&y, &x0, start, step, lo, hi);\n", f);
 	return 0;
 }
 
@@ -404,13 +411,10 @@ emit_slice(mkc_emitter *e, const mkc_node *n)
 static int
 emit_gather(mkc_emitter *e, const mkc_node *n)
 {
-	const mkc_tensor *x = n->in[0], *ind = n->in[1];
 	decl_all(e, n);
-	fprintf(e->f, "\tint64_t bad;\n"
-		"\tif (mkc_gather(y, y_s, %d, x0, x0_d, x0_s, %d, %d, %d, x1, x1_s, %d, %d, %d, lo, hi, "
-		"&bad))\n\t\tMKC_FAIL(m, \"node '%s' (Gather): index %%lld is out of range\", "
-		"(long long)bad);\n", n->out[0]->rank, x->rank, esize(x), is_bf16(x), ind->rank,
-		esize(ind), n->kern->axis, mkc_cstr(e->p->g->ctx->arena, n->name, true));
+	fprintf(e->f, "\tint64_t bad;\n\tif (mkc_gather(&y, &x0, &x1, %d, lo, hi, &bad))\n"
+		"\t\tMKC_FAIL(m, \"node '%s' (Gather): index %%lld is out of range\", (long long)bad);\n",
+		n->kern->axis, mkc_cstr(e->p->g->ctx->arena, n->name, true));
 	return 0;
 }
 
@@ -425,28 +429,27 @@ all_float(const mkc_node *n)
 }
 
 /*
- * MatMul by a weight [K, N] on a GPU: the lanes split the K axis
- * (backends/c/matmul.h's mkc_matmul_split_k), their partial sums meeting
- * in shared memory.
+ * A product's options (backends/c/matmul.h's mkc_mm_opt), by name: Gemm's
+ * transposes and epilogue, MatMul's canon-made trans_b, the norm's eps of
+ * NormGemm, NormGlu and HeadProj, and HeadProj's pairs.
  */
 static void
-emit_matmul_split_k(mkc_emitter *e, const mkc_node *n, int r)
+emit_mm_opt(mkc_emitter *e, const mkc_node *n, int pairs)
 {
-	char ba[32];
-	fprintf(e->f, "\t__shared__ float part[MKC_THREADS];\n"
-		"\tmkc_matmul_split_k(y, y_s, %d, lo, hi, x0, as, ak, %s, bs, bk, K, part);\n", r,
-		vec_args(ba, n, 1));
+	const mkc_kernel *k = n->kern;
+	char fa[48], fb[48], fe[48];
+	bool gemm = n->op != MKC_OP_MATMUL;
+	fprintf(e->f, "\tconst mkc_mm_opt o = {.trans_a = %d, .trans_b = %d, .gemm = %d, .alpha = %s, "
+		".beta = %s, .eps = %s, .pairs = %d};\n", k->trans_a, k->trans_b, gemm,
+		flit(fa, gemm || n->op == MKC_OP_HEAD_PROJ ? k->alpha : 1.0f),
+		flit(fb, gemm ? k->beta : 0.0f), flit(fe, k->eps), pairs);
 }
 
 /*
  * A product by a weight stored [N, K] (Gemm with transB, as Hugging Face
- * keeps Linear weights; MatMul with canon's mkc_trans_b) on a GPU: one warp
- * per output element walks the two contiguous rows, the activations' from
- * pa and the weight's row idx[r - 1], with 16-byte loads (8 bf16 or 4
- * float32 weights a lane), and a shuffle reduction sums the lanes; lane 0
- * stores out (an expression of acc). K is a constant here, so the walk
- * unrolls and a lane has several loads in flight (one block per SM holds
- * few warps to hide latency).
+ * keeps Linear weights; MatMul with canon's mkc_trans_b) on a GPU, read by
+ * rows with 16-byte loads (K whole chunks of them): matmul.h's
+ * mkc_dot_rows, or matvec.cuh's body where gemv_fits.
  */
 static bool
 rows_fit(const mkc_emitter *e, const mkc_tensor *w, mkc_dim k)
@@ -483,174 +486,92 @@ gemv_fits(const mkc_emitter *e, const mkc_node *n, int r, int wi)
 	return true;
 }
 
-/*
- * The call of the matvec body (backends/cuda/matvec.cuh) on the tile's rows
- * of weight w (operand xwi), K long, by the activations x (an expression;
- * with at0 it reads idx, set first to the tile's first output), normalised
- * first when norm is 1 or 2 (scale, eps: C expressions), then the epilogue
- * out (of acc and idx) into y. With a second weight (operand x(wi + 1),
- * NormGlu) the tile's rows of it too, acc2 in out. MatMul, Gemm, NormGemm
- * and NormGlu share it.
- */
-static void
-emit_gemv(mkc_emitter *e, int r, int64_t k, const mkc_tensor *w, int wi, bool two, const char *x,
-	  bool at0, int norm, const char *scale, const char *eps, const char *out)
+/* matvec.cuh's template arguments for weight w, K long, normalised by scale (or none). */
+static const char *
+gemv_args(char *buf, int64_t k, const mkc_tensor *w, const mkc_tensor *scale)
 {
-	FILE *f = e->f;
-	char w2[64] = "";
-	if (two)
-		snprintf(w2, sizeof w2, ", x%d + lo[%d] * x%d_s[0]", wi + 1, r - 1, wi + 1);
-	fprintf(f, "\t__shared__ float dots[MKC_GEMV_ROWS];\n"
-		"\tint64_t ext[%d], idx[%d];\n\tconst int64_t cnt = mkc_rt_extents(lo, hi, %d, ext);\n",
-		r + 1, r + 1, r);
-	if (at0)
-		fprintf(f, "\tmkc_rt_unflat(0, lo, ext, %d, idx);\n", r);
-	fprintf(f, "\tmkc_gemv<%lld, %s, %d>(%s, x%d + lo[%d] * x%d_s[0], x%d_s[0], cnt, dots, %s, "
-		"%s%s);\n\tfor (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {\n"
-		"\t\tmkc_rt_unflat(f, lo, ext, %d, idx);\n\t\tconst float acc = dots[f];\n%s"
-		"\t\ty[mkc_rt_dot(idx, y_s, %d)] = %s;\n\t}\n",
-		(long long)k, is_bf16(w) ? "true" : "false", norm, x, wi, r - 1, wi, wi, scale, eps,
-		w2, r, two ? "\t\tconst float acc2 = dots[cnt + f];\n" : "", r, out);
+	snprintf(buf, 96, "%lld, %s, %s", (long long)k, is_bf16(w) ? "MKC_W_BF16" : "MKC_W_F32",
+		 !scale ? "MKC_NORM_NONE" : is_bf16(scale) ? "MKC_NORM_BF16" : "MKC_NORM_F32");
+	return buf;
 }
 
 /*
- * as: the declaration of the activations' strides as[] that the body takes
- * (MatMul has them already: ""); ep: the epilogue's initialiser.
+ * A product whose b is a weight [N, K] read by rows (rows_fit): on a GPU
+ * the matvec body where every tile fits it, else a warp an output
+ * (matmul.h's mkc_dot_rows). c is C's view, "&x2", or "NULL".
  */
 static void
-emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *pa, const char *out,
-	      const char *as, const char *ep)
+emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *c)
 {
-	FILE *f = e->f;
-	char ba[32];
+	char ga[96];
 	const mkc_tensor *a = n->in[0];
-	if (gemv_fits(e, n, r, 1)) {
-		emit_gemv(e, r, a->shape[a->rank - 1].c, n->in[1], 1, false, pa, true, 0, "NULL", "0.0f",
-			  out);
-		return;
-	}
-	fprintf(f, "%s\tconst mkc_mm_epi ep = %s;\n"
-		"\tmkc_dot_rows(y, y_s, %d, lo, hi, x0, as, %s, x1_s[0], %lldLL, %d, &ep);\n", as, ep,
-		r, vec_args(ba, n, 1), (long long)a->shape[a->rank - 1].c, e->t->warp);
+	if (gemv_fits(e, n, r, 1))
+		fprintf(e->f, "\tmkc_gemv_tile<%s, MKC_EPI_MM>(&y, &x0, &x1, NULL, NULL, %s, &o, lo, "
+			"hi);\n", gemv_args(ga, a->shape[a->rank - 1].c, n->in[1], NULL), c);
+	else
+		fprintf(e->f, "\tmkc_dot_rows(&y, &x0, &x1, %s, &o, lo, hi);\n", c);
 }
 
 static int
 emit_matmul(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
 	const mkc_tensor *a = n->in[0], *b = n->in[1];
 	int r = n->out[0]->rank;
 	if (a->rank < 2 || b->rank < 2)
 		return unsupported(e, n, "MatMul of a vector");
-	/* canon's mkc_trans_b: b is stored [N, K] and read by rows */
-	bool tb = n->kern->trans_b;
 	decl_all(e, n);
-	fprintf(f, "\tint64_t as[%d], bs[%d];\n"
-		"\tmkc_rt_bmap(x0_d, x0_s, %d, %d, as);\n\tmkc_rt_bmap(x1_d, x1_s, %d, %d, bs);\n"
-		"\tas[%d] = x0_s[%d]; as[%d] = 0;\n\tbs[%d] = 0; bs[%d] = x1_s[%d];\n"
-		"\tconst int64_t K = x0_d[%d], ak = x0_s[%d], bk = x1_s[%d];\n",
-		r + 1, r + 1, a->rank - 2, r - 2, b->rank - 2, r - 2, r - 2, a->rank - 2, r - 1,
-		r - 2, r - 1, tb ? b->rank - 2 : b->rank - 1, a->rank - 1, a->rank - 1,
-		tb ? b->rank - 1 : b->rank - 2);
-	if (tb && rows_fit(e, b, a->shape[a->rank - 1])) {
-		char pa[64];
-		snprintf(pa, sizeof pa, "x0 + mkc_rt_dot(idx, as, %d)", r);
-		fputs("\t(void)K; (void)ak; (void)bk;\n", f);
-		emit_dot_rows(e, n, r, pa, "acc", "", "{0, 1.0f, 0.0f, NULL, NULL}");
-		return 0;
-	}
-	if (e->t->warp && b->kind == MKC_TK_WEIGHT && b->rank == 2) {
-		emit_matmul_split_k(e, n, r);
-		return 0;
-	}
-	char ba[32];
-	fprintf(f, "\tconst mkc_mm_epi ep = {0, 1.0f, 0.0f, NULL, NULL};\n"
-		"\tmkc_matmul(y, y_s, %d, lo, hi, x0, as, ak, %s, bs, bk, K, &ep);\n", r,
-		vec_args(ba, n, 1));
-	return 0;
-}
-
-/* "{1, alpha, beta, xC, cs}": Gemm's epilogue (mkc_mm_epi), with C input c or none (-1). */
-static const char *
-gemm_epi(char *buf, const mkc_kernel *k, int c)
-{
-	char fa[48], fb[48];
-	if (c >= 0)
-		snprintf(buf, 160, "{1, %s, %s, x%d, cs}", flit(fa, k->alpha), flit(fb, k->beta), c);
+	emit_mm_opt(e, n, 0);
+	/* canon's mkc_trans_b: b is stored [N, K] and read by rows */
+	if (n->kern->trans_b && rows_fit(e, b, a->shape[a->rank - 1]))
+		emit_dot_rows(e, n, r, "NULL");
+	else if (e->t->warp && b->kind == MKC_TK_WEIGHT && b->rank == 2)
+		/* a weight [K, N]: the lanes split the K axis (matmul.h's mkc_matmul_split_k) */
+		fputs("\t__shared__ float part[MKC_THREADS];\n"
+		      "\tmkc_matmul_split_k(&y, &x0, &x1, &o, lo, hi, part);\n", e->f);
 	else
-		snprintf(buf, 160, "{1, %s, %s, NULL, NULL}", flit(fa, k->alpha), flit(fb, k->beta));
-	return buf;
+		fputs("\tmkc_matmul(&y, &x0, &x1, NULL, &o, lo, hi);\n", e->f);
+	return 0;
 }
 
 static int
 emit_gemm(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
-	bool ta = n->kern->trans_a, tb = n->kern->trans_b;
-	float alpha = n->kern->alpha, beta = n->kern->beta;
-	bool c = n->nin > 2 && n->in[2];
-	char fa[48], ep[160], ba[32];
+	char c[16];
+	view_in(c, n, 2);
 	decl_all(e, n);
-	gemm_epi(ep, n->kern, c ? 2 : -1);
-	if (!ta && tb && n->in[0]->rank == 2 && rows_fit(e, n->in[1], n->in[0]->shape[1])) {
-		char out[160], fb[48];
-		if (c)
-			fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x2_d, x2_s, %d, 2, cs);\n",
-				n->in[2]->rank);
-		snprintf(out, sizeof out, "%s * acc%s%s%s", flit(fa, alpha), c ? " + " : "",
-			 c ? flit(fb, beta) : "", c ? " * x2[mkc_rt_dot(idx, cs, 2)]" : "");
-		emit_dot_rows(e, n, 2, "x0 + idx[0] * x0_s[0]", out,
-			      "\tconst int64_t as[3] = {x0_s[0], 0, 0};\n", ep);
-		return 0;
-	}
-	fprintf(f, "\tconst int64_t as[3] = {x0_s[%d], 0, 0}, bs[3] = {0, x1_s[%d], 0};\n"
-		"\tconst int64_t K = x0_d[%d], ak = x0_s[%d], bk = x1_s[%d];\n",
-		ta, !tb, !ta, !ta, tb);
-	if (c)
-		fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x2_d, x2_s, %d, 2, cs);\n", n->in[2]->rank);
-	fprintf(f, "\tconst mkc_mm_epi ep = %s;\n"
-		"\tmkc_matmul(y, y_s, 2, lo, hi, x0, as, ak, %s, bs, bk, K, &ep);\n", ep,
-		vec_args(ba, n, 1));
+	emit_mm_opt(e, n, 0);
+	if (!n->kern->trans_a && n->kern->trans_b && n->in[0]->rank == 2 &&
+	    rows_fit(e, n->in[1], n->in[0]->shape[1]))
+		emit_dot_rows(e, n, 2, c);
+	else
+		fprintf(e->f, "\tmkc_matmul(&y, &x0, &x1, %s, &o, lo, hi);\n", c);
 	return 0;
 }
 
 /*
  * NormGemm (passes/fuse_norm.c): Gemm(RMSNormalization(x, scale), W, C) of
- * one row x of K. On a GPU the matvec body normalises the row it holds in
- * registers; otherwise the row's sum of squares first, then each product
- * scales x on the fly, with the same float operations in the same order as
- * the norm's and the Gemm's own bodies (the C target's results are those of
- * the two nodes, bit for bit). NormGlu (passes/fuse_glu.c) is two such
- * products, by Wg and Wu, and SiluMul's expression of them.
+ * one row x of K; NormGlu (passes/fuse_glu.c) is two such products, by Wg
+ * and Wu, and SiluMul's expression of them. On a GPU the matvec body
+ * normalises the row it holds in registers; otherwise matmul.h's
+ * mkc_norm_gemm, with the same float operations in the same order as the
+ * norm's and the Gemm's own bodies (the C target's results are those of
+ * the two nodes, bit for bit).
  */
 static int
 emit_norm_gemm(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
-	float alpha = n->kern->alpha, beta = n->kern->beta;
-	float eps = n->kern->eps;
-	bool glu = n->op == MKC_OP_NORM_GLU, c = !glu && n->nin > 3 && n->in[3];
-	int64_t k = n->in[0]->shape[1].c;
-	char fa[48], fb[48], fe[48], out[200];
+	bool glu = n->op == MKC_OP_NORM_GLU;
+	char c[16], ga[96];
+	view_in(c, n, glu ? 4 : 3);
 	decl_all(e, n);
-	if (c)
-		fprintf(f, "\tint64_t cs[3];\n\tmkc_rt_bmap(x3_d, x3_s, %d, 2, cs);\n", n->in[3]->rank);
-	if (glu)   /* SiluMul's $0 * (1.0f / (1.0f + expf(-$0))) * $1 of the two products */
-		snprintf(out, sizeof out, "(%s * acc) * (1.0f / (1.0f + expf(-(%s * acc)))) * (%s * acc2)",
-			 flit(fa, alpha), fa, fa);
+	emit_mm_opt(e, n, 0);
+	if (gemv_fits(e, n, 2, 2))
+		fprintf(e->f, "\tmkc_gemv_tile<%s, %s>(&y, &x0, &x2, %s, &x1, %s, &o, lo, hi);\n",
+			gemv_args(ga, n->in[0]->shape[1].c, n->in[2], n->in[1]),
+			glu ? "MKC_EPI_GLU" : "MKC_EPI_MM", glu ? "&x3" : "NULL", c);
 	else
-		snprintf(out, sizeof out, "%s * acc%s%s%s", flit(fa, alpha), c ? " + " : "",
-			 c ? flit(fb, beta) : "", c ? " * x3[mkc_rt_dot(idx, cs, 2)]" : "");
-	if (gemv_fits(e, n, 2, 2)) {
-		emit_gemv(e, 2, k, n->in[2], 2, glu, "x0", false, is_bf16(n->in[1]) ? 2 : 1, "x1",
-			  flit(fe, eps), out);
-		return 0;
-	}
-	char sa[32], wa[32], ua[32], ep[160];
-	fprintf(f, "\tconst mkc_mm_epi ep = %s;\n"
-		"\tmkc_norm_gemm(y, y_s, lo, hi, x0, %lldLL, %s, %s, %s, x2_s[0], %s, %s, &ep);\n",
-		gemm_epi(ep, n->kern, c ? 3 : -1), (long long)k, flit(fe, eps), vec_args(sa, n, 1),
-		vec_args(wa, n, 2), vec_args(ua, n, glu ? 3 : -1), glu ? "x3_s[0]" : "0");
+		fprintf(e->f, "\tmkc_norm_gemm(&y, &x0, &x1, &x2, %s, %s, &o, lo, hi);\n",
+			glu ? "&x3" : "NULL", c);
 	return 0;
 }
 
@@ -669,53 +590,29 @@ head_proj_units(const mkc_emitter *e, const mkc_node *n)
 }
 
 /*
- * HeadProj (passes/fuse_qkv.c): the tile's units of head lo[1], whose
- * first rows are lo[3] .. hi[3] of the head (passes/tile.c's
- * tile_head_proj), into y at position lo[2] (a cache's new one, or 0).
- * On a GPU the matvec body (backends/cuda/matvec.cuh) computes
- * the rows, a pair's second rows as NormGlu's second weight (halves: D/2
- * rows on; interleaved: every other row, from the next), then a lane a
- * unit rotates and stores (backends/c/matmul.h's mkc_head_put); otherwise
- * backends/c/matmul.h's mkc_head_proj computes the tile.
+ * HeadProj (passes/fuse_qkv.c): the tile's units of a head (passes/tile.c's
+ * tile_head_proj) into y at its position: on a GPU the matvec body computes
+ * the rows, a pair's second rows as a second weight, then a lane a unit
+ * rotates and stores (matvec.cuh's mkc_head_proj_tile); otherwise
+ * matmul.h's mkc_head_proj computes the tile.
  */
 static int
 emit_head_proj(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
-	const mkc_tensor *y = n->out[0], *w = n->in[2];
+	const mkc_tensor *w = n->in[2];
 	const mkc_kernel *k = n->kern;
-	const int64_t kk = n->in[0]->shape[1].c, d = y->shape[3].c;
+	const int64_t kk = n->in[0]->shape[1].c;
 	const int pairs = !k->rotary ? 0 : k->interleaved ? 2 : 1;
-	const long long step = pairs == 2 ? 2 : 1, off = pairs == 1 ? d / 2 : 1;
-	const char *ys = is_bf16(y) ? "NULL, y" : "y, NULL";
-	char fe[48], fa[48], sa[32], wa[32], cs[80] = "NULL, NULL";
+	const char *cs = pairs ? "&x3" : "NULL", *sn = pairs ? "&x4" : "NULL";
+	char ga[96];
 	decl_all(e, n);
-	fprintf(f, "\tconst int64_t d0 = lo[3], n = (hi[3] - lo[3]) / %lldLL, h0 = lo[1] * %lldLL + d0;\n"
-		"\tconst int64_t o0 = lo[1] * y_s[1] + lo[2] * y_s[2] + d0;\n", step, (long long)d);
-	flit(fe, k->eps);
-	flit(fa, k->alpha);
+	emit_mm_opt(e, n, pairs);
 	if (e->t->warp && kk % (is_bf16(w) ? 8 : 4) == 0 &&
-	    head_proj_units(e, n) * (pairs ? 2 : 1) <= MKC_GEMV_ROWS) {
-		char w2[64] = "", pb[64] = "0.0f";
-		if (pairs) {
-			snprintf(w2, sizeof w2, ", x2 + (h0 + %lldLL) * x2_s[0]", off);
-			snprintf(pb, sizeof pb, "%s * dots[n + f]", fa);
-			snprintf(cs, sizeof cs, "x3 + d0 / %lldLL + f, x4 + d0 / %lldLL + f", step, step);
-		}
-		fprintf(f, "\t__shared__ float dots[MKC_GEMV_ROWS];\n"
-			"\tmkc_gemv<%lld, %s, %d>(x0, x2 + h0 * x2_s[0], %lldLL * x2_s[0], n, dots, "
-			"x1, %s%s);\n\tfor (int64_t f = MKC_LANE; f < n; f += MKC_NLANES)\n"
-			"\t\tmkc_head_put(%s, o0 + %lldLL * f, o0 + %lldLL * f + %lldLL, %s * dots[f], "
-			"%s, %s);\n",
-			(long long)kk, is_bf16(w) ? "true" : "false", is_bf16(n->in[1]) ? 2 : 1, step, fe,
-			w2, ys, step, step, off, fa, pb, cs);
-		return 0;
-	}
-	if (pairs)
-		snprintf(cs, sizeof cs, "x3 + d0 / %lldLL, x4 + d0 / %lldLL", step, step);
-	fprintf(f, "\tmkc_head_proj(%s, o0, n, %d, %lldLL, x0, %lldLL, %s, %s, %s, %s, x2_s[0], h0, "
-		"%s);\n", ys, pairs, (long long)d, (long long)kk, fe, fa, vec_args(sa, n, 1),
-		vec_args(wa, n, 2), cs);
+	    head_proj_units(e, n) * (pairs ? 2 : 1) <= MKC_GEMV_ROWS)
+		fprintf(e->f, "\tmkc_head_proj_tile<%s>(&y, &x0, &x1, &x2, %s, %s, &o, lo, hi);\n",
+			gemv_args(ga, kk, w, n->in[1]), cs, sn);
+	else
+		fprintf(e->f, "\tmkc_head_proj(&y, &x0, &x1, &x2, %s, %s, &o, lo, hi);\n", cs, sn);
 	return 0;
 }
 
@@ -728,8 +625,7 @@ static int
 emit_softmax(mkc_emitter *e, const mkc_node *n)
 {
 	decl_all(e, n);
-	fprintf(e->f, "\tmkc_softmax(y, x0, y_d, y_s, %d, %d, %d, lo, hi);\n", n->out[0]->rank,
-		n->kern->axis, n->kern->one_axis);
+	fprintf(e->f, "\tmkc_softmax(&y, &x0, %d, %d, lo, hi);\n", n->kern->axis, n->kern->one_axis);
 	return 0;
 }
 
@@ -742,21 +638,17 @@ emit_softmax(mkc_emitter *e, const mkc_node *n)
 static int
 emit_norm(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
 	bool layer = n->op == MKC_OP_LAYER_NORM;
 	if (n->op == MKC_OP_RMS_NORM && n->nout > 1)
 		return unsupported(e, n, "RMSNormalization with more than one output");
-	char fe[48], sa[32], ba[32];
-	bool bias = layer && n->nin > 2 && n->in[2];
-	bool y1 = n->nout > 1 && n->out[1], y2 = n->nout > 2 && n->out[2];
+	char fe[48], b[16], y1[16], y2[16];
 	decl_all(e, n);
 	/* scale and bias are indexed by the element's place in the row: they
 	 * hold the whole row, or one value (infer checked they broadcast) */
-	fprintf(f, "\tmkc_norm(y, x0, y_d, y_s, %d, %d, lo, hi, %s, %s, mkc_rt_count(x1_d, %d), %s, "
-		"%d, %s, %s);\n",
-		n->out[0]->rank, n->kern->axis, vec_args(sa, n, 1), vec_args(ba, n, bias ? 2 : -1),
-		n->in[1]->rank, flit(fe, n->kern->eps), layer,
-		y1 ? "y1, y1_s" : "NULL, NULL", y2 ? "y2, y2_s" : "NULL, NULL");
+	fprintf(e->f, "\tconst mkc_norm_opt o = {.axis = %d, .eps = %s, .layer = %d};\n"
+		"\tmkc_norm(&y, &x0, &x1, %s, %s, %s, &o, lo, hi);\n", n->kern->axis,
+		flit(fe, n->kern->eps), layer, layer ? view_in(b, n, 2) : "NULL", view_out(y1, n, 1),
+		view_out(y2, n, 2));
 	return 0;
 }
 
@@ -768,14 +660,11 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 static int
 emit_skip_norm(mkc_emitter *e, const mkc_node *n)
 {
-	char fe[48], ga[32], ba[32];
-	bool bias = n->nin > 3 && n->in[3], keep = n->nout > 3 && n->out[3];
-	bool y1 = n->nout > 1 && n->out[1], y2 = n->nout > 2 && n->out[2];
+	char fe[48], b[16], y1[16], y2[16], y3[16];
 	decl_all(e, n);
-	fprintf(e->f, "\tmkc_skip_norm(y, x0, x1, y_d, y_s, %d, %d, lo, hi, %s, %s, %s, %s, %s, %s);\n",
-		n->out[0]->rank, n->kern->axis, vec_args(ga, n, 2), vec_args(ba, n, bias ? 3 : -1),
-		flit(fe, n->kern->eps), keep ? "y3" : "NULL", y1 ? "y1, y1_s" : "NULL, NULL",
-		y2 ? "y2, y2_s" : "NULL, NULL");
+	fprintf(e->f, "\tmkc_skip_norm(&y, &x0, &x1, &x2, %s, %s, %s, %s, %s, lo, hi);\n",
+		view_in(b, n, 3), view_out(y1, n, 1), view_out(y2, n, 2), view_out(y3, n, 3),
+		flit(fe, n->kern->eps));
 	return 0;
 }
 
@@ -788,68 +677,48 @@ emit_skip_norm(mkc_emitter *e, const mkc_node *n)
 static int
 emit_rotary(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
 	const mkc_tensor *x = n->in[0];
-	bool inter = n->kern->interleaved;
-	int64_t heads = n->kern->heads, rot = n->kern->rot_dim;
+	const mkc_kernel *k = n->kern;
 	bool ms = n->op == MKC_OP_MS_ROTARY;
-	bool pos = ms || (n->nin > 3 && n->in[3]);
 	int ic = ms ? 2 : 1, is = ms ? 3 : 2, ip = ms ? 1 : 3;   /* cos, sin, positions */
-	if (x->rank == 3 && heads <= 0)
+	bool pos = ip < n->nin && n->in[ip];
+	if (x->rank == 3 && k->heads <= 0)
 		return unsupported(e, n, "3-D input without num_heads");
 	if (x->rank != 3 && x->rank != 4)
 		return unsupported(e, n, "an input that is not 3-D or 4-D");
 	if (pos && n->in[ip]->dtype != MKC_DT_INT64)
 		return unsupported(e, n, "position_ids that are not int64");
+	char p[16];
 	decl_all(e, n);
-	if (x->rank == 4)
-		fputs("\tconst int64_t B = x0_d[0], H = x0_d[1], S = x0_d[2], D = x0_d[3];\n"
-		      "\tconst int64_t sb = x0_s[0], sh = x0_s[1], ss = x0_s[2];\n", f);
-	else
-		fprintf(f, "\tconst int64_t B = x0_d[0], H = %lld, S = x0_d[1], D = x0_d[2] / H;\n"
-			"\tconst int64_t sb = x0_s[0], sh = D, ss = x0_s[1];\n", (long long)heads);
-	fprintf(f, "\tmkc_rotary(y, x0, B, H, S, D, sb, sh, ss, x%d, x%d, x%d_s[0], ", ic, is, ic);
-	if (pos && n->in[ip]->rank == 2)
-		fprintf(f, "0, x%d, x%d_s[0], x%d_s[1], 0, ", ip, ip, ip);
-	else if (pos)
-		fprintf(f, "0, x%d, 0, 0, 1, ", ip);
-	else
-		fputs("x1_s[1], NULL, 0, 0, 0, ", f);
-	fprintf(f, "%lldLL ? %lldLL : D, %d);\n\t(void)lo;\n\t(void)hi;\n", (long long)rot,
-		(long long)rot, inter);
+	fprintf(e->f, "\tconst mkc_rotary_opt o = {.heads = %lldLL, .rot = %lldLL, .inter = %d};\n"
+		"\tmkc_rotary(&y, &x0, &x%d, &x%d, %s, &o);\n\t(void)lo;\n\t(void)hi;\n",
+		(long long)(x->rank == 3 ? k->heads : 0), (long long)k->rot_dim, k->interleaved, ic, is,
+		view_in(p, n, ip));
 	return 0;
 }
 
 /*
  * An attention node's scale: the model's, or 1 / sqrt(head size) computed
- * at run time from dim, the float operations lower.c's value came from.
+ * at run time from the query's, the float operations lower.c's value came
+ * from.
  */
-static void
-emit_scale(FILE *f, const mkc_kernel *k, const char *dim)
+static const char *
+scale_expr(char *buf, const mkc_kernel *k, const char *q)
 {
 	char b[48];
 	if (k->scale_given)
-		fprintf(f, "\tconst float scale = %s;\n", flit(b, k->scale));
+		snprintf(buf, 96, "%s", flit(b, k->scale));
 	else
-		fprintf(f, "\tconst float scale = 1.0f / sqrtf((float)%s);\n", dim);
+		snprintf(buf, 96, "1.0f / sqrtf((float)%s.d[3])", q);
+	return buf;
 }
 
-/*
- * Attention (opset 23), 4-D: backends/c/attention.h's mkc_attention, lanes
- * sharing the output elements, each walking the keys once with an online
- * softmax; scores scaled, soft-capped, masked (a bool mask keeps where
- * true, a float mask adds); keys and values the past ones followed by the
- * new ones, which the present outputs are. A tile computes the query heads
- * lo[1]..hi[1] (tile.c cuts Attention by heads when it has no present
- * outputs).
- */
 /*
  * The head size for which a GPU target has a decode attention body
  * (backends/cuda/attention.cuh: positions spread over the warps), or 0 when
  * the node needs the general one: a mask, a soft cap, past inputs, present
  * outputs, or a head size that is not a constant multiple of the warp up to
- * MKC_ATTN_MAX_D
- * shared by query, key and value.
+ * MKC_ATTN_MAX_D shared by query, key and value.
  */
 static int64_t
 attention_fast_dim(const mkc_emitter *e, const mkc_node *n)
@@ -874,45 +743,37 @@ attention_fast_dim(const mkc_emitter *e, const mkc_node *n)
 	return d.c;
 }
 
+/*
+ * Attention (opset 23), 4-D: backends/c/attention.h's mkc_attention, lanes
+ * sharing the output elements, each walking the keys once with an online
+ * softmax; scores scaled, soft-capped, masked (a bool mask keeps where
+ * true, a float mask adds); keys and values the past ones followed by the
+ * new ones, which the present outputs are. A tile computes the query heads
+ * lo[1]..hi[1] (tile.c cuts Attention by heads when it has no present
+ * outputs). On a GPU with a body for its head size, attention.cuh's.
+ */
 static int
 emit_attention(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
-	const mkc_tensor *q = n->in[0];
-	if (q->rank != 4)
+	if (n->in[0]->rank != 4)
 		return unsupported(e, n, "3-D query, key and value");
 	if (n->kern->causal)
 		return unsupported(e, n, "is_causal = 1");
 	if (n->nout > 3 && n->out[3])
 		return unsupported(e, n, "the QK^T output");
-	bool mask = n->nin > 3 && n->in[3], past = n->nin > 4 && n->in[4];
-	float softcap = n->kern->softcap;
-	char fa[48];
+	char fs[96], fc[48], mask[16], pk[16], pv[16], y1[16], y2[16];
 	decl_all(e, n);
-	emit_scale(f, n->kern, "x0_d[3]");
 	int64_t d = attention_fast_dim(e, n);
 	if (d > 0) {
-		fprintf(f, "\tmkc_attn_rows<%lld>(x0, x0_s, x1, x1_s, x2, x2_s, y, y_s, x0_d[0], x0_d[2], "
-			"x1_d[2], x0_d[1] / x1_d[1], lo[1], hi[1], scale);\n", (long long)d);
+		fprintf(e->f, "\tmkc_attn_rows_tile<%lld>(&x0, &x1, &x2, &y, lo[1], hi[1], %s);\n",
+			(long long)d, scale_expr(fs, n->kern, "x0"));
 		return 0;
 	}
-	char mask_args[64] = "NULL, NULL, NULL";
-	if (mask) {
-		fprintf(f, "\tint64_t ms[5];\n\tmkc_rt_bmap(x3_d, x3_s, %d, 4, ms);\n", n->in[3]->rank);
-		snprintf(mask_args, sizeof mask_args, n->in[3]->dtype == MKC_DT_BOOL ?
-			 "NULL, x3, ms" : "x3, NULL, ms");
-	}
-	fprintf(f, "\tmkc_attention(y, y_s, x0, x0_s, x1, x1_s, x2, x2_s, %s, %s, x0_d[0], "
-		"x0_d[1], x0_d[2], x0_d[3], x1_d[1], %s, x1_d[2], x2_d[3], lo[1], hi[1], scale, %s",
-		past ? "x4, x4_s, x5, x5_s" : "NULL, NULL, NULL, NULL", mask_args,
-		past ? "x4_d[2]" : "0", flit(fa, softcap > 0 ? softcap : 0));
-	for (int o = 1; o <= 2; o++) {
-		if (n->nout > o && n->out[o])
-			fprintf(f, ", y%d, y%d_s, y%d_d[3]", o, o, o);
-		else
-			fputs(", NULL, NULL, 0", f);
-	}
-	fputs(");\n", f);
+	float softcap = n->kern->softcap;
+	fprintf(e->f, "\tconst mkc_attn_opt o = {.scale = %s, .softcap = %s, .h0 = lo[1], .h1 = hi[1]};\n"
+		"\tmkc_attention(&y, &x0, &x1, &x2, %s, %s, %s, %s, %s, &o);\n",
+		scale_expr(fs, n->kern, "x0"), flit(fc, softcap > 0 ? softcap : 0), view_in(mask, n, 3),
+		view_in(pk, n, 4), view_in(pv, n, 5), view_out(y1, n, 1), view_out(y2, n, 2));
 	return 0;
 }
 
@@ -926,47 +787,41 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
  * attention.h's, a lane an output element. Merge: each output element from
  * the C partial results of its key head, rescaled to their common maximum
  * (backends/cuda/attention.cuh's mkc_attn_merge on a GPU with a body for
- * the head size when there are more than MKC_MERGE_WIDE_CHUNKS, else backends/c/
- * attention.h's).
+ * the head size when there are more than MKC_MERGE_WIDE_CHUNKS, else
+ * backends/c/attention.h's).
  */
 static int
 emit_attn_part(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
 	int64_t c = n->kern->chunks, d = n->in[0]->shape[3].c;
-	decl_all(e, n);
-	emit_scale(f, n->kern, "x0_d[3]");
-	fprintf(f, "\tconst int64_t B = x0_d[0], Sq = x0_d[2], D = x0_d[3], L = x1_d[2];\n"
-		"\tconst int64_t C = %lld, G = x0_d[1] / x1_d[1];\n", (long long)c);
 	int64_t grp = n->in[0]->shape[1].c / n->in[1]->shape[1].c;
+	char fs[96];
+	decl_all(e, n);
+	scale_expr(fs, n->kern, "x0");
 	if (e->t->warp && d % e->t->warp == 0 && d <= MKC_ATTN_MAX_D && grp <= MKC_ATTN_MAX_GROUP &&
-	    is_bf16(n->in[1]) == is_bf16(n->in[2])) {
-		/* the element type of the caches (float or uint16_t) from x1 and x2 */
-		fprintf(f, "\t(void)D;\n\t(void)G;\n\tmkc_attn_part<%lld, %lld>(x0, x0_s, x1, x1_s, x2, x2_s, y, y_s, "
-			"B, Sq, L, C, lo[1], hi[1], scale);\n", (long long)d, (long long)grp);
-		return 0;
-	}
-	char ka[32], va[32];
-	fprintf(f, "\tmkc_attn_part_c(x0, x0_s, %s, x1_s, %s, x2_s, y, y_s, B, Sq, D, L, C, G, lo[1], "
-		"hi[1], scale);\n", vec_args(ka, n, 1), vec_args(va, n, 2));
+	    is_bf16(n->in[1]) == is_bf16(n->in[2]))
+		/* the element type of the caches: float, or uint16_t for bf16 */
+		fprintf(e->f, "\tmkc_attn_part_tile<%lld, %lld, %s>(&x0, &x1, &x2, &y, %lldLL, lo[1], "
+			"hi[1], %s);\n", (long long)d, (long long)grp,
+			is_bf16(n->in[1]) ? "uint16_t" : "float", (long long)c, fs);
+	else
+		fprintf(e->f, "\tmkc_attn_part_c(&x0, &x1, &x2, &y, %lldLL, lo[1], hi[1], %s);\n",
+			(long long)c, fs);
 	return 0;
 }
 
 static int
 emit_attn_merge(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
 	int64_t c = n->kern->chunks, d = n->out[0]->shape[3].c;
 	decl_all(e, n);
-	fprintf(f, "\tconst int64_t C = %lld, G = y_d[1] / (x0_d[1] / C);\n", (long long)c);
 	/* the one-trip body where the chunks are many (runtime/limits.h says why) */
 	if (e->t->warp && d % e->t->warp == 0 && d <= MKC_THREADS && c > MKC_MERGE_WIDE_CHUNKS &&
-	    c <= MKC_ATTN_MAX_CHUNKS) {
-		fprintf(f, "\tmkc_attn_merge<%lld>(x0, x0_s, y, y_s, y_d[0], y_d[2], C, G, lo[1], "
-			"hi[1]);\n", (long long)d);
-		return 0;
-	}
-	fputs("\tmkc_attn_merge_c(x0, x0_s, y, y_s, y_d[0], y_d[2], y_d[3], C, G, lo[1], hi[1]);\n", f);
+	    c <= MKC_ATTN_MAX_CHUNKS)
+		fprintf(e->f, "\tmkc_attn_merge_tile<%lld>(&x0, &y, %lldLL, lo[1], hi[1]);\n",
+			(long long)d, (long long)c);
+	else
+		fprintf(e->f, "\tmkc_attn_merge_c(&x0, &y, %lldLL, lo[1], hi[1]);\n", (long long)c);
 	return 0;
 }
 
@@ -986,14 +841,9 @@ emit_cache_append(mkc_emitter *e, const mkc_node *n)
 	decl_all(e, n);
 	if (y->rank == 4 && y->cap_axis == 2 && y->dtype == MKC_DT_FLOAT &&
 	    n->in[0]->dtype == MKC_DT_FLOAT) {
-		fprintf(e->f, "\tmkc_cache_append(%s, x0, x0_d[0], x0_d[1], x0_d[2], x0_d[3], %lldLL, "
-			"lo[2], ", is_bf16(y) ? "NULL, y" : "y, NULL", (long long)y->cap);
-		if (k->rotary)
-			fprintf(e->f, "x1, x2, x1_s[0], x1_s[1], %lldLL ? %lldLL : x0_d[3], %d);\n",
-				(long long)k->rot_dim, (long long)k->rot_dim, k->interleaved);
-		else
-			fputs("NULL, NULL, 0, 0, 0, 0);\n", e->f);
-		fputs("\t(void)hi;\n", e->f);
+		fprintf(e->f, "\tmkc_cache_append(&y, &x0, %s, %s, %lldLL, %d, lo[2]);\n\t(void)hi;\n",
+			k->rotary ? "&x1" : "NULL", k->rotary ? "&x2" : "NULL", (long long)k->rot_dim,
+			k->interleaved);
 		return 0;
 	}
 	if (k->rotary)
@@ -1001,8 +851,8 @@ emit_cache_append(mkc_emitter *e, const mkc_node *n)
 	if (is_bf16(y))
 		return unsupported(e, n, "a bf16 cache not [B, H, positions, D]");
 	/* element idx of the box is x0's idx - lo[cap_axis] along the cache axis */
-	fprintf(e->f, "\tmkc_strided(y, y_s, x0, -lo[%d] * x0_s[%d], x0_s, %d, %d, lo, hi);\n",
-		y->cap_axis, y->cap_axis, y->rank, esize(y));
+	fprintf(e->f, "\tmkc_strided(&y, &x0, -lo[%d] * x0.s[%d], x0.s, lo, hi);\n", y->cap_axis,
+		y->cap_axis);
 	return 0;
 }
 
@@ -1015,32 +865,28 @@ emit_cache_append(mkc_emitter *e, const mkc_node *n)
 static int
 emit_gqa(mkc_emitter *e, const mkc_node *n)
 {
-	FILE *f = e->f;
 	const mkc_tensor *q = n->in[0];
 	if (n->nout < 3 || !n->out[1] || !n->out[2])
 		return unsupported(e, n, "GroupQueryAttention without both present outputs");
 	const mkc_kernel *k = n->kern;
 	int64_t hq = k->heads, hk = k->kv_heads;
 	int64_t dh = q->shape[2].c / hq;
-	bool rot = k->rotary, past = n->in[3] != NULL;
-	char fb[48];
+	bool rot = k->rotary;
+	char fb[48], sc[64], pk[16], pv[16];
 	decl_all(e, n);
-	char sc[64];
 	if (k->scale_given)
 		flit(sc, k->scale);
 	else
 		snprintf(sc, sizeof sc, "1.0f / sqrtf((float)%lldLL)", (long long)dh);
-	/* backends/c/gqa.h's mkc_gqa_args, in its order */
-	fprintf(f, "\tconst mkc_gqa_args a = {y, y_s, y1, y1_s, y2, y2_s, x0, x0_s, x1, x1_s, x2, x2_s,\n"
-		"\t\t%s, x5, %s,\n\t\tx0_d[0], x0_d[1], %lldLL, %lldLL, %lldLL, %s, %s, %d, %s, %s};\n",
-		past ? "x3, x3_s, x4, x4_s" : "NULL, NULL, NULL, NULL",
-		rot ? "x7, x7_s[0], x8, x8_s[0], x7_d[0]" : "NULL, 0, NULL, 0, 0", (long long)hq,
-		(long long)hk, (long long)dh, past ? "x3_d[2]" : "0", rot ? "2 * x7_d[1]" : "0",
-		k->interleaved, sc, flit(fb, k->softcap > 0 ? k->softcap : 0));
-	fprintf(f, "\tfloat qr[%lld];\n\tint64_t bad;\n"
+	fprintf(e->f, "\tconst mkc_gqa_args a = {.y = &y, .pk_out = &y1, .pv_out = &y2, .q = &x0, "
+		".k = &x1, .v = &x2,\n\t\t.pk = %s, .pv = %s, .seqlens_k = &x5, .cos = %s, .sin = %s,\n"
+		"\t\t.hq = %lldLL, .hk = %lldLL, .d = %lldLL, .inter = %d, .scale = %s, .softcap = %s};\n"
+		"\tfloat qr[%lld];\n\tint64_t bad;\n"
 		"\tif (mkc_gqa(&a, qr, &bad))\n\t\tMKC_FAIL(m, \"node '%s' (GroupQueryAttention): "
 		"position %%lld is outside the cos/sin caches\", (long long)bad);\n"
-		"\t(void)lo; (void)hi;\n", (long long)dh,
+		"\t(void)lo; (void)hi;\n", view_in(pk, n, 3), view_in(pv, n, 4), rot ? "&x7" : "NULL",
+		rot ? "&x8" : "NULL", (long long)hq, (long long)hk, (long long)dh, k->interleaved, sc,
+		flit(fb, k->softcap > 0 ? k->softcap : 0), (long long)dh,
 		mkc_cstr(e->p->g->ctx->arena, n->name, true));
 	return 0;
 }
@@ -1057,20 +903,19 @@ emit_reduce(mkc_emitter *e, const mkc_node *n)
 		red[n->kern->axes[i]] = 1;
 	decl_all(e, n);
 	emit_ints(e->f, "int", "red", red, x->rank);
-	fprintf(e->f, "\tmkc_reduce(%s, y, x0, x0_d, x0_s, %d, red);\n\t(void)lo; (void)hi;\n",
+	fprintf(e->f, "\tmkc_reduce(%s, &y, &x0, red);\n\t(void)lo; (void)hi;\n",
 		n->op == MKC_OP_REDUCE_MAX ? "MKC_REDUCE_MAX"
-		: n->op == MKC_OP_REDUCE_MEAN ? "MKC_REDUCE_MEAN" : "MKC_REDUCE_SUM", x->rank);
+		: n->op == MKC_OP_REDUCE_MEAN ? "MKC_REDUCE_MEAN" : "MKC_REDUCE_SUM");
 	return 0;
 }
 
 static int
 emit_range(mkc_emitter *e, const mkc_node *n)
 {
-	const char *t = tcode(e, n->out[0]->dtype);
-	if (!t)
+	if (!tcode(e, n->out[0]->dtype))
 		return unsupported(e, n, "a Range of this type");
 	decl_all(e, n);
-	fprintf(e->f, "\tmkc_range(y, %s, x0, x2, lo[0], hi[0]);\n", t);
+	fputs("\tmkc_range(&y, &x0, &x2, lo, hi);\n", e->f);
 	return 0;
 }
 
@@ -1079,26 +924,17 @@ static int
 emit_split(mkc_emitter *e, const mkc_node *n)
 {
 	FILE *f = e->f;
-	static const char *const what[3][3] = {{"void *const", "out", ""},
-					      {"const int64_t *const", "out_d", "_d"},
-					      {"const int64_t *const", "out_s", "_s"}};
 	int nout = 0;
-	for (int o = 0; o < n->nout; o++)
-		nout += n->out[o] != NULL;
 	decl_all(e, n);
-	for (int w = 0; w < 3; w++) {
-		fprintf(f, "\t%s %s[%d] = {", what[w][0], what[w][1], nout);
-		for (int o = 0, k = 0; o < n->nout; o++) {
-			if (!n->out[o])
-				continue;
-			char v[16];
-			snprintf(v, sizeof v, o ? "y%d" : "y", o);
-			fprintf(f, "%s%s%s", k++ ? ", " : "", v, what[w][2]);
-		}
-		fputs("};\n", f);
+	fputs("\tconst mkc_view *const out[] = {", f);
+	for (int o = 0; o < n->nout; o++) {
+		char v[16];
+		if (!n->out[o])
+			continue;
+		fprintf(f, "%s%s", nout++ ? ", " : "", view_out(v, n, o));
 	}
-	fprintf(f, "\tmkc_split(%d, out, out_d, out_s, x0, x0_s, %d, %d, %d);\n\t(void)lo; (void)hi;\n",
-		nout, n->kern->axis, n->in[0]->rank, esize(n->in[0]));
+	fprintf(f, "};\n\tmkc_split(%d, out, &x0, %d);\n\t(void)lo; (void)hi;\n", nout,
+		n->kern->axis);
 	return 0;
 }
 

@@ -452,3 +452,47 @@ mkc_attn_merge(const float *part, const int64_t *ps, float *y, const int64_t *ys
 		}
 	}
 }
+
+/*
+ * The tile functions' entry points, over views (runtime/common.h): each
+ * takes the strides its body walks into small arrays of its own, so that
+ * the body, which is not inlined, reads three numbers a tensor and not the
+ * views (the tile function's views stay in registers).
+ */
+
+/* Attention rows: query heads h0 .. h1 of q [B, Hq, Sq, D] over all of k and v [B, Hk, L, D]. */
+template <int D>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_attn_rows_tile(const mkc_view *q, const mkc_view *k, const mkc_view *v, const mkc_view *y,
+		   int64_t h0, int64_t h1, float scale)
+{
+	const int64_t qs[3] = {q->s[0], q->s[1], q->s[2]}, ks[3] = {k->s[0], k->s[1], k->s[2]};
+	const int64_t vs[3] = {v->s[0], v->s[1], v->s[2]}, ys[3] = {y->s[0], y->s[1], y->s[2]};
+	mkc_attn_rows<D>((const float *)q->p, qs, (const float *)k->p, ks, (const float *)v->p, vs,
+			 (float *)y->p, ys, q->d[0], q->d[2], k->d[2], q->d[1] / k->d[1], h0, h1,
+			 scale);
+}
+
+/* AttnPart: rows r0 .. r1 of part, the caches' elements T (float, or uint16_t for bf16). */
+template <int D, int G, typename T>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_attn_part_tile(const mkc_view *q, const mkc_view *k, const mkc_view *v, const mkc_view *part,
+		   int64_t C, int64_t r0, int64_t r1, float scale)
+{
+	const int64_t qs[3] = {q->s[0], q->s[1], q->s[2]}, ks[3] = {k->s[0], k->s[1], k->s[2]};
+	const int64_t vs[3] = {v->s[0], v->s[1], v->s[2]};
+	const int64_t ps[3] = {part->s[0], part->s[1], part->s[2]};
+	mkc_attn_part<D, G, T>((const float *)q->p, qs, (const T *)k->p, ks, (const T *)v->p, vs,
+			       (float *)part->p, ps, q->d[0], q->d[2], k->d[2], C, r0, r1, scale);
+}
+
+/* AttnMerge: query heads h0 .. h1 of y from their key head's C partial results. */
+template <int D>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_attn_merge_tile(const mkc_view *part, const mkc_view *y, int64_t C, int64_t h0, int64_t h1)
+{
+	const int64_t ps[3] = {part->s[0], part->s[1], part->s[2]};
+	const int64_t ys[3] = {y->s[0], y->s[1], y->s[2]};
+	mkc_attn_merge<D>((const float *)part->p, ps, (float *)y->p, ys, y->d[0], y->d[2], C,
+			  y->d[1] / (part->d[1] / C), h0, h1);
+}

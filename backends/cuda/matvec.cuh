@@ -202,3 +202,78 @@ mkc_gemv(const float *x, const void *w, int64_t ldw, int64_t n, float *dots, con
 	}
 	mkc_gemv_sum<T>(red, nt, dots);
 }
+
+/* the element type of weights in float32 (false) or bf16 (true) */
+template <bool BF16>
+struct mkc_gemv_elem {
+	typedef float type;
+};
+
+template <>
+struct mkc_gemv_elem<true> {
+	typedef uint16_t type;
+};
+
+/* mkc_gemv_tile's options: the weights' type, the norm's scale, the epilogue */
+enum { MKC_W_F32, MKC_W_BF16 };
+enum { MKC_NORM_NONE, MKC_NORM_F32, MKC_NORM_BF16 };
+enum { MKC_EPI_MM, MKC_EPI_GLU };   /* a product's own epilogue (mkc_mm_out), or SiluMul's */
+
+/*
+ * A matvec tile of MatMul, Gemm, NormGemm or NormGlu (the emitter's
+ * choice: every tile one row of activations x, K a constant): output
+ * columns lo[r-1] .. hi[r-1] of y, the rows of weight w [N, K] they take
+ * (and of w2 with EPI_GLU), x normalised first by scale with NORM, then the
+ * product's epilogue (C: c, or NULL) or SiluMul's of the two products.
+ */
+template <int K, int W, int NORM, int EPI>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_gemv_tile(const mkc_view *y, const mkc_view *x, const mkc_view *w, const mkc_view *w2,
+	      const mkc_view *scale, const mkc_view *c, const mkc_mm_opt *o, const int64_t *lo,
+	      const int64_t *hi)
+{
+	typedef typename mkc_gemv_elem<W == MKC_W_BF16>::type T;
+	__shared__ float dots[MKC_GEMV_ROWS];
+	const int r = y->rank;
+	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1];
+	const int64_t cnt = mkc_rt_extents(lo, hi, r, ext);
+	const T *pw2 = EPI == MKC_EPI_GLU ? (const T *)w2->p + lo[r - 1] * w2->s[0] : NULL;
+	mkc_gemv<K, W == MKC_W_BF16, NORM>((const float *)x->p,
+					   (const T *)w->p + lo[r - 1] * w->s[0], w->s[0], cnt, dots,
+					   NORM ? scale->p : NULL, o->eps, pw2);
+	const mkc_mm_epi e = mkc_mm_epi_of(c, o);
+	for (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {
+		mkc_rt_unflat(f, lo, ext, r, idx);
+		((float *)y->p)[mkc_rt_dot(idx, y->s, r)] =
+			EPI == MKC_EPI_GLU ? mkc_glu_out(dots[f], dots[cnt + f], o)
+					   : mkc_mm_out(dots[f], idx, &e);
+	}
+}
+
+/*
+ * A HeadProj tile (passes/fuse_qkv.c): the rows of its units (matmul.h's
+ * mkc_head_at), a pair's second rows as the second weight, normalised
+ * first by scale with NORM; then a lane a unit rotates and stores them
+ * (matmul.h's mkc_head_put).
+ */
+template <int K, int W, int NORM>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_head_proj_tile(const mkc_view *y, const mkc_view *x, const mkc_view *scale,
+		   const mkc_view *w, const mkc_view *cos, const mkc_view *sin,
+		   const mkc_mm_opt *o, const int64_t *lo, const int64_t *hi)
+{
+	typedef typename mkc_gemv_elem<W == MKC_W_BF16>::type T;
+	__shared__ float dots[MKC_GEMV_ROWS];
+	const mkc_head_tile t = mkc_head_at(y, o, lo, hi);
+	const int64_t ws = w->s[0];
+	const T *pw = (const T *)w->p;
+	mkc_gemv<K, W == MKC_W_BF16, NORM>((const float *)x->p, pw + t.h0 * ws, t.step * ws, t.n, dots,
+					   scale->p, o->eps,
+					   o->pairs ? pw + (t.h0 + t.off) * ws : NULL);
+	const float *pc = o->pairs ? (const float *)cos->p + t.c0 : NULL;
+	const float *pn = o->pairs ? (const float *)sin->p + t.c0 : NULL;
+	for (int64_t f = MKC_LANE; f < t.n; f += MKC_NLANES)
+		mkc_head_put(y, t.o0 + t.step * f, t.o0 + t.step * f + t.off, o->alpha * dots[f],
+			     o->pairs ? o->alpha * dots[t.n + f] : 0.0f, pc ? pc + f : NULL,
+			     pn ? pn + f : NULL);
+}

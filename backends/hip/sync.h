@@ -5,8 +5,8 @@
  * source for both vendors, and this file and names.h are what differs.
  *
  * NEVER RUN on AMD hardware: compiled in the tests (hipcc for gfx90a,
- * clang-19 for gfx942); run only 32 wide on an NVIDIA GPU through the
- * test-only tests/gpu/hip_on_cuda.h, so the wave64 paths have not run.
+ * clang-19 for gfx942), run 32 wide on an NVIDIA GPU only (test-only
+ * tests/gpu/hip_on_cuda.h).
  *
  * The event protocol in Clang's scoped atomics instead of PTX, so that the
  * ordering is the compiler's to honour on every gfx: an acquire load and
@@ -18,10 +18,6 @@
 
 /* also runtime/common.h's: the prelude comes before it */
 #define MKC_UNUSED __attribute__((unused))
-
-#if MKC_WARP & (MKC_WARP - 1)
-#error "MKC_WARP must be a power of two"
-#endif
 
 /* HIP's second bound is not CUDA's blocks an SM: MKC_THREADS alone */
 #define MKC_LAUNCH_BOUNDS __launch_bounds__(MKC_THREADS)
@@ -53,11 +49,8 @@ mkc_backoff(void)
 #endif
 }
 
-/*
- * The timeline's clock: s_memrealtime, the constant clock every compute
- * unit shares, 100 MHz on gfx90a and gfx942 (10 ns a tick); HIP 5.2
- * declares wall_clock64 for the device pass only, hence the builtin.
- */
+/* The timeline's clock: s_memrealtime, 100 MHz on gfx90a and gfx942, shared
+ * by every compute unit (HIP 5.2 declares wall_clock64 for the device pass only) */
 #define MKC_PROF_TICK_NS 10ULL
 
 static __device__ __forceinline__ unsigned long long MKC_UNUSED
@@ -88,7 +81,7 @@ mkc_shfl(float v, int src)
 	return __shfl(v, src, MKC_WARP);
 }
 
-/* plain loads: CUDA's are PTX; nothing here has measured what AMD's compiler makes of these */
+/* plain loads (CUDA's are PTX); what AMD's compiler makes of them is unmeasured */
 template <bool NC>
 static __device__ __forceinline__ uint4 MKC_UNUSED
 mkc_ld16(const void *p, bool on)

@@ -86,8 +86,6 @@ static const mkc_rt_dim mkc_prof_dim[11] = {
 };
 #endif
 
-#define MKC_RANK 8
-
 struct mkc_model;
 MKC_STUB_FN void mkc_run_task(struct mkc_model *m, int task);
 MKC_STUB_FN void mkc_task_bounds(const struct mkc_model *m, int task, int64_t *lo, int64_t *hi);

@@ -21,9 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* what an emitted file defines before the bodies: the plan's largest rank,
- * then runtime/common.h (whose ONNX reader the bodies do not use) */
-#define MKC_RANK 8
+/* what an emitted file holds before the bodies: runtime/limits.h, then
+ * runtime/common.h (whose ONNX reader the bodies do not use) */
+#include "../../runtime/limits.h"
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "../../runtime/common.h"
@@ -32,6 +32,7 @@
 #include "../../backends/c/cache.h"
 #include "../../backends/c/attention.h"
 #include "../../backends/c/rows.h"
+#include "../../backends/c/elementwise.h"   /* before matmul.h: NormGlu's SiluMul */
 #include "../../backends/c/matmul.h"
 #include "../../backends/c/gqa.h"
 #include "../test_data.h"
@@ -80,8 +81,15 @@ cache_case(int H, int S, int D, int cap, int pos, int R, int inter, bool bf)
 	poison(y, (size_t)H * cap * D);
 	for (int i = 0; i < H * cap * D; i++)
 		yh[i] = 0x7fc0;   /* a bf16 NaN */
-	mkc_cache_append(bf ? NULL : y, bf ? yh : NULL, x, 1, H, S, D, cap, pos, R ? cs : NULL,
-			 R ? sn : NULL, S * (R / 2), R / 2, R, inter);
+	/* as emit_cache_append declares them: the cache [1, H, pos + S, D] laid out for cap
+	 * positions, the cos and sin rows [1, S, R/2] */
+	const int64_t xd[4] = {1, H, S, D}, yd[4] = {1, H, pos + S, D}, cd[3] = {1, S, R / 2};
+	const int64_t ys[4] = {(int64_t)H * cap * D, (int64_t)cap * D, D, 1};
+	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 4, xd);
+	const mkc_view yv = bf ? view_bf16(view_strided(yh, MKC_T_FLOAT, 4, yd, ys))
+			       : view_strided(y, MKC_T_FLOAT, 4, yd, ys);
+	const mkc_view cv = view_dense(cs, MKC_T_FLOAT, 3, cd), sv = view_dense(sn, MKC_T_FLOAT, 3, cd);
+	mkc_cache_append(&yv, &xv, R ? &cv : NULL, R ? &sv : NULL, R, inter, pos);
 	if (bf)
 		for (int i = 0; i < H * cap * D; i++)
 			y[i] = mkc_rt_bf16(yh[i]);
@@ -115,6 +123,13 @@ Test(bodies, rotary_by_batch_and_position_by_position_ids_and_by_a_first_positio
 	float x[B * H * S * D], y[B * H * S * D], cs[MAXPOS * R / 2], sn[MAXPOS * R / 2];
 	double want[B * H * S * D];
 	int64_t ids[B * S] = {3, 7, 0, 9}, first[1] = {4};
+	const int64_t xd[4] = {B, H, S, D}, bd[3] = {B, S, R / 2}, pd[2] = {MAXPOS, R / 2};
+	const int64_t idd[2] = {B, S}, fd[1] = {1};
+	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 4, xd), yv = view_dense(y, MKC_T_FLOAT, 4, xd);
+	/* the cos and sin rows [B, S, R/2] (mode 0), or a table [positions, R/2] */
+	const mkc_view cb = view_dense(cs, MKC_T_FLOAT, 3, bd), sb = view_dense(sn, MKC_T_FLOAT, 3, bd);
+	const mkc_view cp = view_dense(cs, MKC_T_FLOAT, 2, pd), sp = view_dense(sn, MKC_T_FLOAT, 2, pd);
+	const mkc_view iv = view_dense(ids, MKC_T_INT64, 2, idd), fv = view_dense(first, MKC_T_INT64, 1, fd);
 	for (int i = 0; i < B * H * S * D; i++)
 		x[i] = urand();
 	for (int i = 0; i < MAXPOS * R / 2; i++) {
@@ -134,15 +149,11 @@ Test(bodies, rotary_by_batch_and_position_by_position_ids_and_by_a_first_positio
 							 sn + row * R / 2);
 					}
 			poison(y, B * H * S * D);
+			const mkc_rotary_opt o = {.heads = 0, .rot = R, .inter = inter};
 			if (mode == 0)
-				mkc_rotary(y, x, B, H, S, D, H * S * D, S * D, D, cs, sn, S * R / 2, R / 2,
-					   NULL, 0, 0, 0, R, inter);
-			else if (mode == 1)
-				mkc_rotary(y, x, B, H, S, D, H * S * D, S * D, D, cs, sn, R / 2, 0, ids, S,
-					   1, 0, R, inter);
+				mkc_rotary(&yv, &xv, &cb, &sb, NULL, &o);
 			else
-				mkc_rotary(y, x, B, H, S, D, H * S * D, S * D, D, cs, sn, R / 2, 0, first, 0,
-					   0, 1, R, inter);
+				mkc_rotary(&yv, &xv, &cp, &sp, mode == 1 ? &iv : &fv, &o);
 			double e = rel_err(y, want, B * H * S * D);
 			cr_expect(e <= 1e-5, "mkc_rotary mode %d inter %d: error %.2e", mode, inter, e);
 		}
@@ -176,16 +187,22 @@ attn_case(int Hk, int G, int D, int L, int C, bool bf)
 	}
 	const float scale = 1.0f / sqrtf((float)D);
 	ref_attention(want, q, k, v, Hq, G, D, L, cap, scale);
-	const int64_t qs[4] = {(int64_t)Hq * D, D, D, 1}, ks[4] = {(int64_t)Hk * cap * D, cap * D, D, 1};
-	const int64_t ps[4] = {(int64_t)Hk * C * G * (D + 2), G * (D + 2), D + 2, 1};
-	const int64_t ys[4] = {(int64_t)Hq * D, D, D, 1};
+	/* q and y [1, Hq, 1, D]; the caches' first L positions of cap, [1, Hk, L, D] */
+	const int64_t qd[4] = {1, Hq, 1, D}, kd[4] = {1, Hk, L, D};
+	const int64_t ks[4] = {(int64_t)Hk * cap * D, (int64_t)cap * D, D, 1};
+	const int64_t pd[4] = {1, Hk * C, G, D + 2};
+	const mkc_view qv = view_dense(q, MKC_T_FLOAT, 4, qd), yv = view_dense(y, MKC_T_FLOAT, 4, qd);
+	const mkc_view kv = bf ? view_bf16(view_strided(kh, MKC_T_FLOAT, 4, kd, ks))
+			       : view_strided(k, MKC_T_FLOAT, 4, kd, ks);
+	const mkc_view vv = bf ? view_bf16(view_strided(vh, MKC_T_FLOAT, 4, kd, ks))
+			       : view_strided(v, MKC_T_FLOAT, 4, kd, ks);
+	const mkc_view pv = view_dense(part, MKC_T_FLOAT, 4, pd);
 	poison(part, (size_t)Hk * C * G * (D + 2));
 	poison(y, (size_t)Hq * D);
 	/* a few rows a tile, as tiles would have them */
 	for (int r = 0; r < Hk * C; r += 3)
-		mkc_attn_part_c(q, qs, bf ? NULL : k, bf ? kh : NULL, ks, bf ? NULL : v, bf ? vh : NULL,
-				ks, part, ps, 1, 1, D, L, C, G, r, r + 3 < Hk * C ? r + 3 : Hk * C, scale);
-	mkc_attn_merge_c(part, ps, y, ys, 1, 1, D, C, G, 0, Hq);
+		mkc_attn_part_c(&qv, &kv, &vv, &pv, C, r, r + 3 < Hk * C ? r + 3 : Hk * C, scale);
+	mkc_attn_merge_c(&pv, &yv, C, 0, Hq);
 	double e = rel_err(y, want, (size_t)Hq * D);
 	cr_expect(e <= 1e-5, "mkc_attn_part_c + merge, Hk %d G %d D %d L %d C %d bf16 %d: error %.2e",
 		  Hk, G, D, L, C, bf, e);
@@ -277,22 +294,25 @@ attn_general_case(int mask, float softcap, int past)
 					want[((b * Hq + h) * Sq + s) * Dv + d] = sum > 0 ? acc / sum : 0;
 				}
 			}
-	const int64_t qs[4] = {Hq * Sq * D, Sq * D, D, 1}, ks[4] = {Hk * Sn * D, Sn * D, D, 1};
-	const int64_t vs[4] = {Hk * Sn * Dv, Sn * Dv, Dv, 1};
-	const int64_t pks[4] = {Hk * PM * D, PM * D, D, 1}, pvs[4] = {Hk * PM * Dv, PM * Dv, Dv, 1};
-	const int64_t ys[4] = {Hq * Sq * Dv, Sq * Dv, Dv, 1};
-	const int64_t y1s[4] = {Hk * L * D, L * D, D, 1}, y2s[4] = {Hk * L * Dv, L * Dv, Dv, 1};
-	const int64_t mfs[4] = {0, 0, L, 1}, mbs[4] = {Sq * L, 0, L, 1};
+	const int64_t qd[4] = {B, Hq, Sq, D}, kd[4] = {B, Hk, Sn, D}, vd[4] = {B, Hk, Sn, Dv};
+	const int64_t pkd[4] = {B, Hk, PM, D}, pvd[4] = {B, Hk, PM, Dv}, yd[4] = {B, Hq, Sq, Dv};
+	const int64_t y1d[4] = {B, Hk, L, D}, y2d[4] = {B, Hk, L, Dv};
+	/* the float mask [Sq, L] broadcast over batch and heads, the bool one [B, 1, Sq, L] */
+	const int64_t mfd[2] = {Sq, L}, mbd[4] = {B, 1, Sq, L};
+	const mkc_view qv = view_dense(q, MKC_T_FLOAT, 4, qd), kv = view_dense(k, MKC_T_FLOAT, 4, kd);
+	const mkc_view vv = view_dense(v, MKC_T_FLOAT, 4, vd), yv = view_dense(y, MKC_T_FLOAT, 4, yd);
+	const mkc_view pkv = view_dense(pk, MKC_T_FLOAT, 4, pkd), pvv = view_dense(pv, MKC_T_FLOAT, 4, pvd);
+	const mkc_view y1v = view_dense(y1, MKC_T_FLOAT, 4, y1d), y2v = view_dense(y2, MKC_T_FLOAT, 4, y2d);
+	const mkc_view mfv = view_dense(mf, MKC_T_FLOAT, 2, mfd), mbv = view_dense(mb, MKC_T_BOOL, 4, mbd);
 	poison(y, sizeof y / sizeof *y);
 	poison(y1, sizeof y1 / sizeof *y1);
 	poison(y2, sizeof y2 / sizeof *y2);
 	const int cut[3] = {0, 1, Hq};
-	for (int t = 0; t < 2; t++)
-		mkc_attention(y, ys, q, qs, k, ks, v, vs, past ? pk : NULL, past ? pks : NULL,
-			      past ? pv : NULL, past ? pvs : NULL, mask == 1 ? mf : NULL,
-			      mask == 2 ? mb : NULL, mask == 1 ? mfs : mask == 2 ? mbs : NULL, B, Hq,
-			      Sq, D, Hk, P, Sn, Dv, cut[t], cut[t + 1], scale, softcap, y1, y1s, D, y2,
-			      y2s, Dv);
+	for (int t = 0; t < 2; t++) {
+		const mkc_attn_opt o = {.scale = scale, .softcap = softcap, .h0 = cut[t], .h1 = cut[t + 1]};
+		mkc_attention(&yv, &qv, &kv, &vv, mask == 1 ? &mfv : mask == 2 ? &mbv : NULL,
+			      past ? &pkv : NULL, past ? &pvv : NULL, &y1v, &y2v, &o);
+	}
 	double e = rel_err(y, want, sizeof y / sizeof *y);
 	cr_expect(e <= 1e-5, "mkc_attention mask %d softcap %g past %d: error %.2e", mask,
 		  (double)softcap, past, e);
@@ -314,8 +334,9 @@ Test(bodies, softmax_over_the_last_axes_and_over_one_axis)
 	enum { A = 3, Bd = 4, Cd = 5 };
 	float x[A * Bd * Cd], y[A * Bd * Cd];
 	double want[A * Bd * Cd];
-	const int64_t d[4] = {A, Bd, Cd, 0}, s[4] = {Bd * Cd, Cd, 1, 0};
+	const int64_t d[3] = {A, Bd, Cd};
 	const int64_t lo[3] = {0, 0, 0}, hi[3] = {A, Bd, Cd};
+	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 3, d), yv = view_dense(y, MKC_T_FLOAT, 3, d);
 	for (int i = 0; i < A * Bd * Cd; i++)
 		x[i] = 3 * urand();
 	/* rows of axes 1..2 (20 elements), then rows of axis 1 alone (4, stride 5) */
@@ -332,7 +353,7 @@ Test(bodies, softmax_over_the_last_axes_and_over_one_axis)
 				want[base + j * st] = exp(x[base + j * st] - mx) / sum;
 		}
 		poison(y, A * Bd * Cd);
-		mkc_softmax(y, x, d, s, 3, 1, one, lo, hi);
+		mkc_softmax(&yv, &xv, 1, one, lo, hi);
 		double e = rel_err(y, want, A * Bd * Cd);
 		cr_expect(e <= 1e-5, "mkc_softmax one_axis %d: error %.2e", one, e);
 	}
@@ -344,8 +365,14 @@ Test(bodies, rms_and_layer_norms_with_float_and_bf16_scales_and_their_row_output
 	float x[R * N], y[R * N], sf[N], bias[N], y1[R], y2[R];
 	uint16_t sb[N];
 	double want[R * N], w1[R], w2[R];
-	const int64_t d[3] = {R, N, 0}, s[3] = {N, 1, 0}, s1[3] = {1, 1, 0};
+	const int64_t d[2] = {R, N}, d1[2] = {R, 1}, dn[1] = {N};
 	const int64_t lo[2] = {0, 0}, hi[2] = {R, N};
+	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 2, d), yv = view_dense(y, MKC_T_FLOAT, 2, d);
+	const mkc_view sfv = view_dense(sf, MKC_T_FLOAT, 1, dn);
+	const mkc_view sbv = view_bf16(view_dense(sb, MKC_T_FLOAT, 1, dn));
+	const mkc_view bv = view_dense(bias, MKC_T_FLOAT, 1, dn);
+	/* the per-row outputs [R, 1] */
+	const mkc_view y1v = view_dense(y1, MKC_T_FLOAT, 2, d1), y2v = view_dense(y2, MKC_T_FLOAT, 2, d1);
 	for (int i = 0; i < R * N; i++)
 		x[i] = urand() + 0.3f;
 	for (int j = 0; j < N; j++) {
@@ -373,8 +400,8 @@ Test(bodies, rms_and_layer_norms_with_float_and_bf16_scales_and_their_row_output
 			poison(y, R * N);
 			poison(y1, R);
 			poison(y2, R);
-			mkc_norm(y, x, d, s, 2, 1, lo, hi, bf ? NULL : sf, bf ? sb : NULL,
-				 layer ? bias : NULL, NULL, N, eps, layer, y1, s1, y2, s1);
+			const mkc_norm_opt o = {.axis = 1, .eps = eps, .layer = layer};
+			mkc_norm(&yv, &xv, bf ? &sbv : &sfv, layer ? &bv : NULL, &y1v, &y2v, &o, lo, hi);
 			cr_expect(rel_err(y, want, R * N) <= 1e-5, "mkc_norm layer %d bf16 %d", layer, bf);
 			cr_expect(rel_err(y1, w1, R) <= 1e-5, "mkc_norm's y1, layer %d", layer);
 			cr_expect(rel_err(y2, w2, R) <= 1e-5, "mkc_norm's y2, layer %d", layer);
@@ -386,8 +413,12 @@ Test(bodies, skip_norm_keeps_the_sum_and_normalises_it)
 	enum { R = 2, N = 32 };
 	float a[R * N], b[R * N], g[N], bias[N], y[R * N], sum[R * N], y2[R];
 	double want[R * N], wsum[R * N], w2[R];
-	const int64_t d[3] = {R, N, 0}, s[3] = {N, 1, 0}, s1[3] = {1, 1, 0};
+	const int64_t d[2] = {R, N}, d1[2] = {R, 1}, dn[1] = {N};
 	const int64_t lo[2] = {0, 0}, hi[2] = {R, N};
+	const mkc_view av = view_dense(a, MKC_T_FLOAT, 2, d), bv = view_dense(b, MKC_T_FLOAT, 2, d);
+	const mkc_view yv = view_dense(y, MKC_T_FLOAT, 2, d), sv = view_dense(sum, MKC_T_FLOAT, 2, d);
+	const mkc_view gv = view_dense(g, MKC_T_FLOAT, 1, dn), biv = view_dense(bias, MKC_T_FLOAT, 1, dn);
+	const mkc_view y2v = view_dense(y2, MKC_T_FLOAT, 2, d1);
 	for (int i = 0; i < R * N; i++) {
 		a[i] = urand();
 		b[i] = urand();
@@ -409,7 +440,7 @@ Test(bodies, skip_norm_keeps_the_sum_and_normalises_it)
 	poison(y, R * N);
 	poison(sum, R * N);
 	poison(y2, R);
-	mkc_skip_norm(y, a, b, d, s, 2, 1, lo, hi, g, NULL, bias, NULL, 1e-6f, sum, NULL, NULL, y2, s1);
+	mkc_skip_norm(&yv, &av, &bv, &gv, &biv, NULL, &y2v, &sv, 1e-6f, lo, hi);
 	cr_expect(rel_err(y, want, R * N) <= 1e-5, "mkc_skip_norm's output");
 	cr_expect(rel_err(sum, wsum, R * N) <= 1e-6, "mkc_skip_norm's sum");
 	cr_expect(rel_err(y2, w2, R) <= 1e-5, "mkc_skip_norm's 1 / deviation");
@@ -450,21 +481,21 @@ matmul_case(int tb, int bh, int split)
 					     bf[tb ? n * MM_K + k : k * MM_N + n];
 				want[(b * MM_M + m) * MM_N + n] = s;
 			}
-	/* as the emitter resolves them: a broadcast over n, b over the batch and m */
-	const int64_t ys[4] = {MM_M * MM_N, MM_N, 1, 0}, as[4] = {MM_M * MM_K, MM_K, 0, 0};
-	const int64_t bs[4] = {0, 0, tb ? MM_K : 1, 0};
-	const int64_t ak = 1, bk = tb ? 1 : MM_N;
-	const mkc_mm_epi ep = {0, 1.0f, 0.0f, NULL, NULL};
+	/* the body broadcasts b [K, N] (or [N, K]) over a's batch */
+	const int64_t ad[3] = {MM_B, MM_M, MM_K}, yd[3] = {MM_B, MM_M, MM_N};
+	const int64_t bd[2] = {tb ? MM_N : MM_K, tb ? MM_K : MM_N};
+	const mkc_view av = view_dense(a, MKC_T_FLOAT, 3, ad), yv = view_dense(y, MKC_T_FLOAT, 3, yd);
+	const mkc_view bv = bh ? view_bf16(view_dense(b16, MKC_T_FLOAT, 2, bd))
+			       : view_dense(bf, MKC_T_FLOAT, 2, bd);
+	const mkc_mm_opt o = {.trans_b = tb, .alpha = 1.0f};
 	poison(y, MM_B * MM_M * MM_N);
 	const int64_t cut[3] = {0, 2, MM_N};
 	for (int t = 0; t < 2; t++) {
-		const int64_t lo[4] = {0, 0, cut[t], 0}, hi[4] = {MM_B, MM_M, cut[t + 1], 0};
+		const int64_t lo[3] = {0, 0, cut[t]}, hi[3] = {MM_B, MM_M, cut[t + 1]};
 		if (split)
-			mkc_matmul_split_k(y, ys, 3, lo, hi, a, as, ak, bh ? NULL : bf, bh ? b16 : NULL,
-					   bs, bk, MM_K, part);
+			mkc_matmul_split_k(&yv, &av, &bv, &o, lo, hi, part);
 		else
-			mkc_matmul(y, ys, 3, lo, hi, a, as, ak, bh ? NULL : bf, bh ? b16 : NULL, bs, bk,
-				   MM_K, &ep);
+			mkc_matmul(&yv, &av, &bv, NULL, &o, lo, hi);
 	}
 	double err = rel_err(y, want, MM_B * MM_M * MM_N);
 	cr_expect(err < 1e-5, "tb %d bf16 %d split %d: relative error %g", tb, bh, split, err);
@@ -492,13 +523,19 @@ Test(bodies, split_k_on_one_lane)
  */
 Test(bodies, split_k_of_an_empty_tile_writes_nothing)
 {
-	float a[MM_K], b[MM_K], y[4], part[1];
+	/* a [1, K] by b [4, K] read transposed into y [1, 4]; the tile is columns 2 .. 2 */
+	float a[MM_K], b[4 * MM_K], y[4], part[1];
 	for (int i = 0; i < MM_K; i++)
-		a[i] = b[i] = urand();
+		a[i] = urand();
+	for (int i = 0; i < 4 * MM_K; i++)
+		b[i] = urand();
 	poison(y, 4);
-	const int64_t ys[3] = {4, 1, 0}, as[3] = {MM_K, 0, 0}, bs[3] = {0, MM_K, 0};
+	const int64_t ad[2] = {1, MM_K}, bd[2] = {4, MM_K}, yd[2] = {1, 4};
+	const mkc_view av = view_dense(a, MKC_T_FLOAT, 2, ad), bv = view_dense(b, MKC_T_FLOAT, 2, bd);
+	const mkc_view yv = view_dense(y, MKC_T_FLOAT, 2, yd);
+	const mkc_mm_opt o = {.trans_b = 1, .alpha = 1.0f};
 	const int64_t lo[2] = {0, 2}, hi[2] = {1, 2};
-	mkc_matmul_split_k(y, ys, 2, lo, hi, a, as, 1, b, NULL, bs, 1, MM_K, part);
+	mkc_matmul_split_k(&yv, &av, &bv, &o, lo, hi, part);
 	for (int i = 0; i < 4; i++)
 		cr_expect(isnan(y[i]), "y[%d] written: %g", i, y[i]);
 }
@@ -526,17 +563,21 @@ Test(bodies, gemm_transposes_alpha_beta_and_c)
 						     b[tb ? n * MM_K + k : k * MM_N + n];
 					want[m * MM_N + n] = alpha * s + (c ? beta * (double)cv[n] : 0);
 				}
-			/* emit_gemm's strides: a [M, K] or [K, M], b [K, N] or [N, K] */
-			const int64_t xs0 = ta ? MM_M : MM_K, xs1 = tb ? MM_K : MM_N;
-			const int64_t as[3] = {ta ? 1 : xs0, 0, 0}, bs[3] = {0, tb ? xs1 : 1, 0};
-			const int64_t ak = ta ? xs0 : 1, bk = tb ? 1 : xs1;
-			const int64_t ys[3] = {MM_N, 1, 0}, cs[3] = {0, 1, 0};
-			const mkc_mm_epi ep = {1, alpha, beta, c ? cv : NULL, c ? cs : NULL};
+			/* a [M, K] or [K, M], b [K, N] or [N, K], C [N] broadcast over M */
+			const int64_t ad[2] = {ta ? MM_K : MM_M, ta ? MM_M : MM_K};
+			const int64_t bd[2] = {tb ? MM_N : MM_K, tb ? MM_K : MM_N};
+			const int64_t yd[2] = {MM_M, MM_N}, cd[1] = {MM_N};
+			const mkc_view av = view_dense(a, MKC_T_FLOAT, 2, ad);
+			const mkc_view bv = view_dense(b, MKC_T_FLOAT, 2, bd);
+			const mkc_view yv = view_dense(y, MKC_T_FLOAT, 2, yd);
+			const mkc_view cvv = view_dense(cv, MKC_T_FLOAT, 1, cd);
+			const mkc_mm_opt o = {.trans_a = ta, .trans_b = tb, .gemm = 1, .alpha = alpha,
+					      .beta = beta};
 			poison(y, MM_M * MM_N);
-			const int64_t lo0[3] = {0, 0, 0}, hi0[3] = {1, MM_N, 0};
-			const int64_t lo1[3] = {1, 0, 0}, hi1[3] = {MM_M, MM_N, 0};
-			mkc_matmul(y, ys, 2, lo0, hi0, a, as, ak, b, NULL, bs, bk, MM_K, &ep);
-			mkc_matmul(y, ys, 2, lo1, hi1, a, as, ak, b, NULL, bs, bk, MM_K, &ep);
+			const int64_t lo0[2] = {0, 0}, hi0[2] = {1, MM_N};
+			const int64_t lo1[2] = {1, 0}, hi1[2] = {MM_M, MM_N};
+			mkc_matmul(&yv, &av, &bv, c ? &cvv : NULL, &o, lo0, hi0);
+			mkc_matmul(&yv, &av, &bv, c ? &cvv : NULL, &o, lo1, hi1);
 			double err = rel_err(y, want, MM_M * MM_N);
 			cr_expect(err < 1e-5, "ta %d c %d: relative error %g", ta, c, err);
 		}
@@ -580,15 +621,23 @@ norm_gemm_case(int glu, int c, int bh)
 		want[n] = glu ? alpha * p / (1 + exp(-alpha * p)) * (alpha * q)
 			      : alpha * p + (c ? beta * (double)cv[n] : 0);
 	}
-	const int64_t ys[3] = {MM_N, 1, 0}, cs[3] = {0, 1, 0};
-	const mkc_mm_epi ep = {1, alpha, beta, c ? cv : NULL, c ? cs : NULL};
+	/* x and y rows [1, K] and [1, N], the scale [K], W and U [N, K], C [N] */
+	const int64_t xd[2] = {1, MM_K}, yd[2] = {1, MM_N}, kd[1] = {MM_K}, wd[2] = {MM_N, MM_K};
+	const int64_t cd[1] = {MM_N};
+	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 2, xd), yv = view_dense(y, MKC_T_FLOAT, 2, yd);
+	const mkc_view sv = bh ? view_bf16(view_dense(sc16, MKC_T_FLOAT, 1, kd))
+			       : view_dense(sc, MKC_T_FLOAT, 1, kd);
+	const mkc_view wv = bh ? view_bf16(view_dense(w16, MKC_T_FLOAT, 2, wd))
+			       : view_dense(w, MKC_T_FLOAT, 2, wd);
+	const mkc_view uv = bh ? view_bf16(view_dense(u16, MKC_T_FLOAT, 2, wd))
+			       : view_dense(u, MKC_T_FLOAT, 2, wd);
+	const mkc_view cvv = view_dense(cv, MKC_T_FLOAT, 1, cd);
+	const mkc_mm_opt o = {.gemm = 1, .alpha = alpha, .beta = beta, .eps = eps};
 	poison(y, MM_N);
 	const int64_t cut[3] = {0, 3, MM_N};
 	for (int t = 0; t < 2; t++) {
-		const int64_t lo[3] = {0, cut[t], 0}, hi[3] = {1, cut[t + 1], 0};
-		mkc_norm_gemm(y, ys, lo, hi, x, MM_K, eps, bh ? NULL : sc, bh ? sc16 : NULL,
-			      bh ? NULL : w, bh ? w16 : NULL, MM_K, glu && !bh ? u : NULL,
-			      glu && bh ? u16 : NULL, glu ? MM_K : 0, &ep);
+		const int64_t lo[2] = {0, cut[t]}, hi[2] = {1, cut[t + 1]};
+		mkc_norm_gemm(&yv, &xv, &sv, &wv, glu ? &uv : NULL, c ? &cvv : NULL, &o, lo, hi);
 	}
 	double err = rel_err(y, want, MM_N);
 	cr_expect(err < 1e-5, "glu %d c %d bf16 %d: relative error %g", glu, c, bh, err);
@@ -676,15 +725,24 @@ gqa_case(int R, int inter, int past, float softcap)
 					want[((b * S + s) * Hq + h) * D + d] = acc / sum;
 				}
 			}
-	const int64_t qs[3] = {S * Hq * D, Hq * D, 1}, ks[3] = {S * Hk * D, Hk * D, 1};
-	const int64_t pks[4] = {Hk * PM * D, PM * D, D, 1}, y1s[4] = {Hk * L * D, L * D, D, 1};
+	const int64_t qd[3] = {B, S, Hq * D}, kd[3] = {B, S, Hk * D}, pd[4] = {B, Hk, PM, D};
+	const int64_t y1d[4] = {B, Hk, L, D}, sd[1] = {B};
+	/* cos and sin [NPOS, R/2]: the first R/2 of the D/2 values each row of the tables holds */
+	const int64_t cd[2] = {NPOS, R / 2}, cs_s[2] = {D / 2, 1};
+	const mkc_view qv = view_dense(q, MKC_T_FLOAT, 3, qd), yv = view_dense(y, MKC_T_FLOAT, 3, qd);
+	const mkc_view kv = view_dense(k, MKC_T_FLOAT, 3, kd), vv = view_dense(v, MKC_T_FLOAT, 3, kd);
+	const mkc_view pkv = view_dense(pk, MKC_T_FLOAT, 4, pd), pvv = view_dense(pv, MKC_T_FLOAT, 4, pd);
+	const mkc_view y1v = view_dense(y1, MKC_T_FLOAT, 4, y1d), y2v = view_dense(y2, MKC_T_FLOAT, 4, y1d);
+	const mkc_view sv = view_dense(seq, MKC_T_INT32, 1, sd);
+	const mkc_view cv = view_strided(cs, MKC_T_FLOAT, 2, cd, cs_s);
+	const mkc_view snv = view_strided(sn, MKC_T_FLOAT, 2, cd, cs_s);
 	poison(y, sizeof y / sizeof *y);
 	poison(y1, sizeof y1 / sizeof *y1);
 	poison(y2, sizeof y2 / sizeof *y2);
-	mkc_gqa_args a = {y, qs, y1, y1s, y2, y1s, q, qs, k, ks, v, ks,
-			  past ? pk : NULL, pks, past ? pv : NULL, pks, seq,
-			  R ? cs : NULL, D / 2, R ? sn : NULL, D / 2, NPOS,
-			  B, S, Hq, Hk, D, P, R, inter, scale, softcap};
+	mkc_gqa_args a = {.y = &yv, .pk_out = &y1v, .pv_out = &y2v, .q = &qv, .k = &kv, .v = &vv,
+			  .pk = past ? &pkv : NULL, .pv = past ? &pvv : NULL, .seqlens_k = &sv,
+			  .cos = R ? &cv : NULL, .sin = R ? &snv : NULL, .hq = Hq, .hk = Hk, .d = D,
+			  .inter = inter, .scale = scale, .softcap = softcap};
 	int64_t bad = -7;
 	cr_expect_eq(mkc_gqa(&a, qr, &bad), 0, "R %d: no position is outside the caches", R);
 	double e = rel_err(y, want, sizeof y / sizeof *y);
@@ -697,7 +755,8 @@ gqa_case(int R, int inter, int past, float softcap)
 		return;
 	/* batch 1 one past the last row of the caches: the body says which position */
 	const int32_t far[B] = {P + S - 1, NPOS + S - 1};
-	a.seqlens_k = far;
+	const mkc_view farv = view_dense(far, MKC_T_INT32, 1, sd);
+	a.seqlens_k = &farv;
 	cr_expect_eq(mkc_gqa(&a, qr, &bad), 1);
 	cr_expect_eq(bad, NPOS, "the first position outside, %d, not %lld", NPOS, (long long)bad);
 }

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* what an emitted file defines before the bodies (as test_bodies.c) */
-#define MKC_RANK 8
+/* what an emitted file holds before the bodies (as test_bodies.c) */
+#include "../../runtime/limits.h"
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "../../runtime/common.h"
@@ -63,8 +63,7 @@ Test(op_bodies, copy_moves_every_element_size_flat_and_by_box)
 {
 	enum { N = 2 * 3 * 4 };
 	const int64_t yd[3] = {6, 4, 0};
-	int64_t ys[3], lo[4][MKC_RANK], hi[4][MKC_RANK];
-	mkc_rt_strides(yd, 2, ys);
+	int64_t lo[4][MKC_RANK], hi[4][MKC_RANK];
 	uint8_t x[N * 8], y[N * 8];
 	for (int i = 0; i < N * 8; i++)
 		x[i] = (uint8_t)(urand() * 100 + 101);
@@ -74,9 +73,13 @@ Test(op_bodies, copy_moves_every_element_size_flat_and_by_box)
 			/* a flat walk's tiles are runs (rows of y); a box walk's are not */
 			const int64_t rows[3] = {2, 5, 6}, cols[2] = {1, 4};
 			int nt = flat ? tiles(yd, 2, 0, rows, 3, lo, hi) : tiles(yd, 2, 1, cols, 2, lo, hi);
+			/* x [2, 3, 4] into y [6, 4], elements of es[k] bytes */
+			const int64_t xd[3] = {2, 3, 4};
+			const mkc_view yv = view_dense(y, bits_type(es[k]), 2, yd);
+			const mkc_view xv = view_dense(x, bits_type(es[k]), 3, xd);
 			memset(y, 0xff, sizeof y);
 			for (int t = 0; t < nt; t++)
-				mkc_copy(y, ys, x, 2, es[k], flat, lo[t], hi[t]);
+				mkc_copy(&yv, &xv, flat, lo[t], hi[t]);
 			cr_expect(!memcmp(y, x, (size_t)(N * es[k])), "mkc_copy es %d flat %d", es[k],
 				  flat);
 			cr_expect(es[k] == 8 || y[N * es[k]] == 0xff, "mkc_copy es %d wrote past y",
@@ -88,9 +91,8 @@ Test(op_bodies, transpose_reads_axis_perm_d_for_output_axis_d)
 {
 	const int64_t xd[4] = {2, 3, 4, 0}, yd[4] = {4, 2, 3, 0};
 	const int perm[3] = {2, 0, 1};
-	int64_t xs[4], ys[4], x[24], y[24], want[24], lo[3][MKC_RANK], hi[3][MKC_RANK];
-	mkc_rt_strides(xd, 3, xs);
-	mkc_rt_strides(yd, 3, ys);
+	int64_t x[24], y[24], want[24], lo[3][MKC_RANK], hi[3][MKC_RANK];
+	const mkc_view xv = view_dense(x, MKC_T_INT64, 3, xd), yv = view_dense(y, MKC_T_INT64, 3, yd);
 	for (int i = 0; i < 24; i++)
 		x[i] = 1000 + i;
 	for (int f = 0; f < 24; f++) {
@@ -104,7 +106,7 @@ Test(op_bodies, transpose_reads_axis_perm_d_for_output_axis_d)
 	int nt = tiles(yd, 3, 1, cuts, 2, lo, hi);
 	memset(y, 0xff, sizeof y);
 	for (int t = 0; t < nt; t++)
-		mkc_transpose(y, ys, x, xs, perm, 3, 8, lo[t], hi[t]);
+		mkc_transpose(&yv, &xv, perm, lo[t], hi[t]);
 	cr_expect(!memcmp(y, want, sizeof want), "mkc_transpose");
 }
 
@@ -113,10 +115,9 @@ static void
 slice_case(const int64_t *start, const int64_t *step, const int64_t *yd, const int64_t *first)
 {
 	const int64_t xd[3] = {5, 6, 0};
-	int64_t xs[3], ys[3], lo[2][MKC_RANK], hi[2][MKC_RANK];
+	int64_t lo[2][MKC_RANK], hi[2][MKC_RANK];
 	float x[30], y[30], want[30];
-	mkc_rt_strides(xd, 2, xs);
-	mkc_rt_strides(yd, 2, ys);
+	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 2, xd), yv = view_dense(y, MKC_T_FLOAT, 2, yd);
 	for (int i = 0; i < 30; i++)
 		x[i] = urand();
 	const int64_t n = mkc_rt_count(yd, 2);
@@ -129,7 +130,7 @@ slice_case(const int64_t *start, const int64_t *step, const int64_t *yd, const i
 	int nt = tiles(yd, 2, 0, cuts, 2, lo, hi);
 	memset(y, 0xff, sizeof y);
 	for (int t = 0; t < nt; t++)
-		mkc_slice(y, ys, x, xd, xs, start, step, 2, 4, lo[t], hi[t]);
+		mkc_slice(&yv, &xv, start, step, lo[t], hi[t]);
 	cr_expect(!memcmp(y, want, (size_t)n * sizeof *y),
 		  "mkc_slice start {%lld, %lld} step {%lld, %lld}", (long long)start[0],
 		  (long long)start[1], (long long)step[0], (long long)step[1]);
@@ -149,15 +150,16 @@ Test(op_bodies, slice_counts_negative_starts_from_the_end_and_clamps)
 Test(op_bodies, concat_and_split_along_the_middle_axis)
 {
 	const int64_t d[3][4] = {{2, 1, 3, 0}, {2, 2, 3, 0}, {2, 3, 3, 0}}, yd[4] = {2, 6, 3, 0};
-	int64_t s[3][4], ys[4], lo[3][MKC_RANK], hi[3][MKC_RANK];
+	int64_t lo[3][MKC_RANK], hi[3][MKC_RANK];
 	int32_t a[6], b[12], c[18], y[36], want[36];
 	int32_t *in[3] = {a, b, c};
+	mkc_view xv[3];
 	for (int k = 0; k < 3; k++) {
-		mkc_rt_strides(d[k], 3, s[k]);
+		xv[k] = view_dense(in[k], MKC_T_INT32, 3, d[k]);
 		for (int i = 0; i < mkc_rt_count(d[k], 3); i++)
 			in[k][i] = 100 * (k + 1) + i;
 	}
-	mkc_rt_strides(yd, 3, ys);
+	const mkc_view yv = view_dense(y, MKC_T_INT32, 3, yd);
 	for (int f = 0; f < 36; f++) {
 		int64_t yi[3];
 		coords(f, yd, 3, yi);
@@ -167,24 +169,21 @@ Test(op_bodies, concat_and_split_along_the_middle_axis)
 	/* tiles that cross the inputs' borders */
 	const int64_t cuts[3] = {2, 5, 6};
 	int nt = tiles(yd, 3, 1, cuts, 3, lo, hi);
-	const void *const x[3] = {a, b, c};
-	const int64_t *const xd[3] = {d[0], d[1], d[2]}, *const xs[3] = {s[0], s[1], s[2]};
+	const mkc_view *const x[3] = {&xv[0], &xv[1], &xv[2]};
 	memset(y, 0xff, sizeof y);
 	for (int t = 0; t < nt; t++)
-		mkc_concat(y, ys, 3, x, xd, xs, 1, 3, 4, lo[t], hi[t]);
+		mkc_concat(&yv, 3, x, 1, lo[t], hi[t]);
 	cr_expect(!memcmp(y, want, sizeof want), "mkc_concat");
 
 	/* split: y into [2, 2, 3] and [2, 4, 3] */
 	const int64_t od[2][4] = {{2, 2, 3, 0}, {2, 4, 3, 0}};
-	int64_t os[2][4];
 	int32_t p[12], q[24];
-	mkc_rt_strides(od[0], 3, os[0]);
-	mkc_rt_strides(od[1], 3, os[1]);
 	memset(p, 0xff, sizeof p);
 	memset(q, 0xff, sizeof q);
-	void *const out[2] = {p, q};
-	const int64_t *const out_d[2] = {od[0], od[1]}, *const out_s[2] = {os[0], os[1]};
-	mkc_split(2, out, out_d, out_s, want, ys, 1, 3, 4);
+	const mkc_view pv = view_dense(p, MKC_T_INT32, 3, od[0]), qv = view_dense(q, MKC_T_INT32, 3, od[1]);
+	const mkc_view wv = view_dense(want, MKC_T_INT32, 3, yd);
+	const mkc_view *const out[2] = {&pv, &qv};
+	mkc_split(2, out, &wv, 1);
 	for (int f = 0; f < 36; f++) {
 		int64_t yi[3];
 		coords(f, yd, 3, yi);
@@ -204,11 +203,9 @@ Test(op_bodies, strided_appends_new_positions_to_a_cache_on_axis_1)
 {
 	enum { B = 2, CAP = 6, H = 3, D = 2, S = 2, POS = 3 };
 	const int64_t xd[5] = {B, S, H, D, 0}, cl[5] = {B, CAP, H, D, 0};
-	int64_t xs[5], ys[5];
-	mkc_rt_strides(xd, 4, xs);
-	mkc_rt_strides(cl, 4, ys);
 	float x[B * S * H * D];
 	uint32_t y[B * CAP * H * D], want[B * CAP * H * D];
+	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 4, xd), yv = view_dense(y, MKC_T_FLOAT, 4, cl);
 	for (int i = 0; i < B * S * H * D; i++)
 		x[i] = urand();
 	memset(want, 0xff, sizeof want);
@@ -220,7 +217,7 @@ Test(op_bodies, strided_appends_new_positions_to_a_cache_on_axis_1)
 	/* one tile a batch, as tile.c might cut it */
 	for (int b = 0; b < B; b++) {
 		const int64_t lo[4] = {b, POS, 0, 0}, hi[4] = {b + 1, POS + S, H, D};
-		mkc_strided(y, ys, x, -lo[1] * xs[1], xs, 4, 4, lo, hi);
+		mkc_strided(&yv, &xv, -lo[1] * xv.s[1], xv.s, lo, hi);
 	}
 	cr_expect(!memcmp(y, want, sizeof want), "the new positions, and nothing else, moved");
 }
@@ -230,11 +227,10 @@ Test(op_bodies, gather_along_axis_0_by_int64_indices)
 {
 	const int64_t xd[3] = {5, 4, 0}, id[3] = {2, 3, 0}, yd[4] = {2, 3, 4, 0};
 	const int64_t ind[6] = {4, 0, -1, 2, -5, 3};
-	int64_t xs[3], is[3], ys[4], lo[2][MKC_RANK], hi[2][MKC_RANK], bad = 7;
+	int64_t lo[2][MKC_RANK], hi[2][MKC_RANK], bad = 7;
 	float x[20], y[24], want[24];
-	mkc_rt_strides(xd, 2, xs);
-	mkc_rt_strides(id, 2, is);
-	mkc_rt_strides(yd, 3, ys);
+	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 2, xd), iv = view_dense(ind, MKC_T_INT64, 2, id);
+	const mkc_view yv = view_dense(y, MKC_T_FLOAT, 3, yd);
 	for (int i = 0; i < 20; i++)
 		x[i] = urand();
 	for (int f = 0; f < 24; f++) {
@@ -245,8 +241,7 @@ Test(op_bodies, gather_along_axis_0_by_int64_indices)
 	int nt = tiles(yd, 3, 1, cuts, 2, lo, hi);
 	memset(y, 0xff, sizeof y);
 	for (int t = 0; t < nt; t++)
-		cr_expect_eq(mkc_gather(y, ys, 3, x, xd, xs, 2, 4, 0, ind, is, 2, 8, 0, lo[t], hi[t],
-					&bad), 0);
+		cr_expect_eq(mkc_gather(&yv, &xv, &iv, 0, lo[t], hi[t], &bad), 0);
 	cr_expect(!memcmp(y, want, sizeof want), "mkc_gather axis 0");
 	cr_expect_eq(bad, 7, "mkc_gather set *bad with every index in range");
 }
@@ -256,13 +251,13 @@ Test(op_bodies, gather_along_axis_1_by_int32_indices_and_from_a_bf16_table)
 {
 	const int64_t xd[4] = {3, 5, 2, 0}, id[2] = {4, 0}, yd[4] = {3, 4, 2, 0};
 	const int32_t ind[4] = {3, -1, 0, 3};
-	int64_t xs[4], is[2], ys[4], bad = 0;
+	int64_t bad = 0;
 	const int64_t lo[3] = {0, 0, 0};
 	float x[30], y[24], want[24];
 	uint16_t xb[30];
-	mkc_rt_strides(xd, 3, xs);
-	mkc_rt_strides(id, 1, is);
-	mkc_rt_strides(yd, 3, ys);
+	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 3, xd);
+	const mkc_view xbv = view_bf16(view_dense(xb, MKC_T_FLOAT, 3, xd));
+	const mkc_view iv = view_dense(ind, MKC_T_INT32, 1, id), yv = view_dense(y, MKC_T_FLOAT, 3, yd);
 	for (int i = 0; i < 30; i++) {
 		xb[i] = to_bf16(urand());
 		x[i] = urand();
@@ -276,8 +271,7 @@ Test(op_bodies, gather_along_axis_1_by_int32_indices_and_from_a_bf16_table)
 			want[f] = wide ? mkc_rt_bf16(xb[o]) : x[o];
 		}
 		memset(y, 0xff, sizeof y);
-		int rc = wide ? mkc_gather(y, ys, 3, xb, xd, xs, 3, 2, 1, ind, is, 1, 4, 1, lo, yd, &bad)
-			      : mkc_gather(y, ys, 3, x, xd, xs, 3, 4, 0, ind, is, 1, 4, 1, lo, yd, &bad);
+		int rc = mkc_gather(&yv, wide ? &xbv : &xv, &iv, 1, lo, yd, &bad);
 		cr_expect_eq(rc, 0);
 		cr_expect(!memcmp(y, want, sizeof want), "mkc_gather axis 1, wide %d", wide);
 	}
@@ -286,15 +280,14 @@ Test(op_bodies, gather_along_axis_1_by_int32_indices_and_from_a_bf16_table)
 Test(op_bodies, gather_reports_the_first_index_out_of_range)
 {
 	const int64_t xd[2] = {5, 0}, id[2] = {3, 0}, yd[2] = {3, 0}, lo[1] = {0};
-	int64_t xs[2], is[2], ys[2], bad = 0;
+	int64_t bad = 0;
 	float x[5] = {1, 2, 3, 4, 5}, y[3];
-	mkc_rt_strides(xd, 1, xs);
-	mkc_rt_strides(id, 1, is);
-	mkc_rt_strides(yd, 1, ys);
 	const int64_t past[3] = {1, 5, 9}, before[3] = {0, -6, 2};
-	cr_expect_eq(mkc_gather(y, ys, 1, x, xd, xs, 1, 4, 0, past, is, 1, 8, 0, lo, yd, &bad), -1);
+	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 1, xd), yv = view_dense(y, MKC_T_FLOAT, 1, yd);
+	const mkc_view pv = view_dense(past, MKC_T_INT64, 1, id), bv = view_dense(before, MKC_T_INT64, 1, id);
+	cr_expect_eq(mkc_gather(&yv, &xv, &pv, 0, lo, yd, &bad), -1);
 	cr_expect_eq(bad, 5, "index 5 of 5 reported as %lld", (long long)bad);
-	cr_expect_eq(mkc_gather(y, ys, 1, x, xd, xs, 1, 4, 0, before, is, 1, 8, 0, lo, yd, &bad), -1);
+	cr_expect_eq(mkc_gather(&yv, &xv, &bv, 0, lo, yd, &bad), -1);
 	cr_expect_eq(bad, -1, "index -6 of 5 is -1 from the start, reported as %lld", (long long)bad);
 }
 
@@ -316,13 +309,21 @@ Test(op_bodies, range_in_each_type_s_arithmetic)
 	memset(iy, 0xff, sizeof iy);
 	memset(ly, 0xff, sizeof ly);
 	memset(hy, 0xff, sizeof hy);
+	/* y [N] in each type; start and delta scalars (rank 0) of that type */
+	const int64_t n[1] = {N};
+	const mkc_view y[5] = {view_dense(fy, MKC_T_FLOAT, 1, n), view_dense(dy, MKC_T_DOUBLE, 1, n),
+			       view_dense(iy, MKC_T_INT32, 1, n), view_dense(ly, MKC_T_INT64, 1, n),
+			       view_dense(hy, MKC_T_INT16, 1, n)};
+	const mkc_view st[5] = {view_dense(&fs, MKC_T_FLOAT, 0, n), view_dense(&ds, MKC_T_DOUBLE, 0, n),
+				view_dense(&is, MKC_T_INT32, 0, n), view_dense(&ls, MKC_T_INT64, 0, n),
+				view_dense(&hs, MKC_T_INT16, 0, n)};
+	const mkc_view de[5] = {view_dense(&fd, MKC_T_FLOAT, 0, n), view_dense(&dd, MKC_T_DOUBLE, 0, n),
+				view_dense(&id, MKC_T_INT32, 0, n), view_dense(&ld, MKC_T_INT64, 0, n),
+				view_dense(&hd, MKC_T_INT16, 0, n)};
 	for (int64_t lo = 0; lo < N; lo += 4) {   /* tiles [0, 4) and [4, 7) */
 		int64_t hi = lo + 4 < N ? lo + 4 : N;
-		mkc_range(fy, MKC_T_FLOAT, &fs, &fd, lo, hi);
-		mkc_range(dy, MKC_T_DOUBLE, &ds, &dd, lo, hi);
-		mkc_range(iy, MKC_T_INT32, &is, &id, lo, hi);
-		mkc_range(ly, MKC_T_INT64, &ls, &ld, lo, hi);
-		mkc_range(hy, MKC_T_INT16, &hs, &hd, lo, hi);
+		for (int k = 0; k < 5; k++)
+			mkc_range(&y[k], &st[k], &de[k], &lo, &hi);
 	}
 	for (int i = 0; i < N; i++) {
 		cr_expect_eq(fy[i], 0.5f - 0.375f * (float)i, "float %d: %g", i, (double)fy[i]);
@@ -341,9 +342,17 @@ enum { EN = 37 };   /* elements of the flat tests: tiles [0, 16) and [16, 37) */
 static void
 ew_flat(int op, int isf, void *y, int ty, int nin, const void *const *x, const int *t)
 {
-	const int64_t ys[2] = {1, 0}, lo[2][1] = {{0}, {16}}, hi[2][1] = {{16}, {EN}};
+	const int64_t n[1] = {EN}, lo[2][1] = {{0}, {16}}, hi[2][1] = {{16}, {EN}};
+	mkc_view xv[8];
+	const mkc_view *xp[8];
+	cr_assert(nin <= 8);
+	for (int k = 0; k < nin; k++) {
+		xv[k] = view_dense(x[k], t[k], 1, n);
+		xp[k] = &xv[k];
+	}
+	const mkc_view yv = view_dense(y, ty, 1, n);
 	for (int k = 0; k < 2; k++)
-		mkc_elementwise(op, isf, y, ty, ys, 1, nin, x, t, NULL, lo[k], hi[k]);
+		mkc_elementwise(op, isf, &yv, nin, xp, 1, lo[k], hi[k]);
 }
 
 /* The float form against float64: within 1e-6 of the reference, relative (absolute near 0). */
@@ -553,16 +562,14 @@ Test(op_bodies, elementwise_casts_convert_as_c_does)
 Test(op_bodies, elementwise_broadcasts_by_box_and_walks_flat)
 {
 	const int64_t yd[4] = {2, 3, 4, 0}, bd[3] = {3, 1, 0}, cd[2] = {4, 0};
-	int64_t ys[4], bs[3], cs[2], ba[4], bb[4], bc[4], bsc[4], lo[2][MKC_RANK], hi[2][MKC_RANK];
+	int64_t lo[2][MKC_RANK], hi[2][MKC_RANK];
 	float a[24], b[3], s[1] = {-7.5f}, y[24], full[24], yf[24];
 	uint8_t c[4] = {1, 0, 0, 1};
-	mkc_rt_strides(yd, 3, ys);
-	mkc_rt_strides(bd, 2, bs);
-	mkc_rt_strides(cd, 1, cs);
-	mkc_rt_bmap(yd, ys, 3, 3, ba);
-	mkc_rt_bmap(bd, bs, 2, 3, bb);
-	mkc_rt_bmap(cd, cs, 1, 3, bc);
-	mkc_rt_bmap(cd, cs, 0, 3, bsc);
+	/* each operand's own dims: the body broadcasts them into y's */
+	const mkc_view av = view_dense(a, MKC_T_FLOAT, 3, yd), bv = view_dense(b, MKC_T_FLOAT, 2, bd);
+	const mkc_view cv = view_dense(c, MKC_T_BOOL, 1, cd), sv = view_dense(s, MKC_T_FLOAT, 0, cd);
+	const mkc_view fv = view_dense(full, MKC_T_FLOAT, 3, yd);
+	const mkc_view yv = view_dense(y, MKC_T_FLOAT, 3, yd), yfv = view_dense(yf, MKC_T_FLOAT, 3, yd);
 	for (int i = 0; i < 24; i++)
 		a[i] = urand();
 	for (int i = 0; i < 3; i++)
@@ -570,35 +577,30 @@ Test(op_bodies, elementwise_broadcasts_by_box_and_walks_flat)
 	const int64_t cuts[2] = {1, 3};
 	int nt = tiles(yd, 3, 1, cuts, 2, lo, hi);
 	{
-		const void *const x[2] = {a, b};
-		const int t[2] = {MKC_T_FLOAT, MKC_T_FLOAT};
-		const int64_t *const bm[2] = {ba, bb};
+		const mkc_view *const x[2] = {&av, &bv};
 		memset(y, 0xff, sizeof y);
 		for (int k = 0; k < nt; k++)
-			mkc_elementwise(MKC_EW_ADD, 1, y, MKC_T_FLOAT, ys, 3, 2, x, t, bm, lo[k], hi[k]);
+			mkc_elementwise(MKC_EW_ADD, 1, &yv, 2, x, 0, lo[k], hi[k]);
 		for (int i = 0; i < 24; i++) {
 			full[i] = b[i / 4 % 3];
 			cr_expect_eq(y[i], a[i] + b[i / 4 % 3], "broadcast Add, element %d", i);
 		}
 	}
 	{
-		const void *const x[2] = {a, full};
-		const int t[2] = {MKC_T_FLOAT, MKC_T_FLOAT};
+		const mkc_view *const x[2] = {&av, &fv};
 		const int64_t rows[2] = {1, 2};
 		int nr = tiles(yd, 3, 0, rows, 2, lo, hi);   /* runs: flat tiles */
 		memset(yf, 0xff, sizeof yf);
 		for (int k = 0; k < nr; k++)
-			mkc_elementwise(MKC_EW_ADD, 1, yf, MKC_T_FLOAT, ys, 3, 2, x, t, NULL, lo[k], hi[k]);
+			mkc_elementwise(MKC_EW_ADD, 1, &yfv, 2, x, 1, lo[k], hi[k]);
 		cr_expect(!memcmp(y, yf, sizeof y), "the flat Add differs from the broadcast one");
 	}
 	{
-		const void *const x[3] = {c, a, s};
-		const int t[3] = {MKC_T_BOOL, MKC_T_FLOAT, MKC_T_FLOAT};
-		const int64_t *const bm[3] = {bc, ba, bsc};
+		const mkc_view *const x[3] = {&cv, &av, &sv};
 		nt = tiles(yd, 3, 1, cuts, 2, lo, hi);
 		memset(y, 0xff, sizeof y);
 		for (int k = 0; k < nt; k++)
-			mkc_elementwise(MKC_EW_WHERE, 1, y, MKC_T_FLOAT, ys, 3, 3, x, t, bm, lo[k], hi[k]);
+			mkc_elementwise(MKC_EW_WHERE, 1, &yv, 3, x, 0, lo[k], hi[k]);
 		for (int i = 0; i < 24; i++)
 			cr_expect_eq(y[i], c[i % 4] ? a[i] : s[0], "Where, element %d", i);
 	}
@@ -644,9 +646,8 @@ Test(op_bodies, elementwise_max_and_min_fold_any_number_of_operands)
 Test(op_bodies, reduce_sum_mean_and_max_over_any_axes)
 {
 	const int64_t xd[4] = {3, 4, 5, 0};
-	int64_t xs[4];
 	float x[60], y[60];
-	mkc_rt_strides(xd, 3, xs);
+	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 3, xd);
 	for (int i = 0; i < 60; i++)
 		x[i] = urand();
 	for (int mask = 0; mask < 8; mask++)   /* bit d: axis d reduced (0: none, a copy) */
@@ -655,8 +656,10 @@ Test(op_bodies, reduce_sum_mean_and_max_over_any_axes)
 			int64_t kd[3], on = 1;
 			for (int d = 0; d < 3; d++)
 				on *= kd[d] = red[d] ? 1 : xd[d];
+			/* y of the kept dims, 1 where reduced */
+			const mkc_view yv = view_dense(y, MKC_T_FLOAT, 3, kd);
 			memset(y, 0xff, sizeof y);
-			mkc_reduce(op, y, x, xd, xs, 3, red);
+			mkc_reduce(op, &yv, &xv, red);
 			for (int64_t o = 0; o < on; o++) {
 				int64_t ko[3];
 				coords(o, kd, 3, ko);

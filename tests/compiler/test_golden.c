@@ -238,8 +238,8 @@ Test(golden, elementwise_bodies_walk_flat_where_tiles_are_runs, .timeout = 120)
 	/* one line a node: its name, then FLAT or COORDS */
 	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s %s -o $d/m.c && awk "
 		 "'/^\\/\\* ONNX node/ { if (n) print n, w; n = $4; w = \"-\" } "
-		 "/mkc_elementwise.*, NULL, lo, hi/ { w = \"FLAT\" } "
-		 "/mkc_elementwise.*, in_b, lo, hi/ { w = \"COORDS\" } "
+		 "/mkc_elementwise.*, in, 1, lo, hi/ { w = \"FLAT\" } "
+		 "/mkc_elementwise.*, in, 0, lo, hi/ { w = \"COORDS\" } "
 		 "END { print n, w }' $d/m.c; rc=$?; rm -rf $d; exit $rc", mkc_bin(), model);
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
 	const char *want[] = {"'add_ab' FLAT", "'swiglu' FLAT", "'less_ab' FLAT", "'where_ab' FLAT",

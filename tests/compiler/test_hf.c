@@ -278,6 +278,9 @@ Test(hf_run, mkc_test_passes)
 	cr_assert_eq(mkc_test("--embed-limit 0 " TINY " " FLOAT32), 0, "%s", out);
 	cr_assert(strstr(out, "5 passed, 0 failed\n"), "%s", out);
 	cr_assert_eq(mkc_test("--tolerance 1e-2 " HF("llama_tiny_bf16")), 0, "%s", out);
+	/* head_dim 64 (the others' 16 and 32), bf16 weights, whose reference uses them */
+	cr_assert_eq(mkc_test(HF("llama_tiny_d64")), 0, "%s", out);
+	cr_assert(strstr(out, "1 passed, 0 failed\n"), "%s", out);
 	cr_assert_eq(mkc_test("--tolerance 1e-2 --embed-limit 0 " HF("llama_tiny_bf16") "/config.json"),
 		     0, "%s", out);
 	cr_assert(strstr(out, "1 passed, 0 failed\n"), "%s", out);

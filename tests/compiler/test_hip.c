@@ -175,7 +175,7 @@ Test(hip, emitted_text_is_wave64_with_scoped_atomics)
 		"for (int o = MKC_WARP / 2; o > 0; o >>= 1)\n\t\tv += mkc_shfl_xor(v, o);",
 		"return __shfl_xor(v, o, MKC_WARP);",
 		/* the matvec body, the CUDA target's, on 64-lane warps */
-		"mkc_gemv<256, false, 0>(",
+		"mkc_gemv_tile<256, MKC_W_F32, MKC_NORM_NONE, MKC_EPI_MM>(",
 		"__hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT)",
 		"__hip_atomic_fetch_add(p, 1ULL, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT)",
 		"#define cudaOccupancyMaxActiveBlocksPerMultiprocessor "
@@ -238,7 +238,8 @@ Test(hip, cuda_and_hip_share_the_runtime_and_bodies)
 		for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
 			cr_expect(strstr(t, mkc_runtime_text(shared[i])), "%s is not in the .%s whole",
 				  shared[i], k ? "hip" : "cu");
-		cr_expect(strstr(t, "mkc_gemv<64, true, 2>("), "the .%s does not call the matvec body",
+		cr_expect(strstr(t, "mkc_gemv_tile<64, MKC_W_BF16, MKC_NORM_BF16, MKC_EPI_GLU>("),
+			  "the .%s does not call the matvec body",
 			  k ? "hip" : "cu");
 		const char *sync = k ? "backends/hip/sync.h" : "backends/cuda/sync.cuh";
 		const char *other = k ? "backends/cuda/sync.cuh" : "backends/hip/sync.h";

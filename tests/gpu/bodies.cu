@@ -21,9 +21,12 @@
 
 #include "rt_stub.cuh"
 
+/* the portable bodies matvec.cuh's tile functions end in, in the targets' order */
+#include "../../backends/c/cache.h"
+#include "../../backends/c/elementwise.h"
+#include "../../backends/c/matmul.h"
 #include "../../backends/cuda/attention.cuh"
 #include "../../backends/cuda/matvec.cuh"
-#include "../../backends/c/cache.h"
 #include "../test_data.h"
 
 static void *
@@ -248,11 +251,12 @@ attn_case(int hk, int64_t L, int64_t cap, int64_t C, bool bf = false)
 	free(part);
 }
 
+/* the views by value; rot: cos and sin given */
 static __global__ void
-cache_kernel(float *y, uint16_t *yh, const float *x, int64_t H, int64_t S, int64_t D, int64_t cap,
-	     int64_t pos, const float *cos, const float *sin, int64_t R, int inter)
+cache_kernel(mkc_view y, mkc_view x, mkc_view cos, mkc_view sin, bool rot, int64_t R, int inter,
+	     int64_t pos)
 {
-	mkc_cache_append(y, yh, x, 1, H, S, D, cap, pos, cos, sin, S * (R / 2), R / 2, R, inter);
+	mkc_cache_append(&y, &x, rot ? &cos : NULL, rot ? &sin : NULL, R, inter, pos);
 }
 
 /*
@@ -283,8 +287,14 @@ cache_case(int H, int S, int D, int cap, int pos, int R, int inter, bool bf = fa
 	float *ds = (float *)dev_copy(sn, sizeof sn), *dy;
 	CHECK(cudaMalloc(&dy, sizeof(float) * ny));
 	CHECK(cudaMemset(dy, 0xff, sizeof(float) * ny));   /* NaN until written, in either type */
-	cache_kernel<<<1, MKC_THREADS>>>(bf ? NULL : dy, bf ? (uint16_t *)dy : NULL, dx, H, S, D, cap,
-					 pos, R ? dc : NULL, R ? ds : NULL, R, inter);
+	/* as emit_cache_append declares them: x [1, H, S, D]; the cache [1, H, pos + S, D] laid
+	 * out for cap positions, float32 or bf16; the cos and sin rows [1, S, R/2] */
+	const int64_t xd[4] = {1, H, S, D}, yd[4] = {1, H, pos + S, D}, cd[3] = {1, S, half};
+	const int64_t ys[4] = {(int64_t)ny, (int64_t)cap * D, D, 1};
+	const mkc_view yv = view_strided(dy, MKC_T_FLOAT, 4, yd, ys);
+	cache_kernel<<<1, MKC_THREADS>>>(bf ? view_bf16(yv) : yv, view_dense(dx, MKC_T_FLOAT, 4, xd),
+					 view_dense(dc, MKC_T_FLOAT, 3, cd),
+					 view_dense(ds, MKC_T_FLOAT, 3, cd), R != 0, R, inter, pos);
 	CHECK(cudaGetLastError());
 	float *all = (float *)malloc(sizeof(float) * ny), *got = (float *)malloc(sizeof(float) * n);
 	CHECK(cudaMemcpy(all, dy, sizeof(float) * ny, cudaMemcpyDeviceToHost));

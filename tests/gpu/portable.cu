@@ -33,8 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* what an emitted file defines before the bodies: the plan's largest
- * rank, then the runtime (MKC_THREADS, the block, from limits.h) */
+/* what an emitted file holds before the bodies: the vendor's sync header,
+ * runtime/limits.h (MKC_RANK; MKC_THREADS, the block), common.h (mkc_view)
+ * and bf16.h */
 #include "rt_stub.cuh"
 
 /*
@@ -223,38 +224,73 @@ cut(const shape &y, int axis, std::initializer_list<int64_t> cuts)
 	return b;
 }
 
-/* An output: the host copy's bytes (at[0]) and the GPU copy's (at[1]), both poisoned. */
+/* The view of a tensor (test_data.h's view_*), kept where both sides read it. */
+static const mkc_view *
+keep(const mkc_view &v)
+{
+	mkc_view *p = (mkc_view *)grab(sizeof *p);
+	*p = v;
+	return p;
+}
+
+/* The view of a dense tensor of shape s and element type t at p. */
+static const mkc_view *
+view(const void *p, int t, const shape &s)
+{
+	return keep(view_dense(p, t, s.r, s.d));
+}
+
+/* The view of a dense float32 tensor stored as bf16 at p. */
+static const mkc_view *
+view_bf(const void *p, const shape &s)
+{
+	return keep(view_bf16(view_dense(p, MKC_T_FLOAT, s.r, s.d)));
+}
+
+/*
+ * An output: the host copy's bytes (at[0]) and the GPU copy's (at[1]),
+ * both poisoned, and the view of each (v[0], v[1]; NULL for an output the
+ * case leaves out).
+ */
 typedef struct {
 	void *at[2];
 	size_t bytes;
+	const mkc_view *v[2];
 } output;
 
+/* A dense output of shape s and element type t. */
 static output
-out(size_t bytes)
+out(int t, const shape &s)
 {
 	output o;
+	o.bytes = (size_t)(mkc_t_size(t) * s.n);
 	for (int k = 0; k < 2; k++) {
-		o.at[k] = grab(bytes);
-		memset(o.at[k], 0xff, bytes);
+		o.at[k] = grab(o.bytes);
+		memset(o.at[k], 0xff, o.bytes);
+		o.v[k] = view(o.at[k], t, s);
 	}
-	o.bytes = bytes;
 	return o;
 }
 
 static output
-out_f(size_t n)
+out_f(const shape &s)
 {
-	return out(sizeof(float) * n);
+	return out(MKC_T_FLOAT, s);
 }
 
-/* The copy of o this side writes (or reads, for a body that takes another's output). */
-static MKC_HD inline void *
+/* An output the case does not want: the body gets NULL for it. */
+static output
+none(void)
+{
+	return output{{NULL, NULL}, 0, {NULL, NULL}};
+}
+
+/* The view of the copy of o this side writes (or reads, for a body that takes another's output). */
+static MKC_HD inline const mkc_view *
 mine(const output &o)
 {
-	return ON_GPU(o.at[1], o.at[0]);
+	return ON_GPU(o.v[1], o.v[0]);
 }
-
-#define MINE_F(o) ((float *)mine(o))
 
 /* ---- running and comparing ---- */
 
@@ -349,13 +385,12 @@ check(const char *what, std::initializer_list<output> ys, double tol)
 
 struct copy_call {
 	output y;
-	const int64_t *ys;
-	const void *x;
-	int r, es, flat;
+	const mkc_view *x;
+	int flat;
 	boxes b;
 	MKC_HD void operator()(int t) const
 	{
-		mkc_copy(mine(y), ys, x, r, es, flat, b.lo(t), b.hi(t));
+		mkc_copy(mine(y), x, flat, b.lo(t), b.hi(t));
 	}
 };
 
@@ -367,8 +402,8 @@ copy_cases(void)
 		for (int flat = 0; flat <= 1; flat++) {
 			begin();
 			shape y = dense({37, 29});
-			copy_call f = {out(y.n * es), y.s, rand_bytes(y.n * es), 2, es, flat,
-				       flat ? cut(y, 0, {10, 25, 37}) : cut(y, 1, {7, 29})};
+			copy_call f = {out(bits_type(es), y), view(rand_bytes(y.n * es), bits_type(es), y),
+				       flat, flat ? cut(y, 0, {10, 25, 37}) : cut(y, 1, {7, 29})};
 			run(f, f.b.n);
 			char what[64];
 			snprintf(what, sizeof what, "mkc_copy [37, 29] es %d %s", es,
@@ -379,15 +414,12 @@ copy_cases(void)
 
 struct transpose_call {
 	output y;
-	const int64_t *ys;
-	const void *x;
-	const int64_t *xs;
+	const mkc_view *x;
 	const int *perm;
-	int r, es;
 	boxes b;
 	MKC_HD void operator()(int t) const
 	{
-		mkc_transpose(mine(y), ys, x, xs, perm, r, es, b.lo(t), b.hi(t));
+		mkc_transpose(mine(y), x, perm, b.lo(t), b.hi(t));
 	}
 };
 
@@ -396,8 +428,8 @@ transpose_case(int es)
 {
 	begin();
 	shape x = dense({5, 7, 9, 11}), y = dense({9, 5, 11, 7});
-	transpose_call f = {out(y.n * es), y.s, rand_bytes(x.n * es), x.s, put<int>({2, 0, 3, 1}),
-			    4, es, cut(y, 1, {2, 5})};
+	transpose_call f = {out(bits_type(es), y), view(rand_bytes(x.n * es), bits_type(es), x),
+			    put<int>({2, 0, 3, 1}), cut(y, 1, {2, 5})};
 	run(f, f.b.n);
 	char what[64];
 	snprintf(what, sizeof what, "mkc_transpose [5, 7, 9, 11] perm 2 0 3 1, es %d", es);
@@ -406,15 +438,13 @@ transpose_case(int es)
 
 struct concat_call {
 	output y;
-	const int64_t *ys;
 	int n;
-	const void *const *x;
-	const int64_t *const *xd, *const *xs;
-	int axis, r, es;
+	const mkc_view *const *x;
+	int axis;
 	boxes b;
 	MKC_HD void operator()(int t) const
 	{
-		mkc_concat(mine(y), ys, n, x, xd, xs, axis, r, es, b.lo(t), b.hi(t));
+		mkc_concat(mine(y), n, x, axis, b.lo(t), b.hi(t));
 	}
 };
 
@@ -425,11 +455,12 @@ concat_case(int es)
 	begin();
 	shape a = dense({4, 3, 50}), b = dense({4, 17, 50}), c = dense({4, 1, 50}),
 	      y = dense({4, 21, 50});
-	concat_call f = {out(y.n * es), y.s, 3,
-			 put<const void *>({rand_bytes(a.n * es), rand_bytes(b.n * es),
-					    rand_bytes(c.n * es)}),
-			 put<const int64_t *>({a.d, b.d, c.d}), put<const int64_t *>({a.s, b.s, c.s}),
-			 1, 3, es, cut(y, 1, {2, 10, 21})};
+	const int t = bits_type(es);
+	concat_call f = {out(t, y), 3,
+			 put<const mkc_view *>({view(rand_bytes(a.n * es), t, a),
+						view(rand_bytes(b.n * es), t, b),
+						view(rand_bytes(c.n * es), t, c)}),
+			 1, cut(y, 1, {2, 10, 21})};
 	run(f, f.b.n);
 	char what[64];
 	snprintf(what, sizeof what, "mkc_concat 3 + 17 + 1 on axis 1, es %d", es);
@@ -438,14 +469,12 @@ concat_case(int es)
 
 struct slice_call {
 	output y;
-	const int64_t *ys;
-	const void *x;
-	const int64_t *xd, *xs, *start, *step;
-	int r, es;
+	const mkc_view *x;
+	const int64_t *start, *step;
 	boxes b;
 	MKC_HD void operator()(int t) const
 	{
-		mkc_slice(mine(y), ys, x, xd, xs, start, step, r, es, b.lo(t), b.hi(t));
+		mkc_slice(mine(y), x, start, step, b.lo(t), b.hi(t));
 	}
 };
 
@@ -456,28 +485,21 @@ slice_case(std::initializer_list<int64_t> start, std::initializer_list<int64_t> 
 {
 	begin();
 	shape x = dense({40, 60}), y = dense(yd);
-	slice_call f = {out(y.n * es), y.s, rand_bytes(x.n * es), x.d, x.s, put(start), put(step),
-			2, es, cut(y, 0, {5, y.d[0]})};
+	slice_call f = {out(bits_type(es), y), view(rand_bytes(x.n * es), bits_type(es), x),
+			put(start), put(step), cut(y, 0, {5, y.d[0]})};
 	run(f, f.b.n);
 	check(what, {f.y}, EXACT);
 }
 
 struct gather_call {
 	output y;
-	const int64_t *ys;
-	int r;
-	const void *x;
-	const int64_t *xd, *xs;
-	int xr, es, wide;
-	const void *ind;
-	const int64_t *is;
-	int ir, iw, axis;
+	const mkc_view *x, *ind;
+	int axis;
 	boxes b;
 	MKC_HD void operator()(int t) const
 	{
 		int64_t bad;
-		(void)mkc_gather(mine(y), ys, r, x, xd, xs, xr, es, wide, ind, is, ir, iw, axis,
-				 b.lo(t), b.hi(t), &bad);
+		(void)mkc_gather(mine(y), x, ind, axis, b.lo(t), b.hi(t), &bad);
 	}
 };
 
@@ -502,9 +524,8 @@ gather_rows_case(int iw, int wide)
 {
 	begin();
 	shape x = dense({300, 64}), ind = dense({3, 50}), y = dense({3, 50, 64});
-	const int es = wide ? 2 : 4;
-	gather_call f = {out_f(y.n), y.s, 3, wide ? (void *)rand_bf16(x.n) : (void *)rand_f(x.n),
-			 x.d, x.s, 2, es, wide, indices(ind.n, 300, iw), ind.s, 2, iw, 0,
+	gather_call f = {out_f(y), wide ? view_bf(rand_bf16(x.n), x) : view(rand_f(x.n), MKC_T_FLOAT, x),
+			 view(indices(ind.n, 300, iw), iw == 4 ? MKC_T_INT32 : MKC_T_INT64, ind), 0,
 			 cut(y, 1, {20, 50})};
 	run(f, f.b.n);
 	char what[64];
@@ -518,22 +539,20 @@ gather_axis_case(void)
 {
 	begin();
 	shape x = dense({8, 100, 16}), ind = dense({7}), y = dense({8, 7, 16});
-	gather_call f = {out(8 * y.n), y.s, 3, rand_bytes(8 * x.n), x.d, x.s, 3, 8, 0,
-			 indices(ind.n, 100, 8), ind.s, 1, 8, 1, cut(y, 0, {3, 8})};
+	gather_call f = {out(bits_type(8), y), view(rand_bytes(8 * x.n), bits_type(8), x),
+			 view(indices(ind.n, 100, 8), MKC_T_INT64, ind), 1, cut(y, 0, {3, 8})};
 	run(f, f.b.n);
 	check("mkc_gather [8, 100, 16] axis 1 by int64 [7], es 8", {f.y}, EXACT);
 }
 
 struct split_call {
 	int n;
-	void *const *y;   /* the host copies' pointers, then the GPU copies' */
-	const int64_t *const *yd, *const *ys;
-	const void *x;
-	const int64_t *xs;
-	int axis, r, es;
+	const mkc_view *const *y;   /* the host copies' views, then the GPU copies' */
+	const mkc_view *x;
+	int axis;
 	MKC_HD void operator()(int) const
 	{
-		mkc_split(n, y + ON_GPU(n, 0), yd, ys, x, xs, axis, r, es);
+		mkc_split(n, y + ON_GPU(n, 0), x, axis);
 	}
 };
 
@@ -543,22 +562,21 @@ split_case(void)
 	begin();
 	shape x = dense({6, 90, 5}), a = dense({6, 20, 5}), b = dense({6, 45, 5}),
 	      c = dense({6, 25, 5});
-	output ya = out_f(a.n), yb = out_f(b.n), yc = out_f(c.n);
-	split_call f = {3, put<void *>({ya.at[0], yb.at[0], yc.at[0], ya.at[1], yb.at[1], yc.at[1]}),
-			put<const int64_t *>({a.d, b.d, c.d}), put<const int64_t *>({a.s, b.s, c.s}),
-			rand_f(x.n), x.s, 1, 3, 4};
+	output ya = out_f(a), yb = out_f(b), yc = out_f(c);
+	split_call f = {3, put<const mkc_view *>({ya.v[0], yb.v[0], yc.v[0], ya.v[1], yb.v[1], yc.v[1]}),
+			view(rand_f(x.n), MKC_T_FLOAT, x), 1};
 	run(f, 1);
 	check("mkc_split [6, 90, 5] into 20 + 45 + 25 on axis 1", {ya, yb, yc}, EXACT);
 }
 
 struct range_call {
 	output y;
-	int t;
-	const void *start, *delta;
+	const mkc_view *start, *delta;
 	int64_t mid, n;   /* tile 0 is 0 .. mid, tile 1 mid .. n */
 	MKC_HD void operator()(int k) const
 	{
-		mkc_range(mine(y), t, start, delta, k ? mid : 0, k ? n : mid);
+		const int64_t lo = k ? mid : 0, hi = k ? n : mid;
+		mkc_range(mine(y), start, delta, &lo, &hi);
 	}
 };
 
@@ -568,22 +586,20 @@ static void
 range_case(int t, T start, T delta, const char *what)
 {
 	begin();
-	range_call f = {out(sizeof(T) * 1000), t, put<T>({start}), put<T>({delta}), 700, 1000};
+	range_call f = {out(t, dense({1000})), keep(view_dense(put<T>({start}), t, 0, NULL)),
+			keep(view_dense(put<T>({delta}), t, 0, NULL)), 700, 1000};
 	run(f, 2);
 	check(what, {f.y}, EXACT);
 }
 
 struct strided_call {
 	output y;
-	const int64_t *ys;
-	const void *x;
+	const mkc_view *x;
 	int64_t base;
-	const int64_t *xs;
-	int r, es;
 	boxes b;
 	MKC_HD void operator()(int t) const
 	{
-		mkc_strided(mine(y), ys, x, base, xs, r, es, b.lo(t), b.hi(t));
+		mkc_strided(mine(y), x, base, x->s, b.lo(t), b.hi(t));
 	}
 };
 
@@ -602,7 +618,7 @@ strided_case(void)
 		b.l[t * MKC_RANK + 1] = 20;
 		b.h[t * MKC_RANK + 1] = 23;
 	}
-	strided_call f = {out_f(y.n), y.s, rand_f(x.n), -20 * x.s[1], x.s, 4, 4, b};
+	strided_call f = {out_f(y), view(rand_f(x.n), MKC_T_FLOAT, x), -20 * x.s[1], b};
 	run(f, b.n);
 	check("mkc_strided: append 3 positions, cache axis 1", {f.y}, EXACT);
 }
@@ -682,16 +698,13 @@ operand(int t, int dom, int64_t n)
 struct ew_call {
 	int op, isf;
 	output y;
-	int ty;
-	const int64_t *ys;
-	int r, nin;
-	const void *const *x;
-	const int *t;
-	const int64_t *const *b;
+	int nin;
+	const mkc_view *const *x;
+	int flat;
 	boxes bx;
 	MKC_HD void operator()(int k) const
 	{
-		mkc_elementwise(op, isf, mine(y), ty, ys, r, nin, x, t, b, bx.lo(k), bx.hi(k));
+		mkc_elementwise(op, isf, mine(y), nin, x, flat, bx.lo(k), bx.hi(k));
 	}
 };
 
@@ -792,18 +805,13 @@ ew_run(const ew_case *c)
 	begin();
 	shape y = c->bcast ? dense({7, 9, 33}) : dense({8, 125});
 	shape bd[4] = {dense({7, 1, 33}), dense({9, 1}), dense({7, 9, 33}), dense({33})};
-	const void **x = (const void **)grab(sizeof(void *) * c->nin);
-	const int64_t **b = (const int64_t **)grab(sizeof(int64_t *) * c->nin);
+	const mkc_view **x = (const mkc_view **)grab(sizeof(mkc_view *) * c->nin);
 	for (int k = 0; k < c->nin; k++) {
 		const shape &s = c->bcast ? bd[k] : y;
-		x[k] = operand(c->t[k], c->dom, s.n);
-		b[k] = (int64_t *)grab(sizeof(int64_t) * (y.r + 1));
-		mkc_rt_bmap(s.d, s.s, s.r, y.r, (int64_t *)b[k]);
+		x[k] = view(operand(c->t[k], c->dom, s.n), c->t[k], s);
 	}
-	int *t = (int *)grab(sizeof(int) * c->nin);
-	memcpy(t, c->t, sizeof(int) * c->nin);
-	ew_call f = {c->op, c->isf, out((size_t)(tsize(c->ty) * y.n)), c->ty, y.s, y.r, c->nin, x, t,
-		     c->bcast ? b : NULL, c->bcast ? cut(y, 1, {4, 9}) : cut(y, 0, {3, 8})};
+	ew_call f = {c->op, c->isf, out(c->ty, y), c->nin, x, !c->bcast,
+		     c->bcast ? cut(y, 1, {4, 9}) : cut(y, 0, {3, 8})};
 	run(f, f.bx.n);
 	char what[96];
 	snprintf(what, sizeof what, "mkc_elementwise %s, %s", c->name,
@@ -816,23 +824,22 @@ ew_run(const ew_case *c)
 struct reduce_call {
 	int op;
 	output y;
-	const float *x;
-	const int64_t *xd, *xs;
-	int r;
+	const mkc_view *x;
 	const int *red;
 	MKC_HD void operator()(int) const
 	{
-		mkc_reduce(op, MINE_F(y), x, xd, xs, r, red);
+		mkc_reduce(op, mine(y), x, red);
 	}
 };
 
-/* x [6, 50, 7] over the axes red marks: one whole tile */
+/* x [6, 50, 7] over the axes red marks into y of the kept dims (1 where reduced): one whole tile */
 static void
-reduce_case(int op, std::initializer_list<int> red, int64_t outputs, const char *what)
+reduce_case(int op, std::initializer_list<int> red, std::initializer_list<int64_t> kept,
+	    const char *what)
 {
 	begin();
 	shape x = dense({6, 50, 7});
-	reduce_call f = {op, out_f(outputs), rand_f(x.n), x.d, x.s, 3, put(red)};
+	reduce_call f = {op, out_f(dense(kept)), view(rand_f(x.n), MKC_T_FLOAT, x), put(red)};
 	run(f, 1);
 	check(what, {f.y}, TOL);
 }
@@ -845,69 +852,44 @@ enum { MM_PLAIN, MM_SPLIT_K, MM_ROWS };
 struct mm_call {
 	int how;
 	output y;
-	const int64_t *ys;
-	int r;
 	boxes bx;
-	const float *a;
-	const int64_t *as;
-	int64_t ak;
-	const float *bf;
-	const uint16_t *bh;
-	const int64_t *bs;
-	int64_t bk, K, bs0;
-	mkc_mm_epi ep;
+	const mkc_view *a, *b, *c;   /* c: Gemm's C, or NULL */
+	mkc_mm_opt o;
 	MKC_HD void operator()(int t) const
 	{
-		float *py = MINE_F(y);
+		const mkc_view *py = mine(y);
 #ifdef __CUDA_ARCH__
-		__shared__ float part[MKC_THREADS];   /* emit_matmul_split_k's */
+		__shared__ float part[MKC_THREADS];   /* emit_matmul's split-K */
 		if (how == MM_ROWS) {
-			mkc_dot_rows(py, ys, r, bx.lo(t), bx.hi(t), a, as, bf, bh, bs0, K, 32, &ep);
+			mkc_dot_rows(py, a, b, c, &o, bx.lo(t), bx.hi(t));
 			return;
 		}
 #else
 		float part[1];   /* one lane */
 #endif
 		if (how == MM_SPLIT_K)
-			mkc_matmul_split_k(py, ys, r, bx.lo(t), bx.hi(t), a, as, ak, bf, bh, bs, bk, K,
-					   part);
+			mkc_matmul_split_k(py, a, b, &o, bx.lo(t), bx.hi(t), part);
 		else
-			mkc_matmul(py, ys, r, bx.lo(t), bx.hi(t), a, as, ak, bf, bh, bs, bk, K, &ep);
+			mkc_matmul(py, a, b, c, &o, bx.lo(t), bx.hi(t));
 	}
 };
 
 /*
  * a [.., M, K] by b [.., K, N] (stored [.., N, K] when tb), a float32 or
- * bf16 (bh) weight, resolved as emit_matmul resolves them: broadcast
- * strides over y's coordinates and the strides of the K axis.
+ * bf16 (bh) weight, as emit_matmul declares them: the body broadcasts the
+ * leading axes and finds the strides of the K axis.
  */
 static mm_call
 mm_resolve(int how, const shape &a, const shape &b, bool tb, bool bh, const shape &y)
 {
 	mm_call f;
-	const int r = y.r;
-	int64_t *as = (int64_t *)grab(sizeof(int64_t) * (r + 1)),
-		*bs = (int64_t *)grab(sizeof(int64_t) * (r + 1));
-	mkc_rt_bmap(a.d, a.s, a.r - 2, r - 2, as);
-	mkc_rt_bmap(b.d, b.s, b.r - 2, r - 2, bs);
-	as[r - 2] = a.s[a.r - 2];
-	as[r - 1] = 0;
-	bs[r - 2] = 0;
-	bs[r - 1] = b.s[tb ? b.r - 2 : b.r - 1];
 	f.how = how;
-	f.y = out_f(y.n);
-	f.ys = y.s;
-	f.r = r;
-	f.a = rand_f(a.n);
-	f.as = as;
-	f.ak = a.s[a.r - 1];
-	f.bf = bh ? NULL : rand_f(b.n);
-	f.bh = bh ? rand_bf16(b.n) : NULL;
-	f.bs = bs;
-	f.bk = b.s[tb ? b.r - 1 : b.r - 2];
-	f.K = a.d[a.r - 1];
-	f.bs0 = b.s[0];
-	f.ep = {0, 1.0f, 0.0f, NULL, NULL};
+	f.y = out_f(y);
+	f.a = view(rand_f(a.n), MKC_T_FLOAT, a);
+	f.b = bh ? view_bf(rand_bf16(b.n), b) : view(rand_f(b.n), MKC_T_FLOAT, b);
+	f.c = NULL;
+	f.o = mkc_mm_opt{.trans_a = 0, .trans_b = tb, .gemm = 0,
+			 .alpha = 1.0f, .beta = 0.0f, .eps = 0.0f, .pairs = 0};
 	return f;
 }
 
@@ -955,9 +937,9 @@ matmul_cases(void)
 	a = dense({3, 512}), b = dense({200, 512}), y = dense({3, 200});
 	f = mm_resolve(MM_ROWS, a, b, true, true, y);
 	shape c = dense({200});
-	int64_t *cs = (int64_t *)grab(sizeof(int64_t) * 3);
-	mkc_rt_bmap(c.d, c.s, 1, 2, cs);
-	f.ep = {1, 0.5f, 2.0f, rand_f(c.n), cs};
+	f.c = view(rand_f(c.n), MKC_T_FLOAT, c);
+	f.o = mkc_mm_opt{.trans_a = 0, .trans_b = 1, .gemm = 1,
+			 .alpha = 0.5f, .beta = 2.0f, .eps = 0.0f, .pairs = 0};
 	mm_check(f, cut(y, 1, {64, 128, 200}),
 		 "mkc_dot_rows (host: mkc_matmul) bf16 [200, 512]^T, C [200]");
 
@@ -967,7 +949,7 @@ matmul_cases(void)
 	mm_check(f, cut(y, 0, {1, 2}), "mkc_dot_rows (host: mkc_matmul) [70, 260]^T");
 }
 
-/* Gemm with transA (a stored [K, M]), alpha, beta and C [M, N] or [N], as emit_gemm resolves it. */
+/* Gemm with transA (a stored [K, M]), alpha, beta and C [M, N] or [N], as emit_gemm calls it. */
 static void
 gemm_case(bool full_c, bool tb)
 {
@@ -975,23 +957,14 @@ gemm_case(bool full_c, bool tb)
 	const int64_t M = 20, K = 90, N = 70;
 	shape a = dense({K, M}), b = tb ? dense({N, K}) : dense({K, N}), y = dense({M, N});
 	shape c = full_c ? dense({M, N}) : dense({N});
-	int64_t *cs = (int64_t *)grab(sizeof(int64_t) * 3);
-	mkc_rt_bmap(c.d, c.s, c.r, 2, cs);
 	mm_call f;
 	f.how = MM_PLAIN;
-	f.y = out_f(y.n);
-	f.ys = y.s;
-	f.r = 2;
-	f.a = rand_f(a.n);
-	f.as = put<int64_t>({a.s[1], 0, 0});
-	f.ak = a.s[0];
-	f.bf = rand_f(b.n);
-	f.bh = NULL;
-	f.bs = put<int64_t>({0, b.s[tb ? 0 : 1], 0});
-	f.bk = b.s[tb ? 1 : 0];
-	f.K = K;
-	f.bs0 = 0;
-	f.ep = {1, 0.5f, 2.0f, rand_f(c.n), cs};
+	f.y = out_f(y);
+	f.a = view(rand_f(a.n), MKC_T_FLOAT, a);
+	f.b = view(rand_f(b.n), MKC_T_FLOAT, b);
+	f.c = view(rand_f(c.n), MKC_T_FLOAT, c);
+	f.o = mkc_mm_opt{.trans_a = 1, .trans_b = tb, .gemm = 1,
+			 .alpha = 0.5f, .beta = 2.0f, .eps = 0.0f, .pairs = 0};
 	char what[96];
 	snprintf(what, sizeof what, "mkc_matmul Gemm transA%s, 0.5 * AB + 2 * C [%s]",
 		 tb ? " transB" : "", full_c ? "20, 70" : "70");
@@ -1000,24 +973,12 @@ gemm_case(bool full_c, bool tb)
 
 struct norm_gemm_call {
 	output y;
-	const int64_t *ys;
 	boxes bx;
-	const float *x;
-	int64_t K;
-	float eps;
-	const float *sf;
-	const uint16_t *sh;
-	const float *wf;
-	const uint16_t *wh;
-	int64_t ws;
-	const float *uf;
-	const uint16_t *uh;
-	int64_t us;
-	mkc_mm_epi ep;
+	const mkc_view *x, *scale, *w, *u, *c;   /* u: NormGlu's second weight; c: C; or NULL */
+	mkc_mm_opt o;
 	MKC_HD void operator()(int t) const
 	{
-		mkc_norm_gemm(MINE_F(y), ys, bx.lo(t), bx.hi(t), x, K, eps, sf, sh, wf, wh, ws, uf, uh,
-			      us, &ep);
+		mkc_norm_gemm(mine(y), x, scale, w, u, c, &o, bx.lo(t), bx.hi(t));
 	}
 };
 
@@ -1031,24 +992,17 @@ norm_gemm_case(bool glu, bool bf)
 {
 	begin();
 	const int64_t K = 300, N = 130;
-	shape y = dense({1, N});
+	shape y = dense({1, N}), x = dense({1, K}), k = dense({K}), w = dense({N, K}), c = dense({N});
 	norm_gemm_call f;
-	f.y = out_f(y.n);
-	f.ys = y.s;
+	f.y = out_f(y);
 	f.bx = cut(y, 1, {64, N});
-	f.x = rand_f(K, -3, 3);
-	f.K = K;
-	f.eps = 1e-5f;
-	f.sf = bf ? NULL : rand_f(K, 0.5f, 1.5f);
-	f.sh = bf ? rand_bf16(K) : NULL;
-	f.wf = bf ? NULL : rand_f(N * K);
-	f.wh = bf ? rand_bf16(N * K) : NULL;
-	f.ws = K;
-	f.uf = glu && !bf ? rand_f(N * K) : NULL;
-	f.uh = glu && bf ? rand_bf16(N * K) : NULL;
-	f.us = glu ? K : 0;
-	int64_t *cs = put<int64_t>({0, 1, 0});
-	f.ep = glu ? mkc_mm_epi{1, 1.0f, 1.0f, NULL, NULL} : mkc_mm_epi{1, 1.0f, 1.0f, rand_f(N), cs};
+	f.x = view(rand_f(K, -3, 3), MKC_T_FLOAT, x);
+	f.scale = bf ? view_bf(rand_bf16(K), k) : view(rand_f(K, 0.5f, 1.5f), MKC_T_FLOAT, k);
+	f.w = bf ? view_bf(rand_bf16(N * K), w) : view(rand_f(N * K), MKC_T_FLOAT, w);
+	f.u = !glu ? NULL : bf ? view_bf(rand_bf16(N * K), w) : view(rand_f(N * K), MKC_T_FLOAT, w);
+	f.c = glu ? NULL : view(rand_f(N), MKC_T_FLOAT, c);
+	f.o = mkc_mm_opt{.trans_a = 0, .trans_b = 0, .gemm = 1,
+			 .alpha = 1.0f, .beta = 1.0f, .eps = 1e-5f, .pairs = 0};
 	run(f, f.bx.n);
 	char what[96];
 	snprintf(what, sizeof what, "mkc_norm_gemm %s [1, 300] x %s[130, 300]", glu ? "NormGlu" : "NormGemm + C",
@@ -1058,22 +1012,18 @@ norm_gemm_case(bool glu, bool bf)
 
 struct head_proj_call {
 	output y;
-	int64_t cap, pos, per;
-	int pairs;
-	const float *x;
-	int64_t K;
-	const float *sf;
-	const uint16_t *wh;
-	const float *cos, *sin;
+	int64_t pos, per;
+	const mkc_view *x, *scale, *w, *cos, *sin;
+	mkc_mm_opt o;
 	MKC_HD void operator()(int t) const
 	{
 		/* tile t: head t / per, its slice t % per of the head's units
 		 * (passes/tile.c's tile_head_proj), as emit_head_proj calls it */
-		const int64_t D = 64, h = t / per, j = t % per, units = pairs ? D / 2 : D;
-		const int64_t u0 = units * j / per, n = units * (j + 1) / per - u0;
-		const int64_t d0 = pairs == 2 ? 2 * u0 : u0, step = pairs == 2 ? 2 : 1;
-		mkc_head_proj(MINE_F(y), NULL, (h * cap + pos) * D + d0, n, pairs, D, x, K, 1e-5f, 1.0f,
-			      sf, NULL, NULL, wh, K, h * D + d0, cos + d0 / step, sin + d0 / step);
+		const int64_t D = 64, h = t / per, j = t % per, units = o.pairs ? D / 2 : D;
+		const int64_t step = o.pairs == 2 ? 2 : 1;
+		const int64_t lo[4] = {0, h, pos, step * (units * j / per)};
+		const int64_t hi[4] = {1, h + 1, pos + 1, step * (units * (j + 1) / per)};
+		mkc_head_proj(mine(y), x, scale, w, cos, sin, &o, lo, hi);
 	}
 };
 
@@ -1087,8 +1037,13 @@ head_proj_case(int pairs)
 {
 	begin();
 	const int64_t H = 3, D = 64, K = 300, cap = 20;
-	head_proj_call f = {out_f(H * cap * D), cap, 7, 3, pairs, rand_f(K, -3, 3), K,
-			    rand_f(K, 0.5f, 1.5f), rand_bf16(H * D * K), rand_f(D / 2), rand_f(D / 2)};
+	shape y = dense({1, H, cap, D}), x = dense({1, K}), k = dense({K}), w = dense({H * D, K});
+	shape half = dense({D / 2});
+	head_proj_call f = {out_f(y), 7, 3, view(rand_f(K, -3, 3), MKC_T_FLOAT, x),
+			    view(rand_f(K, 0.5f, 1.5f), MKC_T_FLOAT, k), view_bf(rand_bf16(H * D * K), w),
+			    view(rand_f(D / 2), MKC_T_FLOAT, half), view(rand_f(D / 2), MKC_T_FLOAT, half),
+			    mkc_mm_opt{.trans_a = 0, .trans_b = 0, .gemm = 0, .alpha = 1.0f, .beta = 0.0f,
+				       .eps = 1e-5f, .pairs = pairs}};
 	run(f, (int)(H * f.per));
 	static const char *const forms[3] = {"rows", "halves rotated", "pairs rotated"};
 	char what[96];
@@ -1100,36 +1055,25 @@ head_proj_case(int pairs)
 
 /* q [B, Hq, Sq, D], and keys and values [B, Hk, cap, D] of which L are used: flash decoding's two bodies */
 struct part_call {
-	const float *q;
-	const int64_t *qs;
-	const float *k;
-	const uint16_t *kh;
-	const int64_t *ks;
-	const float *v;
-	const uint16_t *vh;
+	const mkc_view *q, *k, *v;
 	output part;
-	const int64_t *ps;
-	int64_t B, Sq, D, L, C, G;
+	int64_t C;
 	const int64_t *rows;   /* tile t is rows rows[t] .. rows[t + 1] */
 	float scale;
 	MKC_HD void operator()(int t) const
 	{
-		mkc_attn_part_c(q, qs, k, kh, ks, v, vh, ks, MINE_F(part), ps, B, Sq, D, L, C, G,
-				rows[t], rows[t + 1], scale);
+		mkc_attn_part_c(q, k, v, mine(part), C, rows[t], rows[t + 1], scale);
 	}
 };
 
 struct merge_call {
 	output part;   /* read: each side merges its own parts */
-	const int64_t *ps;
 	output y;
-	const int64_t *ys;
-	int64_t B, Sq, D, C, G;
+	int64_t C;
 	const int64_t *heads;   /* tile t is query heads heads[t] .. heads[t + 1] */
 	MKC_HD void operator()(int t) const
 	{
-		mkc_attn_merge_c(MINE_F(part), ps, MINE_F(y), ys, B, Sq, D, C, G, heads[t],
-				 heads[t + 1]);
+		mkc_attn_merge_c(mine(part), mine(y), C, heads[t], heads[t + 1]);
 	}
 };
 
@@ -1141,13 +1085,16 @@ part_merge_case(int64_t L, int64_t C, bool bf = false)
 	const int64_t B = 2, Hk = 2, G = 4, Sq = 3, D = 24, cap = 40;
 	shape q = dense({B, Hk * G, Sq, D}), kv = dense({B, Hk, cap, D});
 	shape part = dense({B, Hk * C, G * Sq, D + 2});
-	part_call p = {rand_f(q.n), q.s, bf ? NULL : rand_f(kv.n), bf ? rand_bf16(kv.n) : NULL, kv.s,
-		       bf ? NULL : rand_f(kv.n), bf ? rand_bf16(kv.n) : NULL,
-		       out_f(part.n), part.s, B, Sq, D, L, C, G,
+	/* the caches' first L positions, laid out for cap */
+	const int64_t used[4] = {B, Hk, L, D};
+	const mkc_view *k = bf ? keep(view_bf16(view_strided(rand_bf16(kv.n), MKC_T_FLOAT, 4, used, kv.s)))
+			       : keep(view_strided(rand_f(kv.n), MKC_T_FLOAT, 4, used, kv.s));
+	const mkc_view *v = bf ? keep(view_bf16(view_strided(rand_bf16(kv.n), MKC_T_FLOAT, 4, used, kv.s)))
+			       : keep(view_strided(rand_f(kv.n), MKC_T_FLOAT, 4, used, kv.s));
+	part_call p = {view(rand_f(q.n), MKC_T_FLOAT, q), k, v, out_f(part), C,
 		       put<int64_t>({0, 3, Hk * C - 3, Hk * C}), 1.0f / sqrtf((float)D)};
 	run(p, 3);
-	merge_call m = {p.part, part.s, out_f(q.n), q.s, B, Sq, D, C, G,
-			put<int64_t>({0, 3, Hk * G})};
+	merge_call m = {p.part, out_f(q), C, put<int64_t>({0, 3, Hk * G})};
 	run(m, 2);
 	char what[96];
 	snprintf(what, sizeof what, "mkc_attn_part_c, L %lld in %lld chunks%s", (long long)L,
@@ -1159,32 +1106,15 @@ part_merge_case(int64_t L, int64_t C, bool bf = false)
 
 struct attention_call {
 	output y;
-	const int64_t *ys;
-	const float *q;
-	const int64_t *qs;
-	const float *k;
-	const int64_t *ks;
-	const float *v;
-	const int64_t *vs;
-	const float *pk;
-	const int64_t *pks;
-	const float *pv;
-	const int64_t *pvs;
-	const float *mf;
-	const uint8_t *mb;
-	const int64_t *ms;
-	int64_t B, Hq, Sq, D, Hk, P, Sn, Dv;
+	const mkc_view *q, *k, *v, *mask, *pk, *pv;   /* mask, pk, pv: NULL when none */
 	const int64_t *heads;
 	float scale, softcap;
-	output y1, y2;   /* bytes 0: not wanted */
-	const int64_t *y1s, *y2s;
-	int64_t y1n, y2n;
+	output y1, y2;   /* none(): not wanted */
 	MKC_HD void operator()(int t) const
 	{
-		mkc_attention(MINE_F(y), ys, q, qs, k, ks, v, vs, pk, pks, pv, pvs, mf, mb, ms, B, Hq,
-			      Sq, D, Hk, P, Sn, Dv, heads[t], heads[t + 1], scale, softcap,
-			      y1.bytes ? MINE_F(y1) : NULL, y1s, y1n, y2.bytes ? MINE_F(y2) : NULL,
-			      y2s, y2n);
+		const mkc_attn_opt o = {.scale = scale, .softcap = softcap, .h0 = heads[t],
+					.h1 = heads[t + 1]};
+		mkc_attention(mine(y), q, k, v, mask, pk, pv, mine(y1), mine(y2), &o);
 	}
 };
 
@@ -1206,36 +1136,25 @@ attention_case(bool past)
 	shape y1 = dense({B, Hk, L, D}), y2 = dense({B, Hk, L, Dv});
 	shape mask = past ? dense({Sq, L}) : dense({B, 1, Sq, L});
 	attention_call f;
-	f.y = out_f(y.n);
-	f.ys = y.s;
-	f.q = rand_f(q.n, -2, 2);
-	f.qs = q.s;
-	f.k = rand_f(k.n, -2, 2);
-	f.ks = k.s;
-	f.v = rand_f(v.n);
-	f.vs = v.s;
-	f.pk = past ? rand_f(pk.n, -2, 2) : NULL;
-	f.pks = pk.s;
-	f.pv = past ? rand_f(pv.n) : NULL;
-	f.pvs = pv.s;
-	f.mf = past ? rand_f(mask.n, -3, 0) : NULL;
-	uint8_t *mb = NULL;
-	if (!past) {
-		mb = (uint8_t *)grab((size_t)mask.n);
+	f.y = out_f(y);
+	f.q = view(rand_f(q.n, -2, 2), MKC_T_FLOAT, q);
+	f.k = view(rand_f(k.n, -2, 2), MKC_T_FLOAT, k);
+	f.v = view(rand_f(v.n), MKC_T_FLOAT, v);
+	f.pk = past ? view(rand_f(pk.n, -2, 2), MKC_T_FLOAT, pk) : NULL;
+	f.pv = past ? view(rand_f(pv.n), MKC_T_FLOAT, pv) : NULL;
+	if (past) {
+		f.mask = view(rand_f(mask.n, -3, 0), MKC_T_FLOAT, mask);
+	} else {
+		uint8_t *mb = (uint8_t *)grab((size_t)mask.n);
 		for (int64_t i = 0; i < mask.n; i++)
 			mb[i] = i / L == 4 ? 0 : urand() > -0.4f;   /* batch 1, row 1: all masked */
+		f.mask = view(mb, MKC_T_BOOL, mask);
 	}
-	f.mb = mb;
-	int64_t *ms = (int64_t *)grab(sizeof(int64_t) * 5);
-	mkc_rt_bmap(mask.d, mask.s, mask.r, 4, ms);
-	f.ms = ms;
-	f.B = B, f.Hq = Hq, f.Sq = Sq, f.D = D, f.Hk = Hk, f.P = P, f.Sn = Sn, f.Dv = Dv;
 	f.heads = past ? put<int64_t>({0, Hq}) : put<int64_t>({0, 1, 4, Hq});
 	f.scale = 0.25f;
 	f.softcap = past ? 1.5f : 0.0f;
-	f.y1 = past ? out_f(y1.n) : output{{NULL, NULL}, 0};
-	f.y2 = past ? out_f(y2.n) : output{{NULL, NULL}, 0};
-	f.y1s = y1.s, f.y2s = y2.s, f.y1n = D, f.y2n = Dv;
+	f.y1 = past ? out_f(y1) : none();
+	f.y2 = past ? out_f(y2) : none();
 	run(f, past ? 1 : 3);
 	if (past) {
 		check("mkc_attention, past 9 + 3, float mask, soft cap", {f.y}, TOL);
@@ -1253,9 +1172,9 @@ struct gqa_call {
 	MKC_HD void operator()(int) const
 	{
 		mkc_gqa_args m = a;
-		m.y = MINE_F(y);
-		m.pk_out = MINE_F(y1);
-		m.pv_out = MINE_F(y2);
+		m.y = mine(y);
+		m.pk_out = mine(y1);
+		m.pv_out = mine(y2);
 		float qr[64];   /* the emitter's float qr[head size], the lane's own */
 		int64_t bad;
 		(void)mkc_gqa(&m, qr, &bad);
@@ -1273,26 +1192,24 @@ gqa_case(int64_t P, int64_t R, int inter, float softcap)
 	begin();
 	const int64_t B = 2, S = 3, Hq = 8, Hk = 2, D = 32, L = P + S, npos = 16;
 	shape q = dense({B, S, Hq * D}), k = dense({B, S, Hk * D}), y = dense({B, S, Hq * D});
-	shape past = dense({B, Hk, P, D}), pres = dense({B, Hk, L, D});
+	shape past = dense({B, Hk, P, D}), pres = dense({B, Hk, L, D}), cs = dense({npos, R / 2});
 	mkc_gqa_args a;
-	a.ys = y.s;
-	a.pks_out = a.pvs_out = pres.s;
-	a.q = rand_f(q.n, -2, 2), a.qs = q.s;
-	a.k = rand_f(k.n, -2, 2), a.ks = k.s;
-	a.v = rand_f(k.n), a.vs = k.s;
-	a.pk = P ? rand_f(past.n, -2, 2) : NULL, a.pks = past.s;
-	a.pv = P ? rand_f(past.n) : NULL, a.pvs = past.s;
+	memset(&a, 0, sizeof a);
+	a.q = view(rand_f(q.n, -2, 2), MKC_T_FLOAT, q);
+	a.k = view(rand_f(k.n, -2, 2), MKC_T_FLOAT, k);
+	a.v = view(rand_f(k.n), MKC_T_FLOAT, k);
+	a.pk = P ? view(rand_f(past.n, -2, 2), MKC_T_FLOAT, past) : NULL;
+	a.pv = P ? view(rand_f(past.n), MKC_T_FLOAT, past) : NULL;
 	int32_t *seqlens = (int32_t *)grab(sizeof(int32_t) * B);
 	for (int64_t b = 0; b < B; b++)
 		seqlens[b] = (int32_t)(L - 1);   /* the new tokens at P .. P + S - 1 */
-	a.seqlens_k = seqlens;
-	a.cos = R ? rand_f(npos * (R / 2)) : NULL, a.cs = R / 2;
-	a.sin = R ? rand_f(npos * (R / 2)) : NULL, a.ss = R / 2;
-	a.npos = R ? npos : 0;
-	a.B = B, a.S = S, a.Hq = Hq, a.Hk = Hk, a.D = D, a.P = P, a.R = R;
+	a.seqlens_k = view(seqlens, MKC_T_INT32, dense({B}));
+	a.cos = R ? view(rand_f(npos * (R / 2)), MKC_T_FLOAT, cs) : NULL;
+	a.sin = R ? view(rand_f(npos * (R / 2)), MKC_T_FLOAT, cs) : NULL;
+	a.hq = Hq, a.hk = Hk, a.d = D;
 	a.inter = inter;
 	a.scale = 1.0f / sqrtf((float)D), a.softcap = softcap;
-	gqa_call f = {a, out_f(y.n), out_f(pres.n), out_f(pres.n)};
+	gqa_call f = {a, out_f(y), out_f(pres), out_f(pres)};
 	run(f, 1);
 	char what[96];
 	snprintf(what, sizeof what, "mkc_gqa past %lld, R %lld%s%s", (long long)P, (long long)R,
@@ -1304,17 +1221,11 @@ gqa_case(int64_t P, int64_t R, int inter, float softcap)
 
 struct rotary_call {
 	output y;
-	const float *x;
-	int64_t B, H, S, D, sb, sh, ss;
-	const float *cos, *sin;
-	int64_t cb, cs;
-	const int64_t *pos;
-	int64_t pb, ps, padd, R;
-	int inter;
+	const mkc_view *x, *cos, *sin, *pos;   /* pos: NULL when none */
+	mkc_rotary_opt o;
 	MKC_HD void operator()(int) const
 	{
-		mkc_rotary(MINE_F(y), x, B, H, S, D, sb, sh, ss, cos, sin, cb, cs, pos, pb, ps, padd, R,
-			   inter);
+		mkc_rotary(mine(y), x, cos, sin, pos, &o);
 	}
 };
 
@@ -1329,17 +1240,19 @@ rotary_case(int64_t R, int inter, int how)
 	begin();
 	const int64_t B = 2, H = 3, S = 5, D = 32, npos = 12, half = R / 2;
 	shape x = dense({B, H, S, D}), cache = how ? dense({npos, half}) : dense({B, S, half});
-	int64_t *pos = NULL;
+	const mkc_view *pos = NULL;
 	if (how == 1) {
-		pos = (int64_t *)grab(sizeof(int64_t) * B * S);
+		int64_t *p = (int64_t *)grab(sizeof(int64_t) * B * S);
 		for (int64_t i = 0; i < B * S; i++)
-			pos[i] = (i * 5 + 3) % npos;
+			p[i] = (i * 5 + 3) % npos;
+		pos = view(p, MKC_T_INT64, dense({B, S}));
 	} else if (how == 2) {
-		pos = put<int64_t>({4});
+		pos = view(put<int64_t>({4}), MKC_T_INT64, dense({1}));
 	}
-	rotary_call f = {out_f(x.n), rand_f(x.n), B, H, S, D, x.s[0], x.s[1], x.s[2],
-			 rand_f(cache.n), rand_f(cache.n), cache.s[0], how ? 0 : cache.s[1], pos,
-			 how == 1 ? S : 0, how == 1 ? 1 : 0, how == 2, R, inter};
+	rotary_call f = {out_f(x), view(rand_f(x.n), MKC_T_FLOAT, x),
+			 view(rand_f(cache.n), MKC_T_FLOAT, cache),
+			 view(rand_f(cache.n), MKC_T_FLOAT, cache), pos,
+			 mkc_rotary_opt{.heads = 0, .rot = R, .inter = inter}};
 	run(f, 1);
 	static const char *const hows[3] = {"no positions", "position_ids [2, 5]", "first position 4"};
 	char what[96];
@@ -1350,15 +1263,13 @@ rotary_case(int64_t R, int inter, int how)
 
 struct append_call {
 	output y;
-	const float *x;
-	int64_t B, H, S, D, cap, pos;
-	const float *cos, *sin;
-	int64_t cs_b, cs_s, R;
+	const mkc_view *x, *cos, *sin;
+	int64_t rot;
 	int inter;
+	int64_t pos;
 	MKC_HD void operator()(int) const
 	{
-		mkc_cache_append(MINE_F(y), NULL, x, B, H, S, D, cap, pos, cos, sin, cs_b, cs_s, R,
-				 inter);
+		mkc_cache_append(mine(y), x, cos, sin, rot, inter, pos);
 	}
 };
 
@@ -1368,9 +1279,10 @@ append_case(void)
 {
 	begin();
 	const int64_t B = 2, H = 4, S = 3, D = 64, cap = 50, R = 64;
-	shape x = dense({B, H, S, D});
-	append_call f = {out_f(B * H * cap * D), rand_f(x.n), B, H, S, D, cap, 17,
-			 rand_f(B * S * R / 2), rand_f(B * S * R / 2), S * R / 2, R / 2, R, 0};
+	shape x = dense({B, H, S, D}), cache = dense({B, H, cap, D}), cs = dense({B, S, R / 2});
+	append_call f = {out_f(cache), view(rand_f(x.n), MKC_T_FLOAT, x),
+			 view(rand_f(cs.n), MKC_T_FLOAT, cs), view(rand_f(cs.n), MKC_T_FLOAT, cs), R, 0,
+			 17};
 	run(f, 1);
 	check("mkc_cache_append B 2, 3 positions at 17, R 64", {f.y}, TOL);
 }
@@ -1379,13 +1291,12 @@ append_case(void)
 
 struct softmax_call {
 	output y;
-	const float *x;
-	const int64_t *d, *s;
-	int r, axis, one_axis;
+	const mkc_view *x;
+	int axis, one_axis;
 	boxes b;
 	MKC_HD void operator()(int t) const
 	{
-		mkc_softmax(MINE_F(y), x, d, s, r, axis, one_axis, b.lo(t), b.hi(t));
+		mkc_softmax(mine(y), x, axis, one_axis, b.lo(t), b.hi(t));
 	}
 };
 
@@ -1394,7 +1305,7 @@ softmax_case(int axis, int one_axis)
 {
 	begin();
 	shape x = dense({40, 7, 50});
-	softmax_call f = {out_f(x.n), rand_f(x.n, -4, 4), x.d, x.s, 3, axis, one_axis,
+	softmax_call f = {out_f(x), view(rand_f(x.n, -4, 4), MKC_T_FLOAT, x), axis, one_axis,
 			  cut(x, 0, {15, 40})};
 	run(f, f.b.n);
 	char what[96];
@@ -1405,23 +1316,13 @@ softmax_case(int axis, int one_axis)
 
 struct norm_call {
 	output y;
-	const float *x;
-	const int64_t *d, *s;
-	int r, axis;
+	const mkc_view *x, *scale, *bias;   /* bias: NULL when none */
+	mkc_norm_opt o;
 	boxes b;
-	const float *wf;
-	const uint16_t *wb;
-	const float *bf;
-	const uint16_t *bb;
-	int64_t wn;
-	float eps;
-	int layer;
 	output y1, y2;
-	const int64_t *s1, *s2;
 	MKC_HD void operator()(int t) const
 	{
-		mkc_norm(MINE_F(y), x, d, s, r, axis, b.lo(t), b.hi(t), wf, wb, bf, bb, wn, eps, layer,
-			 MINE_F(y1), s1, MINE_F(y2), s2);
+		mkc_norm(mine(y), x, scale, bias, mine(y1), mine(y2), &o, b.lo(t), b.hi(t));
 	}
 };
 
@@ -1436,11 +1337,12 @@ norm_case(int layer, int axis)
 	begin();
 	shape x = dense({3, 5, 700});
 	shape rows = axis == 2 ? dense({3, 5, 1}) : dense({3, 1, 1});
-	const int64_t wn = axis == 2 ? 700 : 3500;
-	norm_call f = {out_f(x.n), rand_f(x.n, -2, 3), x.d, x.s, 3, axis, cut(x, 0, {1, 3}),
-		       layer ? NULL : rand_f(wn, 0.5f, 1.5f), layer ? rand_bf16(wn) : NULL, NULL,
-		       layer ? rand_bf16(wn) : NULL, wn, 1e-5f, layer, out_f(rows.n), out_f(rows.n),
-		       rows.s, rows.s};
+	shape w = axis == 2 ? dense({700}) : dense({5, 700});
+	norm_call f = {out_f(x), view(rand_f(x.n, -2, 3), MKC_T_FLOAT, x),
+		       layer ? view_bf(rand_bf16(w.n), w) : view(rand_f(w.n, 0.5f, 1.5f), MKC_T_FLOAT, w),
+		       layer ? view_bf(rand_bf16(w.n), w) : NULL,
+		       mkc_norm_opt{.axis = axis, .eps = 1e-5f, .layer = layer},
+		       cut(x, 0, {1, 3}), out_f(rows), out_f(rows)};
 	run(f, f.b.n);
 	char what[96];
 	snprintf(what, sizeof what, "mkc_norm %s over axes from %d, per-row outputs",
@@ -1450,36 +1352,29 @@ norm_case(int layer, int axis)
 
 struct skip_norm_call {
 	output y;
-	const float *a, *b;
-	const int64_t *d, *s;
-	int r, axis;
-	boxes bx;
-	const float *gf;
-	const uint16_t *gb;
-	const float *bf;
-	const uint16_t *bb;
+	const mkc_view *a, *b, *gamma, *bias;
 	float eps;
-	output sum, y1, y2;
-	const int64_t *s1, *s2;
+	boxes bx;
+	output sum, y1, y2;   /* sum: none() when not kept */
 	MKC_HD void operator()(int t) const
 	{
-		mkc_skip_norm(MINE_F(y), a, b, d, s, r, axis, bx.lo(t), bx.hi(t), gf, gb, bf, bb, eps,
-			      sum.bytes ? MINE_F(sum) : NULL, MINE_F(y1), s1, MINE_F(y2), s2);
+		mkc_skip_norm(mine(y), a, b, gamma, bias, mine(y1), mine(y2), mine(sum), eps, bx.lo(t),
+			      bx.hi(t));
 	}
 };
 
 /* SkipSimplifiedLayerNormalization of [2, 6, 300]: bf16 gamma, float bias, the sum kept or not */
 static void
-skip_norm_case(bool keep)
+skip_norm_case(bool keep_sum)
 {
 	begin();
-	shape x = dense({2, 6, 300}), rows = dense({2, 6, 1});
-	skip_norm_call f = {out_f(x.n), rand_f(x.n), rand_f(x.n), x.d, x.s, 3, 2,
-			    cut(x, 1, {4, 6}), NULL, rand_bf16(300), rand_f(300), NULL, 1e-6f,
-			    keep ? out_f(x.n) : output{{NULL, NULL}, 0}, out_f(rows.n),
-			    out_f(rows.n), rows.s, rows.s};
+	shape x = dense({2, 6, 300}), rows = dense({2, 6, 1}), w = dense({300});
+	skip_norm_call f = {out_f(x), view(rand_f(x.n), MKC_T_FLOAT, x),
+			    view(rand_f(x.n), MKC_T_FLOAT, x), view_bf(rand_bf16(300), w),
+			    view(rand_f(300), MKC_T_FLOAT, w), 1e-6f, cut(x, 1, {4, 6}),
+			    keep_sum ? out_f(x) : none(), out_f(rows), out_f(rows)};
 	run(f, f.bx.n);
-	if (keep)
+	if (keep_sum)
 		check("mkc_skip_norm [2, 6, 300], sum kept", {f.y, f.sum, f.y1, f.y2}, TOL);
 	else
 		check("mkc_skip_norm [2, 6, 300]", {f.y, f.y1, f.y2}, TOL);
@@ -1492,10 +1387,10 @@ main(void)
 	data_cases();
 	for (size_t i = 0; i < sizeof ew_cases / sizeof *ew_cases; i++)
 		ew_run(&ew_cases[i]);
-	reduce_case(MKC_REDUCE_SUM, {0, 1, 0}, 6 * 7, "mkc_reduce sum over axis 1");
-	reduce_case(MKC_REDUCE_MEAN, {1, 0, 1}, 50, "mkc_reduce mean over axes 0, 2");
-	reduce_case(MKC_REDUCE_MAX, {0, 0, 1}, 6 * 50, "mkc_reduce max over axis 2");
-	reduce_case(MKC_REDUCE_SUM, {1, 1, 1}, 1, "mkc_reduce sum of everything");
+	reduce_case(MKC_REDUCE_SUM, {0, 1, 0}, {6, 1, 7}, "mkc_reduce sum over axis 1");
+	reduce_case(MKC_REDUCE_MEAN, {1, 0, 1}, {1, 50, 1}, "mkc_reduce mean over axes 0, 2");
+	reduce_case(MKC_REDUCE_MAX, {0, 0, 1}, {6, 50, 1}, "mkc_reduce max over axis 2");
+	reduce_case(MKC_REDUCE_SUM, {1, 1, 1}, {1, 1, 1}, "mkc_reduce sum of everything");
 	matmul_cases();
 	gemm_case(true, false);
 	gemm_case(false, true);

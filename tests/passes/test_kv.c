@@ -52,22 +52,39 @@ Test(kv, an_unsplit_attention_stops_a_bf16_compile)
 	cr_expect(strstr(r->err, "--kv takes f32 or bf16"), "%s", r->err);
 }
 
-/* The emitted code: the caches' table entries, the append and the parts' calls. */
+/*
+ * The emitted code: the views the appends write and the parts read, by
+ * their bf16 flag (the last field of a view). One line a tile function that
+ * appends (mkc_cache_append or HeadProj's mkc_head_proj: its y) or reads
+ * the caches (mkc_attn_part_c: its x1 and x2), with the flags it gives them.
+ */
+static const char *
+cache_views(const char *args, char *out, size_t n)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s %s tests/models/hf/llama_tiny_bf16 -o $d/m.c && "
+		 "awk '/^mkc_body_/ { y = x1 = x2 = \"\" } "
+		 "/const mkc_view (y|x1|x2) / { f = $NF; sub(/};/, \"\", f); "
+		 "if ($3 == \"y\") y = f; if ($3 == \"x1\") x1 = f; if ($3 == \"x2\") x2 = f } "
+		 "/\\tmkc_cache_append\\(|\\tmkc_head_proj\\(/ { print \"append\", y } "
+		 "/\\tmkc_attn_part_c\\(/ { print \"part\", x1, x2 }' $d/m.c; rc=$?; rm -rf $d; exit $rc",
+		 mkc_bin(), args);
+	cr_assert_eq(mkc_shell(cmd, out, n), 0, "%s", out);
+	return out;
+}
+
 Test(kv, emitted_code_keeps_and_reads_bf16_caches)
 {
-	char cmd[1024], out[65536];
-	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s --kv bf16 tests/models/hf/llama_tiny_bf16 "
-		 "-o $d/m.c && grep -q 'mkc_cache_append(NULL, y, ' $d/m.c && "
-		 "! grep -q 'mkc_cache_append(y, NULL, ' $d/m.c && "
-		 "grep -q 'mkc_attn_part_c(x0, x0_s, NULL, x1, x1_s, NULL, x2, x2_s' $d/m.c; "
-		 "rc=$?; rm -rf $d; exit $rc", mkc_bin());
-	cr_expect_eq(mkc_shell(cmd, out, sizeof out), 0,
-		     "the appends and parts do not write and read bf16 caches: %s", out);
-	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s tests/models/hf/llama_tiny_bf16 "
-		 "-o $d/m.c && grep -q 'mkc_cache_append(y, NULL, ' $d/m.c && "
-		 "grep -q 'mkc_attn_part_c(x0, x0_s, x1, NULL, x1_s, x2, NULL, x2_s' $d/m.c; "
-		 "rc=$?; rm -rf $d; exit $rc", mkc_bin());
-	cr_expect_eq(mkc_shell(cmd, out, sizeof out), 0, "float32 caches by default: %s", out);
+	char out[65536];
+	cache_views("--kv bf16", out, sizeof out);
+	cr_expect(strstr(out, "append 1\n") && strstr(out, "part 1 1\n"),
+		  "the appends and parts do not write and read bf16 caches: %s", out);
+	cr_expect(!strstr(out, "append 0") && !strstr(out, "part 0"), "a float32 cache left: %s", out);
+	cache_views("", out, sizeof out);
+	cr_expect(strstr(out, "append 0\n") && strstr(out, "part 0 0\n"),
+		  "float32 caches by default: %s", out);
+	cr_expect(!strstr(out, "append 1") && !strstr(out, "part 1"), "a bf16 cache by default: %s",
+		  out);
 }
 
 Test(kv, bf16_caches_match_onnxruntime_within_their_rounding, .timeout = 300)
