@@ -151,7 +151,7 @@ decl(mkc_emitter *e, const char *var, const mkc_tensor *t)
 	mkc_graph *g = e->p->g;
 	const char *ty = tcode(e, t->dtype);
 	e->slot[e->nslot] = e->index[t->id];
-	fprintf(f, "	const mkc_view %s MKC_UNUSED = {m->buf[bi[%d]], {", var, e->nslot++);
+	fprintf(f, "\tconst mkc_view %s MKC_UNUSED = {m->buf[bi[%d]], {", var, e->nslot++);
 	for (int i = 0; i < t->rank; i++) {
 		char b[96];
 		fprintf(f, "%s%s", i ? ", " : "", mkc_dimx(g, t->shape[i], b, sizeof b));
