@@ -19,8 +19,8 @@
  *   MKC_FAIL(m, ...)  what a tile function calls on bad data;
  *   the hooks below.
  * It may call what host.h defines after it (declaring it first):
- * mkc_seterr, mkc_numel, mkc_begin_step, mkc_end_step, mkc_generate_check
- * and mkc_next_position.
+ * mkc_seterr, mkc_numel, mkc_place_tensors, mkc_free_tensors,
+ * mkc_begin_step, mkc_end_step, mkc_generate_check and mkc_next_position.
  *
  * The hooks are checked, not declared: each pointer below is initialised
  * from the exec's function, so a hook that is missing or whose type differs
@@ -52,6 +52,10 @@ static int (*const mkc_hook_step)(mkc_host *m, const void *const *inputs, void *
  * the target; 0 or -1 with err set (also when !MKC_CAN_GENERATE). */
 static int (*const mkc_hook_generate)(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
 				      int64_t *out) MKC_UNUSED = mkc_generate;
+
+/* A buffer of n bytes (n > 0) in the memory the target computes in, into
+ * *p; its contents are undefined. 0 or -1 with err set. */
+static int (*const mkc_hook_alloc_buf)(mkc_host *m, size_t n, void **p) MKC_UNUSED = mkc_alloc_buf;
 
 /* Copies n bytes of host memory into a buffer. 0 or -1 with err set. */
 static int (*const mkc_hook_store)(mkc_host *m, void *dst, const void *src,

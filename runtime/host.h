@@ -27,6 +27,45 @@ mkc_seterr(mkc_host *m, const char *fmt, ...)
 	va_end(ap);
 }
 
+static int64_t mkc_numel(const mkc_host *m, int t, int use_max);
+
+/*
+ * Every tensor's buffer but the caller's inputs and outputs (given at each
+ * step): an intermediate at its place in arena (the exec's, sized
+ * MKC_ARENA_BYTES), every other one a buffer of its own (owned, through
+ * the exec's mkc_alloc_buf), with its embedded bytes when it has them.
+ * 0, or -1 with err set.
+ */
+static int
+mkc_place_tensors(mkc_host *m, void *arena)
+{
+	for (int t = 0; t < MKC_NTENSORS; t++) {
+		const mkc_rt_tensor_info *ti = &mkc_tensors[t];
+		if (ti->kind == MKC_RT_INPUT || ti->kind == MKC_RT_OUTPUT)
+			continue;
+		if (ti->arena_off >= 0) {
+			m->buf[t] = (char *)arena + ti->arena_off;
+			continue;
+		}
+		size_t bytes = (size_t)mkc_numel(m, t, 1) * (size_t)ti->esize;
+		if (mkc_alloc_buf(m, bytes ? bytes : 1, &m->buf[t]))
+			return -1;
+		m->owned[t] = 1;
+		if (ti->data && mkc_store(m, m->buf[t], ti->data, bytes))
+			return -1;
+	}
+	return 0;
+}
+
+/* Frees the buffers mkc_place_tensors allocated (m may be half made). */
+static void
+mkc_free_tensors(mkc_host *m)
+{
+	for (int t = 0; t < MKC_NTENSORS; t++)
+		if (m->owned[t])
+			mkc_free_buf(m->buf[t]);
+}
+
 static int64_t
 mkc_numel(const mkc_host *m, int t, int use_max)
 {

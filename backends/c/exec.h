@@ -69,6 +69,8 @@ static void
 mkc_seterr(mkc_host *m, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static int64_t mkc_numel(const mkc_host *m, int t, int use_max);
+static int mkc_place_tensors(mkc_host *m, void *arena);
+static void mkc_free_tensors(mkc_host *m);
 static int mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 			  const int64_t *dims);
 
@@ -271,28 +273,7 @@ mkc_model_create(struct mkc_model **out, int nthreads, unsigned shuffle_seed,
 		mkc_seterr(m, "out of memory for the %lld-byte arena", (long long)MKC_ARENA_BYTES);
 		return -1;
 	}
-	for (int t = 0; t < MKC_NTENSORS; t++) {
-		const mkc_rt_tensor_info *ti = &mkc_tensors[t];
-		if (ti->kind == MKC_RT_INPUT || ti->kind == MKC_RT_OUTPUT)
-			continue;   /* the caller's buffers, given at each step */
-		if (ti->arena_off >= 0) {
-			m->buf[t] = (char *)m->arena + ti->arena_off;
-			continue;
-		}
-		if (ti->data) {
-			m->buf[t] = (void *)ti->data;
-			continue;
-		}
-		size_t bytes = (size_t)mkc_numel(m, t, 1) * (size_t)ti->esize;
-		m->buf[t] = calloc(1, bytes ? bytes : 1);
-		m->owned[t] = 1;
-		if (!m->buf[t]) {
-			mkc_seterr(m, "out of memory for tensor '%s' (%zu bytes)",
-				 ti->name, bytes);
-			return -1;
-		}
-	}
-	return 0;
+	return mkc_place_tensors(m, m->arena);
 }
 
 static void
@@ -300,9 +281,7 @@ mkc_model_destroy(struct mkc_model *m)
 {
 	if (!m)
 		return;
-	for (int t = 0; t < MKC_NTENSORS; t++)
-		if (m->owned[t])
-			free(m->buf[t]);
+	mkc_free_tensors(m);
 	free(m->arena);
 	free(m->order);
 #if MKC_PROFILE
@@ -380,6 +359,17 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 }
 
 /* Hooks for runtime/host.h: host memory is the buffer memory here. */
+/* zeroed: a state (a KV cache) starts empty, and a weight not yet loaded reads 0 */
+static int
+mkc_alloc_buf(mkc_host *m, size_t n, void **p)
+{
+	if (!(*p = calloc(1, n))) {
+		mkc_seterr(m, "out of memory for a %zu-byte buffer", n);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 mkc_store(mkc_host *m, void *dst, const void *src, size_t n)
 {

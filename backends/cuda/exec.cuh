@@ -80,6 +80,8 @@ static void
 mkc_seterr(mkc_host *m, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static int64_t mkc_numel(const mkc_host *m, int t, int use_max);
+static int mkc_place_tensors(mkc_host *m, void *arena);
+static void mkc_free_tensors(mkc_host *m);
 static int mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 			  const int64_t *dims);
 
@@ -462,23 +464,9 @@ mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double tim
 		return -1;
 	}
 	m->timeout_cycles = (long long)(m->timeout_s * (double)khz * 1000.0);
-	if (MKC_GPU(m, cudaMalloc(&m->arena, MKC_ARENA_BYTES ? MKC_ARENA_BYTES : 1)))
+	if (MKC_GPU(m, cudaMalloc(&m->arena, MKC_ARENA_BYTES ? MKC_ARENA_BYTES : 1)) ||
+	    mkc_place_tensors(m, m->arena))
 		return -1;
-	for (int t = 0; t < MKC_NTENSORS; t++) {
-		const mkc_rt_tensor_info *ti = &mkc_tensors[t];
-		if (ti->kind == MKC_RT_INPUT || ti->kind == MKC_RT_OUTPUT)
-			continue;   /* the caller's device buffers, given at each step */
-		if (ti->arena_off >= 0) {
-			m->buf[t] = (char *)m->arena + ti->arena_off;
-			continue;
-		}
-		size_t bytes = (size_t)mkc_numel(m, t, 1) * (size_t)ti->esize;
-		if (MKC_GPU(m, cudaMalloc(&m->buf[t], bytes ? bytes : 1)))
-			return -1;
-		m->owned[t] = 1;
-		if (ti->data && MKC_GPU(m, cudaMemcpy(m->buf[t], ti->data, bytes, cudaMemcpyHostToDevice)))
-			return -1;
-	}
 	if (MKC_GPU(m, cudaMalloc((void **)&m->counter, (MKC_NEVENTS + 1) * sizeof *m->counter)) ||
 	    MKC_GPU(m, cudaMemset(m->counter, 0, (MKC_NEVENTS + 1) * sizeof *m->counter)) ||
 	    MKC_GPU(m, cudaMalloc((void **)&m->status, 4 * sizeof *m->status)) ||
@@ -501,9 +489,7 @@ mkc_model_destroy(mkc_host *m)
 {
 	if (!m)
 		return;
-	for (int t = 0; t < MKC_NTENSORS; t++)
-		if (m->owned[t])
-			mkc_gpu_free(m->buf[t]);
+	mkc_free_tensors(m);
 	mkc_gpu_free(m->arena);
 	mkc_gpu_free(m->counter);
 	mkc_gpu_free(m->status);
@@ -651,7 +637,13 @@ out:
 #endif
 }
 
-/* Hooks for runtime/host.h: weights go to device memory. */
+/* Hooks for runtime/host.h: buffers and weights in device memory. */
+static int
+mkc_alloc_buf(mkc_host *m, size_t n, void **p)
+{
+	return MKC_GPU(m, cudaMalloc(p, n));
+}
+
 static int
 mkc_store(mkc_host *m, void *dst, const void *src, size_t n)
 {
