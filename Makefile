@@ -33,20 +33,27 @@ RUNTIME = runtime/common.h runtime/bf16.h runtime/limits.h runtime/api_h.h runti
 	backends/cuda/sync.cuh backends/cuda/exec.cuh backends/cuda/attention.cuh backends/cuda/matvec.cuh \
 	backends/hip/names.h backends/hip/sync.h
 # tests/fuzz holds libFuzzer targets, built by `make fuzz` only; tests/loaders
-# a program that test_loaders.c builds against each model it compiles
-TEST_SRC = $(filter-out tests/fuzz/% tests/loaders/%,$(wildcard tests/*/*.c))
+# a program that test_loaders.c builds against each model it compiles.
+# TOOLCHAIN_SRC: the tests that build emitted code and the GPU bodies' tests
+# with nvcc, hipcc and clang-19, and the runtime texts alone (test_runtime.c,
+# whose C case is a cc -fsyntax-only): a binary of their own, which make test
+# runs beside the rest and make sanitize leaves out, since the sanitizers
+# would watch nothing there but the test process waiting on a compiler.
+TOOLCHAIN_SRC = $(wildcard tests/toolchains/*.c) tests/backends/test_runtime.c
+TEST_SRC = $(filter-out tests/fuzz/% tests/loaders/% $(TOOLCHAIN_SRC),$(wildcard tests/*/*.c))
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o \
 	$(BUILD)/obj/gen/runtime_text.o
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
+TOOLCHAIN_OBJ = $(TOOLCHAIN_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all test check-models check-numbers conformance sanitize numbers fuzz fuzz-replay format lint clean help
+.PHONY: all test test-mkc test-toolchains check-models check-numbers conformance sanitize numbers fuzz fuzz-replay format lint clean help
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/mkc  ## build $(BUILD)/mkc
 
 help:  ## list the targets
-	@grep -hE '^[a-z-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | sed 's/:.*## /\t/' | expand -t 14
+	@grep -hE '^[a-z-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | sed 's/:.*## /\t/' | expand -t 17
 
 # one run makes both files (a grouped target), even under make -j
 $(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h &: $(ONNX_PROTO)
@@ -82,8 +89,26 @@ $(BUILD)/mkc: $(BUILD)/obj/compiler/main.o $(BUILD)/libmkc.a
 $(BUILD)/test_mkc: $(TEST_OBJ) $(BUILD)/libmkc.a
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
 
-test: $(BUILD)/mkc $(BUILD)/test_mkc check-models check-numbers conformance fuzz-replay  ## run every test that needs no GPU
-	MKC=$(BUILD)/mkc $(BUILD)/test_mkc -j2
+$(BUILD)/test_toolchains: $(TOOLCHAIN_OBJ) $(BUILD)/libmkc.a
+	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
+
+# make test builds, then runs its parts at once, JOBS at a time (make -j;
+# each part's output comes whole when it ends); each Criterion binary and
+# the conformance run take JOBS tests at a time too.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_PARTS = test-mkc test-toolchains conformance check-models check-numbers fuzz-replay
+# what make sanitize runs: the parts where mkc, the test process or the
+# emitted C run (not the compilers of test-toolchains, nor check-models' Python)
+SAN_PARTS = test-mkc conformance check-numbers fuzz-replay
+
+test:  ## run every test that needs no GPU: the parts below, JOBS (nproc) at a time
+	@$(MAKE) --no-print-directory -j$(JOBS) -Otarget $(TEST_PARTS)
+
+test-mkc: $(BUILD)/mkc $(BUILD)/test_mkc  ## Criterion tests of mkc and of the emitted C run (build/test_mkc)
+	MKC=$(BUILD)/mkc $(BUILD)/test_mkc -j$(JOBS)
+
+test-toolchains: $(BUILD)/mkc $(BUILD)/test_toolchains  ## emitted code built by nvcc, hipcc and clang-19
+	MKC=$(BUILD)/mkc $(BUILD)/test_toolchains -j$(JOBS)
 
 # the readers' fuzz targets with a plain main, to replay what they found
 # (the pipeline's crashes replay through mkc in tests/compiler/test_bad_input.c)
@@ -99,7 +124,7 @@ fuzz-replay: $(FUZZ_READERS:%=$(BUILD)/fuzz_replay_%)  ## replay tests/fuzz/cras
 			$(BUILD)/fuzz_replay_$$t tests/fuzz/crashes_$$t/* || exit 1; done
 
 conformance: $(BUILD)/mkc  ## ONNX node tests of every supported op, on the C target
-	python3 tools/conformance.py --mkc $(BUILD)/mkc
+	python3 tools/conformance.py --mkc $(BUILD)/mkc --jobs $(JOBS)
 
 check-models:  ## check that the generated test models are what their generators make
 	@d=$$(mktemp -d) && python3 tests/models/gen_models.py $$d >/dev/null && \
@@ -119,9 +144,9 @@ check-models:  ## check that the generated test models are what their generators
 
 # MKC_TEST_CFLAGS: `mkc test` and the example builds compile the emitted C
 # with the same sanitizers, so the generated code runs under them too.
-sanitize:  ## run the tests, mkc and the emitted C under AddressSanitizer and UBSan
-	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp MKC_TEST_CFLAGS="$(SAN_FLAGS)" \
-		$(MAKE) BUILD=build/san SAN=1 test
+sanitize:  ## run SAN_PARTS with mkc, the tests and the emitted C under AddressSanitizer and UBSan
+	@LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp MKC_TEST_CFLAGS="$(SAN_FLAGS)" \
+		$(MAKE) --no-print-directory -j$(JOBS) -Otarget BUILD=build/san SAN=1 $(SAN_PARTS)
 
 check-numbers: $(BUILD)/mkc  ## check that the README's counts are what mkc measures now
 	python3 tools/readme_numbers.py --check --mkc $(BUILD)/mkc
