@@ -194,10 +194,16 @@ fuzz:  ## build the libFuzzer targets (clang) and run each FUZZ_SECONDS, seeded 
 		-max_total_time=$(FUZZ_TIME_onnx) -timeout=20 -rss_limit_mb=4096 \
 		-artifact_prefix=build/fuzz/onnx- build/fuzz/corpus_onnx build/fuzz/seeds_onnx
 
-format:  ## reformat the C sources with clang-format
-	clang-format -i $(LIB_SRC) compiler/main.c $(TEST_SRC) $(wildcard ir/*.h compiler/*.h passes/*.h)
+# .clang-format is the tree's style, tuned to change as few lines as it can;
+# the tree has not been reformatted with it (at 1a6700b this changed 2681
+# lines in, 1659 out, in 74 files: trailing comments' spacing, lists one
+# item a line, lines wrapped again)
+format:  ## reformat the C sources with clang-format (.clang-format)
+	clang-format -i $(LIB_SRC) compiler/main.c $(TEST_SRC) $(TOOLCHAIN_SRC) \
+		$(wildcard ir/*.h compiler/*.h passes/*.h)
 
-lint:  ## static checks with cppcheck
+# the generated protobuf header: without it cppcheck would not know its types
+lint: $(BUILD)/gen/onnx.pb-c.h  ## static checks with cppcheck (CI runs it)
 	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability \
 		--suppress=missingIncludeSystem -Iir -Icompiler -Ipasses -I$(BUILD)/gen \
 		$(LIB_SRC) compiler/main.c
