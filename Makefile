@@ -160,13 +160,15 @@ FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_TARGETS = pipeline json hf onnx
-# the seconds are shared: half for the whole pipeline, a quarter for each reader
+# each target's own seconds, FUZZ_SECONDS unless set
 FUZZ_TIME_pipeline = $(FUZZ_SECONDS)
 FUZZ_TIME_json = $(FUZZ_SECONDS)
 FUZZ_TIME_hf = $(FUZZ_SECONDS)
 FUZZ_TIME_onnx = $(FUZZ_SECONDS)
-fuzz:  ## build the libFuzzer targets (clang) and run each FUZZ_SECONDS, seeded from tests/models
-	$(MAKE) BUILD=build/fuzz CC=$(FUZZ_CC) \
+# The targets run JOBS at a time: with one core each, a target does in its
+# seconds what it did when they ran one after another.
+fuzz:  ## build the libFuzzer targets (clang), run each FUZZ_SECONDS, JOBS at a time
+	$(MAKE) -j$(JOBS) BUILD=build/fuzz CC=$(FUZZ_CC) \
 		CFLAGS="-O1 -g -Wno-unknown-warning-option -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
 		build/fuzz/libmkc.a
 	for t in $(FUZZ_TARGETS); do \
@@ -183,18 +185,13 @@ fuzz:  ## build the libFuzzer targets (clang) and run each FUZZ_SECONDS, seeded 
 	for f in $$(find tests/models/hand -maxdepth 2 -name '*.onnx' -size -64k); do \
 		cp $$f build/fuzz/seeds_onnx/$$(echo $$f | tr / _); done
 	python3 tests/fuzz/hf_seeds.py build/fuzz/seeds_hf tests/models/hf/* tests/models/hf_bad/*
-	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp build/fuzz/fuzz_pipeline \
-		-max_total_time=$(FUZZ_TIME_pipeline) -timeout=20 -rss_limit_mb=4096 \
-		-artifact_prefix=build/fuzz/pipeline- build/fuzz/corpus_pipeline build/fuzz/seeds_pipeline
-	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp build/fuzz/fuzz_json \
-		-max_total_time=$(FUZZ_TIME_json) -timeout=20 -rss_limit_mb=4096 \
-		-artifact_prefix=build/fuzz/json- build/fuzz/corpus_json build/fuzz/seeds_json
-	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp build/fuzz/fuzz_hf \
-		-max_total_time=$(FUZZ_TIME_hf) -timeout=20 -rss_limit_mb=4096 \
-		-artifact_prefix=build/fuzz/hf- build/fuzz/corpus_hf build/fuzz/seeds_hf
-	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp build/fuzz/fuzz_onnx \
-		-max_total_time=$(FUZZ_TIME_onnx) -timeout=20 -rss_limit_mb=4096 \
-		-artifact_prefix=build/fuzz/onnx- build/fuzz/corpus_onnx build/fuzz/seeds_onnx
+	@$(MAKE) --no-print-directory -j$(JOBS) -Otarget $(FUZZ_TARGETS:%=fuzz-run-%)
+
+# one target, built and seeded by make fuzz
+fuzz-run-%:
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp build/fuzz/fuzz_$* \
+		-max_total_time=$(FUZZ_TIME_$*) -timeout=20 -rss_limit_mb=4096 \
+		-artifact_prefix=build/fuzz/$*- build/fuzz/corpus_$* build/fuzz/seeds_$*
 
 # .clang-format is the tree's style, tuned to change as few lines as it can;
 # the tree has not been reformatted with it (at 1a6700b this changed 2681
