@@ -93,7 +93,8 @@ $(BUILD)/test_toolchains: $(TOOLCHAIN_OBJ) $(BUILD)/libmkc.a
 	$(CC) $(LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
 
 # make test builds, then runs its parts at once, JOBS at a time (make -j;
-# each part's output comes whole when it ends); each Criterion binary and
+# each part's output comes whole when it ends, and a part that fails does
+# not stop the others: --keep-going); each Criterion binary and
 # the conformance run take TEST_JOBS tests at a time. Measured on 2 cores,
 # the default (2 and 2) took 483 s from a clean build; 3 parts of one test
 # at a time took 484 s without one, the toolchain builds' last 100 s alone.
@@ -105,7 +106,7 @@ TEST_PARTS = test-mkc test-toolchains conformance check-models check-numbers fuz
 SAN_PARTS = test-mkc conformance check-numbers fuzz-replay
 
 test:  ## run every test that needs no GPU: the parts below, JOBS (nproc) at a time
-	@$(MAKE) --no-print-directory -j$(JOBS) -Otarget $(TEST_PARTS)
+	@$(MAKE) --no-print-directory --keep-going -j$(JOBS) -Otarget $(TEST_PARTS)
 
 test-mkc: $(BUILD)/mkc $(BUILD)/test_mkc  ## Criterion tests of mkc and of the emitted C run (build/test_mkc)
 	MKC=$(BUILD)/mkc $(BUILD)/test_mkc -j$(TEST_JOBS)
@@ -151,7 +152,7 @@ check-models:  ## check that the generated test models are what their generators
 # took about 40% longer on each of the conformance run's 344 builds).
 sanitize:  ## run SAN_PARTS with mkc, the tests and the emitted C under AddressSanitizer and UBSan
 	@LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp MKC_TEST_CFLAGS="$(SAN_FLAGS) -g1" \
-		$(MAKE) --no-print-directory -j$(JOBS) -Otarget BUILD=build/san SAN=1 $(SAN_PARTS)
+		$(MAKE) --no-print-directory --keep-going -j$(JOBS) -Otarget BUILD=build/san SAN=1 $(SAN_PARTS)
 
 check-numbers: $(BUILD)/mkc  ## check that the README's counts are what mkc measures now
 	python3 tools/readme_numbers.py --check --mkc $(BUILD)/mkc
