@@ -29,7 +29,7 @@ typedef struct {
 static bool
 before(const heap *h, int a, int b)
 {
-	return h->key[a] < h->key[b] || (h->key[a] == h->key[b] && a < b);
+	return h->key[a] != h->key[b] ? h->key[a] < h->key[b] : a < b;
 }
 
 static void

@@ -95,8 +95,8 @@ def run_chunk(mkc, data, chunk):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode not in (0, 1) or not re.search(r"^\d+ passed, \d+ failed$", r.stdout, re.M):
         # mkc itself stopped early (a crash, a sanitizer report): show why
-        print(f"mkc test ended without its summary (exit {r.returncode}):\n{r.stderr[-3000:]}",
-              file=sys.stderr)
+        print(f"mkc test of {' '.join(chunk)} ended without its summary (exit {r.returncode}):\n"
+              f"{r.stderr[-3000:]}", file=sys.stderr)
     results = {}
     for line in r.stdout.splitlines():
         m = re.match(r"(PASS|FAIL) (\S+?)(?:/test_data_set_\d+)?: ?(.*)", line)
@@ -160,10 +160,11 @@ def main(argv):
     by_op = {op: tests_of(op, names) for op in ops}
     expanded = expanded_tests(args.data, names, set(ops))
     todo = sorted({t for ts in by_op.values() for t in ts} | set(expanded))
-    chunks = [todo[i::args.jobs] for i in range(args.jobs)]
+    # one `mkc test` a test, --jobs at a time: the slow ones (a C build each)
+    # spread over the pool; the results are read in todo's order
     results = {}
     with ThreadPoolExecutor(args.jobs) as pool:
-        for r in pool.map(lambda c: run_chunk(args.mkc, args.data, c), chunks):
+        for r in pool.map(lambda t: run_chunk(args.mkc, args.data, [t]), todo):
             results.update(r)
     expected = load_expected()
     bad = []

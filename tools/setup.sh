@@ -9,11 +9,13 @@ if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 
 # clang and its runtime libraries build the libFuzzer target (make fuzz);
 # hipcc with libamdhip64-dev (HIP 5.2 on clang 15) and clang-19 with lld-19
-# compile the emitted .hip for gfx90a and gfx942 (tests/compiler/test_hip.c;
+# compile the emitted .hip for gfx90a and gfx942 (tests/toolchains/test_hip.c;
 # about 116 MB to download, 615 MB installed, 20 s here)
+# cppcheck is make lint's (CI runs it), clang-format make format's.
 debs=(make gcc libprotobuf-c-dev protobuf-c-compiler libcjson-dev
       libcriterion-dev libonnx-dev libonnx-testdata python3 python3-pip time
-      clang libclang-rt-dev hipcc libamdhip64-dev clang-19 lld-19)
+      clang libclang-rt-dev hipcc libamdhip64-dev clang-19 lld-19
+      cppcheck clang-format)
 missing=()
 for p in "${debs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

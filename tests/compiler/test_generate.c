@@ -170,18 +170,6 @@ Test(profile, absent_without_the_flag, .timeout = 120)
 	cr_assert(strstr(out, "generate: this file was compiled without --profile"), "%s", out);
 }
 
-/* CI has nvcc but no GPU: the CUDA timeline code must build, warnings as errors. */
-Test(profile, emitted_cuda_builds_for_sm_90a, .timeout = 300)
-{
-	char cmd[1024];
-	snprintf(cmd, sizeof cmd,
-		 "d=$(mktemp -d) && %s tests/models/tiny_llama_decode_op23 -o $d/m.cu --profile && "
-		 "grep -q 'MKC_PROFILE 1' $d/m.cu && "
-		 "nvcc -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall,-Wextra "
-		 "-Werror all-warnings -c $d/m.cu -o $d/m.o; rc=$?; rm -rf $d; exit $rc", mkc_bin());
-	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
-}
-
 /*
  * The emitted API checks its arguments (issue 14's run-time class): NULL
  * buffers to step, cache_load and cache_read, and generate counts whose

@@ -315,18 +315,6 @@ Test(hf_run, reference_matches_the_onnx_export)
 	cr_assert(!strstr(out, "FAIL"), "%s", out);
 }
 
-/* CI has nvcc but no GPU: the emitted CUDA must at least build. */
-Test(hf_run, emitted_cuda_builds)
-{
-	const char *bin = getenv("MKC") ? getenv("MKC") : "build/mkc";
-	char cmd[1024];
-	snprintf(cmd, sizeof cmd,
-		 "%s %s -o %s/m.cu && nvcc -gencode=arch=compute_90a,code=sm_90a -Xcompiler "
-		 "-Wall,-Wextra -Werror all-warnings -c %s/m.cu -o %s/m.o",
-		 bin, HF("llama_tiny_bf16"), tmp_dir, tmp_dir, tmp_dir);
-	cr_assert_eq(shell(cmd), 0, "%s", out);
-}
-
 /* ------------------------------------------------- bad folders */
 
 TestSuite(hf_bad, .init = setup, .fini = teardown);
