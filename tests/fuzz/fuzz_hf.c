@@ -28,6 +28,7 @@
 
 /* the emitted file uses the ONNX reader of common.h; this target does not */
 #pragma GCC diagnostic ignored "-Wunused-function"
+#include "../../runtime/limits.h"
 #include "../../runtime/common.h"
 #include "../../runtime/files.h"
 
