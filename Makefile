@@ -53,7 +53,7 @@ TOOLCHAIN_OBJ = $(TOOLCHAIN_SRC:%.c=$(BUILD)/obj/%.o)
 all: $(BUILD)/mkc  ## build $(BUILD)/mkc
 
 help:  ## list the targets
-	@grep -hE '^[a-z-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | sed 's/:.*## /\t/' | expand -t 17
+	@grep -hE '^[a-z-]+:.*## ' $(firstword $(MAKEFILE_LIST)) | sed 's/:.*## /\t/' | sed "s|\$$(BUILD)|$(BUILD)|g" | expand -t 17
 
 # one run makes both files (a grouped target), even under make -j
 $(BUILD)/gen/onnx.pb-c.c $(BUILD)/gen/onnx.pb-c.h &: $(ONNX_PROTO)
