@@ -7,6 +7,8 @@
 # the script another folder and pack it, as session 8 did:
 #   o=$OUT; OUT=/tmp/gc bash tools/gpu_check.sh > $o/summary.txt; tar czf $o/logs.tgz -C /tmp/gc .
 #   0. tests/gpu/bodies.cu: the CUDA tile bodies alone against float64;
+#      tests/gpu/mma.cu: the tensor-core tile alone against float64, and its
+#      TFLOPS at a 1B-shaped prompt chunk's products;
 #      tests/gpu/portable.cu: the portable bodies (backends/c/) on the GPU
 #      against the same bodies on the host;
 #   1. mkc test --target cuda on every golden model, 100 steps each (every
@@ -40,6 +42,11 @@ nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -o "$out/bodies" tests/gpu/bodies
 	"$out/bodies" >>"$out/bodies.log" 2>&1
 bodies_rc=$?
 rm -f "$out/bodies"
+# the tensor-core tile (backends/cuda/mma.cuh) alone, then timed
+nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -o "$out/mma" tests/gpu/mma.cu >"$out/mma.log" 2>&1 &&
+	"$out/mma" >>"$out/mma.log" 2>&1
+mma_rc=$?
+rm -f "$out/mma"
 # the portable bodies of backends/c/ on the GPU, against their host copies
 nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -o "$out/portable" tests/gpu/portable.cu >"$out/portable.log" 2>&1 &&
 	"$out/portable" >>"$out/portable.log" 2>&1
@@ -143,6 +150,8 @@ fi
 echo
 echo "== tests/gpu/bodies.cu (the GPU bodies alone vs float64, 32 and 64 lanes) =="
 cat "$out/bodies.log"
+echo "== tests/gpu/mma.cu (the tensor-core tile alone vs float64, then timed) =="
+cat "$out/mma.log"
 echo "== tests/gpu/portable.cu (the portable bodies on the GPU vs on the host) =="
 cat "$out/portable.log"
 echo "== mkc test --target cuda (100 steps) =="
@@ -177,4 +186,4 @@ printf '%-12s exit %s  %s\n' memcheck "$mem_rc" "$(grep -m1 'ERROR SUMMARY' "$ou
 printf '%-12s exit %s  %s\n' racecheck "$race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' "memcheck hf" "$hf_mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck_hf.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' "racecheck hf" "$hf_race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck_hf.log" 2>/dev/null)"
-[ $bodies_rc -eq 0 ] && [ $portable_rc -eq 0 ] && [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ] && [ $hip_rc -eq 0 ]
+[ $bodies_rc -eq 0 ] && [ $mma_rc -eq 0 ] && [ $portable_rc -eq 0 ] && [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ] && [ $hip_rc -eq 0 ]

@@ -93,6 +93,24 @@ Test(golden, cuda_body_test_builds, .timeout = 300)
 }
 
 /*
+ * The tensor-core tile's test (tests/gpu/mma.cu, run by gpu_check.sh) builds
+ * here, and ptxas keeps the tile's 64 sums a lane in registers: a spill
+ * would put local memory in the inner loop of every prompt product.
+ */
+Test(golden, cuda_mma_test_builds_without_spills, .timeout = 300)
+{
+	cr_assert_eq(mkc_shell("d=$(mktemp -d) && nvcc -gencode=arch=compute_90a,code=sm_90a "
+			       "-Xcompiler -Wall,-Wextra -Werror all-warnings -O2 -Xptxas -v "
+			       "-o $d/mma tests/gpu/mma.cu >$d/log 2>&1; rc=$?; "
+			       "grep -c ' bytes spill stores' $d/log >/dev/null || rc=3; "
+			       "grep ' bytes spill stores' $d/log | grep -v '^ *0 bytes stack frame, 0 bytes "
+			       "spill stores, 0 bytes spill loads' && rc=4; cat $d/log | tail -3; "
+			       "rm -rf $d; exit $rc",
+			       out, sizeof out),
+		     0, "%s", out);
+}
+
+/*
  * The portable bodies' GPU test (tests/gpu/portable.cu, run by gpu_check.sh)
  * builds here. Its host copies of the bodies see their `#pragma unroll`,
  * meant for the device, which gcc's -Wall calls unknown.
