@@ -67,7 +67,8 @@ typedef struct mkc_kernel {
 	 * the same float operations); softcap 0: none.
 	 */
 	float scale, softcap;
-	bool scale_given, causal;
+	bool scale_given;
+	int causal;   /* is_causal: 0, 1 (query s sees the past and s more), 2 (the diagonal at the end) */
 	int64_t chunks;            /* AttnPart, AttnMerge: position chunks a key head */
 	int64_t heads, kv_heads;   /* ROTARY (heads of a 3-D input; 0: 4-D), GroupQueryAttention */
 	/* GroupQueryAttention's do_rotary, CACHE_APPEND's and HEAD_PROJ's

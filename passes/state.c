@@ -73,11 +73,21 @@ cache_concat(mkc_graph *g, mkc_tensor *q, int *axis, int64_t *nnew)
 
 /* Attention(q, k, v, mask, past_k, past_v) -> (y, present_k, present_v) into
  * present = Concat(past, new) along the sequence axis, and an Attention
- * that reads present. */
+ * that reads present. is_causal lets query s see the past and the new
+ * positions up to s; once the past is part of the keys, that is the
+ * diagonal aligned to the last position, which the node then says with
+ * is_causal = 2 (mkc's own value: lower reads it). That holds only when
+ * the new keys are as many as the queries; otherwise the node stays whole. */
 static void
 split_attention(mkc_graph *g, mkc_node *n)
 {
 	if (n->nin < 6 || n->nout < 3 || n->in[0]->rank != 4)
+		return;
+	mkc_attr *causal = NULL;
+	for (int i = 0; i < n->nattr; i++)
+		if (!strcmp(n->attr[i].name, "is_causal") && n->attr[i].i)
+			causal = &n->attr[i];
+	if (causal && (n->in[1]->rank != 4 || !mkc_dim_eq(n->in[0]->shape[2], n->in[1]->shape[2])))
 		return;
 	for (int k = 0; k < 2; k++) {
 		mkc_tensor *past = n->in[4 + k], *present = n->out[1 + k];
@@ -101,6 +111,8 @@ split_attention(mkc_graph *g, mkc_node *n)
 	}
 	n->nin = n->in[3] ? 4 : 3;
 	n->nout = n->nout > 3 && n->out[3] ? 4 : 1;
+	if (causal)
+		causal->i = 2;
 }
 
 int

@@ -121,6 +121,7 @@ mkc_attn_merge_c(const mkc_view *part, const mkc_view *y, int64_t C, int64_t h0,
 typedef struct {
 	float scale;
 	float softcap;   /* > 0: scores soft-capped */
+	int causal;      /* 1: query s sees positions up to P + s; 2: up to L - Sq + s */
 	int64_t h0, h1;  /* the tile's query heads */
 } mkc_attn_opt;
 
@@ -133,7 +134,11 @@ typedef struct {
  * softmax (running maximum and rescaled sums), so no scratch memory is
  * needed. A score is scaled, soft-capped when softcap > 0, then masked
  * (mask, broadcast over (b, h, s, t): a float one added, a bool one
- * keeping where true; NULL: none); a row with no position left is 0. The
+ * keeping where true; NULL: none); with causal 1, query s sees the
+ * positions up to P + s, as onnxruntime aligns is_causal (the past, then
+ * the new positions up to its own; top-left when there is no past); with
+ * causal 2 (passes/state.c, once the past is part of k and v), up to
+ * L - Sq + s; a row with no position left is 0. The
  * present keys and values y1, y2 [B, Hk, L, .] (NULL when not wanted) are
  * the past then the new ones.
  */
@@ -155,7 +160,9 @@ mkc_attention(const mkc_view *y, const mkc_view *q, const mkc_view *k, const mkc
 		const int64_t s = f / Dv % Sq, d = f % Dv, kh = h / (Hq / Hk);
 		const float *pq = (const float *)q->p + b * qs[0] + h * qs[1] + s * qs[2];
 		float mx = -INFINITY, sum = 0, acc = 0;
-		for (int64_t t = 0; t < L; t++) {
+		const int64_t see = o->causal == 2 ? L - Sq + s + 1 : o->causal ? P + s + 1 : L;
+		const int64_t end = see < L ? see : L;
+		for (int64_t t = 0; t < end; t++) {
 			const float *rk = t < P ? (const float *)pk->p + b * pks[0] + kh * pks[1] + t * pks[2]
 					       : (const float *)k->p + b * ks[0] + kh * ks[1] + (t - P) * ks[2];
 			const float *rv = t < P ? (const float *)pv->p + b * pvs[0] + kh * pvs[1] + t * pvs[2]

@@ -716,7 +716,7 @@ scale_expr(char *buf, const mkc_kernel *k, const char *q)
 /*
  * The head size for which a GPU target has a decode attention body
  * (backends/cuda/attention.cuh: positions spread over the warps), or 0 when
- * the node needs the general one: a mask, a soft cap, past inputs, present
+ * the node needs the general one: a mask, a soft cap, is_causal, past inputs, present
  * outputs, or a head size that is not a constant multiple of the warp up to
  * MKC_ATTN_MAX_D shared by query, key and value.
  */
@@ -724,7 +724,7 @@ static int64_t
 attention_fast_dim(const mkc_emitter *e, const mkc_node *n)
 {
 	const mkc_tensor *q = n->in[0], *k = n->in[1], *v = n->in[2];
-	if (!e->t->warp || n->nin > 3 || n->kern->softcap != 0)
+	if (!e->t->warp || n->nin > 3 || n->kern->softcap != 0 || n->kern->causal)
 		return 0;
 	for (int o = 1; o < n->nout; o++)
 		if (n->out[o])
@@ -747,7 +747,8 @@ attention_fast_dim(const mkc_emitter *e, const mkc_node *n)
  * Attention (opset 23), 4-D: backends/c/attention.h's mkc_attention, lanes
  * sharing the output elements, each walking the keys once with an online
  * softmax; scores scaled, soft-capped, masked (a bool mask keeps where
- * true, a float mask adds); keys and values the past ones followed by the
+ * true, a float mask adds; is_causal keeps a query's positions up to the
+ * past's length plus its own index); keys and values the past ones followed by the
  * new ones, which the present outputs are. A tile computes the query heads
  * lo[1]..hi[1] (tile.c cuts Attention by heads when it has no present
  * outputs). On a GPU with a body for its head size, attention.cuh's.
@@ -757,8 +758,6 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 {
 	if (n->in[0]->rank != 4)
 		return unsupported(e, n, "3-D query, key and value");
-	if (n->kern->causal)
-		return unsupported(e, n, "is_causal = 1");
 	if (n->nout > 3 && n->out[3])
 		return unsupported(e, n, "the QK^T output");
 	char fs[96], fc[48], mask[16], pk[16], pv[16], y1[16], y2[16];
@@ -770,9 +769,11 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 		return 0;
 	}
 	float softcap = n->kern->softcap;
-	fprintf(e->f, "\tconst mkc_attn_opt o = {.scale = %s, .softcap = %s, .h0 = lo[1], .h1 = hi[1]};\n"
+	fprintf(e->f, "\tconst mkc_attn_opt o = {.scale = %s, .softcap = %s, .causal = %d,\n"
+		"\t\t.h0 = lo[1], .h1 = hi[1]};\n"
 		"\tmkc_attention(&y, &x0, &x1, &x2, %s, %s, %s, %s, %s, &o);\n",
-		scale_expr(fs, n->kern, "x0"), flit(fc, softcap > 0 ? softcap : 0), view_in(mask, n, 3),
+		scale_expr(fs, n->kern, "x0"), flit(fc, softcap > 0 ? softcap : 0), n->kern->causal,
+		view_in(mask, n, 3),
 		view_in(pk, n, 4), view_in(pv, n, 5), view_out(y1, n, 1), view_out(y2, n, 2));
 	return 0;
 }

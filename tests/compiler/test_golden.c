@@ -272,6 +272,26 @@ Test(golden, contrib_ops_match_onnxruntime, .timeout = 300)
 }
 
 /*
+ * Attention with is_causal against onnxruntime: without a past (the
+ * diagonal at the top left, also for fewer queries than keys) and over a
+ * past (query s sees the past and the chunk up to s: passes/state.c
+ * splits the past off and says so with is_causal = 2), with the past as
+ * inputs too (--kv-io keeps the node whole). Refused before session 15.
+ */
+Test(golden, causal_attention_matches_onnxruntime, .timeout = 120)
+{
+	const char *m = "tests/models/hand/attention_causal tests/models/hand/attention_causal_wide "
+			"tests/models/hand/attention_causal_past";
+	char args[512];
+	snprintf(args, sizeof args, "--shuffle 2 --threads 4 %s", m);
+	cr_assert_eq(mkc_test(args), 0, "%s", out);
+	cr_assert(strstr(out, "3 passed, 0 failed"), "%s", out);
+	snprintf(args, sizeof args, "--kv-io %s", m);
+	cr_assert_eq(mkc_test(args), 0, "%s", out);
+	cr_assert(strstr(out, "3 passed, 0 failed"), "%s", out);
+}
+
+/*
  * More queues than requested threads: every static queue still gets a
  * thread of its own (one thread running two queues in turn can wait in the
  * first on a task of the second: this failed before).

@@ -505,6 +505,35 @@ def gen_gqa(outdir, f):
                    contrib_model(name, node, inputs, outputs, caches), feeds)
 
 
+def gen_causal_attention(outdir):
+    """Attention (opset 23) with is_causal, onnxruntime's outputs as the
+    reference: query s sees the positions up to the past's length plus s
+    (top-left without a past). Four query heads over two key heads, head
+    size 8: a chunk of five tokens with no past, two queries over four keys,
+    and a chunk of four over a past of three with the present keys and
+    values (the shape of a prompt chunk appended to a cache)."""
+    rng = np.random.default_rng(23)
+    f = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    n = helper.make_node
+    for name, S, K, P in (("attention_causal", 5, 5, 0), ("attention_causal_wide", 2, 4, 0),
+                          ("attention_causal_past", 4, 4, 3)):
+        ins = ["q", "k", "v"] + (["", "past_key", "past_value"] if P else [])
+        outs = ["y"] + (["present_key", "present_value"] if P else [])
+        shapes = {"q": [1, 4, S, 8], "k": [1, 2, K, 8], "v": [1, 2, K, 8]}
+        if P:
+            shapes.update(past_key=[1, 2, P, 8], past_value=[1, 2, P, 8])
+        oshapes = {"y": [1, 4, S, 8], "present_key": [1, 2, P + K, 8],
+                   "present_value": [1, 2, P + K, 8]}
+        graph = helper.make_graph(
+            [n("Attention", ins, outs, name="attn", is_causal=1)], name,
+            [value_info(i, F32, shapes[i]) for i in shapes],
+            [value_info(o, F32, oshapes[o]) for o in outs])
+        model = make_model(graph)
+        model.opset_import[0].version = 23   # Attention is opset 23's
+        model.ir_version = 11
+        write_case(os.path.join(outdir, name), model, {i: f(*shapes[i]) for i in shapes})
+
+
 # -------------------------------------------------------------- bad inputs
 
 def gen_raw_garbage(outdir, storage_bytes):
@@ -713,6 +742,7 @@ def main(argv):
     gen_elementwise_tiles(outdir)
     gen_escape_names(outdir)
     gen_contrib(outdir)
+    gen_causal_attention(outdir)
     gen_raw_garbage(outdir, storage_bytes)
     gen_unknown_op(outdir)
     gen_dangling(outdir)
