@@ -438,7 +438,7 @@ emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
 				int64_t n = (int64_t)(t->nbytes / 4);
 				uint16_t *b = mkc_arena_alloc(g->ctx->arena, (size_t)n * 2 + 2);
 				for (int64_t k = 0; k < n; k++)
-					b[k] = mkc_float_to_bf16(((const float *)t->data)[k]);
+					b[k] = mkc_float_to_bf16((float)mkc_load_double(MKC_DT_FLOAT, t->data, k));
 				put_bytes(f, nm, b, (size_t)n * 2);
 			} else {
 				put_bytes(f, nm, t->data, t->nbytes);

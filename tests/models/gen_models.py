@@ -397,6 +397,44 @@ def gen_elementwise_tiles(outdir):
     write_case(os.path.join(outdir, "elementwise_tiles"), model, feeds)
 
 
+def write_reference_case(folder, model, feeds, outputs):
+    """model.onnx and test_data_set_0 with the outputs given (in graph order)."""
+    write_model(folder, "model.onnx", model)
+    data = os.path.join(folder, "test_data_set_0")
+    for k, i in enumerate(model.graph.input):
+        write_bytes(os.path.join(data, "input_%d.pb" % k),
+                    numpy_helper.from_array(feeds[i.name], i.name).SerializeToString())
+    for k, (o, v) in enumerate(zip(model.graph.output, outputs)):
+        write_bytes(os.path.join(data, "output_%d.pb" % k),
+                    numpy_helper.from_array(v, o.name).SerializeToString())
+
+
+def gen_ext_odd(outdir):
+    """Initializers in external data at odd offsets: W [4,3] at byte 1 (the
+    MatMul's weight, embedded in the emitted file) and c [3] at byte 49
+    (folded: Mul(c, 2) is computed at compile time). A reader that takes
+    their bytes as an array of floats in place reads through a misaligned
+    pointer, which UBSan reports. y = x @ W + 2c, in float64 then float32."""
+    rng = np.random.default_rng(13)
+    w = rng.uniform(-1, 1, (4, 3)).astype(np.float32)
+    c = rng.uniform(-1, 1, 3).astype(np.float32)
+    x = rng.uniform(-1, 1, (1, 4)).astype(np.float32)
+    folder = os.path.join(outdir, "ext_odd")
+    blob = b"\x01" + w.astype("<f4").tobytes() + c.astype("<f4").tobytes()
+    write_bytes(os.path.join(folder, "odd.bin"), blob)
+    n = helper.make_node
+    nodes = [n("MatMul", ["x", "W"], ["h"], name="mm"),
+             n("Mul", ["c", "two"], ["c2"], name="twice_c"),
+             n("Add", ["h", "c2"], ["y"], name="add_c2")]
+    inits = [external("W", [4, 3], "odd.bin", offset=1, length=48),
+             external("c", [3], "odd.bin", offset=49, length=12),
+             numpy_helper.from_array(np.array(2.0, np.float32), "two")]
+    graph = helper.make_graph(nodes, "ext_odd", [value_info("x", F32, [1, 4])],
+                              [value_info("y", F32, [1, 3])], initializer=inits)
+    y = (x.astype(np.float64) @ w.astype(np.float64) + 2.0 * c.astype(np.float64))
+    write_reference_case(folder, make_model(graph), {"x": x}, [y.astype(np.float32)])
+
+
 def contrib_model(name, node, inputs, outputs, inits=()):
     graph = helper.make_graph([node], name, inputs, outputs, initializer=list(inits))
     return make_model(graph, [("com.microsoft", 1)])
@@ -713,6 +751,7 @@ def main(argv):
     gen_elementwise_tiles(outdir)
     gen_escape_names(outdir)
     gen_contrib(outdir)
+    gen_ext_odd(outdir)
     gen_raw_garbage(outdir, storage_bytes)
     gen_unknown_op(outdir)
     gen_dangling(outdir)

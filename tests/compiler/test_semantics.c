@@ -1,0 +1,36 @@
+/*
+ * test_semantics.c - `mkc test` on the hand models (tests/models/hand,
+ * made by gen_models.py) whose answers hang on a rule that is easy to get
+ * wrong, each against a reference computed outside mkc: weights at odd
+ * offsets in external data, a decode step's first token (an empty past).
+ * Under `make sanitize` mkc and the emitted code run under AddressSanitizer
+ * and UBSan, so undefined behaviour on the way fails the test too.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../mkc_run.h"
+
+static char out[1 << 16];
+
+/* `mkc test ARGS`, its output in out; returns its exit status. */
+static int
+mkc_test(const char *args)
+{
+	return mkc_test_run(args, out, sizeof out);
+}
+
+/*
+ * hand/ext_odd: W at byte 1 and c at byte 49 of odd.bin. Folding Mul(c, 2)
+ * read c, and --weights bf16 converted W, as float arrays in place: a
+ * misaligned load, which UBSan reports.
+ */
+Test(semantics, external_data_at_odd_offsets, .timeout = 120)
+{
+	cr_assert_eq(mkc_test("tests/models/hand/ext_odd"), 0, "%s", out);
+	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
+	cr_assert_eq(mkc_test("--weights bf16 --tolerance 1e-2 tests/models/hand/ext_odd"), 0, "%s",
+		     out);
+	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
+}
