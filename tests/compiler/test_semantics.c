@@ -34,3 +34,15 @@ Test(semantics, external_data_at_odd_offsets, .timeout = 120)
 		     out);
 	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
 }
+
+/*
+ * hand/first_step: a decode step at past_len 0, the first token of a
+ * sequence. Its past is empty (no data), which mkc test's decoy past copied
+ * with memcpy from NULL, undefined even for 0 bytes (UBSan's nonnull check).
+ */
+Test(semantics, first_decode_step_has_an_empty_past, .timeout = 120)
+{
+	cr_assert_eq(mkc_test("tests/models/hand/first_step"), 0, "%s", out);
+	cr_assert(strstr(out, "(KV caches in place)"), "the past must become a cache: %s", out);
+	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
+}

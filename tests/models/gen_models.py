@@ -435,6 +435,29 @@ def gen_ext_odd(outdir):
     write_reference_case(folder, make_model(graph), {"x": x}, [y.astype(np.float32)])
 
 
+def gen_first_step(outdir):
+    """A decode step's first token: opset-23 Attention with its past key and
+    value at past_len 0 (the cache becomes state; its past is empty), with
+    onnxruntime's outputs as the reference."""
+    heads, dim = 2, 4
+    io = lambda name, seq: value_info(name, F32, [1, heads, seq, dim])
+    node = helper.make_node("Attention", ["q", "k", "v", "", "past_key", "past_value"],
+                            ["y", "present_key", "present_value"], name="attention")
+    graph = helper.make_graph(
+        [node], "first_step",
+        [io("q", 1), io("k", 1), io("v", 1), io("past_key", "past_len"),
+         io("past_value", "past_len")],
+        [io("y", 1), io("present_key", "past_len + 1"), io("present_value", "past_len + 1")])
+    model = make_model(graph)
+    model.opset_import[0].version = 23
+    onnx.checker.check_model(model, full_check=True)
+    rng = np.random.default_rng(17)
+    f = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    feeds = {"q": f(1, heads, 1, dim), "k": f(1, heads, 1, dim), "v": f(1, heads, 1, dim),
+             "past_key": f(1, heads, 0, dim), "past_value": f(1, heads, 0, dim)}
+    write_case(os.path.join(outdir, "first_step"), model, feeds)
+
+
 def contrib_model(name, node, inputs, outputs, inits=()):
     graph = helper.make_graph([node], name, inputs, outputs, initializer=list(inits))
     return make_model(graph, [("com.microsoft", 1)])
@@ -752,6 +775,7 @@ def main(argv):
     gen_escape_names(outdir)
     gen_contrib(outdir)
     gen_ext_odd(outdir)
+    gen_first_step(outdir)
     gen_raw_garbage(outdir, storage_bytes)
     gen_unknown_op(outdir)
     gen_dangling(outdir)
