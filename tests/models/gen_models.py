@@ -738,13 +738,28 @@ BAD_JSON = {
     "both_spellings": break_graph(["initializer", 0, "raw_data"], "AACAPwAAAEA="),
     "dim_oneof": break_graph(["input", 0, "type", "tensorType", "shape", "dim", 0],
                              {"dimValue": "2", "dimParam": "n"}),
+    # keys onnx.proto does not know, which protobuf's JSON parser refuses
+    "misspelled_attributes": break_graph(["node", 0, "attributes"],
+                                         [{"name": "axis", "i": "1", "type": "INT"}]),
+    "unknown_dim_key": break_graph(["input", 0, "type", "tensorType", "shape", "dim", 0],
+                                   {"dim_valu": "2"}),
+    "unknown_model_key": lambda m: dict(m, producerNme="x"),
+    "unknown_far_key": break_graph(["initializer", 0, "frobnicate"], 1),
 }
+UNKNOWN_KEYS = ("misspelled_attributes", "unknown_dim_key", "unknown_model_key",
+                "unknown_far_key")
 
 
 def gen_bad_json(outdir):
     folder = os.path.join(outdir, "json_bad")
     for name, breaks in BAD_JSON.items():
         data = json.dumps(breaks(tiny_json_model()), indent=1).encode("utf-8")
+        if name in UNKNOWN_KEYS:
+            try:
+                json_format.Parse(data, onnx.ModelProto())
+                raise AssertionError("protobuf's JSON parser took " + name)
+            except json_format.ParseError:
+                pass
         write_bytes(os.path.join(folder, name + ".json"), data)
     text = json.dumps(tiny_json_model(), indent=1).encode("utf-8")
     write_bytes(os.path.join(folder, "truncated.json"), text[: len(text) // 2])
