@@ -18,7 +18,11 @@
 #include "numeric.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
+
+/* what Max, Min and Relu do to a value, as the emitted code does */
+#include "../backends/c/scalar.h"
 
 typedef struct {
 	bool isint;
@@ -219,7 +223,7 @@ unary_float(mkc_op op, double x)
 	case MKC_OP_COS: return cos(x);
 	case MKC_OP_TANH: return tanh(x);
 	case MKC_OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
-	case MKC_OP_RELU: return x < 0 ? 0 : x;
+	case MKC_OP_RELU: return mkc_rt_fmax(x, 0);
 	case MKC_OP_ERF: return erf(x);
 	case MKC_OP_FLOOR: return floor(x);
 	case MKC_OP_CEIL: return ceil(x);
@@ -323,8 +327,8 @@ binary_float(mkc_op op, double a, double b)
 	case MKC_OP_MUL: return a * b;
 	case MKC_OP_DIV: return a / b;
 	case MKC_OP_POW: return pow(a, b);
-	case MKC_OP_MAX: return a > b ? a : b;
-	case MKC_OP_MIN: return a < b ? a : b;
+	case MKC_OP_MAX: return mkc_rt_fmax(a, b);
+	case MKC_OP_MIN: return mkc_rt_fmin(a, b);
 	case MKC_OP_EQUAL: return a == b;
 	case MKC_OP_LESS: return a < b;
 	case MKC_OP_LESS_EQUAL: return a <= b;

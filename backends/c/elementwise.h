@@ -1,7 +1,9 @@
 /*
  * elementwise.h - the elementwise ops as one tile body in plain C over the
  * lanes of a tile (runtime/common.h: MKC_LANE of MKC_NLANES), embedded by
- * every target after data.h (the element types' MKC_T_ codes).
+ * every target after scalar.h (Max, Min and Relu, as constant folding
+ * computes them) and data.h (the element types' MKC_T_
+ * codes).
  *
  * mkc_elementwise computes op on nin operands of any types, in float (the
  * float form: a float operand's op, as onnxruntime computes float32) or
@@ -57,7 +59,7 @@ mkc_ew_f(int op, float a, float b)
 	case MKC_EW_COS: return cosf(a);
 	case MKC_EW_TANH: return tanhf(a);
 	case MKC_EW_SIGMOID: return mkc_ew_sigmoid(a);
-	case MKC_EW_RELU: return a > 0 ? a : 0;
+	case MKC_EW_RELU: return (float)mkc_rt_fmax(a, 0);
 	case MKC_EW_ERF: return erff(a);
 	case MKC_EW_FLOOR: return floorf(a);
 	case MKC_EW_CEIL: return ceilf(a);
@@ -69,8 +71,8 @@ mkc_ew_f(int op, float a, float b)
 	case MKC_EW_MUL: return a * b;
 	case MKC_EW_DIV: return a / b;
 	case MKC_EW_POW: return powf(a, b);
-	case MKC_EW_MAX: return fmaxf(a, b);
-	case MKC_EW_MIN: return fminf(a, b);
+	case MKC_EW_MAX: return (float)mkc_rt_fmax(a, b);
+	case MKC_EW_MIN: return (float)mkc_rt_fmin(a, b);
 	case MKC_EW_EQUAL: return a == b;
 	case MKC_EW_LESS: return a < b;
 	case MKC_EW_LESS_EQUAL: return a <= b;

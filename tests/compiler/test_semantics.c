@@ -46,3 +46,15 @@ Test(semantics, first_decode_step_has_an_empty_past, .timeout = 120)
 	cr_assert(strstr(out, "(KV caches in place)"), "the past must become a cache: %s", out);
 	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
 }
+
+/*
+ * hand/nan_propagation: Max, Min (2 and 3 operands), Relu and ReduceMax
+ * over NaNs in every position, at run time and folded, against ONNX's
+ * reference: a NaN operand gives NaN. fmaxf and fminf gave the other
+ * operand, Relu's compare 0, folding the second operand of a compare.
+ */
+Test(semantics, nan_propagates_through_max_min_relu_and_reduce_max, .timeout = 120)
+{
+	cr_assert_eq(mkc_test("tests/models/hand/nan_propagation"), 0, "%s", out);
+	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
+}

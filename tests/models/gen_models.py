@@ -458,6 +458,55 @@ def gen_first_step(outdir):
     write_case(os.path.join(outdir, "first_step"), model, feeds)
 
 
+def gen_nan_propagation(outdir):
+    """Max, Min, Relu and ReduceMax with NaN operands in every position, at
+    run time (inputs) and folded at compile time (initializers): a NaN
+    operand gives NaN, as ONNX's reference (numpy) computes them, which is
+    the reference here. onnxruntime agrees on Max, Min and Relu (checked);
+    its ReduceMax gives NaN only when the NaN comes first in the reduction
+    (Eigen's max), so rows 2 and 3 of r_max1 and column 2 of r_max0 differ
+    from it."""
+    from onnx.reference import ReferenceEvaluator
+    import onnxruntime as ort
+    nan, inf = np.nan, np.inf
+    a = np.array([[nan, 1, -2, nan], [3, -0.0, inf, -inf], [1, 2, nan, 0],
+                  [-1, nan, -3, -4]], np.float32)
+    b = np.array([[1, nan, nan, 2], [-inf, 0.0, nan, 5], [2, 1, 0, 0],
+                  [nan, -2, 7, -5]], np.float32)
+    c = np.array([0.5, nan, -1, 7], np.float32)
+    n = helper.make_node
+    nodes = [n("Max", ["a", "b"], ["max_ab"], name="max_ab"),
+             n("Min", ["a", "b"], ["min_ab"], name="min_ab"),
+             n("Max", ["a", "b", "c"], ["max_abc"], name="max_abc"),
+             n("Min", ["c", "a", "b"], ["min_cab"], name="min_cab"),
+             n("Relu", ["a"], ["relu_a"], name="relu_a"),
+             n("ReduceMax", ["a", "axes_1"], ["r_max1"], name="reduce_max_1"),
+             n("ReduceMax", ["b", "axes_0"], ["r_max0"], name="reduce_max_0", keepdims=0),
+             n("Max", ["ka", "kb"], ["k_max"], name="fold_max"),
+             n("Min", ["kb", "ka"], ["k_min"], name="fold_min"),
+             n("Relu", ["ka"], ["k_relu"], name="fold_relu")]
+    inits = [numpy_helper.from_array(np.array([1], np.int64), "axes_1"),
+             numpy_helper.from_array(np.array([0], np.int64), "axes_0"),
+             numpy_helper.from_array(a, "ka"), numpy_helper.from_array(b, "kb")]
+    shapes = {"r_max1": [4, 1], "r_max0": [4]}
+    outputs = [value_info(o, F32, shapes.get(o, [4, 4])) for o in
+               ("max_ab", "min_ab", "max_abc", "min_cab", "relu_a", "r_max1", "r_max0",
+                "k_max", "k_min", "k_relu")]
+    graph = helper.make_graph(nodes, "nan_propagation",
+                              [value_info("a", F32, [4, 4]), value_info("b", F32, [4, 4]),
+                               value_info("c", F32, [4])], outputs, initializer=inits)
+    model = make_model(graph)
+    onnx.checker.check_model(model, full_check=True)
+    feeds = {"a": a, "b": b, "c": c}
+    ref = ReferenceEvaluator(model).run(None, feeds)
+    got = ort.InferenceSession(model.SerializeToString(),
+                               providers=["CPUExecutionProvider"]).run(None, feeds)
+    for k, (r, o) in enumerate(zip(ref, got)):
+        if k not in (5, 6):   # the two ReduceMax outputs
+            np.testing.assert_array_equal(r, o)
+    write_reference_case(os.path.join(outdir, "nan_propagation"), model, feeds, ref)
+
+
 def contrib_model(name, node, inputs, outputs, inits=()):
     graph = helper.make_graph([node], name, inputs, outputs, initializer=list(inits))
     return make_model(graph, [("com.microsoft", 1)])
@@ -791,6 +840,7 @@ def main(argv):
     gen_contrib(outdir)
     gen_ext_odd(outdir)
     gen_first_step(outdir)
+    gen_nan_propagation(outdir)
     gen_raw_garbage(outdir, storage_bytes)
     gen_unknown_op(outdir)
     gen_dangling(outdir)

@@ -4,11 +4,13 @@
  * built here node by node.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <string.h>
 
 #include "../fixture.h"
 #include "../graph_builder.h"
 #include "frontend.h"
+#include "numeric.h"
 #include "passes.h"
 
 #define MODEL(p) "tests/models/" p
@@ -447,4 +449,39 @@ Test(infer, dce_removes_unused_chains)
 	cr_assert_eq(g->nodes.n, 1);
 	cr_assert_str_eq(MKC_NODE(g, 0)->name, "node_y");
 	cr_assert_eq(mkc_verify_graph(g, true), 0);
+}
+
+/* Element i of a folded tensor, as a double. */
+static double
+folded(mkc_graph *g, const char *name, int64_t i)
+{
+	mkc_tensor *t = mkc_graph_find(g, name);
+	cr_assert(t && t->data, "%s was not folded", name);
+	return mkc_load_double(t->dtype, t->data, i);
+}
+
+/*
+ * Folding computes what the emitted code computes (backends/c/scalar.h):
+ * Max, Min and Relu give NaN for a NaN operand in either place (folding
+ * took the other operand where the NaN came first) and keep the first of
+ * two zeros.
+ */
+Test(infer, folding_propagates_nan_as_the_bodies_do)
+{
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	const int64_t d3[1] = {3};
+	mkc_tensor *x = gb_floats(g, "x", 1, d3, (const float[]){NAN, 1, -0.0f});
+	mkc_tensor *y = gb_floats(g, "y", 1, d3, (const float[]){1, NAN, 0});
+	gb_output(g, gb_op(g, "Max", "mx", x, y));
+	gb_output(g, gb_op(g, "Min", "mn", x, y));
+	gb_output(g, gb_op(g, "Relu", "rl", x, NULL));
+	cr_assert_eq(run(g), 0, "%s", ctx->errors);
+	for (int i = 0; i < 2; i++) {
+		cr_expect(isnan(folded(g, "mx", i)), "Max element %d: %g", i, folded(g, "mx", i));
+		cr_expect(isnan(folded(g, "mn", i)), "Min element %d: %g", i, folded(g, "mn", i));
+	}
+	cr_expect(folded(g, "mx", 2) == 0 && signbit(folded(g, "mx", 2)), "Max(-0, +0) is -0");
+	cr_expect(folded(g, "mn", 2) == 0 && signbit(folded(g, "mn", 2)), "Min(-0, +0) is -0");
+	cr_expect(isnan(folded(g, "rl", 0)), "Relu(NaN): %g", folded(g, "rl", 0));
+	cr_expect(folded(g, "rl", 2) == 0 && signbit(folded(g, "rl", 2)), "Relu(-0) is -0");
 }
