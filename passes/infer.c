@@ -233,14 +233,43 @@ broadcast_inputs(mkc_graph *g, mkc_node *n, int from, mkc_dim *s, int *rank)
 static int
 infer_broadcast(mkc_graph *g, mkc_node *n)
 {
-	/* Pow's exponent may have a type of its own */
-	if (n->op != MKC_OP_POW && check_same_types(g, n, 0, n->nin) != 0)
+	if (check_same_types(g, n, 0, n->nin) != 0)
 		return -1;
 	mkc_dim s[MKC_MAX_RANK];
 	int rank;
 	if (broadcast_inputs(g, n, 0, s, &rank) != 0)
 		return -1;
 	set_out(n, 0, n->in[0]->dtype, rank, s);
+	return 0;
+}
+
+/*
+ * Pow: the base's type is the result's; the exponent may have a type of its
+ * own from opset 12 (Pow-12: T1 any number type), before that the base's,
+ * which must be a float (Pow-7). An integer base to a float power is an
+ * integer (4^1.5 is 8): backends/c/scalar.h.
+ */
+static int
+infer_pow(mkc_graph *g, mkc_node *n)
+{
+	mkc_dtype b = n->in[0]->dtype, e = n->in[1]->dtype;
+	bool old = mkc_graph_opset(g, "") < 12;
+	if (!(b == MKC_DT_INT32 || b == MKC_DT_INT64 || mkc_dtype_is_float(b)) ||
+	    (old && !mkc_dtype_is_float(b)))
+		return mkc_node_error(g, n, "the base is %s; Pow takes %s", mkc_dtype_name(b),
+				      old ? "float16, float32 or float64 before opset 12"
+					  : "int32, int64, float16, float32, float64 or bfloat16");
+	if (old && e != b)
+		return mkc_node_error(g, n, "the exponent is %s and the base %s; before opset 12 "
+				      "they must have one type", mkc_dtype_name(e), mkc_dtype_name(b));
+	if (e == MKC_DT_BOOL || mkc_dtype_size(e) == 0)
+		return mkc_node_error(g, n, "the exponent is %s; Pow takes a number",
+				      mkc_dtype_name(e));
+	mkc_dim s[MKC_MAX_RANK];
+	int rank;
+	if (broadcast_inputs(g, n, 0, s, &rank) != 0)
+		return -1;
+	set_out(n, 0, b, rank, s);
 	return 0;
 }
 

@@ -470,9 +470,9 @@ Test(op_bodies, integer_pow_is_exact_beyond_double_and_truncates_negative_powers
 		{0, -2, 0},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-		cr_expect_eq(mkc_ew_ipow(cases[i].a, cases[i].b), cases[i].want,
+		cr_expect_eq(mkc_rt_ipow(cases[i].a, cases[i].b), cases[i].want,
 			     "%lld ** %lld: %lld, not %lld", (long long)cases[i].a,
-			     (long long)cases[i].b, (long long)mkc_ew_ipow(cases[i].a, cases[i].b),
+			     (long long)cases[i].b, (long long)mkc_rt_ipow(cases[i].a, cases[i].b),
 			     (long long)cases[i].want);
 }
 
@@ -673,6 +673,30 @@ Test(op_bodies, max_min_and_relu_propagate_nan_and_keep_the_first_zero)
 				  (double)y[i], nan ? NAN : (double)want);
 		}
 	}
+}
+
+/*
+ * The integer form of Pow with a float exponent: the power in double,
+ * truncated, in the base's type (4^1.5 is 8; it was 4^1 = 4, the exponent
+ * read as an integer); a result no int64 holds is INT64_MIN.
+ */
+Test(op_bodies, integer_pow_takes_a_float_exponent)
+{
+	const int32_t base[8] = {4, 2, 9, -8, 0, 7, 3, -2};
+	const float ex[8] = {1.5f, 0.5f, 0.5f, 3.0f, 0.5f, -1.0f, 2.0f, 0.5f};
+	const int32_t want[8] = {8, 1, 3, -512, 0, 0, 9, 0};
+	int32_t y[8];
+	const int64_t n[1] = {8}, lo[1] = {0}, hi[1] = {8};
+	const mkc_view bv = view_dense(base, MKC_T_INT32, 1, n), ev = view_dense(ex, MKC_T_FLOAT, 1, n);
+	const mkc_view yv = view_dense(y, MKC_T_INT32, 1, n);
+	const mkc_view *x[2] = {&bv, &ev};
+	memset(y, 0xff, sizeof y);
+	mkc_elementwise(MKC_EW_POW, 0, &yv, 2, x, 1, lo, hi);
+	for (int i = 0; i < 7; i++)   /* (-2)^0.5 is NaN: below */
+		cr_expect_eq(y[i], want[i], "%d ** %g: %d, not %d", base[i], (double)ex[i], y[i], want[i]);
+	cr_expect_eq(mkc_rt_ipowf(-2, 0.5), INT64_MIN);
+	cr_expect_eq(mkc_rt_ipowf(0, -1.0), INT64_MIN);   /* infinity */
+	cr_expect_eq(mkc_rt_ipowf(3, 39.0), INT64_C(4052555153018976256));   /* pow's double */
 }
 
 /* reduce.h */

@@ -58,3 +58,14 @@ Test(semantics, nan_propagates_through_max_min_relu_and_reduce_max, .timeout = 1
 	cr_assert_eq(mkc_test("tests/models/hand/nan_propagation"), 0, "%s", out);
 	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
 }
+
+/*
+ * hand/pow_types: an int32 or int64 base to a float power (4^1.5 is 8: the
+ * exponent was read as an integer, 4^1 = 4), a float base to an int64
+ * power, and an int32 base to a float power folded; onnxruntime's outputs.
+ */
+Test(semantics, pow_of_an_integer_base_to_a_float_power, .timeout = 120)
+{
+	cr_assert_eq(mkc_test("tests/models/hand/pow_types"), 0, "%s", out);
+	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
+}

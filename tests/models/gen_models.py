@@ -507,6 +507,38 @@ def gen_nan_propagation(outdir):
     write_reference_case(os.path.join(outdir, "nan_propagation"), model, feeds, ref)
 
 
+def gen_pow_types(outdir):
+    """Pow with a base and an exponent of different types (opset 15: T for
+    the base and the result, T1 for the exponent): int32 and int64 bases
+    with float exponents (a fractional power of an integer, truncated:
+    4^1.5 = 8), a float base with an int64 exponent, and int32^float folded
+    at compile time; onnxruntime's outputs are the reference."""
+    n = helper.make_node
+    i32 = TensorProto.INT32
+    nodes = [n("Pow", ["x32", "e"], ["p32"], name="pow_i32_f32"),
+             n("Pow", ["x64", "e64"], ["p64"], name="pow_i64_f32"),
+             n("Pow", ["f", "ei"], ["pf"], name="pow_f32_i64"),
+             n("Pow", ["kx", "ke"], ["pk"], name="fold_pow_i32_f32")]
+    inits = [numpy_helper.from_array(np.array([4, 2, 9], np.int32), "kx"),
+             numpy_helper.from_array(np.array([1.5, 0.5, 0.5], np.float32), "ke")]
+    graph = helper.make_graph(
+        nodes, "pow_types",
+        [value_info("x32", i32, [7]), value_info("e", F32, [7]),
+         value_info("x64", I64, [3]), value_info("e64", F32, [3]),
+         value_info("f", F32, [3]), value_info("ei", I64, [3])],
+        [value_info("p32", i32, [7]), value_info("p64", I64, [3]),
+         value_info("pf", F32, [3]), value_info("pk", i32, [3])], initializer=inits)
+    model = make_model(graph)
+    onnx.checker.check_model(model, full_check=True)
+    feeds = {"x32": np.array([4, 2, 9, -8, 0, 7, 3], np.int32),
+             "e": np.array([1.5, 0.5, 0.5, 3.0, 0.5, -1.0, 2.0], np.float32),
+             "x64": np.array([3, 10, -3], np.int64),
+             "e64": np.array([39.0, 0.5, 3.0], np.float32),
+             "f": np.array([2.0, 1.5, -3.0], np.float32),
+             "ei": np.array([3, -2, 3], np.int64)}
+    write_case(os.path.join(outdir, "pow_types"), model, feeds)
+
+
 def contrib_model(name, node, inputs, outputs, inits=()):
     graph = helper.make_graph([node], name, inputs, outputs, initializer=list(inits))
     return make_model(graph, [("com.microsoft", 1)])
@@ -841,6 +873,7 @@ def main(argv):
     gen_ext_odd(outdir)
     gen_first_step(outdir)
     gen_nan_propagation(outdir)
+    gen_pow_types(outdir)
     gen_raw_garbage(outdir, storage_bytes)
     gen_unknown_op(outdir)
     gen_dangling(outdir)

@@ -485,3 +485,78 @@ Test(infer, folding_propagates_nan_as_the_bodies_do)
 	cr_expect(isnan(folded(g, "rl", 0)), "Relu(NaN): %g", folded(g, "rl", 0));
 	cr_expect(folded(g, "rl", 2) == 0 && signbit(folded(g, "rl", 2)), "Relu(-0) is -0");
 }
+
+/* Pow(base, exponent) in the given types at opset; 0 or -1 from inference. */
+static int
+pow_of(mkc_dtype base, mkc_dtype exponent, int64_t opset)
+{
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", opset);
+	gb_input_dims(g, "b", base, 1, (const char *[]){"4"});
+	gb_input_dims(g, "e", exponent, 1, (const char *[]){"4"});
+	gb_node_of(g, "Pow", "p", 2, (const char *[]){"b", "e"});
+	mkc_ctx_clear_errors(ctx);
+	int rc = run(g);
+	if (rc == 0)
+		cr_expect_eq(mkc_graph_find(g, "p")->dtype, base, "the result has the base's type");
+	return rc;
+}
+
+/*
+ * Pow's types as the spec has them: the result is the base's type (an
+ * integer to a float power is an integer), the base int32, int64 or a
+ * float; from opset 12 the exponent any number, before it the base's
+ * float type.
+ */
+Test(infer, pow_types)
+{
+	cr_expect_eq(pow_of(MKC_DT_INT32, MKC_DT_FLOAT, 18), 0, "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_INT64, MKC_DT_DOUBLE, 15), 0, "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_FLOAT, MKC_DT_INT64, 12), 0, "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_FLOAT, MKC_DT_UINT8, 18), 0, "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_FLOAT, MKC_DT_FLOAT, 7), 0, "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_BOOL, MKC_DT_FLOAT, 18), -1);
+	cr_expect(strstr(ctx->errors, "(Pow): the base is bool; Pow takes int32, int64"),
+		  "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_INT8, MKC_DT_INT8, 18), -1);
+	cr_expect(strstr(ctx->errors, "the base is int8"), "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_FLOAT, MKC_DT_BOOL, 18), -1);
+	cr_expect(strstr(ctx->errors, "the exponent is bool; Pow takes a number"), "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_FLOAT, MKC_DT_INT64, 11), -1);
+	cr_expect(strstr(ctx->errors, "the exponent is int64 and the base float32; before opset 12"),
+		  "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_INT32, MKC_DT_INT32, 11), -1);
+	cr_expect(strstr(ctx->errors, "Pow takes float16, float32 or float64 before opset 12"), "%s",
+		  ctx->errors);
+}
+
+/*
+ * Integer powers fold to what the emitted code computes (backends/c/scalar.h):
+ * an integer to a float power is an integer (4^1.5 is 8), and an integer
+ * power is exact beyond 2^53 (through double, 3^39 lost its last digits);
+ * one that does not fit in int64 is an error.
+ */
+Test(infer, folding_integer_powers_as_the_bodies_do)
+{
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	mkc_tensor *k = gb_ints(g, "k", 3, (const int64_t[]){4, 2, 9});
+	mkc_tensor *e = gb_floats(g, "e", 1, (const int64_t[]){3}, (const float[]){1.5f, 0.5f, 0.5f});
+	gb_output(g, gb_op(g, "Pow", "pk", k, e));
+	mkc_tensor *three = gb_ints(g, "three", 1, (const int64_t[]){3});
+	mkc_tensor *n39 = gb_ints(g, "n39", 1, (const int64_t[]){39});
+	gb_output(g, gb_op(g, "Pow", "p39", three, n39));
+	cr_assert_eq(run(g), 0, "%s", ctx->errors);
+	const int64_t pk[3] = {8, 1, 3};
+	cr_expect_eq(mkc_graph_find(g, "pk")->dtype, MKC_DT_INT64);
+	for (int i = 0; i < 3; i++)
+		cr_expect_eq((int64_t)folded(g, "pk", i), pk[i], "4, 2, 9 ** 1.5, 0.5, 0.5: element %d", i);
+	cr_expect_eq(mkc_load_int(MKC_DT_INT64, mkc_graph_find(g, "p39")->data, 0),
+		     INT64_C(4052555153018976267));
+
+	mkc_graph *h = gb_graph(ctx, "hand.onnx", 18);
+	mkc_tensor *two = gb_ints(h, "two", 1, (const int64_t[]){2});
+	mkc_tensor *n63 = gb_ints(h, "n63", 1, (const int64_t[]){63});
+	gb_output(h, gb_op(h, "Pow", "p63", two, n63));
+	cr_assert_eq(run(h), -1);
+	cr_expect(strstr(ctx->errors, "(Pow): the integer result of element 0 does not fit in int64"),
+		  "%s", ctx->errors);
+}
