@@ -899,6 +899,33 @@ infer_range(mkc_graph *g, mkc_node *n)
 	return 0;
 }
 
+/*
+ * A norm's scale or bias: unidirectionally broadcastable to X, as the spec
+ * says (its axes are X's last ones, each of extent 1 or X's), so it may vary
+ * per row ([3,1] for X [3,8]) as well as along the row. The body reads it at
+ * X's coordinates (backends/c/rows.h), so an extent that only equals X's at
+ * run time, if at all (a constant against a symbol), is refused here rather
+ * than read out of bounds.
+ */
+static int
+check_norm_param(mkc_graph *g, mkc_node *n, const mkc_tensor *x, const mkc_tensor *w)
+{
+	if (w->rank > x->rank)
+		return mkc_node_error(g, n, "'%s' has rank %d, more than the input's %d", w->name,
+				      w->rank, x->rank);
+	for (int e = 0; e < w->rank; e++) {
+		int d = e + x->rank - w->rank;
+		if (mkc_dim_eq(w->shape[e], mkc_dim_const(1)) || mkc_dim_eq(w->shape[e], x->shape[d]))
+			continue;
+		char bw[64], bx[64];
+		return mkc_node_error(g, n, "'%s' has extent %s on axis %d where the input has %s: "
+				      "a scale or bias must broadcast to the input (each axis 1 or "
+				      "the input's)", w->name, dstr(g, w->shape[e], bw), d,
+				      dstr(g, x->shape[d], bx));
+	}
+	return 0;
+}
+
 static int
 infer_norm(mkc_graph *g, mkc_node *n)
 {
@@ -906,19 +933,9 @@ infer_norm(mkc_graph *g, mkc_node *n)
 	int64_t axis;
 	if (norm_axis(g, n, mkc_node_attr_int(n, "axis", -1), x->rank, &axis) != 0)
 		return -1;
-	for (int i = 1; i < n->nin; i++) {
-		const mkc_tensor *w = n->in[i];
-		if (!w)
-			continue;
-		mkc_dim s[MKC_MAX_RANK];
-		int rank = x->rank - (int)axis;
-		memcpy(s, x->shape + axis, sizeof(mkc_dim) * (size_t)rank);
-		if (broadcast_into(g, n, s, &rank, w->shape, w->rank) != 0)
+	for (int i = 1; i < n->nin; i++)
+		if (n->in[i] && check_norm_param(g, n, x, n->in[i]) != 0)
 			return -1;
-		if (rank != x->rank - axis)
-			return mkc_node_error(g, n, "'%s' has more dimensions than the normalised part",
-					      w->name);
-	}
 	copy_out(n, 0, x, x->dtype);
 	mkc_dim s[MKC_MAX_RANK];
 	for (int i = 0; i < x->rank; i++)

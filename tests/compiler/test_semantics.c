@@ -69,3 +69,26 @@ Test(semantics, pow_of_an_integer_base_to_a_float_power, .timeout = 120)
 	cr_assert_eq(mkc_test("tests/models/hand/pow_types"), 0, "%s", out);
 	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
 }
+
+/*
+ * hand/norm_broadcast: LayerNormalization and RMSNormalization whose scale
+ * and bias broadcast to X as the spec allows (per row, across rows, one
+ * value, all of X, a scale and a bias of different sizes, axis 0, a scale
+ * repeating inside the normalised part), against onnxruntime; with the
+ * scales stored as bf16 too, and on a shuffled queue. Rows read entry
+ * j % (the scale's count), the bias by the scale's count too (out of
+ * bounds for a one-value bias), and [3,1] or [1,8] were refused.
+ */
+Test(semantics, norm_scales_and_biases_broadcast, .timeout = 120)
+{
+	const char *m = "tests/models/hand/norm_broadcast";
+	char args[256];
+	cr_assert_eq(mkc_test(m), 0, "%s", out);
+	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
+	/* the one that compiled before, alone: its bias was read past its one value */
+	cr_assert_eq(mkc_test("tests/models/hand/norm_one_bias"), 0, "%s", out);
+	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
+	snprintf(args, sizeof args, "--weights bf16 --tolerance 1e-2 --shuffle 3 --threads 4 %s", m);
+	cr_assert_eq(mkc_test(args), 0, "%s", out);
+	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
+}

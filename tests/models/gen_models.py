@@ -539,6 +539,47 @@ def gen_pow_types(outdir):
     write_case(os.path.join(outdir, "pow_types"), model, feeds)
 
 
+def gen_norm_broadcast(outdir):
+    """LayerNormalization and RMSNormalization (opset 23) whose scale and
+    bias broadcast to X unidirectionally, as the spec allows, in every way:
+    per row ([3,1]), across rows ([1,8]), one value ([1]), the whole of X
+    ([3,8]), a scale and a bias of different sizes, and with axis 0 and a
+    rank-3 X whose normalised part [3,4] the scale [3,1] repeats along;
+    onnxruntime's outputs are the reference."""
+    rng = np.random.default_rng(19)
+    f = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    n = helper.make_node
+    w = {"s31": f(3, 1), "b18": f(1, 8), "s8": f(8), "b1": f(1), "s1": f(1), "b8": f(8),
+         "s18": f(1, 8), "b31": f(3, 1), "s38": f(3, 8)}
+    ln, rms = "LayerNormalization", "RMSNormalization"
+    nodes = [n(ln, ["x", "s31", "b18"], ["ln_row"], name="ln_row_scale"),
+             n(ln, ["x", "s8", "b1"], ["ln_b1"], name="ln_one_bias"),
+             n(ln, ["x", "s1", "b8"], ["ln_s1"], name="ln_one_scale"),
+             n(ln, ["x", "s18", "b31"], ["ln_axis0"], name="ln_axis0", axis=0),
+             n(rms, ["x", "s31"], ["rms_row"], name="rms_row_scale"),
+             n(rms, ["x", "s38"], ["rms_whole"], name="rms_whole_scale"),
+             n(rms, ["x3", "s31"], ["rms_inner"], name="rms_inner_repeat", axis=1)]
+    outs = [value_info(o, F32, [3, 8]) for o in
+            ("ln_row", "ln_b1", "ln_s1", "ln_axis0", "rms_row", "rms_whole")]
+    outs.append(value_info("rms_inner", F32, [2, 3, 4]))
+    graph = helper.make_graph(
+        nodes, "norm_broadcast", [value_info("x", F32, [3, 8]), value_info("x3", F32, [2, 3, 4])],
+        outs, initializer=[numpy_helper.from_array(v, k) for k, v in w.items()])
+    model = make_model(graph)
+    model.opset_import[0].version = 23
+    onnx.checker.check_model(model, full_check=True)
+    write_case(os.path.join(outdir, "norm_broadcast"), model, {"x": f(3, 8), "x3": f(2, 3, 4)})
+    # alone, the case that compiled before broadcasting was read by
+    # coordinates, and then read the one-value bias at j % 8
+    node = n(ln, ["x", "s8", "b1"], ["y"], name="ln_one_bias")
+    graph = helper.make_graph([node], "norm_one_bias", [value_info("x", F32, [3, 8])],
+                              [value_info("y", F32, [3, 8])],
+                              initializer=[numpy_helper.from_array(w[k], k) for k in ("s8", "b1")])
+    model = make_model(graph)
+    onnx.checker.check_model(model, full_check=True)
+    write_case(os.path.join(outdir, "norm_one_bias"), model, {"x": f(3, 8)})
+
+
 def contrib_model(name, node, inputs, outputs, inits=()):
     graph = helper.make_graph([node], name, inputs, outputs, initializer=list(inits))
     return make_model(graph, [("com.microsoft", 1)])
@@ -874,6 +915,7 @@ def main(argv):
     gen_first_step(outdir)
     gen_nan_propagation(outdir)
     gen_pow_types(outdir)
+    gen_norm_broadcast(outdir)
     gen_raw_garbage(outdir, storage_bytes)
     gen_unknown_op(outdir)
     gen_dangling(outdir)

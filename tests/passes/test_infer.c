@@ -560,3 +560,40 @@ Test(infer, folding_integer_powers_as_the_bodies_do)
 	cr_expect(strstr(ctx->errors, "(Pow): the integer result of element 0 does not fit in int64"),
 		  "%s", ctx->errors);
 }
+
+/* LayerNormalization(x, scale) with x [dims of x] and scale [dims of s]; 0 or -1. */
+static int
+norm_of(int xr, const char *const *xd, int sr, const int64_t *sd)
+{
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "x", MKC_DT_FLOAT, xr, xd);
+	gb_weight(g, "s", MKC_DT_FLOAT, sr, sd);
+	gb_node_of(g, "LayerNormalization", "y", 2, (const char *[]){"x", "s"});
+	mkc_ctx_clear_errors(ctx);
+	return run(g);
+}
+
+/*
+ * A norm's scale (or bias) broadcasts to X one way, as the spec has it: per
+ * row ([3,1]), across rows ([1,8]), one value, all of X. An extent that is
+ * neither 1 nor X's, or a constant against X's symbol (which the body
+ * would read past at run time), is refused naming the node and the axis.
+ */
+Test(infer, norm_scales_broadcast_to_the_input)
+{
+	const char *const x38[2] = {"3", "8"}, *const xb8[2] = {"batch", "8"};
+	cr_expect_eq(norm_of(2, x38, 2, (const int64_t[]){3, 1}), 0, "%s", ctx->errors);
+	cr_expect_eq(norm_of(2, x38, 2, (const int64_t[]){1, 8}), 0, "%s", ctx->errors);
+	cr_expect_eq(norm_of(2, x38, 1, (const int64_t[]){1}), 0, "%s", ctx->errors);
+	cr_expect_eq(norm_of(2, x38, 2, (const int64_t[]){3, 8}), 0, "%s", ctx->errors);
+	cr_expect_eq(norm_of(2, xb8, 1, (const int64_t[]){8}), 0, "%s", ctx->errors);
+	cr_expect_eq(norm_of(2, x38, 1, (const int64_t[]){4}), -1);
+	cr_expect(strstr(ctx->errors, "(LayerNormalization): 's' has extent 4 on axis 1 where the "
+				      "input has 8: a scale or bias must broadcast to the input"),
+		  "%s", ctx->errors);
+	cr_expect_eq(norm_of(2, xb8, 2, (const int64_t[]){3, 1}), -1);
+	cr_expect(strstr(ctx->errors, "'s' has extent 3 on axis 0 where the input has batch"), "%s",
+		  ctx->errors);
+	cr_expect_eq(norm_of(2, x38, 3, (const int64_t[]){1, 3, 8}), -1);
+	cr_expect(strstr(ctx->errors, "'s' has rank 3, more than the input's 2"), "%s", ctx->errors);
+}
