@@ -28,7 +28,7 @@ GEN_SRC = $(BUILD)/gen/onnx.pb-c.c
 # target, backends/<target>/ for one
 RUNTIME = runtime/common.h runtime/bf16.h runtime/limits.h runtime/api_h.h runtime/files.h runtime/host.h \
 	runtime/profile.h runtime/exec_api.h runtime/api.h \
-	backends/c/exec.h backends/c/cache.h backends/c/attention.h backends/c/rows.h backends/c/data.h \
+	backends/c/exec.h backends/c/scalar.h backends/c/cache.h backends/c/attention.h backends/c/rows.h backends/c/data.h \
 	backends/c/elementwise.h backends/c/reduce.h backends/c/matmul.h backends/c/gqa.h \
 	backends/cuda/sync.cuh backends/cuda/exec.cuh backends/cuda/attention.cuh backends/cuda/matvec.cuh \
 	backends/hip/names.h backends/hip/sync.h

@@ -12,8 +12,12 @@
  *
  * The mapping read is protobuf's, as its own JSON parser reads it:
  *   - a field under its proto name (ir_version) or its lowerCamelCase JSON
- *     name (irVersion); null stands for an absent field; keys onnx.proto
- *     does not know are skipped, as the binary reader skips unknown fields;
+ *     name (irVersion); null stands for an absent field; a key onnx.proto
+ *     does not know is an error, at every level, as in protobuf's parser
+ *     (json_format.Parse, which onnx.load uses): a misspelled key would
+ *     otherwise drop what it holds ("attributes": a node's attributes)
+ *     without a word. (The binary reader skips unknown fields, as protobuf's
+ *     binary parser does; there a field number, not a spelling, is unknown.);
  *   - integers as JSON numbers or decimal strings (64-bit ones are written
  *     as strings; a number beyond 2^53 is refused, as it may not be exact);
  *   - floats as numbers, numeric strings, "NaN", "Infinity", "-Infinity";
@@ -459,21 +463,81 @@ decode_field(jreader *r, const frame *f, const cJSON *v,
 	return decode_value(r, f, v, fd, msg + fd->offset);
 }
 
-/* protobuf's JSON name of a field: ir_version -> irVersion. */
-static bool
-is_json_name(const char *proto, const char *key)
+/* protobuf's JSON name of a field, into b (n bytes): ir_version -> irVersion. */
+static void
+json_name(const char *proto, char *b, size_t n)
 {
-	bool up = false;
-	for (; *proto; proto++) {
+	size_t k = 0;
+	for (bool up = false; *proto && k + 1 < n; proto++) {
 		if (*proto == '_') {
 			up = true;
 			continue;
 		}
-		if (*key++ != (up ? toupper((unsigned char)*proto) : *proto))
-			return false;
+		b[k++] = up ? (char)toupper((unsigned char)*proto) : *proto;
 		up = false;
 	}
-	return *key == 0;
+	b[k] = 0;
+}
+
+/* Edit distance of a and b, or 3 when it is 3 or more (only near misses matter). */
+static int
+near_miss(const char *a, const char *b)
+{
+	size_t na = strlen(a), nb = strlen(b);
+	if (na > 63 || nb > 63 || (na > nb ? na - nb : nb - na) > 2)
+		return 3;
+	int row[64];
+	for (size_t j = 0; j <= nb; j++)
+		row[j] = (int)j;
+	for (size_t i = 1; i <= na; i++) {
+		int diag = row[0];
+		row[0] = (int)i;
+		for (size_t j = 1; j <= nb; j++) {
+			int up = row[j];
+			int best = diag + (a[i - 1] != b[j - 1]);
+			best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+			row[j] = up + 1 < best ? up + 1 : best;
+			diag = up;
+		}
+	}
+	return row[nb] < 3 ? row[nb] : 3;
+}
+
+static size_t
+common_prefix(const char *a, const char *b)
+{
+	size_t k = 0;
+	while (a[k] && a[k] == b[k])
+		k++;
+	return k;
+}
+
+/*
+ * A key that names no field of d: an error naming the message type, and the
+ * field the key is nearest to (within two edits; of two as near, the one
+ * sharing a longer start with it), in the spelling nearer the key.
+ */
+static int
+unknown_key(jreader *r, const frame *f, const ProtobufCMessageDescriptor *d, const char *key)
+{
+	char json[64], hint[64] = "";
+	int dist = 3;
+	size_t shared = 0;
+	for (unsigned i = 0; i < d->n_fields; i++) {
+		json_name(d->fields[i].name, json, sizeof json);
+		int dp = near_miss(key, d->fields[i].name), dj = near_miss(key, json);
+		const char *spelt = dj < dp ? json : d->fields[i].name;
+		int di = dj < dp ? dj : dp;
+		size_t si = common_prefix(key, spelt);
+		if (di < dist || (di == dist && di < 3 && si > shared)) {
+			dist = di;
+			shared = si;
+			snprintf(hint, sizeof hint, "%s", spelt);
+		}
+	}
+	return jfail(r, f, "is not a field of %s in onnx.proto (IR version %d)%s%s%s", d->name,
+		     (int)ONNX__VERSION__IR_VERSION, *hint ? "; did you mean '" : "", hint,
+		     *hint ? "'?" : "");
 }
 
 static const ProtobufCFieldDescriptor *
@@ -481,9 +545,12 @@ field_of_key(const ProtobufCMessageDescriptor *d, const char *key)
 {
 	const ProtobufCFieldDescriptor *fd =
 		protobuf_c_message_descriptor_get_field_by_name(d, key);
-	for (unsigned i = 0; !fd && i < d->n_fields; i++)
-		if (is_json_name(d->fields[i].name, key))
+	char json[64];
+	for (unsigned i = 0; !fd && i < d->n_fields; i++) {
+		json_name(d->fields[i].name, json, sizeof json);
+		if (strcmp(json, key) == 0)
 			fd = &d->fields[i];
+	}
 	return fd;
 }
 
@@ -507,9 +574,9 @@ decode_message(jreader *r, const frame *f, const cJSON *obj,
 	MKC_ASSERT(d->n_fields <= 64);
 	for (const cJSON *kv = obj->child; kv; kv = kv->next) {
 		const ProtobufCFieldDescriptor *fd = field_of_key(d, kv->string);
-		if (!fd)
-			continue;   /* unknown to onnx.proto: skipped like unknown binary fields */
 		frame ff = {f, kv->string, -1, fd, kv};
+		if (!fd)
+			return unknown_key(r, &ff, d, kv->string);
 		const char **key = &seen[fd - d->fields];
 		if (*key)
 			return jfail(r, &ff, "is given twice (also as '%s')", *key);

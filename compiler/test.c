@@ -368,7 +368,8 @@ write_decoy(const char *work, int c, const mkc_tensor *past)
 	unsigned char *d = malloc(past->nbytes + 1);
 	if (!d || !es)
 		return free(d), -1;
-	memcpy(d, past->data, past->nbytes);
+	if (past->nbytes)   /* a first step's past is empty, and its data NULL */
+		memcpy(d, past->data, past->nbytes);
 	for (size_t i = es - 1; i < past->nbytes; i += es)
 		d[i] ^= 0x80;
 	char path[4096];

@@ -2,7 +2,8 @@
  * numeric.h - element access for every dtype mkc reads: half and bfloat16
  * conversions, and loading or storing one element as a double (constant
  * folding, reference checks). Rounding to half and bfloat16 is to nearest
- * even, as the hardware does.
+ * even, as the hardware does. The arrays need not be aligned (external data
+ * lies at whatever offset its file gives).
  */
 #ifndef MKC_NUMERIC_H
 #define MKC_NUMERIC_H

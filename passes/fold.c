@@ -18,7 +18,11 @@
 #include "numeric.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
+
+/* what Max, Min, Relu and the integer powers do to a value, as the emitted code does */
+#include "../backends/c/scalar.h"
 
 typedef struct {
 	bool isint;
@@ -219,7 +223,7 @@ unary_float(mkc_op op, double x)
 	case MKC_OP_COS: return cos(x);
 	case MKC_OP_TANH: return tanh(x);
 	case MKC_OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
-	case MKC_OP_RELU: return x < 0 ? 0 : x;
+	case MKC_OP_RELU: return mkc_rt_fmax(x, 0);
 	case MKC_OP_ERF: return erf(x);
 	case MKC_OP_FLOOR: return floor(x);
 	case MKC_OP_CEIL: return ceil(x);
@@ -253,6 +257,22 @@ fold_unary(mkc_graph *g, mkc_node *n)
 }
 
 /* Elementwise, two inputs. */
+
+/*
+ * Whether a^b fits in int64, so that mkc_rt_ipow does not wrap: a base of
+ * magnitude 2 or more overflows within 63 factors, so the loop is short.
+ */
+static bool
+pow_fits(int64_t a, int64_t b)
+{
+	if (b < 0 || a == 0 || a == 1 || a == -1)
+		return true;
+	int64_t p = 1;
+	for (int64_t k = 0; k < b; k++)
+		if (!mkc_mul_ok(p, a, &p))
+			return false;
+	return true;
+}
 
 /*
  * One integer result: 1, 0 when it is not known at compile time (a product
@@ -303,13 +323,11 @@ binary_int(mkc_op op, mkc_dim a, mkc_dim b, mkc_dim *r)
 	switch (op) {
 	case MKC_OP_AND: *r = mkc_dim_const(a.c && b.c); return 1;
 	case MKC_OP_OR: *r = mkc_dim_const(a.c || b.c); return 1;
-	case MKC_OP_POW: {
-		double p = pow((double)a.c, (double)b.c);
-		if (!(p > -9223372036854775808.0 && p < 9223372036854775808.0))
+	case MKC_OP_POW:
+		if (!pow_fits(a.c, b.c))
 			return -1;
-		*r = mkc_dim_const((int64_t)p);
+		*r = mkc_dim_const(mkc_rt_ipow(a.c, b.c));
 		return 1;
-	}
 	default: return 0;
 	}
 }
@@ -323,8 +341,8 @@ binary_float(mkc_op op, double a, double b)
 	case MKC_OP_MUL: return a * b;
 	case MKC_OP_DIV: return a / b;
 	case MKC_OP_POW: return pow(a, b);
-	case MKC_OP_MAX: return a > b ? a : b;
-	case MKC_OP_MIN: return a < b ? a : b;
+	case MKC_OP_MAX: return mkc_rt_fmax(a, b);
+	case MKC_OP_MIN: return mkc_rt_fmin(a, b);
 	case MKC_OP_EQUAL: return a == b;
 	case MKC_OP_LESS: return a < b;
 	case MKC_OP_LESS_EQUAL: return a <= b;
@@ -353,9 +371,11 @@ fold_binary(mkc_graph *g, mkc_node *n)
 		if (!load(g, n->in[k], &b))
 			return 0;
 		bool ints = acc.isint && b.isint;
+		/* Pow of an integer base to a float power: an integer, the base's type */
+		bool ipowf = n->op == MKC_OP_POW && acc.isint && !b.isint;
 		if (!ints && (!as_doubles(g, &acc) || !as_doubles(g, &b)))
 			return 0;
-		vals r = out_vals(g, cnt, ints);
+		vals r = out_vals(g, cnt, ints || ipowf);
 		for (int64_t i = 0; i < cnt; i++) {
 			int64_t ia = bcast_index(&shape, acc_t, i);
 			int64_t ib = bcast_index(&shape, n->in[k], i);
@@ -366,6 +386,9 @@ fold_binary(mkc_graph *g, mkc_node *n)
 							      "does not fit in int64", (long long)i);
 				if (!ok)
 					return 0;
+			} else if (ipowf) {
+				/* as_doubles kept the base's integers, and found them constant */
+				r.iv[i] = mkc_dim_const(mkc_rt_ipowf(acc.iv[ia].c, b.fv[ib]));
 			} else {
 				r.fv[i] = binary_float(n->op, acc.fv[ia], b.fv[ib]);
 			}

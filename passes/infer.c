@@ -233,14 +233,43 @@ broadcast_inputs(mkc_graph *g, mkc_node *n, int from, mkc_dim *s, int *rank)
 static int
 infer_broadcast(mkc_graph *g, mkc_node *n)
 {
-	/* Pow's exponent may have a type of its own */
-	if (n->op != MKC_OP_POW && check_same_types(g, n, 0, n->nin) != 0)
+	if (check_same_types(g, n, 0, n->nin) != 0)
 		return -1;
 	mkc_dim s[MKC_MAX_RANK];
 	int rank;
 	if (broadcast_inputs(g, n, 0, s, &rank) != 0)
 		return -1;
 	set_out(n, 0, n->in[0]->dtype, rank, s);
+	return 0;
+}
+
+/*
+ * Pow: the base's type is the result's; the exponent may have a type of its
+ * own from opset 12 (Pow-12: T1 any number type), before that the base's,
+ * which must be a float (Pow-7). An integer base to a float power is an
+ * integer (4^1.5 is 8): backends/c/scalar.h.
+ */
+static int
+infer_pow(mkc_graph *g, mkc_node *n)
+{
+	mkc_dtype b = n->in[0]->dtype, e = n->in[1]->dtype;
+	bool old = mkc_graph_opset(g, "") < 12;
+	if (!(b == MKC_DT_INT32 || b == MKC_DT_INT64 || mkc_dtype_is_float(b)) ||
+	    (old && !mkc_dtype_is_float(b)))
+		return mkc_node_error(g, n, "the base is %s; Pow takes %s", mkc_dtype_name(b),
+				      old ? "float16, float32 or float64 before opset 12"
+					  : "int32, int64, float16, float32, float64 or bfloat16");
+	if (old && e != b)
+		return mkc_node_error(g, n, "the exponent is %s and the base %s; before opset 12 "
+				      "they must have one type", mkc_dtype_name(e), mkc_dtype_name(b));
+	if (e == MKC_DT_BOOL || mkc_dtype_size(e) == 0)
+		return mkc_node_error(g, n, "the exponent is %s; Pow takes a number",
+				      mkc_dtype_name(e));
+	mkc_dim s[MKC_MAX_RANK];
+	int rank;
+	if (broadcast_inputs(g, n, 0, s, &rank) != 0)
+		return -1;
+	set_out(n, 0, b, rank, s);
 	return 0;
 }
 
@@ -870,6 +899,33 @@ infer_range(mkc_graph *g, mkc_node *n)
 	return 0;
 }
 
+/*
+ * A norm's scale or bias: unidirectionally broadcastable to X, as the spec
+ * says (its axes are X's last ones, each of extent 1 or X's), so it may vary
+ * per row ([3,1] for X [3,8]) as well as along the row. The body reads it at
+ * X's coordinates (backends/c/rows.h), so an extent that only equals X's at
+ * run time, if at all (a constant against a symbol), is refused here rather
+ * than read out of bounds.
+ */
+static int
+check_norm_param(mkc_graph *g, mkc_node *n, const mkc_tensor *x, const mkc_tensor *w)
+{
+	if (w->rank > x->rank)
+		return mkc_node_error(g, n, "'%s' has rank %d, more than the input's %d", w->name,
+				      w->rank, x->rank);
+	for (int e = 0; e < w->rank; e++) {
+		int d = e + x->rank - w->rank;
+		if (mkc_dim_eq(w->shape[e], mkc_dim_const(1)) || mkc_dim_eq(w->shape[e], x->shape[d]))
+			continue;
+		char bw[64], bx[64];
+		return mkc_node_error(g, n, "'%s' has extent %s on axis %d where the input has %s: "
+				      "a scale or bias must broadcast to the input (each axis 1 or "
+				      "the input's)", w->name, dstr(g, w->shape[e], bw), d,
+				      dstr(g, x->shape[d], bx));
+	}
+	return 0;
+}
+
 static int
 infer_norm(mkc_graph *g, mkc_node *n)
 {
@@ -877,19 +933,9 @@ infer_norm(mkc_graph *g, mkc_node *n)
 	int64_t axis;
 	if (norm_axis(g, n, mkc_node_attr_int(n, "axis", -1), x->rank, &axis) != 0)
 		return -1;
-	for (int i = 1; i < n->nin; i++) {
-		const mkc_tensor *w = n->in[i];
-		if (!w)
-			continue;
-		mkc_dim s[MKC_MAX_RANK];
-		int rank = x->rank - (int)axis;
-		memcpy(s, x->shape + axis, sizeof(mkc_dim) * (size_t)rank);
-		if (broadcast_into(g, n, s, &rank, w->shape, w->rank) != 0)
+	for (int i = 1; i < n->nin; i++)
+		if (n->in[i] && check_norm_param(g, n, x, n->in[i]) != 0)
 			return -1;
-		if (rank != x->rank - axis)
-			return mkc_node_error(g, n, "'%s' has more dimensions than the normalised part",
-					      w->name);
-	}
 	copy_out(n, 0, x, x->dtype);
 	mkc_dim s[MKC_MAX_RANK];
 	for (int i = 0; i < x->rank; i++)

@@ -107,7 +107,8 @@ mkc_prof_sep(FILE *f, int *first)
 static void
 mkc_prof_slot(FILE *f, const uint64_t *s, int step, uint64_t t0, int *first)
 {
-	int64_t sym[MKC_NSYMS + 1];
+	/* zeroed: with no symbol at all, gcc -O1 took its reads for uninitialised */
+	int64_t sym[MKC_NSYMS + 1] = {0};
 	const uint64_t *wk = s + MKC_NSYMS, *tk = wk + 2 * MKC_NWORKERS;
 	uint64_t lo = UINT64_MAX, hi = 0;
 	for (int i = 0; i < MKC_NSYMS; i++)

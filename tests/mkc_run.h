@@ -8,6 +8,7 @@
  *   mkc_result *r = mkc_run("info", "model.onnx", NULL);
  *   cr_assert_eq(r->status, 0, "%s", r->err);
  *   int rc = mkc_shell("make something", buf, sizeof buf);   // stdout + stderr
+ *   rc = mkc_test_run("--steps 2 tests/models/hand/small_mlp", buf, sizeof buf);
  */
 #ifndef MKC_RUN_H
 #define MKC_RUN_H
@@ -42,6 +43,15 @@ mkc_shell(const char *cmd, char *out, size_t n)
 	out[k] = 0;
 	int st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Runs `mkc test ARGS` (the shell splits args); its output goes to out. Its exit status. */
+static __attribute__((unused)) int
+mkc_test_run(const char *args, char *out, size_t n)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd, "%s test %s", mkc_bin(), args);
+	return mkc_shell(cmd, out, n);
 }
 
 static void

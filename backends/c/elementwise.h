@@ -1,7 +1,9 @@
 /*
  * elementwise.h - the elementwise ops as one tile body in plain C over the
  * lanes of a tile (runtime/common.h: MKC_LANE of MKC_NLANES), embedded by
- * every target after data.h (the element types' MKC_T_ codes).
+ * every target after scalar.h (Max, Min, Relu and the integer powers, as
+ * constant folding computes them) and data.h (the element types' MKC_T_
+ * codes).
  *
  * mkc_elementwise computes op on nin operands of any types, in float (the
  * float form: a float operand's op, as onnxruntime computes float32) or
@@ -57,7 +59,7 @@ mkc_ew_f(int op, float a, float b)
 	case MKC_EW_COS: return cosf(a);
 	case MKC_EW_TANH: return tanhf(a);
 	case MKC_EW_SIGMOID: return mkc_ew_sigmoid(a);
-	case MKC_EW_RELU: return a > 0 ? a : 0;
+	case MKC_EW_RELU: return (float)mkc_rt_fmax(a, 0);
 	case MKC_EW_ERF: return erff(a);
 	case MKC_EW_FLOOR: return floorf(a);
 	case MKC_EW_CEIL: return ceilf(a);
@@ -69,8 +71,8 @@ mkc_ew_f(int op, float a, float b)
 	case MKC_EW_MUL: return a * b;
 	case MKC_EW_DIV: return a / b;
 	case MKC_EW_POW: return powf(a, b);
-	case MKC_EW_MAX: return fmaxf(a, b);
-	case MKC_EW_MIN: return fminf(a, b);
+	case MKC_EW_MAX: return (float)mkc_rt_fmax(a, b);
+	case MKC_EW_MIN: return (float)mkc_rt_fmin(a, b);
 	case MKC_EW_EQUAL: return a == b;
 	case MKC_EW_LESS: return a < b;
 	case MKC_EW_LESS_EQUAL: return a <= b;
@@ -79,26 +81,6 @@ mkc_ew_f(int op, float a, float b)
 	case MKC_EW_SILU_MUL: return a * mkc_ew_sigmoid(a) * b;
 	default: return a;   /* MKC_EW_IDENTITY */
 	}
-}
-
-/*
- * a to the power b in integers, by squaring (wrapping as int64_t does
- * where the result does not fit). Through double it was wrong on GPUs:
- * CUDA's pow(3.0, 1.0) is 2.9999999999999996, which truncates to 2
- * (tests/gpu/portable.cu). A negative power is 1 / a^-b truncated: 1 and
- * -1 keep their magnitude, every other base gives 0 (0 too, which has no
- * power below 0).
- */
-static inline MKC_BODY int64_t MKC_UNUSED
-mkc_ew_ipow(int64_t a, int64_t b)
-{
-	if (b < 0)
-		return a == 1 ? 1 : a == -1 ? (b % 2 ? -1 : 1) : 0;
-	uint64_t r = 1, x = (uint64_t)a;
-	for (; b; b >>= 1, x *= x)
-		if (b & 1)
-			r *= x;
-	return (int64_t)r;
 }
 
 /*
@@ -119,7 +101,7 @@ mkc_ew_i(int op, int64_t a, int64_t b)
 	case MKC_EW_SUB: return a - b;
 	case MKC_EW_MUL: return a * b;
 	case MKC_EW_DIV: return b ? a / b : 0;
-	case MKC_EW_POW: return mkc_ew_ipow(a, b);
+	case MKC_EW_POW: return mkc_rt_ipow(a, b);
 	case MKC_EW_MAX: return mkc_rt_imax(a, b);
 	case MKC_EW_MIN: return mkc_rt_imin(a, b);
 	case MKC_EW_EQUAL: return a == b;
@@ -216,7 +198,8 @@ mkc_ew_argi(const mkc_ew_at *a, int k)
  * One element in each form: op on operand 0 alone (nin 1), on 0 and 1,
  * or folded left to right over all nin (Max, Min: op(op(x0, x1), x2) ...);
  * Where picks operand 1 or 2 by operand 0. (Max and Min of one operand
- * come as Identity.)
+ * come as Identity.) The integer form of Pow takes a float exponent as
+ * float: the result is the integer base's type (4^1.5 is 8, not 4^1).
  */
 static inline MKC_BODY float MKC_UNUSED
 mkc_ew_elemf(int op, int nin, const mkc_ew_at *a)
@@ -237,6 +220,9 @@ mkc_ew_elemi(int op, int nin, const mkc_ew_at *a)
 	if (op == MKC_EW_WHERE)
 		return mkc_ew_argi(a, 0) ? mkc_ew_argi(a, 1) : mkc_ew_argi(a, 2);
 	int64_t v = mkc_ew_argi(a, 0);
+	/* Pow's exponent has a type of its own: a float one is read as float */
+	if (op == MKC_EW_POW && (a->x[1]->type == MKC_T_FLOAT || a->x[1]->type == MKC_T_DOUBLE))
+		return mkc_rt_ipowf(v, mkc_ew_argf(a, 1));
 	if (nin == 1)
 		return mkc_ew_i(op, v, 0);
 	for (int k = 1; k < nin; k++)

@@ -1,7 +1,8 @@
 /*
  * reduce.h - ReduceSum, ReduceMean and ReduceMax of a float32 tensor as
  * a tile body in plain C over the lanes of a tile (runtime/common.h:
- * MKC_LANE of MKC_NLANES), embedded by every target.
+ * MKC_LANE of MKC_NLANES), embedded by every target after scalar.h
+ * (ReduceMax is Max folded over the row: one NaN makes it NaN).
  *
  * The node is one whole tile: output element o is the o-th combination of
  * the kept axes (row-major), so the output is written densely, a lane an
@@ -34,7 +35,7 @@ mkc_reduce(int op, const mkc_view *y, const mkc_view *x, const int *red)
 		for (int64_t k = 0; k < rn; k++) {
 			mkc_rt_unflat(k, zero, rd, r, ridx);
 			const float v = px[base + mkc_rt_dot(ridx, x->s, r)];
-			acc = op == MKC_REDUCE_MAX ? fmaxf(acc, v) : acc + v;
+			acc = op == MKC_REDUCE_MAX ? (float)mkc_rt_fmax(acc, v) : acc + v;
 		}
 		py[o] = op == MKC_REDUCE_MEAN ? acc / (float)rn : acc;
 	}

@@ -9,8 +9,8 @@
  * (one_axis) or the axes from axis to the last (passes/lower.c decides
  * which, from the op and Softmax's opset). A tile's box holds
  * whole rows; y and x have the same shape. Scales and biases are float32
- * or bf16 (their views say which) and hold the whole row or one value:
- * element j of a row reads entry j % (their element count).
+ * or bf16 (their views say which); a norm's broadcast to x as the spec
+ * allows (mkc_rows_wkind).
  */
 
 /*
@@ -47,6 +47,51 @@ static inline MKC_BODY float MKC_UNUSED
 mkc_rows_at(const mkc_view *w, int64_t i)
 {
 	return w->bf16 ? mkc_rt_bf16(((const uint16_t *)w->p)[i]) : ((const float *)w->p)[i];
+}
+
+/*
+ * How a norm's scale or bias w (broadcast to y unidirectionally: its axes
+ * are y's last ones, each of extent 1 or y's; passes/infer.c checked it) is
+ * read along a row of len elements: as the row itself (it holds exactly the
+ * row axes, densely: element j at j; the usual [hidden] scale), one value
+ * (at 0), or by coordinates (it varies per row, [3,1] for y [3,8], or
+ * repeats within it).
+ */
+enum { MKC_ROWS_W_ROW, MKC_ROWS_W_ONE, MKC_ROWS_W_BCAST };
+
+static inline MKC_BODY int MKC_UNUSED
+mkc_rows_wkind(const mkc_view *w, const mkc_view *y, int axis, int64_t len)
+{
+	int64_t n = 1;
+	for (int e = w->rank - 1, d = y->rank - 1; e >= 0; e--, d--) {
+		if (d >= axis ? w->d[e] != y->d[d] || (w->d[e] != 1 && w->s[e] != n) : w->d[e] != 1)
+			return mkc_rt_count(w->d, w->rank) == 1 ? MKC_ROWS_W_ONE : MKC_ROWS_W_BCAST;
+		n *= w->d[e];
+	}
+	return n == len ? MKC_ROWS_W_ROW : n == 1 ? MKC_ROWS_W_ONE : MKC_ROWS_W_BCAST;
+}
+
+/*
+ * Element j (row-major over the axes from axis on) of the row at idx of y,
+ * read from w of that kind: by coordinates, w's axes being y's last ones
+ * and an axis of extent 1 repeating.
+ */
+static inline MKC_BODY float MKC_UNUSED
+mkc_rows_w(const mkc_view *w, int kind, const mkc_view *y, int axis, const int64_t *idx,
+	   int64_t j)
+{
+	if (kind != MKC_ROWS_W_BCAST)
+		return mkc_rows_at(w, kind == MKC_ROWS_W_ROW ? j : 0);
+	int64_t o = 0;
+	for (int e = w->rank - 1, d = y->rank - 1; e >= 0; e--, d--) {
+		int64_t c = idx[d];
+		if (d >= axis) {
+			c = j % y->d[d];
+			j /= y->d[d];
+		}
+		o += w->d[e] != 1 ? c * w->s[e] : 0;
+	}
+	return mkc_rows_at(w, o);
 }
 
 /* Softmax over each row of the box, a lane a row. */
@@ -104,8 +149,9 @@ mkc_norm(const mkc_view *y, const mkc_view *x, const mkc_view *scale, const mkc_
 {
 	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1], len, st;
 	const int r = y->rank;
-	const int64_t wn = mkc_rt_count(scale->d, scale->rank);
 	const int64_t cnt = mkc_rows_box(y, o->axis, 0, lo, hi, ext, &len, &st);
+	const int sk = mkc_rows_wkind(scale, y, o->axis, len);
+	const int bk = bias ? mkc_rows_wkind(bias, y, o->axis, len) : MKC_ROWS_W_ONE;
 	for (int64_t f = 0; f < cnt; f++) {
 		mkc_rt_unflat(f, lo, ext, r, idx);
 		const float *MKC_RESTRICT px = (const float *)x->p + mkc_rt_dot(idx, x->s, r);
@@ -121,8 +167,8 @@ mkc_norm(const mkc_view *y, const mkc_view *x, const mkc_view *scale, const mkc_
 		ss = mkc_rt_block_sum(ss);
 		float inv = 1.0f / sqrtf(ss / (float)len + o->eps);
 		for (int64_t j = MKC_LANE; j < len; j += MKC_NLANES) {
-			float v = (px[j] - mean) * inv * mkc_rows_at(scale, j % wn);
-			py[j] = bias ? v + mkc_rows_at(bias, j % wn) : v;
+			float v = (px[j] - mean) * inv * mkc_rows_w(scale, sk, y, o->axis, idx, j);
+			py[j] = bias ? v + mkc_rows_w(bias, bk, y, o->axis, idx, j) : v;
 		}
 		if (MKC_LANE == 0) {
 			mkc_rows_put(y1, idx, o->layer ? mean : inv);

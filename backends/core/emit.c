@@ -87,9 +87,12 @@ put_template(FILE *f, const char *text, const char *prefix)
  * API prefixes. The prefix names a type ($P) and functions ($P_step), so it
  * must be a C identifier that nothing else in the emitted file or its
  * headers declares: not a keyword of C or of C++ (a .cu file is C++), not
- * in the emitter's name space (mkc_, MKC_) or the implementation's (a
- * leading underscore, POSIX's _t types), and not a name that the runtime
- * texts or the library headers they include already use (out, opts, stat).
+ * main (the program's own, which includes the header), not in the
+ * emitter's name space (mkc_, MKC_) or the implementation's (a leading
+ * underscore, POSIX's _t types), not a name that the headers the emitted
+ * file includes declare or define (reserved_names.h, generated from them by
+ * gen_reserved.py: powf, tm, SIZE_MAX, and timer for timer_create), and not
+ * a name the runtime texts use (out, opts, stat).
  */
 static const char *const reserved_names[] = {
 	/* C11, C23 */
@@ -107,43 +110,29 @@ static const char *const reserved_names[] = {
 	"or_eq", "private", "protected", "public", "reinterpret_cast", "requires", "static_cast",
 	"template", "this", "throw", "try", "typeid", "typename", "using", "virtual", "wchar_t",
 	"xor", "xor_eq", "std",
-	/* the headers the emitted file includes, beyond what the runtime texts name */
-	"abort", "abs", "acos", "asin", "assert", "atan", "atan2", "atexit", "atof", "atoi",
-	"atol", "bsearch", "cbrt", "ceil", "clock", "copysign", "cos", "cosh", "difftime", "div",
-	"erf", "erfc", "errno", "exit", "exp", "exp2", "expm1", "fabs", "fdim", "feof", "ferror",
-	"fflush", "fgetc", "fgets", "floor", "fma", "fmax", "fmin", "fmod", "fprintf", "fputc",
-	"fputs", "frexp", "fscanf", "fstat", "fwrite", "getc", "getchar", "getenv", "gets",
-	"gmtime", "hypot", "isfinite", "isinf", "isnan", "j0", "j1", "jn", "labs", "ldexp",
-	"lgamma", "localtime", "log", "log10", "log1p", "log2", "lrint", "lround", "lstat",
-	"memchr", "memmove", "mktime", "modf", "nan", "nanosleep", "perror", "pow", "putc",
-	"putchar", "puts", "qsort", "rand", "random", "realloc", "remainder", "remove", "rename",
-	"rewind", "rint", "round", "scanf", "signbit", "sin", "sinh", "snprintf", "sprintf",
-	"sqrt", "srand", "sscanf", "stderr", "stdin", "stdout", "strcat", "strchr", "strdup",
-	"strerror", "strncat", "strncmp", "strncpy", "strstr", "strtod", "strtol", "strtoll",
-	"strtoul", "system", "tan", "tanh", "tgamma", "time", "tmpfile", "trunc", "umask",
-	"vfprintf", "vprintf", "y0", "y1", "yn", "EOF", "BUFSIZ", "NAN", "HUGE_VAL",
-	/* fcntl.h and unistd.h (runtime/files.h opens weight files with them) */
-	"access", "alarm", "chdir", "chown", "close", "confstr", "creat", "dup", "dup2", "environ",
-	"execl", "execle", "execlp", "execv", "execve", "execvp", "faccessat", "fchdir", "fchown",
-	"fchownat", "fcntl", "fdatasync", "fexecve", "fork", "fpathconf", "fsync", "ftruncate",
-	"getcwd", "getegid", "geteuid", "getgid", "getgroups", "gethostname", "getlogin",
-	"getlogin_r", "getopt", "getpgid", "getpgrp", "getpid", "getppid", "getsid", "getuid",
-	"isatty", "lchown", "link", "linkat", "lseek", "open", "openat", "optarg", "opterr",
-	"optind", "optopt", "pathconf", "pause", "pipe", "posix_fadvise", "posix_fallocate",
-	"pread", "pwrite", "read", "readlink", "readlinkat", "rmdir", "setegid", "seteuid",
-	"setgid", "setpgid", "setsid", "setuid", "sleep", "symlink", "symlinkat", "sysconf",
-	"tcgetpgrp", "tcsetpgrp", "truncate", "ttyname", "ttyname_r", "unlink", "unlinkat", "write",
-	"FD_CLOEXEC", "F_OK", "R_OK", "W_OK", "X_OK", "STDIN_FILENO", "STDOUT_FILENO",
-	"STDERR_FILENO",
-	/* what _XOPEN_SOURCE 700 adds to them */
-	"a64l", "drand48", "erand48", "getdate", "gethostid", "grantpt", "initstate", "jrand48",
-	"l64a", "lcong48", "lockf", "lrand48", "memccpy", "mknod", "mknodat", "mrand48", "nice",
-	"nrand48", "posix_openpt", "ptsname", "putenv", "realpath", "seed48", "setpgrp",
-	"setregid", "setreuid", "setstate", "srand48", "srandom", "strptime", "swab", "sync",
-	"tempnam", "unlockpt", "MAXFLOAT", "M_1_PI", "M_2_PI", "M_2_SQRTPI", "M_E", "M_LN10",
-	"M_LN2", "M_LOG10E", "M_LOG2E", "M_PI", "M_PI_2", "M_PI_4", "M_SQRT1_2", "M_SQRT2",
-	"P_tmpdir", "S_ISVTX",
 };
+
+/* The headers' names, with the targets they collide in (1 c, 2 cuda, 4 hip), sorted. */
+static const struct {
+	const char *name;
+	int targets;
+} header_names[] = {
+#include "reserved_names.h"
+};
+
+static int
+by_name(const void *key, const void *entry)
+{
+	return strcmp(key, *(const char *const *)entry);
+}
+
+/* Whether a header an emitted file includes declares or defines name (any target's). */
+static bool
+header_declares(const char *name)
+{
+	return bsearch(name, header_names, sizeof header_names / sizeof *header_names,
+		       sizeof *header_names, by_name) != NULL;
+}
 
 /* Names the library and the runtime use as prefixes of their own. */
 static const char *const reserved_prefixes[] = {"mkc_", "MKC_", "_", "pthread_", "sched_",
@@ -232,9 +221,15 @@ mkc_emit_name_problem(const char *name)
 	if (strcmp(name, "mkc") == 0 || strcmp(name, "MKC") == 0 ||
 	    (n > 2 && strcmp(name + n - 2, "_t") == 0))
 		return "is reserved (mkc's own name, or a POSIX type name ending in _t)";
+	if (strcmp(name, "main") == 0)
+		return "is the program's entry point (the header would declare a type of that name "
+		       "beside the program's own main)";
 	for (size_t i = 0; i < sizeof reserved_names / sizeof *reserved_names; i++)
 		if (strcmp(name, reserved_names[i]) == 0)
-			return "is a C or C++ keyword or a name of the C library";
+			return "is a C or C++ keyword";
+	if (header_declares(name))
+		return "is taken by the headers the emitted file includes, the C library's, CUDA's "
+		       "or HIP's (or a name it makes is: timer makes timer_create)";
 	if (host_code_uses(name))
 		return "is a name the emitted code already uses";
 	return NULL;
@@ -438,7 +433,7 @@ emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
 				int64_t n = (int64_t)(t->nbytes / 4);
 				uint16_t *b = mkc_arena_alloc(g->ctx->arena, (size_t)n * 2 + 2);
 				for (int64_t k = 0; k < n; k++)
-					b[k] = mkc_float_to_bf16(((const float *)t->data)[k]);
+					b[k] = mkc_float_to_bf16((float)mkc_load_double(MKC_DT_FLOAT, t->data, k));
 				put_bytes(f, nm, b, (size_t)n * 2);
 			} else {
 				put_bytes(f, nm, t->data, t->nbytes);

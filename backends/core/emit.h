@@ -62,9 +62,10 @@ bool mkc_target_has_arch(const mkc_target *t, const char *a);
  * lanes), in the order they use each other; and the GPU targets' (one
  * source for CUDA and HIP: the decode bodies of backends/cuda/ after them).
  */
-#define MKC_PORTABLE_BODIES "backends/c/cache.h", "backends/c/attention.h", \
-	"backends/c/rows.h", "backends/c/data.h", "backends/c/elementwise.h", \
-	"backends/c/reduce.h", "backends/c/matmul.h", "backends/c/gqa.h"
+#define MKC_PORTABLE_BODIES "backends/c/scalar.h", "backends/c/cache.h", \
+	"backends/c/attention.h", "backends/c/rows.h", "backends/c/data.h", \
+	"backends/c/elementwise.h", "backends/c/reduce.h", "backends/c/matmul.h", \
+	"backends/c/gqa.h"
 #define MKC_GPU_BODIES MKC_PORTABLE_BODIES, "backends/cuda/attention.cuh", \
 	"backends/cuda/matvec.cuh"
 

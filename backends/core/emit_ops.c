@@ -643,8 +643,8 @@ emit_norm(mkc_emitter *e, const mkc_node *n)
 		return unsupported(e, n, "RMSNormalization with more than one output");
 	char fe[48], b[16], y1[16], y2[16];
 	decl_all(e, n);
-	/* scale and bias are indexed by the element's place in the row: they
-	 * hold the whole row, or one value (infer checked they broadcast) */
+	/* scale and bias broadcast to x (infer checked it); the body reads them
+	 * by where the element is (backends/c/rows.h: mkc_rows_wkind) */
 	fprintf(e->f, "\tconst mkc_norm_opt o = {.axis = %d, .eps = %s, .layer = %d};\n"
 		"\tmkc_norm(&y, &x0, &x1, %s, %s, %s, &o, lo, hi);\n", n->kern->axis,
 		flit(fe, n->kern->eps), layer, layer ? view_in(b, n, 2) : "NULL", view_out(y1, n, 1),

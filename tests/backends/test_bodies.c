@@ -29,6 +29,7 @@
 #include "../../runtime/common.h"
 #include "../../runtime/bf16.h"
 #pragma GCC diagnostic pop
+#include "../../backends/c/scalar.h"
 #include "../../backends/c/cache.h"
 #include "../../backends/c/attention.h"
 #include "../../backends/c/rows.h"

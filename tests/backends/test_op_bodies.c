@@ -25,6 +25,7 @@
 #include "../../runtime/bf16.h"
 #include "../test_data.h"
 #pragma GCC diagnostic pop
+#include "../../backends/c/scalar.h"
 #include "../../backends/c/data.h"
 #include "../../backends/c/elementwise.h"
 #include "../../backends/c/reduce.h"
@@ -469,9 +470,9 @@ Test(op_bodies, integer_pow_is_exact_beyond_double_and_truncates_negative_powers
 		{0, -2, 0},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-		cr_expect_eq(mkc_ew_ipow(cases[i].a, cases[i].b), cases[i].want,
+		cr_expect_eq(mkc_rt_ipow(cases[i].a, cases[i].b), cases[i].want,
 			     "%lld ** %lld: %lld, not %lld", (long long)cases[i].a,
-			     (long long)cases[i].b, (long long)mkc_ew_ipow(cases[i].a, cases[i].b),
+			     (long long)cases[i].b, (long long)mkc_rt_ipow(cases[i].a, cases[i].b),
 			     (long long)cases[i].want);
 }
 
@@ -606,7 +607,7 @@ Test(op_bodies, elementwise_broadcasts_by_box_and_walks_flat)
 	}
 }
 
-/* Max and Min of more than two operands fold left to right (NaN: fmaxf's rule, the other). */
+/* Max and Min of more than two operands fold left to right (a NaN anywhere makes NaN). */
 Test(op_bodies, elementwise_max_and_min_fold_any_number_of_operands)
 {
 	float v[5][EN], y[EN];
@@ -631,16 +632,89 @@ Test(op_bodies, elementwise_max_and_min_fold_any_number_of_operands)
 			double want = v[0][i];
 			int64_t wi = w[0][i];
 			for (int k = 1; k < 5; k++)
-				want = mx ? fmax(want, v[k][i]) : fmin(want, v[k][i]);
+				want = isnan(want) || isnan(v[k][i]) ? NAN
+				     : mx ? fmax(want, v[k][i]) : fmin(want, v[k][i]);
 			for (int k = 1; k < 4; k++)
 				wi = mx ? (w[k][i] > wi ? w[k][i] : wi) : (w[k][i] < wi ? w[k][i] : wi);
-			cr_expect_eq(y[i], want, "%s of 5 floats, element %d", mx ? "Max" : "Min", i);
+			cr_expect(isnan(want) ? isnan(y[i]) : y[i] == want, "%s of 5 floats, element %d: %g",
+				  mx ? "Max" : "Min", i, (double)y[i]);
 			cr_expect_eq(yi[i], wi, "%s of 4 int64s, element %d", mx ? "Max" : "Min", i);
 		}
 	}
 }
 
+/*
+ * NaN and signed zeros in Max, Min and Relu, as onnxruntime: NaN in either
+ * operand, in either place, gives NaN (fmaxf gave the other operand, and
+ * Relu's compare 0); of two equal values the first (Max(-0, +0) is -0, and
+ * Relu(-0) is -0).
+ */
+Test(op_bodies, max_min_and_relu_propagate_nan_and_keep_the_first_zero)
+{
+	float a[EN], b[EN], y[EN];
+	for (int i = 0; i < EN; i++) {
+		a[i] = i % 4 == 0 ? NAN : i % 4 == 1 ? 1.0f : i % 4 == 2 ? -0.0f : 0.0f;
+		b[i] = i % 3 == 0 ? NAN : i % 3 == 1 ? -2.0f : 0.0f;
+	}
+	const void *const x[2] = {a, b};
+	const int t[2] = {MKC_T_FLOAT, MKC_T_FLOAT};
+	for (int op = MKC_EW_RELU; op <= MKC_EW_MIN; op++) {
+		if (op != MKC_EW_RELU && op != MKC_EW_MAX && op != MKC_EW_MIN)
+			continue;
+		memset(y, 0xff, sizeof y);
+		ew_flat(op, 1, y, MKC_T_FLOAT, op == MKC_EW_RELU ? 1 : 2, x, t);
+		for (int i = 0; i < EN; i++) {
+			const float p = a[i], q = op == MKC_EW_RELU ? 0.0f : b[i];
+			const bool nan = isnan(p) || isnan(q);
+			/* std::max and std::min: the second only where it is strictly beyond */
+			const float want = op == MKC_EW_MIN ? (q < p ? q : p) : (p < q ? q : p);
+			cr_expect(nan ? isnan(y[i]) : y[i] == want && signbit(y[i]) == signbit(want),
+				  "op %d of (%g, %g): %g, not %g", op, (double)p, (double)q,
+				  (double)y[i], nan ? NAN : (double)want);
+		}
+	}
+}
+
+/*
+ * The integer form of Pow with a float exponent: the power in double,
+ * truncated, in the base's type (4^1.5 is 8; it was 4^1 = 4, the exponent
+ * read as an integer); a result no int64 holds is INT64_MIN.
+ */
+Test(op_bodies, integer_pow_takes_a_float_exponent)
+{
+	const int32_t base[8] = {4, 2, 9, -8, 0, 7, 3, -2};
+	const float ex[8] = {1.5f, 0.5f, 0.5f, 3.0f, 0.5f, -1.0f, 2.0f, 0.5f};
+	const int32_t want[8] = {8, 1, 3, -512, 0, 0, 9, 0};
+	int32_t y[8];
+	const int64_t n[1] = {8}, lo[1] = {0}, hi[1] = {8};
+	const mkc_view bv = view_dense(base, MKC_T_INT32, 1, n), ev = view_dense(ex, MKC_T_FLOAT, 1, n);
+	const mkc_view yv = view_dense(y, MKC_T_INT32, 1, n);
+	const mkc_view *x[2] = {&bv, &ev};
+	memset(y, 0xff, sizeof y);
+	mkc_elementwise(MKC_EW_POW, 0, &yv, 2, x, 1, lo, hi);
+	for (int i = 0; i < 7; i++)   /* (-2)^0.5 is NaN: below */
+		cr_expect_eq(y[i], want[i], "%d ** %g: %d, not %d", base[i], (double)ex[i], y[i], want[i]);
+	cr_expect_eq(mkc_rt_ipowf(-2, 0.5), INT64_MIN);
+	cr_expect_eq(mkc_rt_ipowf(0, -1.0), INT64_MIN);   /* infinity */
+	cr_expect_eq(mkc_rt_ipowf(3, 39.0), INT64_C(4052555153018976256));   /* pow's double */
+}
+
 /* reduce.h */
+
+/* ReduceMax: one NaN anywhere in the reduced elements gives NaN (fmaxf dropped it). */
+Test(op_bodies, reduce_max_propagates_nan_from_any_position)
+{
+	const int64_t xd[2] = {4, 3}, yd[2] = {4, 1};
+	const float x[12] = {NAN, 1, 2, 1, NAN, 2, 1, 2, NAN, 1, 2, 3};
+	float y[4];
+	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 2, xd), yv = view_dense(y, MKC_T_FLOAT, 2, yd);
+	const int red[2] = {0, 1};
+	memset(y, 0, sizeof y);
+	mkc_reduce(MKC_REDUCE_MAX, &yv, &xv, red);
+	for (int r = 0; r < 3; r++)
+		cr_expect(isnan(y[r]), "row %d holds a NaN: %g", r, (double)y[r]);
+	cr_expect_eq(y[3], 3.0f);
+}
 
 /* Sum, Mean and Max of x [3, 4, 5] over each set of axes, against float64 (Max exactly). */
 Test(op_bodies, reduce_sum_mean_and_max_over_any_axes)

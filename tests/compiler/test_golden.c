@@ -17,13 +17,11 @@
 
 static char out[1 << 16];
 
-/* Runs `mkc test ARGS` through the shell; returns its exit status. */
+/* `mkc test ARGS`, its output in out; returns its exit status. */
 static int
 mkc_test(const char *args)
 {
-	char cmd[1024];
-	snprintf(cmd, sizeof cmd, "%s test %s", mkc_bin(), args);
-	return mkc_shell(cmd, out, sizeof out);
+	return mkc_test_run(args, out, sizeof out);
 }
 
 Test(golden, all_pass_on_the_c_target, .timeout = 300)

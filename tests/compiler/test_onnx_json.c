@@ -325,6 +325,23 @@ Test(json_bad, bad_values)
 		  "input 'x': field 'type.tensorType.shape.dim[0].dimParam' is given together with 'dimValue'");
 }
 
+/* keys onnx.proto lacks, at each level, named with where they are and the nearest field */
+Test(json_bad, unknown_keys)
+{
+	ONE_ERROR(BAD("misspelled_attributes.json"),
+		  "node 'n1' (Add): field 'attributes' is not a field of onnx.NodeProto in onnx.proto "
+		  "(IR version 8); did you mean 'attribute'?");
+	ONE_ERROR(BAD("unknown_dim_key.json"),
+		  "input 'x': field 'type.tensorType.shape.dim[0].dim_valu' is not a field of "
+		  "onnx.TensorShapeProto.Dimension in onnx.proto (IR version 8); did you mean 'dim_value'?");
+	ONE_ERROR(BAD("unknown_model_key.json"),
+		  ": field 'producerNme' is not a field of onnx.ModelProto in onnx.proto (IR version 8); "
+		  "did you mean 'producerName'?");
+	ONE_ERROR(BAD("unknown_far_key.json"),
+		  "initializer 'w': field 'frobnicate' is not a field of onnx.TensorProto in onnx.proto "
+		  "(IR version 8)");
+}
+
 /* the checks the binary reader makes, with its messages */
 Test(json_bad, graph_checks)
 {
@@ -504,10 +521,10 @@ Test(json_values, strings_and_enums)
 			  "node 'n1' (Add): attribute #0: field 'name' must be a string (it is a number)");
 }
 
-Test(json_values, null_and_unknown_fields)
+Test(json_values, null_fields)
 {
-	/* null is an absent field; keys onnx.proto lacks are skipped */
-	mkc_graph *g = load_tiny("", "\"dims\": [\"2\"], \"docString\": null, \"frobnicate\": {\"x\": [1]},"
+	/* null is an absent field */
+	mkc_graph *g = load_tiny("", "\"dims\": [\"2\"], \"docString\": null,"
 				 " \"floatData\": [1, 2], \"dataLocation\": \"DEFAULT\", \"rawData\": null");
 	cr_assert_not_null(g, "%s", errors());
 	static const float one_two[2] = {1, 2};
@@ -518,6 +535,26 @@ Test(json_values, null_and_unknown_fields)
 			  "field 'floatData[1]' must be a number (it is null)");
 	expect_tiny_error("", "\"dims\": [\"2\"], \"dataLocation\": \"NOWHERE\"",
 			  "field 'dataLocation' is 'NOWHERE', not one of the names of DataLocation");
+}
+
+/*
+ * A key onnx.proto does not know fails the load, as it fails protobuf's own
+ * parser (and onnx.load): skipped, a misspelled key lost what it held
+ * without a word. Both spellings of the known fields stay good.
+ */
+Test(json_values, unknown_keys_are_refused)
+{
+	expect_tiny_error("", W_ONE_TWO ", \"frobnicate\": {\"x\": [1]}",
+			  "initializer 'w': field 'frobnicate' is not a field of onnx.TensorProto");
+	expect_tiny_error("", W_ONE_TWO ", \"doc_strin\": \"d\"",
+			  "initializer 'w': field 'doc_strin' is not a field of onnx.TensorProto in "
+			  "onnx.proto (IR version 8); did you mean 'doc_string'?");
+	expect_tiny_error("{\"name\": \"a\", \"typ\": \"INT\", \"i\": \"1\"}", W_ONE_TWO,
+			  "node 'n1' (Add): attribute 'a': field 'typ' is not a field of "
+			  "onnx.AttributeProto in onnx.proto (IR version 8); did you mean 'type'?");
+	cr_assert_not_null(load_tiny("{\"name\": \"a\", \"type\": \"INT\", \"i\": \"1\"}",
+				     "\"dims\": [\"2\"], \"raw_data\": \"AACAPwAAAEA=\", \"doc_string\": \"d\""),
+			   "%s", errors());
 }
 
 /* ---------------------------------------------- no input crashes it */
@@ -679,6 +716,16 @@ Test(json_cli, info_as_for_the_binary_model)
 Test(json_cli, dump_as_for_the_binary_model)
 {
 	expect_same_output(LLAMA18 "model.json", LLAMA18 "model.onnx", "--dump-after=dce");
+}
+
+/* A misspelled "attributes" stops the compile (it was read as a node without attributes). */
+Test(json_cli, misspelled_key_fails_the_run)
+{
+	mkc_result *r = mkc_run(BAD("misspelled_attributes.json"), NULL);
+	cr_expect_eq(r->status, 1, "%s", r->err);
+	cr_expect_str_eq(r->err, BAD("misspelled_attributes.json") ": node 'n1' (Add): field "
+			 "'attributes' is not a field of onnx.NodeProto in onnx.proto (IR version 8); "
+			 "did you mean 'attribute'?\n");
 }
 
 Test(json_cli, bad_file)

@@ -22,6 +22,7 @@
 #include "rt_stub.cuh"
 
 /* the portable bodies matvec.cuh's tile functions end in, in the targets' order */
+#include "../../backends/c/scalar.h"
 #include "../../backends/c/cache.h"
 #include "../../backends/c/elementwise.h"
 #include "../../backends/c/matmul.h"

@@ -91,6 +91,7 @@ lanes_dot4(const float *x, const float *w)
 #define mkc_rt_dot8_bf16 lanes_dot8_bf16
 #define mkc_rt_dot4 lanes_dot4
 
+#include "../../backends/c/scalar.h"
 #include "../../backends/c/data.h"
 #include "../../backends/c/elementwise.h"
 #include "../../backends/c/reduce.h"

@@ -397,6 +397,189 @@ def gen_elementwise_tiles(outdir):
     write_case(os.path.join(outdir, "elementwise_tiles"), model, feeds)
 
 
+def write_reference_case(folder, model, feeds, outputs):
+    """model.onnx and test_data_set_0 with the outputs given (in graph order)."""
+    write_model(folder, "model.onnx", model)
+    data = os.path.join(folder, "test_data_set_0")
+    for k, i in enumerate(model.graph.input):
+        write_bytes(os.path.join(data, "input_%d.pb" % k),
+                    numpy_helper.from_array(feeds[i.name], i.name).SerializeToString())
+    for k, (o, v) in enumerate(zip(model.graph.output, outputs)):
+        write_bytes(os.path.join(data, "output_%d.pb" % k),
+                    numpy_helper.from_array(v, o.name).SerializeToString())
+
+
+def gen_ext_odd(outdir):
+    """Initializers in external data at odd offsets: W [4,3] at byte 1 (the
+    MatMul's weight, embedded in the emitted file) and c [3] at byte 49
+    (folded: Mul(c, 2) is computed at compile time). A reader that takes
+    their bytes as an array of floats in place reads through a misaligned
+    pointer, which UBSan reports. y = x @ W + 2c, in float64 then float32."""
+    rng = np.random.default_rng(13)
+    w = rng.uniform(-1, 1, (4, 3)).astype(np.float32)
+    c = rng.uniform(-1, 1, 3).astype(np.float32)
+    x = rng.uniform(-1, 1, (1, 4)).astype(np.float32)
+    folder = os.path.join(outdir, "ext_odd")
+    blob = b"\x01" + w.astype("<f4").tobytes() + c.astype("<f4").tobytes()
+    write_bytes(os.path.join(folder, "odd.bin"), blob)
+    n = helper.make_node
+    nodes = [n("MatMul", ["x", "W"], ["h"], name="mm"),
+             n("Mul", ["c", "two"], ["c2"], name="twice_c"),
+             n("Add", ["h", "c2"], ["y"], name="add_c2")]
+    inits = [external("W", [4, 3], "odd.bin", offset=1, length=48),
+             external("c", [3], "odd.bin", offset=49, length=12),
+             numpy_helper.from_array(np.array(2.0, np.float32), "two")]
+    graph = helper.make_graph(nodes, "ext_odd", [value_info("x", F32, [1, 4])],
+                              [value_info("y", F32, [1, 3])], initializer=inits)
+    y = (x.astype(np.float64) @ w.astype(np.float64) + 2.0 * c.astype(np.float64))
+    write_reference_case(folder, make_model(graph), {"x": x}, [y.astype(np.float32)])
+
+
+def gen_first_step(outdir):
+    """A decode step's first token: opset-23 Attention with its past key and
+    value at past_len 0 (the cache becomes state; its past is empty), with
+    onnxruntime's outputs as the reference."""
+    heads, dim = 2, 4
+    io = lambda name, seq: value_info(name, F32, [1, heads, seq, dim])
+    node = helper.make_node("Attention", ["q", "k", "v", "", "past_key", "past_value"],
+                            ["y", "present_key", "present_value"], name="attention")
+    graph = helper.make_graph(
+        [node], "first_step",
+        [io("q", 1), io("k", 1), io("v", 1), io("past_key", "past_len"),
+         io("past_value", "past_len")],
+        [io("y", 1), io("present_key", "past_len + 1"), io("present_value", "past_len + 1")])
+    model = make_model(graph)
+    model.opset_import[0].version = 23
+    onnx.checker.check_model(model, full_check=True)
+    rng = np.random.default_rng(17)
+    f = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    feeds = {"q": f(1, heads, 1, dim), "k": f(1, heads, 1, dim), "v": f(1, heads, 1, dim),
+             "past_key": f(1, heads, 0, dim), "past_value": f(1, heads, 0, dim)}
+    write_case(os.path.join(outdir, "first_step"), model, feeds)
+
+
+def gen_nan_propagation(outdir):
+    """Max, Min, Relu and ReduceMax with NaN operands in every position, at
+    run time (inputs) and folded at compile time (initializers): a NaN
+    operand gives NaN, as ONNX's reference (numpy) computes them, which is
+    the reference here. onnxruntime agrees on Max, Min and Relu (checked);
+    its ReduceMax gives NaN only when the NaN comes first in the reduction
+    (Eigen's max), so rows 2 and 3 of r_max1 and column 2 of r_max0 differ
+    from it."""
+    from onnx.reference import ReferenceEvaluator
+    import onnxruntime as ort
+    nan, inf = np.nan, np.inf
+    a = np.array([[nan, 1, -2, nan], [3, -0.0, inf, -inf], [1, 2, nan, 0],
+                  [-1, nan, -3, -4]], np.float32)
+    b = np.array([[1, nan, nan, 2], [-inf, 0.0, nan, 5], [2, 1, 0, 0],
+                  [nan, -2, 7, -5]], np.float32)
+    c = np.array([0.5, nan, -1, 7], np.float32)
+    n = helper.make_node
+    nodes = [n("Max", ["a", "b"], ["max_ab"], name="max_ab"),
+             n("Min", ["a", "b"], ["min_ab"], name="min_ab"),
+             n("Max", ["a", "b", "c"], ["max_abc"], name="max_abc"),
+             n("Min", ["c", "a", "b"], ["min_cab"], name="min_cab"),
+             n("Relu", ["a"], ["relu_a"], name="relu_a"),
+             n("ReduceMax", ["a", "axes_1"], ["r_max1"], name="reduce_max_1"),
+             n("ReduceMax", ["b", "axes_0"], ["r_max0"], name="reduce_max_0", keepdims=0),
+             n("Max", ["ka", "kb"], ["k_max"], name="fold_max"),
+             n("Min", ["kb", "ka"], ["k_min"], name="fold_min"),
+             n("Relu", ["ka"], ["k_relu"], name="fold_relu")]
+    inits = [numpy_helper.from_array(np.array([1], np.int64), "axes_1"),
+             numpy_helper.from_array(np.array([0], np.int64), "axes_0"),
+             numpy_helper.from_array(a, "ka"), numpy_helper.from_array(b, "kb")]
+    shapes = {"r_max1": [4, 1], "r_max0": [4]}
+    outputs = [value_info(o, F32, shapes.get(o, [4, 4])) for o in
+               ("max_ab", "min_ab", "max_abc", "min_cab", "relu_a", "r_max1", "r_max0",
+                "k_max", "k_min", "k_relu")]
+    graph = helper.make_graph(nodes, "nan_propagation",
+                              [value_info("a", F32, [4, 4]), value_info("b", F32, [4, 4]),
+                               value_info("c", F32, [4])], outputs, initializer=inits)
+    model = make_model(graph)
+    onnx.checker.check_model(model, full_check=True)
+    feeds = {"a": a, "b": b, "c": c}
+    ref = ReferenceEvaluator(model).run(None, feeds)
+    got = ort.InferenceSession(model.SerializeToString(),
+                               providers=["CPUExecutionProvider"]).run(None, feeds)
+    for k, (r, o) in enumerate(zip(ref, got)):
+        if k not in (5, 6):   # the two ReduceMax outputs
+            np.testing.assert_array_equal(r, o)
+    write_reference_case(os.path.join(outdir, "nan_propagation"), model, feeds, ref)
+
+
+def gen_pow_types(outdir):
+    """Pow with a base and an exponent of different types (opset 15: T for
+    the base and the result, T1 for the exponent): int32 and int64 bases
+    with float exponents (a fractional power of an integer, truncated:
+    4^1.5 = 8), a float base with an int64 exponent, and int32^float folded
+    at compile time; onnxruntime's outputs are the reference."""
+    n = helper.make_node
+    i32 = TensorProto.INT32
+    nodes = [n("Pow", ["x32", "e"], ["p32"], name="pow_i32_f32"),
+             n("Pow", ["x64", "e64"], ["p64"], name="pow_i64_f32"),
+             n("Pow", ["f", "ei"], ["pf"], name="pow_f32_i64"),
+             n("Pow", ["kx", "ke"], ["pk"], name="fold_pow_i32_f32")]
+    inits = [numpy_helper.from_array(np.array([4, 2, 9], np.int32), "kx"),
+             numpy_helper.from_array(np.array([1.5, 0.5, 0.5], np.float32), "ke")]
+    graph = helper.make_graph(
+        nodes, "pow_types",
+        [value_info("x32", i32, [7]), value_info("e", F32, [7]),
+         value_info("x64", I64, [3]), value_info("e64", F32, [3]),
+         value_info("f", F32, [3]), value_info("ei", I64, [3])],
+        [value_info("p32", i32, [7]), value_info("p64", I64, [3]),
+         value_info("pf", F32, [3]), value_info("pk", i32, [3])], initializer=inits)
+    model = make_model(graph)
+    onnx.checker.check_model(model, full_check=True)
+    feeds = {"x32": np.array([4, 2, 9, -8, 0, 7, 3], np.int32),
+             "e": np.array([1.5, 0.5, 0.5, 3.0, 0.5, -1.0, 2.0], np.float32),
+             "x64": np.array([3, 10, -3], np.int64),
+             "e64": np.array([39.0, 0.5, 3.0], np.float32),
+             "f": np.array([2.0, 1.5, -3.0], np.float32),
+             "ei": np.array([3, -2, 3], np.int64)}
+    write_case(os.path.join(outdir, "pow_types"), model, feeds)
+
+
+def gen_norm_broadcast(outdir):
+    """LayerNormalization and RMSNormalization (opset 23) whose scale and
+    bias broadcast to X unidirectionally, as the spec allows, in every way:
+    per row ([3,1]), across rows ([1,8]), one value ([1]), the whole of X
+    ([3,8]), a scale and a bias of different sizes, and with axis 0 and a
+    rank-3 X whose normalised part [3,4] the scale [3,1] repeats along;
+    onnxruntime's outputs are the reference."""
+    rng = np.random.default_rng(19)
+    f = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    n = helper.make_node
+    w = {"s31": f(3, 1), "b18": f(1, 8), "s8": f(8), "b1": f(1), "s1": f(1), "b8": f(8),
+         "s18": f(1, 8), "b31": f(3, 1), "s38": f(3, 8)}
+    ln, rms = "LayerNormalization", "RMSNormalization"
+    nodes = [n(ln, ["x", "s31", "b18"], ["ln_row"], name="ln_row_scale"),
+             n(ln, ["x", "s8", "b1"], ["ln_b1"], name="ln_one_bias"),
+             n(ln, ["x", "s1", "b8"], ["ln_s1"], name="ln_one_scale"),
+             n(ln, ["x", "s18", "b31"], ["ln_axis0"], name="ln_axis0", axis=0),
+             n(rms, ["x", "s31"], ["rms_row"], name="rms_row_scale"),
+             n(rms, ["x", "s38"], ["rms_whole"], name="rms_whole_scale"),
+             n(rms, ["x3", "s31"], ["rms_inner"], name="rms_inner_repeat", axis=1)]
+    outs = [value_info(o, F32, [3, 8]) for o in
+            ("ln_row", "ln_b1", "ln_s1", "ln_axis0", "rms_row", "rms_whole")]
+    outs.append(value_info("rms_inner", F32, [2, 3, 4]))
+    graph = helper.make_graph(
+        nodes, "norm_broadcast", [value_info("x", F32, [3, 8]), value_info("x3", F32, [2, 3, 4])],
+        outs, initializer=[numpy_helper.from_array(v, k) for k, v in w.items()])
+    model = make_model(graph)
+    model.opset_import[0].version = 23
+    onnx.checker.check_model(model, full_check=True)
+    write_case(os.path.join(outdir, "norm_broadcast"), model, {"x": f(3, 8), "x3": f(2, 3, 4)})
+    # alone, the case that compiled before broadcasting was read by
+    # coordinates, and then read the one-value bias at j % 8
+    node = n(ln, ["x", "s8", "b1"], ["y"], name="ln_one_bias")
+    graph = helper.make_graph([node], "norm_one_bias", [value_info("x", F32, [3, 8])],
+                              [value_info("y", F32, [3, 8])],
+                              initializer=[numpy_helper.from_array(w[k], k) for k in ("s8", "b1")])
+    model = make_model(graph)
+    onnx.checker.check_model(model, full_check=True)
+    write_case(os.path.join(outdir, "norm_one_bias"), model, {"x": f(3, 8)})
+
+
 def contrib_model(name, node, inputs, outputs, inits=()):
     graph = helper.make_graph([node], name, inputs, outputs, initializer=list(inits))
     return make_model(graph, [("com.microsoft", 1)])
@@ -706,13 +889,28 @@ BAD_JSON = {
     "both_spellings": break_graph(["initializer", 0, "raw_data"], "AACAPwAAAEA="),
     "dim_oneof": break_graph(["input", 0, "type", "tensorType", "shape", "dim", 0],
                              {"dimValue": "2", "dimParam": "n"}),
+    # keys onnx.proto does not know, which protobuf's JSON parser refuses
+    "misspelled_attributes": break_graph(["node", 0, "attributes"],
+                                         [{"name": "axis", "i": "1", "type": "INT"}]),
+    "unknown_dim_key": break_graph(["input", 0, "type", "tensorType", "shape", "dim", 0],
+                                   {"dim_valu": "2"}),
+    "unknown_model_key": lambda m: dict(m, producerNme="x"),
+    "unknown_far_key": break_graph(["initializer", 0, "frobnicate"], 1),
 }
+UNKNOWN_KEYS = ("misspelled_attributes", "unknown_dim_key", "unknown_model_key",
+                "unknown_far_key")
 
 
 def gen_bad_json(outdir):
     folder = os.path.join(outdir, "json_bad")
     for name, breaks in BAD_JSON.items():
         data = json.dumps(breaks(tiny_json_model()), indent=1).encode("utf-8")
+        if name in UNKNOWN_KEYS:
+            try:
+                json_format.Parse(data, onnx.ModelProto())
+                raise AssertionError("protobuf's JSON parser took " + name)
+            except json_format.ParseError:
+                pass
         write_bytes(os.path.join(folder, name + ".json"), data)
     text = json.dumps(tiny_json_model(), indent=1).encode("utf-8")
     write_bytes(os.path.join(folder, "truncated.json"), text[: len(text) // 2])
@@ -743,6 +941,11 @@ def main(argv):
     gen_escape_names(outdir)
     gen_contrib(outdir)
     gen_causal_attention(outdir)
+    gen_ext_odd(outdir)
+    gen_first_step(outdir)
+    gen_nan_propagation(outdir)
+    gen_pow_types(outdir)
+    gen_norm_broadcast(outdir)
     gen_raw_garbage(outdir, storage_bytes)
     gen_unknown_op(outdir)
     gen_dangling(outdir)

@@ -4,11 +4,13 @@
  * built here node by node.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <string.h>
 
 #include "../fixture.h"
 #include "../graph_builder.h"
 #include "frontend.h"
+#include "numeric.h"
 #include "passes.h"
 
 #define MODEL(p) "tests/models/" p
@@ -447,4 +449,151 @@ Test(infer, dce_removes_unused_chains)
 	cr_assert_eq(g->nodes.n, 1);
 	cr_assert_str_eq(MKC_NODE(g, 0)->name, "node_y");
 	cr_assert_eq(mkc_verify_graph(g, true), 0);
+}
+
+/* Element i of a folded tensor, as a double. */
+static double
+folded(mkc_graph *g, const char *name, int64_t i)
+{
+	mkc_tensor *t = mkc_graph_find(g, name);
+	cr_assert(t && t->data, "%s was not folded", name);
+	return mkc_load_double(t->dtype, t->data, i);
+}
+
+/*
+ * Folding computes what the emitted code computes (backends/c/scalar.h):
+ * Max, Min and Relu give NaN for a NaN operand in either place (folding
+ * took the other operand where the NaN came first) and keep the first of
+ * two zeros.
+ */
+Test(infer, folding_propagates_nan_as_the_bodies_do)
+{
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	const int64_t d3[1] = {3};
+	mkc_tensor *x = gb_floats(g, "x", 1, d3, (const float[]){NAN, 1, -0.0f});
+	mkc_tensor *y = gb_floats(g, "y", 1, d3, (const float[]){1, NAN, 0});
+	gb_output(g, gb_op(g, "Max", "mx", x, y));
+	gb_output(g, gb_op(g, "Min", "mn", x, y));
+	gb_output(g, gb_op(g, "Relu", "rl", x, NULL));
+	cr_assert_eq(run(g), 0, "%s", ctx->errors);
+	for (int i = 0; i < 2; i++) {
+		cr_expect(isnan(folded(g, "mx", i)), "Max element %d: %g", i, folded(g, "mx", i));
+		cr_expect(isnan(folded(g, "mn", i)), "Min element %d: %g", i, folded(g, "mn", i));
+	}
+	cr_expect(folded(g, "mx", 2) == 0 && signbit(folded(g, "mx", 2)), "Max(-0, +0) is -0");
+	cr_expect(folded(g, "mn", 2) == 0 && signbit(folded(g, "mn", 2)), "Min(-0, +0) is -0");
+	cr_expect(isnan(folded(g, "rl", 0)), "Relu(NaN): %g", folded(g, "rl", 0));
+	cr_expect(folded(g, "rl", 2) == 0 && signbit(folded(g, "rl", 2)), "Relu(-0) is -0");
+}
+
+/* Pow(base, exponent) in the given types at opset; 0 or -1 from inference. */
+static int
+pow_of(mkc_dtype base, mkc_dtype exponent, int64_t opset)
+{
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", opset);
+	gb_input_dims(g, "b", base, 1, (const char *[]){"4"});
+	gb_input_dims(g, "e", exponent, 1, (const char *[]){"4"});
+	gb_node_of(g, "Pow", "p", 2, (const char *[]){"b", "e"});
+	mkc_ctx_clear_errors(ctx);
+	int rc = run(g);
+	if (rc == 0)
+		cr_expect_eq(mkc_graph_find(g, "p")->dtype, base, "the result has the base's type");
+	return rc;
+}
+
+/*
+ * Pow's types as the spec has them: the result is the base's type (an
+ * integer to a float power is an integer), the base int32, int64 or a
+ * float; from opset 12 the exponent any number, before it the base's
+ * float type.
+ */
+Test(infer, pow_types)
+{
+	cr_expect_eq(pow_of(MKC_DT_INT32, MKC_DT_FLOAT, 18), 0, "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_INT64, MKC_DT_DOUBLE, 15), 0, "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_FLOAT, MKC_DT_INT64, 12), 0, "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_FLOAT, MKC_DT_UINT8, 18), 0, "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_FLOAT, MKC_DT_FLOAT, 7), 0, "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_BOOL, MKC_DT_FLOAT, 18), -1);
+	cr_expect(strstr(ctx->errors, "(Pow): the base is bool; Pow takes int32, int64"),
+		  "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_INT8, MKC_DT_INT8, 18), -1);
+	cr_expect(strstr(ctx->errors, "the base is int8"), "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_FLOAT, MKC_DT_BOOL, 18), -1);
+	cr_expect(strstr(ctx->errors, "the exponent is bool; Pow takes a number"), "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_FLOAT, MKC_DT_INT64, 11), -1);
+	cr_expect(strstr(ctx->errors, "the exponent is int64 and the base float32; before opset 12"),
+		  "%s", ctx->errors);
+	cr_expect_eq(pow_of(MKC_DT_INT32, MKC_DT_INT32, 11), -1);
+	cr_expect(strstr(ctx->errors, "Pow takes float16, float32 or float64 before opset 12"), "%s",
+		  ctx->errors);
+}
+
+/*
+ * Integer powers fold to what the emitted code computes (backends/c/scalar.h):
+ * an integer to a float power is an integer (4^1.5 is 8), and an integer
+ * power is exact beyond 2^53 (through double, 3^39 lost its last digits);
+ * one that does not fit in int64 is an error.
+ */
+Test(infer, folding_integer_powers_as_the_bodies_do)
+{
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	mkc_tensor *k = gb_ints(g, "k", 3, (const int64_t[]){4, 2, 9});
+	mkc_tensor *e = gb_floats(g, "e", 1, (const int64_t[]){3}, (const float[]){1.5f, 0.5f, 0.5f});
+	gb_output(g, gb_op(g, "Pow", "pk", k, e));
+	mkc_tensor *three = gb_ints(g, "three", 1, (const int64_t[]){3});
+	mkc_tensor *n39 = gb_ints(g, "n39", 1, (const int64_t[]){39});
+	gb_output(g, gb_op(g, "Pow", "p39", three, n39));
+	cr_assert_eq(run(g), 0, "%s", ctx->errors);
+	const int64_t pk[3] = {8, 1, 3};
+	cr_expect_eq(mkc_graph_find(g, "pk")->dtype, MKC_DT_INT64);
+	for (int i = 0; i < 3; i++)
+		cr_expect_eq((int64_t)folded(g, "pk", i), pk[i], "4, 2, 9 ** 1.5, 0.5, 0.5: element %d", i);
+	cr_expect_eq(mkc_load_int(MKC_DT_INT64, mkc_graph_find(g, "p39")->data, 0),
+		     INT64_C(4052555153018976267));
+
+	mkc_graph *h = gb_graph(ctx, "hand.onnx", 18);
+	mkc_tensor *two = gb_ints(h, "two", 1, (const int64_t[]){2});
+	mkc_tensor *n63 = gb_ints(h, "n63", 1, (const int64_t[]){63});
+	gb_output(h, gb_op(h, "Pow", "p63", two, n63));
+	cr_assert_eq(run(h), -1);
+	cr_expect(strstr(ctx->errors, "(Pow): the integer result of element 0 does not fit in int64"),
+		  "%s", ctx->errors);
+}
+
+/* LayerNormalization(x, scale) with x [dims of x] and scale [dims of s]; 0 or -1. */
+static int
+norm_of(int xr, const char *const *xd, int sr, const int64_t *sd)
+{
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "x", MKC_DT_FLOAT, xr, xd);
+	gb_weight(g, "s", MKC_DT_FLOAT, sr, sd);
+	gb_node_of(g, "LayerNormalization", "y", 2, (const char *[]){"x", "s"});
+	mkc_ctx_clear_errors(ctx);
+	return run(g);
+}
+
+/*
+ * A norm's scale (or bias) broadcasts to X one way, as the spec has it: per
+ * row ([3,1]), across rows ([1,8]), one value, all of X. An extent that is
+ * neither 1 nor X's, or a constant against X's symbol (which the body
+ * would read past at run time), is refused naming the node and the axis.
+ */
+Test(infer, norm_scales_broadcast_to_the_input)
+{
+	const char *const x38[2] = {"3", "8"}, *const xb8[2] = {"batch", "8"};
+	cr_expect_eq(norm_of(2, x38, 2, (const int64_t[]){3, 1}), 0, "%s", ctx->errors);
+	cr_expect_eq(norm_of(2, x38, 2, (const int64_t[]){1, 8}), 0, "%s", ctx->errors);
+	cr_expect_eq(norm_of(2, x38, 1, (const int64_t[]){1}), 0, "%s", ctx->errors);
+	cr_expect_eq(norm_of(2, x38, 2, (const int64_t[]){3, 8}), 0, "%s", ctx->errors);
+	cr_expect_eq(norm_of(2, xb8, 1, (const int64_t[]){8}), 0, "%s", ctx->errors);
+	cr_expect_eq(norm_of(2, x38, 1, (const int64_t[]){4}), -1);
+	cr_expect(strstr(ctx->errors, "(LayerNormalization): 's' has extent 4 on axis 1 where the "
+				      "input has 8: a scale or bias must broadcast to the input"),
+		  "%s", ctx->errors);
+	cr_expect_eq(norm_of(2, xb8, 2, (const int64_t[]){3, 1}), -1);
+	cr_expect(strstr(ctx->errors, "'s' has extent 3 on axis 0 where the input has batch"), "%s",
+		  ctx->errors);
+	cr_expect_eq(norm_of(2, x38, 3, (const int64_t[]){1, 3, 8}), -1);
+	cr_expect(strstr(ctx->errors, "'s' has rank 3, more than the input's 2"), "%s", ctx->errors);
 }
