@@ -74,8 +74,20 @@ static void mkc_free_tensors(mkc_host *m);
 static int mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 			  const int64_t *dims);
 
-/* What a tile function calls when the data is bad (a Gather index). */
-#define MKC_FAIL(m, ...) mkc_fail(m, __VA_ARGS__)
+/*
+ * What a tile function calls when an index from the caller is out of range
+ * (runtime/common.h's mkc_rt_check_index): the step fails with the
+ * sentence, the first failure of the step kept (mkc_fail).
+ */
+static void MKC_UNUSED
+mkc_fail_index(struct mkc_model *m, int node, const mkc_rt_bad *bad)
+{
+	char s[sizeof m->err];
+	mkc_rt_index_sentence(s, sizeof s, mkc_node_desc[node], bad);
+	mkc_fail(m, "%s", s);
+}
+
+#define MKC_FAIL_INDEX(m, node, bad) mkc_fail_index(m, node, bad)
 
 static double
 mkc_now(void)

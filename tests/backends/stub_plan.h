@@ -53,6 +53,9 @@ static const char *const mkc_task_name[MKC_NTASKS] MKC_UNUSED = {
 	"gather (Gather) tile 0/1",
 	"matmul (MatMul) tile 0/1",
 };
+static const char *const mkc_node_desc[3] MKC_UNUSED = {
+	"node 'gather' (Gather)", "node 'matmul' (MatMul)", NULL,
+};
 MKC_STUB_TABLE int mkc_task_wait[MKC_NTASKS] MKC_UNUSED = {-1, 0};
 MKC_STUB_TABLE int mkc_task_sig_start[MKC_NTASKS + 1] MKC_UNUSED = {0, 1, 1};
 MKC_STUB_TABLE int mkc_task_sig[2] MKC_UNUSED = {0, -1};

@@ -1,0 +1,194 @@
+/*
+ * test_api.c - the emitted API against a hostile caller (issue 33), on the
+ * C target: every index the caller gives is checked where it is used
+ * (positions, seqlens_k and total_sequence_length, Gather's indices), and
+ * a step that meets one out of range
+ * returns -1 with a sentence naming the node, never reads past a table or
+ * answers wrongly with status 0.
+ *
+ * Each test compiles a model with --name model, builds a small program
+ * against it under AddressSanitizer and UBSan (or ThreadSanitizer), runs
+ * it, and reads what it printed: one "what: rc sentence" line a call.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../mkc_run.h"
+
+static char out[1 << 16];
+
+#define ASAN "-fsanitize=address,undefined -fno-sanitize-recover=all"
+
+/*
+ * Compiles the model in folder dir (its model.onnx; mkc flags args), builds
+ * prog against it with cflags, runs it; its exit status, everything printed
+ * in out. MODEL is the ONNX file's path in prog.
+ */
+static int
+run_prog(const char *dir, const char *args, const char *cflags, const char *prog)
+{
+	static char cmd[1 << 15];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && %s %s -o $d/model.c --name model %s && "
+		 "cat > $d/t.c <<'EOF'\n%sEOF\n"
+		 "cc -std=c11 -O1 -g -Wall -Wextra -Werror %s -DMODEL=\\\"%s/model.onnx\\\" -pthread "
+		 "-I$d -o $d/t $d/t.c $d/model.c -lm && timeout 120 $d/t; rc=$?; rm -rf $d; exit $rc",
+		 mkc_bin(), dir, args, prog, cflags, dir);
+	return mkc_shell(cmd, out, sizeof out);
+}
+
+/* out holds needle, and no sanitizer report */
+static void
+says(const char *needle)
+{
+	cr_expect(strstr(out, needle), "no '%s' in:\n%s", needle, out);
+}
+
+static void
+clean(void)
+{
+	cr_expect_null(strstr(out, "Sanitizer"), "%s", out);
+	cr_expect_null(strstr(out, "runtime error"), "%s", out);
+}
+
+/*
+ * com.microsoft RotaryEmbedding (cos/sin caches of 16 rows): a position
+ * past them, or negative, fails the step (it read past the table before:
+ * AddressSanitizer's heap-buffer-overflow); positions in range still run.
+ */
+Test(api, rotary_positions_outside_the_caches_fail_the_step, .timeout = 180)
+{
+	static const char prog[] =
+		"#include <stdio.h>\n#include \"model.h\"\n"
+		"int main(void) {\n"
+		"  model *m; static float q[96], y[96]; int64_t pos[3] = {5, 6, 16};\n"
+		"  const void *in[2] = {q, pos}; void *o[1] = {y};\n"
+		"  if (model_create(&m, NULL) || model_load_weights(m, MODEL)) {\n"
+		"    printf(\"setup: %s\\n\", model_last_error(m)); return 9;\n  }\n"
+		"  printf(\"past: %d %s\\n\", model_step(m, in, o, NULL), model_last_error(m));\n"
+		"  pos[0] = -1, pos[2] = 15;\n"
+		"  printf(\"negative: %d %s\\n\", model_step(m, in, o, NULL), model_last_error(m));\n"
+		"  pos[0] = 13, pos[1] = 14;\n"
+		"  printf(\"last rows: %d\\n\", model_step(m, in, o, NULL));\n"
+		"  model_destroy(m); return 0;\n}\n";
+	cr_assert_eq(run_prog("tests/models/hand/contrib_rotary", "", ASAN, prog), 0, "%s", out);
+	clean();
+	says("past: -1 node 'rope' (RotaryEmbedding): position 16 (for element 2 of the positions) "
+	     "is outside 0..15, the rows of the cos/sin caches\n");
+	says("negative: -1 node 'rope' (RotaryEmbedding): position -1 (for element 0 of the "
+	     "positions) is outside 0..15");
+	says("last rows: 0\n");
+}
+
+/*
+ * GroupQueryAttention over a past of 4 with 2 new tokens: seqlens_k must
+ * be 5 and total_sequence_length 6. A right-padded past (seqlens_k 4: the
+ * past holds 3 positions in use, which onnxruntime reads so) answered with
+ * status 0 from all 4 before; now it and the others are refused.
+ */
+Test(api, gqa_lengths_that_do_not_fit_the_past_fail_the_step, .timeout = 180)
+{
+	static const char prog[] =
+		"#include <stdio.h>\n#include \"model.h\"\n"
+		"int main(void) {\n"
+		"  model *m; static float q[128], k[64], v[64], pk[128], pv[128], y[128], yk[192], yv[192];\n"
+		"  int32_t seq = 5, total = 6;\n"
+		"  const void *in[7] = {q, k, v, pk, pv, &seq, &total}; void *o[3] = {y, yk, yv};\n"
+		"  if (model_create(&m, NULL) || model_load_weights(m, MODEL)) {\n"
+		"    printf(\"setup: %s\\n\", model_last_error(m)); return 9;\n  }\n"
+		"  printf(\"fits: %d\\n\", model_step(m, in, o, NULL));\n"
+		"  seq = 4;\n"
+		"  printf(\"padded: %d %s\\n\", model_step(m, in, o, NULL), model_last_error(m));\n"
+		"  seq = 6;\n"
+		"  printf(\"more: %d %s\\n\", model_step(m, in, o, NULL), model_last_error(m));\n"
+		"  seq = 5, total = 7;\n"
+		"  printf(\"total: %d %s\\n\", model_step(m, in, o, NULL), model_last_error(m));\n"
+		"  model_destroy(m); return 0;\n}\n";
+	cr_assert_eq(run_prog("tests/models/hand/contrib_gqa_two_tokens", "", ASAN, prog), 0, "%s",
+		     out);
+	clean();
+	says("fits: 0\n");
+	says("padded: -1 node 'gqa' (GroupQueryAttention): seqlens_k[0] is 4, not 5 (the past it "
+	     "is given and the new positions, less one: mkc reads a past that holds exactly the "
+	     "positions in use, not a padded or shared one)\n");
+	says("more: -1 node 'gqa' (GroupQueryAttention): seqlens_k[0] is 6, not 5");
+	says("total: -1 node 'gqa' (GroupQueryAttention): total_sequence_length is 7, not 6");
+}
+
+/*
+ * The symbolic-past GroupQueryAttention (cos/sin caches of 64 rows): a past
+ * of 70 puts the new token at position 70. The C target said so before
+ * too; the check is now the same one, before anything is written.
+ */
+Test(api, gqa_new_positions_past_the_caches_fail_the_step, .timeout = 180)
+{
+	static const char prog[] =
+		"#include <stdio.h>\n#include \"model.h\"\n"
+		"int main(void) {\n"
+		"  model *m; static float q[64], k[32], v[32], pk[2 * 70 * 16], pv[2 * 70 * 16];\n"
+		"  static float y[64], yk[2 * 71 * 16], yv[2 * 71 * 16];\n"
+		"  int32_t seq = 70, total = 71; int64_t past = 70;\n"
+		"  const void *in[7] = {q, k, v, pk, pv, &seq, &total}; void *o[3] = {y, yk, yv};\n"
+		"  if (model_create(&m, NULL) || model_load_weights(m, MODEL)) {\n"
+		"    printf(\"setup: %s\\n\", model_last_error(m)); return 9;\n  }\n"
+		"  printf(\"past: %d %s\\n\", model_step(m, in, o, &past), model_last_error(m));\n"
+		"  past = 63, seq = 63, total = 64;\n"
+		"  printf(\"last row: %d\\n\", model_step(m, in, o, &past));\n"
+		"  model_destroy(m); return 0;\n}\n";
+	cr_assert_eq(run_prog("tests/models/hand/contrib_gqa", "", ASAN, prog), 0, "%s", out);
+	clean();
+	says("past: -1 node 'gqa' (GroupQueryAttention): position 70 (of a new token of batch "
+	     "entry 0: seqlens_k + 1 - the new positions + its place) is outside 0..63, the rows "
+	     "of the cos/sin caches\n");
+	says("last row: 0\n");
+}
+
+/* The embedding's Gather: a token id past the table fails the step, naming the node. */
+static const char gather_prog[] =
+	"#include <stdio.h>\n#include \"model.h\"\n"
+	"int main(void) {\n"
+	"  model *m; int64_t ids = 1024, pos = 0; static float logits[1024];\n"
+	"  const void *in[2] = {&ids, &pos}; void *o[1] = {logits};\n"
+	"  model_options opt = {THREADS, SEED, 0};\n"
+	"  if (model_create(&m, &opt) || model_load_weights(m, MODEL)) {\n"
+		"    printf(\"setup: %s\\n\", model_last_error(m)); return 9;\n  }\n"
+	"  printf(\"past: %d %s\\n\", model_step(m, in, o, NULL), model_last_error(m));\n"
+	"  ids = -1025;\n"
+	"  printf(\"before: %d %s\\n\", model_step(m, in, o, NULL), model_last_error(m));\n"
+	"  ids = -1;   /* ONNX's Gather counts it from the end */\n"
+	"  int rc = model_step(m, in, o, NULL);\n"
+	"  printf(\"last: %d cache %lld\\n\", rc, (long long)model_cache_len(m));\n"
+	"  model_destroy(m); return 0;\n}\n";
+
+static void
+gather_says(void)
+{
+	says("past: -1 node 'node_embedding' (Gather): index 1024 (element 0 of the indices) is "
+	     "outside -1024..1023\n");
+	says("before: -1 node 'node_embedding' (Gather): index -1025 (element 0 of the indices) is "
+	     "outside -1024..1023\n");
+	says("last: 0 cache 1\n");
+}
+
+Test(api, gather_indices_out_of_range_fail_the_step, .timeout = 180)
+{
+	cr_assert_eq(run_prog("tests/models/tiny_llama_decode_op18", "--workers 2",
+			      ASAN " -DTHREADS=0 -DSEED=0", gather_prog), 0, "%s", out);
+	clean();
+	gather_says();
+}
+
+/*
+ * The same under ThreadSanitizer, on the shuffled queue with 4 threads:
+ * while the Gather's tile fails, the other threads run what they can and
+ * stop; the failure is recorded once (the first kept, atomically), and
+ * the next step starts afresh.
+ */
+Test(api, gather_failure_under_tsan_on_the_shuffled_queue, .timeout = 300)
+{
+	cr_assert_eq(run_prog("tests/models/tiny_llama_decode_op18", "--workers 4",
+			      "-fsanitize=thread -DTHREADS=4 -DSEED=3", gather_prog), 0, "%s", out);
+	cr_expect_null(strstr(out, "ThreadSanitizer"), "%s", out);
+	gather_says();
+}
