@@ -510,6 +510,14 @@ mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
 			   n_prompt, n_new);
 		return -1;
 	}
+	/* a token the model's own argmax could not give (the Gather of an
+	 * embedding would take -1 as the last row, as ONNX has it) */
+	mkc_rt_bad bad;
+	for (int i = 0; i < n_prompt; i++)
+		if (mkc_rt_check_index(prompt[i], 0, MKC_GEN_VOCAB - 1, MKC_IX_TOKEN, i, &bad)) {
+			mkc_rt_index_sentence(m->err, sizeof m->err, "generate", &bad);
+			return -1;
+		}
 	*steps = n_prompt + n_new - 1;
 	if (MKC_NCACHES) {
 		const mkc_rt_cache *c = &mkc_caches[0];

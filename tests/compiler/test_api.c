@@ -1,8 +1,8 @@
 /*
  * test_api.c - the emitted API against a hostile caller (issue 33), on the
  * C target: every index the caller gives is checked where it is used
- * (positions, seqlens_k and total_sequence_length, Gather's indices), and
- * a step that meets one out of range
+ * (positions, seqlens_k and total_sequence_length, Gather's indices, the
+ * tokens given to generate), and a step that meets one out of range
  * returns -1 with a sentence naming the node, never reads past a table or
  * answers wrongly with status 0.
  *
@@ -191,4 +191,35 @@ Test(api, gather_failure_under_tsan_on_the_shuffled_queue, .timeout = 300)
 			      "-fsanitize=thread -DTHREADS=4 -DSEED=3", gather_prog), 0, "%s", out);
 	cr_expect_null(strstr(out, "ThreadSanitizer"), "%s", out);
 	gather_says();
+}
+
+/*
+ * generate's prompt is token ids the model's own argmax could give: -1
+ * wrapped to the last vocabulary entry before (status 0), 1024 failed in a
+ * step; both are refused before any step, the cache untouched.
+ */
+Test(api, generate_refuses_tokens_outside_the_vocabulary, .timeout = 180)
+{
+	static const char prog[] =
+		"#include <stdio.h>\n#include \"model.h\"\n"
+		"int main(void) {\n"
+		"  model *m; int64_t prompt[3] = {7, -1, 9}, toks[2];\n"
+		"  if (model_create(&m, NULL) || model_load_weights(m, MODEL)) {\n"
+		"    printf(\"setup: %s\\n\", model_last_error(m)); return 9;\n  }\n"
+		"  printf(\"minus one: %d %s\\n\", model_generate(m, prompt, 3, 2, toks), model_last_error(m));\n"
+		"  prompt[1] = 1024;\n"
+		"  printf(\"vocab: %d %s\\n\", model_generate(m, prompt, 3, 2, toks), model_last_error(m));\n"
+		"  printf(\"cache: %lld\\n\", (long long)model_cache_len(m));\n"
+		"  prompt[1] = 1023;\n"
+		"  int rc = model_generate(m, prompt, 3, 2, toks);\n"
+		"  printf(\"last: %d cache %lld\\n\", rc, (long long)model_cache_len(m));\n"
+		"  model_destroy(m); return 0;\n}\n";
+	cr_assert_eq(run_prog("tests/models/tiny_llama_decode_op18", "--workers 2", ASAN, prog), 0,
+		     "%s", out);
+	clean();
+	says("minus one: -1 generate: token -1 (element 1 of the prompt) is outside 0..1023, the "
+	     "vocabulary\n");
+	says("vocab: -1 generate: token 1024 (element 1 of the prompt) is outside 0..1023");
+	says("cache: 0\n");
+	says("last: 0 cache 4\n");
 }
