@@ -336,6 +336,53 @@ mkc_load_weights(mkc_host *m, const char *path)
 	return rc;
 }
 
+/* The bytes of graph input or output t (a tensor index) at this step's dims. */
+static size_t
+mkc_io_bytes(const mkc_host *m, int t)
+{
+	return (size_t)mkc_numel(m, t, 0) * (size_t)mkc_tensors[t].esize;
+}
+
+/* Whether the buffers [a, a + na) and [b, b + nb) share a byte. */
+static int
+mkc_bytes_meet(const void *a, size_t na, const void *b, size_t nb)
+{
+	const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+	return na && nb && x < y + nb && y < x + na;
+}
+
+/*
+ * No output may share memory with an input or another output: every body
+ * takes its outputs as restrict, and a step reads its inputs while other
+ * tiles write its outputs, so a caller's in-place buffer is a race on
+ * global memory and a wrong answer. (onnxruntime-genai binds a
+ * GroupQueryAttention's past and present to one buffer; mkc's present is
+ * the past then the new positions, laid out anew, and its tile copied the
+ * past into the present while other lanes still read it.) Called with
+ * the symbols of this step set. 0, or -1 with a sentence.
+ */
+static int
+mkc_check_overlap(mkc_host *m, const void *const *inputs, void *const *outputs)
+{
+	for (int o = 0; o < MKC_NOUTPUTS; o++) {
+		const int to = mkc_outputs[o];
+		const size_t n = mkc_io_bytes(m, to);
+		for (int k = 0; k < MKC_NINPUTS + o; k++) {
+			const int in = k < MKC_NINPUTS;
+			const int t = in ? mkc_inputs[k] : mkc_outputs[k - MKC_NINPUTS];
+			if (!mkc_bytes_meet(outputs[o], n, in ? inputs[k] : outputs[k - MKC_NINPUTS],
+					    mkc_io_bytes(m, t)))
+				continue;
+			mkc_seterr(m, "output %d ('%s') shares memory with %s %d ('%s'): a step reads its "
+				   "inputs while it writes its outputs, so each output needs a buffer of "
+				   "its own", o, mkc_tensors[to].name, in ? "input" : "output",
+				   in ? k : k - MKC_NINPUTS, mkc_tensors[t].name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /*
  * The start of every step: symbol values checked against the compiled
  * maxima (a symbol that counts cache positions takes the cache's count),
@@ -387,6 +434,8 @@ mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 		}
 		m->sym[s] = dims[s];
 	}
+	if (mkc_check_overlap(m, inputs, outputs))
+		return -1;
 	for (int i = 0; i < MKC_NINPUTS; i++)
 		m->buf[mkc_inputs[i]] = (void *)inputs[i];
 	for (int i = 0; i < MKC_NOUTPUTS; i++)

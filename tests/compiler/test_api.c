@@ -223,3 +223,38 @@ Test(api, generate_refuses_tokens_outside_the_vocabulary, .timeout = 180)
 	says("cache: 0\n");
 	says("last: 0 cache 4\n");
 }
+
+/*
+ * A caller's output that shares memory with an input or another output:
+ * GroupQueryAttention's past and present in one buffer, as
+ * onnxruntime-genai binds them, made the tile copy the past into the
+ * present over positions other lanes had still to read (a race on global
+ * memory on a GPU, a wrong answer with status 0 everywhere at 7959f0e).
+ * Refused before the step runs, naming both; separate buffers still run.
+ */
+Test(api, outputs_sharing_memory_with_inputs_or_outputs_are_refused, .timeout = 180)
+{
+	static const char prog[] =
+		"#include <stdio.h>\n#include \"model.h\"\n"
+		"int main(void) {\n"
+		"  model *m; static float q[128], k[64], v[64], pv[128], y[128], kv[2 * 192];\n"
+		"  int32_t seq = 5, total = 6; float *yk = kv, *yv = kv + 192;\n"
+		"  const void *in[7] = {q, k, v, yk, pv, &seq, &total}; void *o[3] = {y, yk, yv};\n"
+		"  if (model_create(&m, NULL) || model_load_weights(m, MODEL)) {\n"
+		"    printf(\"setup: %s\\n\", model_last_error(m)); return 9;\n  }\n"
+		"  printf(\"shared past: %d %s\\n\", model_step(m, in, o, NULL), model_last_error(m));\n"
+		"  static float pk[128]; in[3] = pk; o[2] = yk + 100;\n"
+		"  printf(\"two outputs: %d %s\\n\", model_step(m, in, o, NULL), model_last_error(m));\n"
+		"  o[2] = yk + 192;   /* just after: no byte shared */\n"
+		"  printf(\"apart: %d\\n\", model_step(m, in, o, NULL));\n"
+		"  model_destroy(m); return 0;\n}\n";
+	cr_assert_eq(run_prog("tests/models/hand/contrib_gqa_two_tokens", "", ASAN, prog), 0, "%s",
+		     out);
+	clean();
+	says("shared past: -1 output 1 ('present_key') shares memory with input 3 ('past_key'): a "
+	     "step reads its inputs while it writes its outputs, so each output needs a buffer of "
+	     "its own\n");
+	says("two outputs: -1 output 2 ('present_value') shares memory with output 1 "
+	     "('present_key')");
+	says("apart: 0\n");
+}
