@@ -13,6 +13,8 @@
  *   mkc_host          the host-side model object, with buf[MKC_NTENSORS]
  *                     (each tensor's buffer, in the memory the target
  *                     computes in), owned[MKC_NTENSORS] (mkc allocated it),
+ *                     filled[MKC_NTENSORS] (a weight holds its values:
+ *                     host.h keeps it),
  *                     sym[MKC_NSYMS + 1] (symbol values between steps),
  *                     err[] (the last error, a sentence) and, with
  *                     MKC_PROFILE, prof_count (steps recorded this call);
@@ -87,7 +89,7 @@ static int (*const mkc_hook_prof_fetch)(mkc_host *m, uint64_t *dst) MKC_UNUSED =
 static void MKC_UNUSED
 mkc_hook_host_fields(mkc_host *m)
 {
-	(void)m->buf, (void)m->owned, (void)m->sym, (void)m->err;
+	(void)m->buf, (void)m->owned, (void)m->filled, (void)m->sym, (void)m->err;
 #if MKC_PROFILE
 	(void)m->prof_count;
 #endif

@@ -11,6 +11,14 @@
  * KV caches the model keeps (mkc_caches): the symbol that counts their
  * positions lives in m->sym between steps; a step takes its value from
  * there, and a successful step adds the positions it appended.
+ *
+ * Load state: m->filled[t] says that weight t holds its values. An
+ * embedded weight does from create on, a bound one once bound; every other
+ * weight mkc allocated once a call of mkc_load_weights has succeeded. A
+ * failed load leaves every weight mkc owns unfilled (some may hold new
+ * bytes, some old, or be half read: a model half loaded), until a load
+ * succeeds; a step or generate with a weight unfilled is refused, never
+ * run on zeroed or mixed weights.
  */
 
 /* Sets the error sentence (for calls outside a step). */
@@ -53,6 +61,7 @@ mkc_place_tensors(mkc_host *m, void *arena)
 		m->owned[t] = 1;
 		if (ti->data && mkc_store(m, m->buf[t], ti->data, bytes))
 			return -1;
+		m->filled[t] = ti->data || !bytes;   /* compiled in, or nothing to hold */
 	}
 	return 0;
 }
@@ -103,9 +112,18 @@ mkc_tensor_index(const char *name)
 static int
 mkc_bind(mkc_host *m, const char *name, void *ptr)
 {
+	if (!name) {
+		mkc_seterr(m, "bind needs a weight's name, not a NULL pointer");
+		return -1;
+	}
 	int t = mkc_tensor_index(name);
 	if (t < 0 || mkc_tensors[t].kind != MKC_RT_WEIGHT) {
 		mkc_seterr(m, "no weight is called '%s'", name);
+		return -1;
+	}
+	if (!ptr) {
+		/* the next step would read through it */
+		mkc_seterr(m, "weight '%s': cannot bind a NULL pointer", name);
 		return -1;
 	}
 	if ((uintptr_t)ptr % 16) {
@@ -117,6 +135,7 @@ mkc_bind(mkc_host *m, const char *name, void *ptr)
 		mkc_free_buf(m->buf[t]);
 	m->owned[t] = 0;
 	m->buf[t] = ptr;
+	m->filled[t] = 1;
 	return 0;
 }
 
@@ -267,10 +286,11 @@ mkc_needs_load(const mkc_host *m, int t)
  * Fills every weight that is not embedded: those in files of their own
  * (external data, safetensors) from there, the rest from the ONNX file's
  * initializers. PATH is the .onnx file, or the model's folder when every
- * weight has a file of its own (a Hugging Face folder).
+ * weight has a file of its own (a Hugging Face folder). Through
+ * mkc_load_weights, which keeps the load state.
  */
 static int
-mkc_load_weights(mkc_host *m, const char *path)
+mkc_load_files(mkc_host *m, const char *path)
 {
 	char dir[4096] = ".";
 	struct stat st;
@@ -383,6 +403,35 @@ mkc_check_overlap(mkc_host *m, const void *const *inputs, void *const *outputs)
 	return 0;
 }
 
+/* Loads the weights from path; every weight mkc owns is filled after a success, none after a failure. */
+static int
+mkc_load_weights(mkc_host *m, const char *path)
+{
+	if (!path) {
+		mkc_seterr(m, "load_weights needs the model's path, not a NULL pointer");
+		return -1;
+	}
+	const int rc = mkc_load_files(m, path);
+	for (int t = 0; t < MKC_NTENSORS; t++)
+		if (mkc_tensors[t].kind == MKC_RT_WEIGHT && m->owned[t])
+			m->filled[t] = rc == 0;
+	return rc;
+}
+
+/* Every weight holds its values (m->filled); 0, or -1 with a sentence naming the first that does not. */
+static int
+mkc_check_loaded(mkc_host *m)
+{
+	for (int t = 0; t < MKC_NTENSORS; t++)
+		if (mkc_tensors[t].kind == MKC_RT_WEIGHT && !m->filled[t]) {
+			mkc_seterr(m, "weight '%s' holds no values: load the weights with load_weights "
+				   "(a call that failed leaves them unloaded) or bind it, before a step",
+				   mkc_tensors[t].name);
+			return -1;
+		}
+	return 0;
+}
+
 /*
  * The start of every step: symbol values checked against the compiled
  * maxima (a symbol that counts cache positions takes the cache's count),
@@ -393,6 +442,8 @@ static int
 mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 	       const int64_t *dims)
 {
+	if (mkc_check_loaded(m))
+		return -1;
 	for (int i = 0; i < MKC_NINPUTS; i++)
 		if (!inputs || !inputs[i]) {
 			mkc_seterr(m, "input %d ('%s') is a NULL pointer", i, mkc_tensors[mkc_inputs[i]].name);
@@ -549,6 +600,8 @@ mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
 				   "(compiled with --kv-io?)", mkc_sym_names[s]);
 			return -1;
 		}
+	if (mkc_check_loaded(m))
+		return -1;
 	if (!prompt || !out || n_prompt < 1 || n_new < 1) {
 		mkc_seterr(m, "generate needs at least one prompt token, one new token and a place "
 			   "for them");

@@ -29,6 +29,7 @@
 struct mkc_model {
 	void *buf[MKC_NTENSORS];
 	unsigned char owned[MKC_NTENSORS];
+	unsigned char filled[MKC_NTENSORS];   /* a weight holds its values (runtime/host.h) */
 	void *arena;                /* the intermediates, placed by the memory pass */
 	int64_t sym[MKC_NSYMS + 1];
 	_Atomic uint64_t counter[MKC_NEVENTS + 1];
@@ -371,7 +372,8 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 }
 
 /* Hooks for runtime/host.h: host memory is the buffer memory here. */
-/* zeroed: a state (a KV cache) starts empty, and a weight not yet loaded reads 0 */
+/* zeroed, so that a state (a KV cache) starts empty (a weight not yet loaded is never
+ * read: runtime/host.h refuses the step) */
 static int
 mkc_alloc_buf(mkc_host *m, size_t n, void **p)
 {

@@ -72,6 +72,7 @@ mkc_dev_fail_index(struct mkc_model *m, int node, const mkc_rt_bad *bad)
 struct mkc_gpu_host {
 	void *buf[MKC_NTENSORS];    /* device pointers */
 	unsigned char owned[MKC_NTENSORS];
+	unsigned char filled[MKC_NTENSORS];   /* a weight holds its values (runtime/host.h) */
 	int64_t sym[MKC_NSYMS + 1];
 	struct mkc_model *dev;      /* the device copy of the tile view */
 	void *arena;                /* the intermediates, placed by the memory pass */

@@ -258,3 +258,56 @@ Test(api, outputs_sharing_memory_with_inputs_or_outputs_are_refused, .timeout = 
 	     "('present_key')");
 	says("apart: 0\n");
 }
+
+/*
+ * A model's load state: a step or generate before the weights are loaded,
+ * or after a load that failed, ran on zeroed (or half-read) weights with
+ * status 0 at 7959f0e; bind with a NULL pointer was accepted and the next
+ * step read through it. Each is refused now with a sentence; a load that
+ * succeeds, or a bind of the missing weight, makes the model ready.
+ */
+Test(api, a_model_steps_only_with_every_weight_loaded_or_bound, .timeout = 180)
+{
+	static const char prog[] =
+		"#include <stdio.h>\n#include <stdlib.h>\n#include \"model.h\"\n"
+		"int main(void) {\n"
+		"  model *m; int64_t ids = 7, pos = 0, tok[2]; static float logits[1024];\n"
+		"  const void *in[2] = {&ids, &pos}; void *o[1] = {logits};\n"
+		"  if (model_create(&m, NULL)) return 9;\n"
+		"  printf(\"unloaded: %d %s\\n\", model_step(m, in, o, NULL), model_last_error(m));\n"
+		"  printf(\"unloaded generate: %d %s\\n\", model_generate(m, &ids, 1, 2, tok),\n"
+		"         model_last_error(m));\n"
+		"  printf(\"null bind: %d %s\\n\", model_bind(m, \"m.lm_head.weight\", NULL),\n"
+		"         model_last_error(m));\n"
+		"  printf(\"null name: %d %s\\n\", model_bind(m, NULL, logits), model_last_error(m));\n"
+		"  printf(\"null path: %d %s\\n\", model_load_weights(m, NULL), model_last_error(m));\n"
+		"  printf(\"load: %d\\n\", model_load_weights(m, MODEL));\n"
+		"  printf(\"loaded: %d\\n\", model_step(m, in, o, NULL));\n"
+		"  printf(\"failed load: %d\\n\", model_load_weights(m, \"/nonexistent/model.onnx\"));\n"
+		"  printf(\"after failure: %d %s\\n\", model_step(m, in, o, NULL), model_last_error(m));\n"
+		"  printf(\"after failure generate: %d\\n\", model_generate(m, &ids, 1, 2, tok));\n"
+		"  printf(\"cache: %lld\\n\", (long long)model_cache_len(m));\n"
+		"  printf(\"reload: %d\\n\", model_load_weights(m, MODEL));\n"
+		"  printf(\"reloaded: %d\\n\", model_step(m, in, o, NULL));\n"
+		"  model_destroy(m);\n"
+		"  /* a weight bound after a failed load is ready; the rest still are not */\n"
+		"  if (model_create(&m, NULL)) return 9;\n"
+		"  float *w = aligned_alloc(16, 1024 * 256 * sizeof *w);\n"
+		"  printf(\"bound: %d\\n\", w ? model_bind(m, \"m.lm_head.weight\", w) : -9);\n"
+		"  printf(\"bound only: %d %s\\n\", model_step(m, in, o, NULL), model_last_error(m));\n"
+		"  model_destroy(m); free(w); return 0;\n}\n";
+	cr_assert_eq(run_prog("tests/models/tiny_llama_decode_op18", "--workers 2", ASAN, prog), 0,
+		     "%s", out);
+	clean();
+	says("unloaded: -1 weight 'm.lm_head.weight' holds no values: load the weights with "
+	     "load_weights (a call that failed leaves them unloaded) or bind it, before a step\n");
+	says("unloaded generate: -1 weight 'm.lm_head.weight' holds no values");
+	says("null bind: -1 weight 'm.lm_head.weight': cannot bind a NULL pointer\n");
+	says("null name: -1 bind needs a weight's name, not a NULL pointer\n");
+	says("null path: -1 load_weights needs the model's path, not a NULL pointer\n");
+	says("load: 0\nloaded: 0\nfailed load: -1\n");
+	says("after failure: -1 weight 'm.lm_head.weight' holds no values");
+	says("after failure generate: -1\ncache: 1\nreload: 0\nreloaded: 0\n");
+	says("bound: 0\nbound only: -1 weight '");
+	cr_expect_null(strstr(out, "bound only: -1 weight 'm.lm_head.weight'"), "%s", out);
+}
