@@ -366,6 +366,7 @@ typedef struct {
 	int cap_axis;       /* a KV cache: its memory holds cap positions along */
 	int64_t cap;        /* cap_axis (cap 0: dense as the dims say) */
 	int safetensors;    /* file is a safetensors file (runtime/files.h checks its header) */
+	int check;          /* embedded bytes of an initializer: compared with the file's at load */
 } mkc_rt_tensor_info;
 
 /* A KV cache the model keeps (passes/state.c). */

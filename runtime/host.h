@@ -248,10 +248,14 @@ mkc_load_file(mkc_host *m, const mkc_rt_tensor_info *ti, const char *dir, void *
 
 /*
  * Reads one initializer into host memory and stores it in its buffer; a
- * float32 weight kept as bf16 is narrowed on the way.
+ * float32 weight kept as bf16 is narrowed on the way. An initializer
+ * compiled into the file (ti->check) is compared with it instead: the
+ * compiled code holds its old value, so a checkpoint changed there since
+ * compiling is not the model compiled, and loading the rest would mix old
+ * values with new.
  */
 static int
-mkc_load_one(mkc_host *m, int t, const mkc_rt_tensor *pt, const char *dir)
+mkc_load_one(mkc_host *m, int t, const mkc_rt_tensor *pt, const char *dir, const char *path)
 {
 	const mkc_rt_tensor_info *ti = &mkc_tensors[t];
 	int64_t n = mkc_numel(m, t, 0);
@@ -270,24 +274,33 @@ mkc_load_one(mkc_host *m, int t, const mkc_rt_tensor *pt, const char *dir)
 	if (rc == 0 && narrow)
 		for (int64_t i = 0; i < n; i++)
 			((uint16_t *)tmp)[i] = mkc_rt_to_bf16(((const float *)tmp)[i]);
-	if (rc == 0)
+	if (rc == 0 && ti->data && memcmp(tmp, ti->data, want)) {
+		mkc_seterr(m, "%s: weight '%s' differs from the value compiled into this file (an "
+			   "initializer of at most --embed-limit bytes is compiled in): the checkpoint "
+			   "changed since it was compiled; compile it again", path, ti->name);
+		rc = -1;
+	} else if (rc == 0 && !ti->data) {
 		rc = mkc_store(m, m->buf[t], tmp, want);
+	}
 	free(tmp);
 	return rc;
 }
 
+/* A weight the load reads: one mkc allocated, to fill, or compiled in, to compare. */
 static int
 mkc_needs_load(const mkc_host *m, int t)
 {
-	return mkc_tensors[t].kind == MKC_RT_WEIGHT && !mkc_tensors[t].data && m->owned[t];
+	const mkc_rt_tensor_info *ti = &mkc_tensors[t];
+	return ti->kind == MKC_RT_WEIGHT && m->owned[t] && (!ti->data || ti->check);
 }
 
 /*
- * Fills every weight that is not embedded: those in files of their own
- * (external data, safetensors) from there, the rest from the ONNX file's
- * initializers. PATH is the .onnx file, or the model's folder when every
- * weight has a file of its own (a Hugging Face folder). Through
- * mkc_load_weights, which keeps the load state.
+ * Fills every weight that is not embedded, and compares every embedded
+ * initializer (mkc_load_one): those in files of their own (external data,
+ * safetensors) from there, the rest from the ONNX file's initializers.
+ * PATH is the .onnx file, or the model's folder when every weight has a
+ * file of its own (a Hugging Face folder). Through mkc_load_weights, which
+ * keeps the load state.
  */
 static int
 mkc_load_files(mkc_host *m, const char *path)
@@ -308,7 +321,7 @@ mkc_load_files(mkc_host *m, const char *path)
 			continue;
 		if (!mkc_tensors[t].file)
 			left++;
-		else if (mkc_load_one(m, t, NULL, dir))
+		else if (mkc_load_one(m, t, NULL, dir, path))
 			return -1;
 	}
 	if (!left)
@@ -342,7 +355,7 @@ mkc_load_files(mkc_host *m, const char *path)
 		for (int t = 0; t < MKC_NTENSORS; t++)
 			if (mkc_needs_load(m, t) && !mkc_tensors[t].file &&
 			    mkc_rt_name_is(pt.name, mkc_tensors[t].name)) {
-				rc = mkc_load_one(m, t, &pt, dir);
+				rc = mkc_load_one(m, t, &pt, dir, path);
 				found[t] = 1;
 				break;
 			}

@@ -459,17 +459,24 @@ emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
 		}
 		int fdt = (int)(t->file_dtype ? t->file_dtype : t->dtype);
 		long long at = e->p->mem_off ? (long long)e->p->mem_off[t->id] : -1;
-		if (embedded(g, t, o))
-			fprintf(f, "}, mkc_data_%d, %d, NULL, 0, -1", i, fdt);
-		else if (t->ext_file && rt_kind(t) == 3)
-			fprintf(f, "}, NULL, %d, \"%s\", %llu, -1", fdt,
-				mkc_cstr(a, relative(g, t->ext_file), false),
+		/* an initializer compiled in is compared with the model's file at load (the
+		 * loader reads ONNX protobuf and files of their own, not JSON) */
+		bool emb = embedded(g, t, o);
+		bool check = emb && t->initializer && (t->ext_file || g->protobuf_weights);
+		bool file = t->ext_file && rt_kind(t) == 3 && (!emb || check);
+		if (emb)
+			fprintf(f, "}, mkc_data_%d, %d, ", i, fdt);
+		else
+			fprintf(f, "}, NULL, %d, ", fdt);
+		if (file)
+			fprintf(f, "\"%s\", %llu, -1", mkc_cstr(a, relative(g, t->ext_file), false),
 				(unsigned long long)t->ext_offset);
 		else
-			fprintf(f, "}, NULL, %d, NULL, 0, %lld", fdt, at);
+			fprintf(f, "NULL, 0, %lld", emb ? -1 : at);
 		/* a Hugging Face weight: its safetensors header is checked at load */
-		bool sft = !embedded(g, t, o) && t->ext_file && rt_kind(t) == 3 && !g->protobuf_weights;
-		fprintf(f, ", %d, %lld, %d},\n", t->cap ? t->cap_axis : -1, (long long)t->cap, sft);
+		bool sft = file && !g->protobuf_weights;
+		fprintf(f, ", %d, %lld, %d, %d},\n", t->cap ? t->cap_axis : -1, (long long)t->cap, sft,
+			check);
 	}
 	fputs("};\n", f);
 	fprintf(f, "\nstatic const mkc_rt_cache mkc_caches[MKC_NCACHES + 1] MKC_UNUSED = {\n");
