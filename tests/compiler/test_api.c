@@ -311,3 +311,40 @@ Test(api, a_model_steps_only_with_every_weight_loaded_or_bound, .timeout = 180)
 	says("bound: 0\nbound only: -1 weight '");
 	cr_expect_null(strstr(out, "bound only: -1 weight 'm.lm_head.weight'"), "%s", out);
 }
+
+/*
+ * Options out of range are refused at create: 2000000 threads overflowed
+ * the stack at the first step (thread arrays as VLAs) at 7959f0e, and a
+ * timeout of 1e300 seconds (or NaN) made a GPU's watchdog limit a
+ * conversion out of range. The thread arrays are the model's now; the
+ * shuffled queue on 64 threads runs.
+ */
+Test(api, absurd_options_are_refused_at_create, .timeout = 180)
+{
+	static const char prog[] =
+		"#include <math.h>\n#include <stdio.h>\n#include \"model.h\"\n"
+		"static void try(const char *what, model_options o) {\n"
+		"  model *m; int rc = model_create(&m, &o);\n"
+		"  printf(\"%s: %d %s\\n\", what, rc, model_last_error(m));\n"
+		"  if (!rc) {\n"
+		"    static float q[96], y[96]; int64_t pos[3] = {0, 1, 2};\n"
+		"    const void *in[2] = {q, pos}; void *out[1] = {y};\n"
+		"    printf(\"%s step: %d\\n\", what, model_step(m, in, out, NULL));\n"
+		"  }\n"
+		"  model_destroy(m);\n"
+		"}\n"
+		"int main(void) {\n"
+		"  try(\"many\", (model_options){2000000, 1, 0});\n"
+		"  try(\"negative\", (model_options){-1, 1, 0});\n"
+		"  try(\"forever\", (model_options){0, 0, 1e300});\n"
+		"  try(\"nan\", (model_options){0, 0, NAN});\n"
+		"  try(\"sixty-four\", (model_options){64, 5, 2});\n"
+		"  return 0;\n}\n";
+	cr_assert_eq(run_prog("tests/models/hand/contrib_rotary", "", ASAN, prog), 0, "%s", out);
+	clean();
+	says("many: -1 options.nthreads is 2000000; it takes 0 (a thread a worker) to 4096\n");
+	says("negative: -1 options.nthreads is -1; it takes 0 (a thread a worker) to 4096\n");
+	says("forever: -1 options.timeout_s is 1e+300; it takes 0 (10 s) to 86400 seconds\n");
+	says("nan: -1 options.timeout_s is nan; it takes 0 (10 s) to 86400 seconds\n");
+	says("sixty-four: 0 \nsixty-four step: 0\n");
+}
