@@ -78,6 +78,10 @@ $P_generate($P *m, const int64_t *prompt, int n_prompt, int n_new, int64_t *out_
 int
 $P_profile_write($P *m, const char *path)
 {
+	if (!path) {   /* fopen(NULL) fails, and the sentence would name "(null)" */
+		snprintf(m->err, sizeof m->err, "profile_write needs a file's path, not a NULL pointer");
+		return -1;
+	}
 	return $P_status(m, mkc_profile_write(m->m, path));
 }
 

@@ -348,3 +348,22 @@ Test(api, absurd_options_are_refused_at_create, .timeout = 180)
 	says("nan: -1 options.timeout_s is nan; it takes 0 (10 s) to 86400 seconds\n");
 	says("sixty-four: 0 \nsixty-four step: 0\n");
 }
+
+/* profile_write(m, NULL) said "(null): cannot write: Bad address" at 7959f0e. */
+Test(api, profile_write_refuses_a_null_path, .timeout = 180)
+{
+	static const char prog[] =
+		"#include <stdio.h>\n#include \"model.h\"\n"
+		"int main(void) {\n"
+		"  model *m; static float q[96], y[96]; int64_t pos[3] = {0, 1, 2};\n"
+		"  const void *in[2] = {q, pos}; void *o[1] = {y};\n"
+		"  if (model_create(&m, NULL) || model_step(m, in, o, NULL)) return 9;\n"
+		"  printf(\"null: %d %s\\n\", model_profile_write(m, NULL), model_last_error(m));\n"
+		"  printf(\"file: %d\\n\", model_profile_write(m, \"/dev/null\"));\n"
+		"  model_destroy(m); return 0;\n}\n";
+	cr_assert_eq(run_prog("tests/models/hand/contrib_rotary", "--profile", ASAN, prog), 0, "%s",
+		     out);
+	clean();
+	says("null: -1 profile_write needs a file's path, not a NULL pointer\n");
+	says("file: 0\n");
+}
