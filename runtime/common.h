@@ -33,6 +33,9 @@
 #define MKC_LANES_SYNC() ((void)0)
 #define MKC_RESTRICT
 #define mkc_rt_block_sum(v) (v)   /* one lane: its own sum */
+#define mkc_rt_warp_sum(v) (v)
+#define mkc_rt_dot8_bf16 mkc_rt_dot8_bf16_c
+#define mkc_rt_dot4 mkc_rt_dot4_c
 #endif
 
 /* A dimension c + k * sym[s] (s < 0: a constant). */
@@ -476,6 +479,34 @@ mkc_rt_dot4(const float *x, const float *w)
 	return mkc_rt_fma4(0.0f, *(const float4 *)x, *(const uint4 *)w);
 }
 #endif
+
+/*
+ * x[0..8) . w[0..8), w in bf16, and x[0..4) . w[0..4) in float32, in plain
+ * C: the products added one by one from 0, in order, as the GPU's 16-byte
+ * forms above add them (mkc_rt_fma8_bf16, mkc_rt_fma4). What the host
+ * calls under those forms' names.
+ */
+static inline MKC_HD float MKC_UNUSED
+mkc_rt_dot8_bf16_c(const float *x, const uint16_t *w)
+{
+	float acc = 0;
+	for (int i = 0; i < 8; i++) {
+		uint32_t u = (uint32_t)w[i] << 16;
+		float f;
+		memcpy(&f, &u, sizeof f);
+		acc += x[i] * f;
+	}
+	return acc;
+}
+
+static inline MKC_HD float MKC_UNUSED
+mkc_rt_dot4_c(const float *x, const float *w)
+{
+	float acc = 0;
+	for (int i = 0; i < 4; i++)
+		acc += x[i] * w[i];
+	return acc;
+}
 
 /* Row-major strides of dims d[0..r); s[r] = 0. */
 static inline MKC_HD void MKC_UNUSED

@@ -497,18 +497,22 @@ Test(bodies, skip_norm_keeps_the_sum_and_normalises_it)
 
 /*
  * The products (matmul.h): a [B, M, K] by b [K, N], y [B, M, N] (MM_B ..
- * MM_N). The warp-per-output form (mkc_dot_rows) is device code only: the
- * CUDA and HIP compiles of emitted files check it.
+ * MM_N). The warp-per-output form (mkc_dot_rows) runs here on one lane,
+ * fewer than a warp: a lane an output, as a GPU tile of fewer lanes than
+ * a warp runs it (7959f0e's looped forever there, and was device code
+ * only); the CUDA and HIP compiles of emitted files check the warp's form.
  */
 enum { MM_B = 2, MM_M = 3, MM_K = 8, MM_N = 5 };
 
+enum { MM_GENERAL, MM_SPLIT_K, MM_DOT_ROWS };
+
 /*
  * a [B, M, K] by b [K, N] (or, tb, b stored [N, K]) into y [B, M, N],
- * b in bf16 when bh; the output cut into two tiles along N. split: the
- * split-K body instead of the general one.
+ * b in bf16 when bh; the output cut into two tiles along N, by the body
+ * how names (mkc_dot_rows takes b stored [N, K] only).
  */
 static void
-matmul_case(int tb, int bh, int split)
+matmul_case(int tb, int bh, int how)
 {
 	float a[MM_B * MM_M * MM_K], bf[MM_K * MM_N], y[MM_B * MM_M * MM_N], part[1];
 	uint16_t b16[MM_K * MM_N];
@@ -541,27 +545,35 @@ matmul_case(int tb, int bh, int split)
 	const int64_t cut[3] = {0, 2, MM_N};
 	for (int t = 0; t < 2; t++) {
 		const int64_t lo[3] = {0, 0, cut[t]}, hi[3] = {MM_B, MM_M, cut[t + 1]};
-		if (split)
+		if (how == MM_SPLIT_K)
 			mkc_matmul_split_k(&yv, &av, &bv, &o, lo, hi, part);
+		else if (how == MM_DOT_ROWS)
+			mkc_dot_rows(&yv, &av, &bv, NULL, &o, lo, hi);
 		else
 			mkc_matmul(&yv, &av, &bv, NULL, &o, lo, hi);
 	}
 	double err = rel_err(y, want, MM_B * MM_M * MM_N);
-	cr_expect(err < 1e-5, "tb %d bf16 %d split %d: relative error %g", tb, bh, split, err);
+	cr_expect(err < 1e-5, "tb %d bf16 %d body %d: relative error %g", tb, bh, how, err);
 }
 
 Test(bodies, matmul_broadcast_transposed_and_bf16)
 {
 	for (int tb = 0; tb <= 1; tb++)
 		for (int bh = 0; bh <= 1; bh++)
-			matmul_case(tb, bh, 0);
+			matmul_case(tb, bh, MM_GENERAL);
 }
 
 Test(bodies, split_k_on_one_lane)
 {
 	for (int tb = 0; tb <= 1; tb++)
 		for (int bh = 0; bh <= 1; bh++)
-			matmul_case(tb, bh, 1);
+			matmul_case(tb, bh, MM_SPLIT_K);
+}
+
+Test(bodies, dot_rows_on_fewer_lanes_than_a_warp, .timeout = 10)
+{
+	for (int bh = 0; bh <= 1; bh++)
+		matmul_case(1, bh, MM_DOT_ROWS);
 }
 
 /*
@@ -629,6 +641,14 @@ Test(bodies, gemm_transposes_alpha_beta_and_c)
 			mkc_matmul(&yv, &av, &bv, c ? &cvv : NULL, &o, lo1, hi1);
 			double err = rel_err(y, want, MM_M * MM_N);
 			cr_expect(err < 1e-5, "ta %d c %d: relative error %g", ta, c, err);
+			if (ta)
+				continue;
+			/* b stored [N, K]: the rows' form takes it too, with the epilogue */
+			poison(y, MM_M * MM_N);
+			mkc_dot_rows(&yv, &av, &bv, c ? &cvv : NULL, &o, lo0, hi0);
+			mkc_dot_rows(&yv, &av, &bv, c ? &cvv : NULL, &o, lo1, hi1);
+			err = rel_err(y, want, MM_M * MM_N);
+			cr_expect(err < 1e-5, "mkc_dot_rows c %d: relative error %g", c, err);
 		}
 }
 
