@@ -701,6 +701,23 @@ emit_rotary(mkc_emitter *e, const mkc_node *n)
 		return unsupported(e, n, "an input that is not 3-D or 4-D");
 	if (pos && n->in[ip]->dtype != MKC_DT_INT64)
 		return unsupported(e, n, "position_ids that are not int64");
+	/* the shapes the body indexes by (its positions themselves it checks at run time):
+	 * infer checked only the rows' length */
+	const mkc_tensor *cs = n->in[ic], *sn = n->in[is], *pt = pos ? n->in[ip] : NULL;
+	const mkc_dim B = x->shape[0], S = x->shape[x->rank == 3 ? 1 : 2];
+	if (pt && !(pt->rank == 2 && mkc_dim_eq(pt->shape[0], B) && mkc_dim_eq(pt->shape[1], S)) &&
+	    mkc_tensor_numel(pt) != 1)
+		return unsupported(e, n, "position_ids that are neither [batch, sequence] nor one "
+				   "first position");
+	for (int i = 0; i < 2; i++) {
+		const mkc_tensor *c = i ? sn : cs;
+		if (pt ? c->rank != 2
+		       : c->rank != 3 || !mkc_dim_eq(c->shape[0], B) || !mkc_dim_eq(c->shape[1], S))
+			return unsupported(e, n, pt ? "cos and sin caches that are not [positions, "
+						      "rotated / 2]"
+						    : "cos and sin that are not [batch, sequence, "
+						      "rotated / 2] (without position_ids)");
+	}
 	char p[16], call[96];
 	decl_all(e, n);
 	fprintf(e->f, "\tconst mkc_rotary_opt o = {.heads = %lldLL, .rot = %lldLL, .inter = %d};\n",
