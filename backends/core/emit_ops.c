@@ -904,6 +904,14 @@ emit_gqa(mkc_emitter *e, const mkc_node *n)
 	int64_t hq = k->heads, hk = k->kv_heads;
 	int64_t dh = q->shape[2].c / hq;
 	bool rot = k->rotary;
+	/* the shapes the body indexes by (the lengths and positions it checks at run time) */
+	const mkc_tensor *sl = n->in[5], *tot = n->nin > 6 ? n->in[6] : NULL;
+	if (sl->rank != 1 || !mkc_dim_eq(sl->shape[0], q->shape[0]))
+		return unsupported(e, n, "seqlens_k that is not [batch]");
+	if (tot && mkc_tensor_numel(tot) != 1)
+		return unsupported(e, n, "total_sequence_length that is not one value");
+	if (rot && (n->in[7]->rank != 2 || n->in[8]->rank != 2))
+		return unsupported(e, n, "cos and sin caches that are not [positions, rotated / 2]");
 	char fb[48], sc[64], pk[16], pv[16], tl[16];
 	decl_all(e, n);
 	if (k->scale_given)

@@ -670,3 +670,29 @@ Test(bad_input, rotary_positions_and_caches_must_have_the_shapes_the_body_reads)
 	cr_assert_eq(r->status, 0, "one first position: %s", r->err);
 #undef ROPE
 }
+
+/*
+ * GroupQueryAttention's body reads seqlens_k as [batch] and
+ * total_sequence_length as one value: seqlens_k of [1] for a batch of 2
+ * compiled at 7959f0e, and a step read past it. Refused at compile time;
+ * the values are checked at run time.
+ */
+Test(bad_input, gqa_lengths_must_have_the_shapes_the_body_reads)
+{
+#define GQA(sl, tl)                                                                         \
+	"{\"op_type\":\"GroupQueryAttention\",\"domain\":\"com.microsoft\",\"name\":\"gqa\","  \
+	"\"input\":[\"q\",\"q\",\"q\",\"\",\"\",\"sl\",\"tl\"],"                                  \
+	"\"output\":[\"y\",\"pk\",\"pv\"],\"attribute\":["                                      \
+	A_INT("num_heads", 1) "," A_INT("kv_num_heads", 1) "]}",                               \
+		"", VI("q", 1, DV(2) "," DV(1) "," DV(8)) "," VI("sl", 6, sl) "," VI("tl", 6, tl), \
+		OUT("y") "," OUT("pk") "," OUT("pv")
+	model(GQA(DV(1), ""));
+	model_refused("node 'gqa' (GroupQueryAttention): the c target cannot compile this node "
+		      "yet: seqlens_k that is not [batch]");
+	model(GQA(DV(2), DV(2)));
+	model_refused("total_sequence_length that is not one value");
+	model(GQA(DV(2), ""));
+	mkc_result *r = mkc_run(at("m.json"), "-o", at("g.c"), NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+#undef GQA
+}
