@@ -202,7 +202,7 @@ mkc_rt_slice_start(int64_t start, int64_t step, int64_t dim)
  * ModelProto's graph (field 7) holds TensorProtos in field 5, each with
  * name (8), raw_data (9), external_data (13: key 1, value 2) and
  * data_location (14), and typed data in float_data (4), int32_data (5),
- * int64_data (7), double_data (10).
+ * int64_data (7), double_data (10), uint64_data (11: uint32 and uint64).
  */
 typedef struct {
 	const uint8_t *p, *end;
@@ -291,7 +291,7 @@ mkc_rt_parse_tensor(mkc_rt_pb b, mkc_rt_tensor *t)
 			t->raw = sub;
 		else if (f == 14 && w == 0)
 			t->external = v == 1;
-		else if ((f == 4 || f == 5 || f == 7 || f == 10) && w == 2) {
+		else if ((f == 4 || f == 5 || f == 7 || f == 10 || f == 11) && w == 2) {
 			t->typed = sub;
 			t->typed_field = f;
 		} else if (f == 13 && w == 2) {
