@@ -133,8 +133,8 @@ parse_args(int argc, char **argv, int from, options *o)
 			o->embed_limit = x;
 			i++;
 		} else if (strcmp(a, "--max-seq") == 0) {
-			if (!parse_count(v, 2, 1LL << 40, &x))
-				return bad_usage("%s needs a position count of at least 2", a);
+			if (!parse_count(v, 1, 1LL << 40, &x))
+				return bad_usage("%s needs a position count of at least 1", a);
 			o->max_seq = x;
 			i++;
 		} else if (strcmp(a, "--kv-io") == 0) {

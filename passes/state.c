@@ -145,7 +145,7 @@ mkc_pass_state(mkc_graph *g)
 					 "symbols (%s, %s); compile with --kv-io", g->path,
 					 MKC_STATE(g, 0)->cache->name, q->name, MKC_SYM(g, sym),
 					 MKC_SYM(g, s));
-		if (g->kv_cap < nnew + 1)
+		if (g->kv_cap < nnew)   /* a first step, past_len 0, needs room for its new ones */
 			return mkc_error(g->ctx, "%s: --max-seq %lld leaves no room for the %lld new "
 					 "position(s) of '%s'", g->path, (long long)g->kv_cap,
 					 (long long)nnew, q->name);

@@ -4,6 +4,13 @@ struct $P {
 	char err[512];
 };
 
+/*
+ * The most threads the shuffled test queue takes (options.nthreads): far
+ * more than a machine runs at once, and the exec allocates a thread and
+ * its argument for each.
+ */
+#define MKC_MAX_THREADS 4096
+
 int
 $P_create($P **out, const $P_options *opts)
 {
@@ -13,6 +20,17 @@ $P_create($P **out, const $P_options *opts)
 	*out = ($P *)calloc(1, sizeof **out);
 	if (!*out)
 		return -1;
+	if (o.nthreads < 0 || o.nthreads > MKC_MAX_THREADS) {
+		snprintf((*out)->err, sizeof (*out)->err, "options.nthreads is %d; it takes 0 (a thread "
+			 "a worker) to %d", o.nthreads, MKC_MAX_THREADS);
+		return -1;
+	}
+	/* a day: the watchdog's limit becomes a count of clock cycles on a GPU */
+	if (!(o.timeout_s >= 0 && o.timeout_s <= 86400)) {
+		snprintf((*out)->err, sizeof (*out)->err, "options.timeout_s is %g; it takes 0 (10 s) "
+			 "to 86400 seconds", o.timeout_s);
+		return -1;
+	}
 	if (mkc_model_create(&(*out)->m, o.nthreads, o.shuffle_seed, o.timeout_s)) {
 		strcpy((*out)->err, (*out)->m ? (*out)->m->err : "out of memory");
 		return -1;
@@ -60,6 +78,10 @@ $P_generate($P *m, const int64_t *prompt, int n_prompt, int n_new, int64_t *out_
 int
 $P_profile_write($P *m, const char *path)
 {
+	if (!path) {   /* fopen(NULL) fails, and the sentence would name "(null)" */
+		snprintf(m->err, sizeof m->err, "profile_write needs a file's path, not a NULL pointer");
+		return -1;
+	}
 	return $P_status(m, mkc_profile_write(m->m, path));
 }
 

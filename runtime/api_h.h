@@ -46,11 +46,12 @@ extern "C" {   /* C linkage, also when the .cu file is compiled as C++ */
 typedef struct $P $P;
 
 typedef struct {
-	int nthreads;           /* threads for the shuffled queue (0: one per worker);
-	                           static queues always get one thread each */
+	int nthreads;           /* threads for the shuffled queue (0: one per worker;
+	                           at most 4096); static queues always get one
+	                           thread each */
 	unsigned shuffle_seed;  /* nonzero: one shared queue in a random
 	                           topological order (race testing) */
-	double timeout_s;       /* watchdog per wait (0: 10 s) */
+	double timeout_s;       /* watchdog per wait (0: 10 s; at most 86400) */
 } $P_options;
 
 int $P_create($P **m, const $P_options *opts);

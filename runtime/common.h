@@ -33,6 +33,9 @@
 #define MKC_LANES_SYNC() ((void)0)
 #define MKC_RESTRICT
 #define mkc_rt_block_sum(v) (v)   /* one lane: its own sum */
+#define mkc_rt_warp_sum(v) (v)
+#define mkc_rt_dot8_bf16 mkc_rt_dot8_bf16_c
+#define mkc_rt_dot4 mkc_rt_dot4_c
 #endif
 
 /* A dimension c + k * sym[s] (s < 0: a constant). */
@@ -97,6 +100,92 @@ mkc_view_es(const mkc_view *v)
 	return v->bf16 ? 2 : mkc_t_size(v->type);
 }
 
+/*
+ * Indices from the caller. A position, a length, a token id or a Gather
+ * index is data the caller gives at run time, not a shape the compiler
+ * checked, so whatever takes one checks it with mkc_rt_check_index before
+ * using it: one check and one sentence (mkc_rt_index_sentence) for every
+ * such index on every target, e.g. "node 'rope' (RotaryEmbedding):
+ * position 40 (element 2 of the positions) is outside 0..31, the rows of
+ * the cos/sin caches".
+ *
+ * A body checks every index it will use before its loops (once a row or a
+ * tile, never in an inner loop), in every lane alike, so that the lanes
+ * agree and none reads past a table before another finds the index bad.
+ * On an index outside its range it returns nonzero, what it found in *bad:
+ * the lane's own mkc_rt_bad, a local of the tile function, which no other
+ * lane writes. The tile function hands it to MKC_FAIL_INDEX (the exec's),
+ * which keeps the step's first failure (taken atomically: many lanes and
+ * tiles may fail at once) and makes the step return -1 with the sentence.
+ */
+enum {
+	MKC_IX_INDEX = 1,   /* Gather's indices */
+	MKC_IX_POSITION,    /* position_ids: a row of the cos/sin caches */
+	MKC_IX_NEW_POSITION,   /* GroupQueryAttention's new tokens' rows, from seqlens_k */
+	MKC_IX_SEQLEN,      /* GroupQueryAttention's seqlens_k */
+	MKC_IX_TOTAL,       /* GroupQueryAttention's total_sequence_length */
+	MKC_IX_TOKEN        /* a token id given to generate */
+};
+
+typedef struct {
+	int what;               /* MKC_IX_..., 0 while nothing was found */
+	int64_t at;             /* which element of the input holds it (flat) */
+	int64_t value, lo, hi;  /* the value, and the range lo..hi it must lie in */
+} mkc_rt_bad;
+
+/* 0 when lo <= v <= hi; else 1, with what was found in *bad. */
+static inline MKC_HD int MKC_UNUSED
+mkc_rt_check_index(int64_t v, int64_t lo, int64_t hi, int what, int64_t at, mkc_rt_bad *bad)
+{
+	if (v >= lo && v <= hi)
+		return 0;
+	bad->what = what;
+	bad->at = at;
+	bad->value = v;
+	bad->lo = lo;
+	bad->hi = hi;
+	return 1;
+}
+
+/* The sentence for bad, found by who ("node 'g' (Gather)", "generate"), into buf. */
+static void MKC_UNUSED
+mkc_rt_index_sentence(char *buf, size_t n, const char *who, const mkc_rt_bad *b)
+{
+	const long long v = (long long)b->value, at = (long long)b->at;
+	const long long lo = (long long)b->lo, hi = (long long)b->hi;
+	switch (b->what) {
+	case MKC_IX_INDEX:
+		snprintf(buf, n, "%s: index %lld (element %lld of the indices) is outside %lld..%lld",
+			 who, v, at, lo, hi);
+		break;
+	case MKC_IX_POSITION:
+		snprintf(buf, n, "%s: position %lld (for element %lld of the positions) is outside "
+			 "%lld..%lld, the rows of the cos/sin caches", who, v, at, lo, hi);
+		break;
+	case MKC_IX_NEW_POSITION:
+		snprintf(buf, n, "%s: position %lld (of a new token of batch entry %lld: seqlens_k + 1 - "
+			 "the new positions + its place) is outside %lld..%lld, the rows of the cos/sin "
+			 "caches", who, v, at, lo, hi);
+		break;
+	case MKC_IX_SEQLEN:
+		snprintf(buf, n, "%s: seqlens_k[%lld] is %lld, not %lld (the past it is given and the "
+			 "new positions, less one: mkc reads a past that holds exactly the positions "
+			 "in use, not a padded or shared one)", who, at, v, lo);
+		break;
+	case MKC_IX_TOTAL:
+		snprintf(buf, n, "%s: total_sequence_length is %lld, not %lld (the past it is given "
+			 "and the new positions)", who, v, lo);
+		break;
+	case MKC_IX_TOKEN:
+		snprintf(buf, n, "%s: token %lld (element %lld of the prompt) is outside %lld..%lld, "
+			 "the vocabulary", who, v, at, lo, hi);
+		break;
+	default:
+		snprintf(buf, n, "%s: an index from the caller is out of range", who);
+		break;
+	}
+}
+
 /* Slice bounds with ONNX's clamping; returns the first index. */
 static inline MKC_HD int64_t MKC_UNUSED
 mkc_rt_slice_start(int64_t start, int64_t step, int64_t dim)
@@ -113,7 +202,7 @@ mkc_rt_slice_start(int64_t start, int64_t step, int64_t dim)
  * ModelProto's graph (field 7) holds TensorProtos in field 5, each with
  * name (8), raw_data (9), external_data (13: key 1, value 2) and
  * data_location (14), and typed data in float_data (4), int32_data (5),
- * int64_data (7), double_data (10).
+ * int64_data (7), double_data (10), uint64_data (11: uint32 and uint64).
  */
 typedef struct {
 	const uint8_t *p, *end;
@@ -202,7 +291,7 @@ mkc_rt_parse_tensor(mkc_rt_pb b, mkc_rt_tensor *t)
 			t->raw = sub;
 		else if (f == 14 && w == 0)
 			t->external = v == 1;
-		else if ((f == 4 || f == 5 || f == 7 || f == 10) && w == 2) {
+		else if ((f == 4 || f == 5 || f == 7 || f == 10 || f == 11) && w == 2) {
 			t->typed = sub;
 			t->typed_field = f;
 		} else if (f == 13 && w == 2) {
@@ -280,6 +369,7 @@ typedef struct {
 	int cap_axis;       /* a KV cache: its memory holds cap positions along */
 	int64_t cap;        /* cap_axis (cap 0: dense as the dims say) */
 	int safetensors;    /* file is a safetensors file (runtime/files.h checks its header) */
+	int check;          /* embedded bytes of an initializer: compared with the file's at load */
 } mkc_rt_tensor_info;
 
 /* A KV cache the model keeps (passes/state.c). */
@@ -389,6 +479,34 @@ mkc_rt_dot4(const float *x, const float *w)
 	return mkc_rt_fma4(0.0f, *(const float4 *)x, *(const uint4 *)w);
 }
 #endif
+
+/*
+ * x[0..8) . w[0..8), w in bf16, and x[0..4) . w[0..4) in float32, in plain
+ * C: the products added one by one from 0, in order, as the GPU's 16-byte
+ * forms above add them (mkc_rt_fma8_bf16, mkc_rt_fma4). What the host
+ * calls under those forms' names.
+ */
+static inline MKC_HD float MKC_UNUSED
+mkc_rt_dot8_bf16_c(const float *x, const uint16_t *w)
+{
+	float acc = 0;
+	for (int i = 0; i < 8; i++) {
+		uint32_t u = (uint32_t)w[i] << 16;
+		float f;
+		memcpy(&f, &u, sizeof f);
+		acc += x[i] * f;
+	}
+	return acc;
+}
+
+static inline MKC_HD float MKC_UNUSED
+mkc_rt_dot4_c(const float *x, const float *w)
+{
+	float acc = 0;
+	for (int i = 0; i < 4; i++)
+		acc += x[i] * w[i];
+	return acc;
+}
 
 /* Row-major strides of dims d[0..r); s[r] = 0. */
 static inline MKC_HD void MKC_UNUSED

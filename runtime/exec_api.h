@@ -5,7 +5,7 @@
  *
  * Before the exec, the emitted file defines the sizes (MKC_NTENSORS,
  * MKC_NTASKS, ...), MKC_PROF_TARGET (the target's name), the tables (mkc_tensors[], mkc_task_wait[],
- * mkc_queue[], ...), MKC_PROFILE, MKC_CAN_GENERATE, and declares
+ * mkc_queue[], mkc_node_desc[], ...), MKC_PROFILE, MKC_CAN_GENERATE, and declares
  * mkc_run_task, mkc_task_bounds, mkc_run_node and mkc_fill_symvals (the
  * tile functions, written after the runtime).
  *
@@ -13,10 +13,16 @@
  *   mkc_host          the host-side model object, with buf[MKC_NTENSORS]
  *                     (each tensor's buffer, in the memory the target
  *                     computes in), owned[MKC_NTENSORS] (mkc allocated it),
+ *                     filled[MKC_NTENSORS] (a weight holds its values:
+ *                     host.h keeps it),
  *                     sym[MKC_NSYMS + 1] (symbol values between steps),
  *                     err[] (the last error, a sentence) and, with
  *                     MKC_PROFILE, prof_count (steps recorded this call);
- *   MKC_FAIL(m, ...)  what a tile function calls on bad data;
+ *   MKC_FAIL_INDEX(m, node, bad)  what a tile function calls when a body
+ *                     found an index from the caller out of range
+ *                     (runtime/common.h's mkc_rt_check_index): the step
+ *                     fails with mkc_rt_index_sentence, naming the node by
+ *                     mkc_node_desc[node];
  *   the hooks below.
  * It may call what host.h defines after it (declaring it first):
  * mkc_seterr, mkc_numel, mkc_place_tensors, mkc_free_tensors,
@@ -83,7 +89,7 @@ static int (*const mkc_hook_prof_fetch)(mkc_host *m, uint64_t *dst) MKC_UNUSED =
 static void MKC_UNUSED
 mkc_hook_host_fields(mkc_host *m)
 {
-	(void)m->buf, (void)m->owned, (void)m->sym, (void)m->err;
+	(void)m->buf, (void)m->owned, (void)m->filled, (void)m->sym, (void)m->err;
 #if MKC_PROFILE
 	(void)m->prof_count;
 #endif

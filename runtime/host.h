@@ -11,6 +11,14 @@
  * KV caches the model keeps (mkc_caches): the symbol that counts their
  * positions lives in m->sym between steps; a step takes its value from
  * there, and a successful step adds the positions it appended.
+ *
+ * Load state: m->filled[t] says that weight t holds its values. An
+ * embedded weight does from create on, a bound one once bound; every other
+ * weight mkc allocated once a call of mkc_load_weights has succeeded. A
+ * failed load leaves every weight mkc owns unfilled (some may hold new
+ * bytes, some old, or be half read: a model half loaded), until a load
+ * succeeds; a step or generate with a weight unfilled is refused, never
+ * run on zeroed or mixed weights.
  */
 
 /* Sets the error sentence (for calls outside a step). */
@@ -53,6 +61,7 @@ mkc_place_tensors(mkc_host *m, void *arena)
 		m->owned[t] = 1;
 		if (ti->data && mkc_store(m, m->buf[t], ti->data, bytes))
 			return -1;
+		m->filled[t] = ti->data || !bytes;   /* compiled in, or nothing to hold */
 	}
 	return 0;
 }
@@ -103,9 +112,18 @@ mkc_tensor_index(const char *name)
 static int
 mkc_bind(mkc_host *m, const char *name, void *ptr)
 {
+	if (!name) {
+		mkc_seterr(m, "bind needs a weight's name, not a NULL pointer");
+		return -1;
+	}
 	int t = mkc_tensor_index(name);
 	if (t < 0 || mkc_tensors[t].kind != MKC_RT_WEIGHT) {
 		mkc_seterr(m, "no weight is called '%s'", name);
+		return -1;
+	}
+	if (!ptr) {
+		/* the next step would read through it */
+		mkc_seterr(m, "weight '%s': cannot bind a NULL pointer", name);
 		return -1;
 	}
 	if ((uintptr_t)ptr % 16) {
@@ -117,6 +135,7 @@ mkc_bind(mkc_host *m, const char *name, void *ptr)
 		mkc_free_buf(m->buf[t]);
 	m->owned[t] = 0;
 	m->buf[t] = ptr;
+	m->filled[t] = 1;
 	return 0;
 }
 
@@ -229,10 +248,14 @@ mkc_load_file(mkc_host *m, const mkc_rt_tensor_info *ti, const char *dir, void *
 
 /*
  * Reads one initializer into host memory and stores it in its buffer; a
- * float32 weight kept as bf16 is narrowed on the way.
+ * float32 weight kept as bf16 is narrowed on the way. An initializer
+ * compiled into the file (ti->check) is compared with it instead: the
+ * compiled code holds its old value, so a checkpoint changed there since
+ * compiling is not the model compiled, and loading the rest would mix old
+ * values with new.
  */
 static int
-mkc_load_one(mkc_host *m, int t, const mkc_rt_tensor *pt, const char *dir)
+mkc_load_one(mkc_host *m, int t, const mkc_rt_tensor *pt, const char *dir, const char *path)
 {
 	const mkc_rt_tensor_info *ti = &mkc_tensors[t];
 	int64_t n = mkc_numel(m, t, 0);
@@ -251,26 +274,36 @@ mkc_load_one(mkc_host *m, int t, const mkc_rt_tensor *pt, const char *dir)
 	if (rc == 0 && narrow)
 		for (int64_t i = 0; i < n; i++)
 			((uint16_t *)tmp)[i] = mkc_rt_to_bf16(((const float *)tmp)[i]);
-	if (rc == 0)
+	if (rc == 0 && ti->data && memcmp(tmp, ti->data, want)) {
+		mkc_seterr(m, "%s: weight '%s' differs from the value compiled into this file (an "
+			   "initializer of at most --embed-limit bytes is compiled in): the checkpoint "
+			   "changed since it was compiled; compile it again", path, ti->name);
+		rc = -1;
+	} else if (rc == 0 && !ti->data) {
 		rc = mkc_store(m, m->buf[t], tmp, want);
+	}
 	free(tmp);
 	return rc;
 }
 
+/* A weight the load reads: one mkc allocated, to fill, or compiled in, to compare. */
 static int
 mkc_needs_load(const mkc_host *m, int t)
 {
-	return mkc_tensors[t].kind == MKC_RT_WEIGHT && !mkc_tensors[t].data && m->owned[t];
+	const mkc_rt_tensor_info *ti = &mkc_tensors[t];
+	return ti->kind == MKC_RT_WEIGHT && m->owned[t] && (!ti->data || ti->check);
 }
 
 /*
- * Fills every weight that is not embedded: those in files of their own
- * (external data, safetensors) from there, the rest from the ONNX file's
- * initializers. PATH is the .onnx file, or the model's folder when every
- * weight has a file of its own (a Hugging Face folder).
+ * Fills every weight that is not embedded, and compares every embedded
+ * initializer (mkc_load_one): those in files of their own (external data,
+ * safetensors) from there, the rest from the ONNX file's initializers.
+ * PATH is the .onnx file, or the model's folder when every weight has a
+ * file of its own (a Hugging Face folder). Through mkc_load_weights, which
+ * keeps the load state.
  */
 static int
-mkc_load_weights(mkc_host *m, const char *path)
+mkc_load_files(mkc_host *m, const char *path)
 {
 	char dir[4096] = ".";
 	struct stat st;
@@ -288,7 +321,7 @@ mkc_load_weights(mkc_host *m, const char *path)
 			continue;
 		if (!mkc_tensors[t].file)
 			left++;
-		else if (mkc_load_one(m, t, NULL, dir))
+		else if (mkc_load_one(m, t, NULL, dir, path))
 			return -1;
 	}
 	if (!left)
@@ -322,7 +355,7 @@ mkc_load_weights(mkc_host *m, const char *path)
 		for (int t = 0; t < MKC_NTENSORS; t++)
 			if (mkc_needs_load(m, t) && !mkc_tensors[t].file &&
 			    mkc_rt_name_is(pt.name, mkc_tensors[t].name)) {
-				rc = mkc_load_one(m, t, &pt, dir);
+				rc = mkc_load_one(m, t, &pt, dir, path);
 				found[t] = 1;
 				break;
 			}
@@ -336,6 +369,82 @@ mkc_load_weights(mkc_host *m, const char *path)
 	return rc;
 }
 
+/* The bytes of graph input or output t (a tensor index) at this step's dims. */
+static size_t
+mkc_io_bytes(const mkc_host *m, int t)
+{
+	return (size_t)mkc_numel(m, t, 0) * (size_t)mkc_tensors[t].esize;
+}
+
+/* Whether the buffers [a, a + na) and [b, b + nb) share a byte. */
+static int
+mkc_bytes_meet(const void *a, size_t na, const void *b, size_t nb)
+{
+	const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+	return na && nb && x < y + nb && y < x + na;
+}
+
+/*
+ * No output may share memory with an input or another output: every body
+ * takes its outputs as restrict, and a step reads its inputs while other
+ * tiles write its outputs, so a caller's in-place buffer is a race on
+ * global memory and a wrong answer. (onnxruntime-genai binds a
+ * GroupQueryAttention's past and present to one buffer; mkc's present is
+ * the past then the new positions, laid out anew, and its tile copied the
+ * past into the present while other lanes still read it.) Called with
+ * the symbols of this step set. 0, or -1 with a sentence.
+ */
+static int
+mkc_check_overlap(mkc_host *m, const void *const *inputs, void *const *outputs)
+{
+	for (int o = 0; o < MKC_NOUTPUTS; o++) {
+		const int to = mkc_outputs[o];
+		const size_t n = mkc_io_bytes(m, to);
+		for (int k = 0; k < MKC_NINPUTS + o; k++) {
+			const int in = k < MKC_NINPUTS;
+			const int t = in ? mkc_inputs[k] : mkc_outputs[k - MKC_NINPUTS];
+			if (!mkc_bytes_meet(outputs[o], n, in ? inputs[k] : outputs[k - MKC_NINPUTS],
+					    mkc_io_bytes(m, t)))
+				continue;
+			mkc_seterr(m, "output %d ('%s') shares memory with %s %d ('%s'): a step reads its "
+				   "inputs while it writes its outputs, so each output needs a buffer of "
+				   "its own", o, mkc_tensors[to].name, in ? "input" : "output",
+				   in ? k : k - MKC_NINPUTS, mkc_tensors[t].name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Loads the weights from path; every weight mkc owns is filled after a success, none after a failure. */
+static int
+mkc_load_weights(mkc_host *m, const char *path)
+{
+	if (!path) {
+		mkc_seterr(m, "load_weights needs the model's path, not a NULL pointer");
+		return -1;
+	}
+	const int rc = mkc_load_files(m, path);
+	for (int t = 0; t < MKC_NTENSORS; t++)
+		if (mkc_tensors[t].kind == MKC_RT_WEIGHT && m->owned[t])
+			m->filled[t] = rc == 0;
+	return rc;
+}
+
+/* Every weight holds its values (m->filled); 0, or -1 with a sentence naming the first that does not. */
+static int
+mkc_check_loaded(mkc_host *m)
+{
+	for (int t = 0; t < MKC_NTENSORS; t++)
+		if (mkc_tensors[t].kind == MKC_RT_WEIGHT && !m->filled[t]) {
+			mkc_seterr(m, "weight '%s' holds no values: load the weights with load_weights "
+				   "(a call that failed leaves them unloaded) or bind it, before a step",
+				   mkc_tensors[t].name);
+			return -1;
+		}
+	return 0;
+}
+
 /*
  * The start of every step: symbol values checked against the compiled
  * maxima (a symbol that counts cache positions takes the cache's count),
@@ -346,6 +455,8 @@ static int
 mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 	       const int64_t *dims)
 {
+	if (mkc_check_loaded(m))
+		return -1;
 	for (int i = 0; i < MKC_NINPUTS; i++)
 		if (!inputs || !inputs[i]) {
 			mkc_seterr(m, "input %d ('%s') is a NULL pointer", i, mkc_tensors[mkc_inputs[i]].name);
@@ -387,6 +498,8 @@ mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 		}
 		m->sym[s] = dims[s];
 	}
+	if (mkc_check_overlap(m, inputs, outputs))
+		return -1;
 	for (int i = 0; i < MKC_NINPUTS; i++)
 		m->buf[mkc_inputs[i]] = (void *)inputs[i];
 	for (int i = 0; i < MKC_NOUTPUTS; i++)
@@ -500,6 +613,8 @@ mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
 				   "(compiled with --kv-io?)", mkc_sym_names[s]);
 			return -1;
 		}
+	if (mkc_check_loaded(m))
+		return -1;
 	if (!prompt || !out || n_prompt < 1 || n_new < 1) {
 		mkc_seterr(m, "generate needs at least one prompt token, one new token and a place "
 			   "for them");
@@ -510,6 +625,14 @@ mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
 			   n_prompt, n_new);
 		return -1;
 	}
+	/* a token the model's own argmax could not give (the Gather of an
+	 * embedding would take -1 as the last row, as ONNX has it) */
+	mkc_rt_bad bad;
+	for (int i = 0; i < n_prompt; i++)
+		if (mkc_rt_check_index(prompt[i], 0, MKC_GEN_VOCAB - 1, MKC_IX_TOKEN, i, &bad)) {
+			mkc_rt_index_sentence(m->err, sizeof m->err, "generate", &bad);
+			return -1;
+		}
 	*steps = n_prompt + n_new - 1;
 	if (MKC_NCACHES) {
 		const mkc_rt_cache *c = &mkc_caches[0];

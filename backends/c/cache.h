@@ -34,11 +34,14 @@ typedef struct {
  * The cos/sin row of (b, s): without positions (pos NULL), row (b, s) of
  * cos [B, S, R/2]; with pos [B, S] (ONNX's position_ids), row pos[b, s]
  * of cos [positions, R/2]; with pos of one element (onnxruntime's first
- * position of every sequence), row pos[0] + s.
+ * position of every sequence), row pos[0] + s. Positions come from the
+ * caller: each row's is checked against the caches' rows before any pair
+ * is rotated; one outside returns 1 with it in *bad (runtime/common.h's
+ * mkc_rt_check_index; the caller says which node), else 0.
  */
-static inline MKC_BODY void MKC_UNUSED
+static inline MKC_BODY int MKC_UNUSED
 mkc_rotary(const mkc_view *y, const mkc_view *x, const mkc_view *cos, const mkc_view *sin,
-	   const mkc_view *pos, const mkc_rotary_opt *o)
+	   const mkc_view *pos, const mkc_rotary_opt *o, mkc_rt_bad *bad)
 {
 	const int three = o->heads > 0;
 	const int64_t B = x->d[0], H = three ? o->heads : x->d[1], S = x->d[three ? 1 : 2];
@@ -49,6 +52,13 @@ mkc_rotary(const mkc_view *y, const mkc_view *x, const mkc_view *cos, const mkc_
 	const int64_t ps = pos && pos->rank == 2 ? pos->s[1] : 0;
 	const int64_t padd = pos && pos->rank != 2;
 	const int64_t *pp = pos ? (const int64_t *)pos->p : NULL;
+	const int64_t rows = pos ? mkc_rt_imin(cos->d[0], sin->d[0]) : 0;
+	for (int64_t q = 0; pp && q < B * S; q++) {   /* a row each, every lane alike */
+		const int64_t b = q / S, s = q % S, at = pos->rank == 2 ? q : 0;
+		if (mkc_rt_check_index(pp[b * pb + s * ps] + padd * s, 0, rows - 1, MKC_IX_POSITION, at,
+				       bad))
+			return 1;
+	}
 	const float *pc = (const float *)cos->p, *pn = (const float *)sin->p;
 	const float *MKC_RESTRICT px0 = (const float *)x->p;
 	float *MKC_RESTRICT py0 = (float *)y->p;
@@ -66,6 +76,7 @@ mkc_rotary(const mkc_view *y, const mkc_view *x, const mkc_view *cos, const mkc_
 		const int64_t i1 = o->inter ? 2 * i : i, i2 = o->inter ? 2 * i + 1 : i + half;
 		mkc_rope_pair(py, px, i1, i2, i1, i2, pc[c + i], pn[c + i]);
 	}
+	return 0;
 }
 
 /* Element o of a cache kept in float32 or bf16 (passes/kv.c: rounded to nearest even). */

@@ -133,17 +133,34 @@ mkc_split(int n, const mkc_view *const *y, const mkc_view *x, int axis)
  * Gather from x along axis by the indices ind (int32 or int64): element
  * idx of y is x's element with coordinate axis the index at idx[axis ..
  * axis + ind's rank), the others idx's in order. A bf16 table is read as
- * float32 into y. An index out of range ends the lane's walk: it returns
- * -1 with the index in *bad (the caller says which node), else 0.
+ * float32 into y. The indices come from the caller: every index the tile
+ * reads (the box's sub-box on those axes, one per row of the table it
+ * moves) is checked before any element moves, -n..n-1 along an axis of n
+ * (a negative one counts from the end, as ONNX has it); one outside
+ * returns -1 with it in *bad (runtime/common.h's mkc_rt_check_index; the
+ * caller says which node), else 0.
  */
 static inline MKC_BODY int MKC_UNUSED
 mkc_gather(const mkc_view *y, const mkc_view *x, const mkc_view *ind, int axis, const int64_t *lo,
-	   const int64_t *hi, int64_t *bad)
+	   const int64_t *hi, mkc_rt_bad *bad)
 {
 	void *MKC_RESTRICT py = y->p;
 	const void *MKC_RESTRICT px = x->p;
 	const int r = y->rank, es = mkc_view_es(x), ir = ind->rank;
+	const int64_t n = x->d[axis];
 	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1];
+	const int64_t nind = mkc_rt_extents(lo + axis, hi + axis, ir, ext);
+	for (int64_t f = 0; f < nind; f++) {   /* every lane alike: they must agree */
+		mkc_rt_unflat(f, lo + axis, ext, ir, idx);
+		const int64_t at = mkc_rt_dot(idx, ind->s, ir);
+		const int64_t j = ind->type == MKC_T_INT32 ? ((const int32_t *)ind->p)[at]
+							   : ((const int64_t *)ind->p)[at];
+		int64_t flat = 0;   /* its place among the indices, for the sentence */
+		for (int d = 0; d < ir; d++)
+			flat = flat * ind->d[d] + idx[d];
+		if (mkc_rt_check_index(j, -n, n - 1, MKC_IX_INDEX, flat, bad))
+			return -1;
+	}
 	const int64_t cnt = mkc_rt_extents(lo, hi, r, ext);
 	for (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {
 		mkc_rt_unflat(f, lo, ext, r, idx);
@@ -151,11 +168,7 @@ mkc_gather(const mkc_view *y, const mkc_view *x, const mkc_view *ind, int axis, 
 		int64_t j = ind->type == MKC_T_INT32 ? ((const int32_t *)ind->p)[at]
 						     : ((const int64_t *)ind->p)[at];
 		if (j < 0)
-			j += x->d[axis];
-		if (j < 0 || j >= x->d[axis]) {
-			*bad = j;
-			return -1;
-		}
+			j += n;
 		int64_t o = j * x->s[axis];
 		for (int d = 0; d < axis; d++)
 			o += idx[d] * x->s[d];

@@ -29,6 +29,7 @@
 struct mkc_model {
 	void *buf[MKC_NTENSORS];
 	unsigned char owned[MKC_NTENSORS];
+	unsigned char filled[MKC_NTENSORS];   /* a weight holds its values (runtime/host.h) */
 	void *arena;                /* the intermediates, placed by the memory pass */
 	int64_t sym[MKC_NSYMS + 1];
 	_Atomic uint64_t counter[MKC_NEVENTS + 1];
@@ -37,6 +38,9 @@ struct mkc_model {
 	unsigned shuffle_seed;
 	double timeout_s;
 	int *order;                 /* shuffle mode: this step's task order */
+	int *pending, *ready;       /* shuffle mode: mkc_shuffle_order's work, the model's own */
+	pthread_t *threads;         /* nthreads of each, allocated once */
+	struct mkc_worker_arg *args;
 	atomic_int cursor;
 	atomic_int failed;
 	char err[512];
@@ -74,8 +78,20 @@ static void mkc_free_tensors(mkc_host *m);
 static int mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 			  const int64_t *dims);
 
-/* What a tile function calls when the data is bad (a Gather index). */
-#define MKC_FAIL(m, ...) mkc_fail(m, __VA_ARGS__)
+/*
+ * What a tile function calls when an index from the caller is out of range
+ * (runtime/common.h's mkc_rt_check_index): the step fails with the
+ * sentence, the first failure of the step kept (mkc_fail).
+ */
+static void MKC_UNUSED
+mkc_fail_index(struct mkc_model *m, int node, const mkc_rt_bad *bad)
+{
+	char s[sizeof m->err];
+	mkc_rt_index_sentence(s, sizeof s, mkc_node_desc[node], bad);
+	mkc_fail(m, "%s", s);
+}
+
+#define MKC_FAIL_INDEX(m, node, bad) mkc_fail_index(m, node, bad)
 
 static double
 mkc_now(void)
@@ -140,7 +156,7 @@ mkc_exec_task(struct mkc_model *m, int task, int worker)
 	(void)worker;
 }
 
-typedef struct {
+typedef struct mkc_worker_arg {
 	struct mkc_model *m;
 	int worker;
 } mkc_worker_arg;
@@ -180,7 +196,7 @@ mkc_worker(void *arg)
 static void
 mkc_shuffle_order(struct mkc_model *m)
 {
-	static int pending[MKC_NTASKS + 1], ready[MKC_NTASKS + 1];
+	int *pending = m->pending, *ready = m->ready;   /* two models may step at once */
 	int nready = 0, n = 0;
 	unsigned s = m->shuffle_seed * 2654435761u + (unsigned)m->epoch;
 	for (int t = 0; t < MKC_NTASKS; t++) {
@@ -222,10 +238,9 @@ mkc_exec_step(struct mkc_model *m)
 	for (int s = 0; s < MKC_NSYMS; s++)
 		m->prof_slot[s] = (uint64_t)m->sym[s];
 #endif
-	int n = m->nthreads;
-	pthread_t th[n];
-	mkc_worker_arg args[n];
-	int started = 0;
+	int n = m->nthreads, started = 0;
+	pthread_t *th = m->threads;
+	mkc_worker_arg *args = m->args;
 	for (int w = 0; w < n; w++) {
 		args[w].m = m;
 		args[w].worker = w;
@@ -255,11 +270,19 @@ mkc_model_create(struct mkc_model **out, int nthreads, unsigned shuffle_seed,
 	*out = m;
 	if (!m)
 		return -1;
-	/* the shared test queue runs on any number of threads; static queues on one each */
+	/* the shared test queue runs on any number of threads (the API bounds it); static
+	 * queues on one each */
 	m->nthreads = shuffle_seed && nthreads > 0 ? nthreads : MKC_NWORKERS;
 	m->shuffle_seed = shuffle_seed;
 	m->timeout_s = timeout_s > 0 ? timeout_s : 10.0;
-	if (shuffle_seed && !(m->order = calloc(MKC_NTASKS + 1, sizeof *m->order))) {
+	if (!(m->threads = calloc((size_t)m->nthreads, sizeof *m->threads)) ||
+	    !(m->args = calloc((size_t)m->nthreads, sizeof *m->args))) {
+		mkc_seterr(m, "out of memory for %d worker threads", m->nthreads);
+		return -1;
+	}
+	if (shuffle_seed && (!(m->order = calloc(MKC_NTASKS + 1, sizeof *m->order)) ||
+			     !(m->pending = calloc(MKC_NTASKS + 1, sizeof *m->pending)) ||
+			     !(m->ready = calloc(MKC_NTASKS + 1, sizeof *m->ready)))) {
 		mkc_seterr(m, "out of memory");
 		return -1;
 	}
@@ -284,6 +307,10 @@ mkc_model_destroy(struct mkc_model *m)
 	mkc_free_tensors(m);
 	free(m->arena);
 	free(m->order);
+	free(m->pending);
+	free(m->ready);
+	free(m->threads);
+	free(m->args);
 #if MKC_PROFILE
 	free(m->prof);
 #endif
@@ -359,7 +386,8 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 }
 
 /* Hooks for runtime/host.h: host memory is the buffer memory here. */
-/* zeroed: a state (a KV cache) starts empty, and a weight not yet loaded reads 0 */
+/* zeroed, so that a state (a KV cache) starts empty (a weight not yet loaded is never
+ * read: runtime/host.h refuses the step) */
 static int
 mkc_alloc_buf(mkc_host *m, size_t n, void **p)
 {

@@ -4,10 +4,12 @@
  * MKC_LANES_SYNC), embedded by every target. The node is one whole tile,
  * in two phases:
  *
+ *   0. the lengths the caller gives checked against the past it gives
+ *      (mkc_gqa_check): seqlens_k[b] + 1 = P + S = total_sequence_length;
  *   1. the present keys and values pk_out, pv_out [B, Hk, L, D]: the past
  *      (P positions, NULL when none), then the S new positions, the keys
- *      rotated when cos is given, at position seqlens_k[b] + 1 - S + s for
- *      new token s;
+ *      rotated when cos is given, at position seqlens_k[b] + 1 - S + s =
+ *      P + s for new token s;
  *   2. once every lane's writes are visible, attention of each query
  *      (rotated likewise) over present positions 0 .. P + s (causal), key
  *      and value head = head / (Hq / Hk), scores scaled and soft-capped
@@ -36,13 +38,14 @@ mkc_gqa_rot(const float *x, int64_t d, int64_t R, int inter, const float *pc, co
 
 /*
  * The operands of one GroupQueryAttention tile, and its options; NULL for
- * what the node leaves out (past, cos and sin).
+ * what the node leaves out (past, total length, cos and sin).
  */
 typedef struct {
 	const mkc_view *y, *pk_out, *pv_out;   /* the output, the present keys and values */
 	const mkc_view *q, *k, *v;
 	const mkc_view *pk, *pv;               /* the past keys and values */
-	const mkc_view *seqlens_k;             /* int32 */
+	const mkc_view *seqlens_k;             /* int32 [B] */
+	const mkc_view *total;                 /* int32 scalar: total_sequence_length */
 	const mkc_view *cos, *sin;             /* [positions, R / 2] */
 	int64_t hq, hk, d;                     /* query heads, key heads, head size */
 	int inter;
@@ -50,38 +53,58 @@ typedef struct {
 } mkc_gqa_args;
 
 /*
- * The cos/sin rows of new token s of batch b into *pc, *ps (NULL without
- * rotation). Returns 0, or 1 with the position in *bad when it lies
- * outside the caches.
+ * The lengths the caller gives, against the past it gives: present is the
+ * past then the new positions, so seqlens_k[b] must be P + S - 1 for every
+ * batch entry and total_sequence_length P + S (a right-padded or shared
+ * past, which onnxruntime reads by seqlens_k, would be read here as all in
+ * use: a wrong answer, so it is refused), and the new tokens' positions,
+ * P .. P + S - 1, must be rows of the cos/sin caches. Every lane checks
+ * all of it before anything is written. 0, or 1 with what was found in
+ * *bad (runtime/common.h's mkc_rt_check_index).
  */
 static inline MKC_BODY int MKC_UNUSED
-mkc_gqa_rows(const mkc_gqa_args *a, int64_t b, int64_t s, const float **pc, const float **ps,
-	     int64_t *bad)
+mkc_gqa_check(const mkc_gqa_args *a, mkc_rt_bad *bad)
+{
+	const int64_t B = a->q->d[0], S = a->q->d[1], P = a->pk ? a->pk->d[2] : 0;
+	const int32_t *sl = (const int32_t *)a->seqlens_k->p;
+	for (int64_t b = 0; b < B; b++)
+		if (mkc_rt_check_index(sl[b * a->seqlens_k->s[0]], P + S - 1, P + S - 1, MKC_IX_SEQLEN,
+				       b, bad))
+			return 1;
+	if (a->total && mkc_rt_check_index(*(const int32_t *)a->total->p, P + S, P + S, MKC_IX_TOTAL,
+					   0, bad))
+		return 1;
+	if (a->cos && mkc_rt_check_index(P + S - 1, 0, mkc_rt_imin(a->cos->d[0], a->sin->d[0]) - 1,
+					 MKC_IX_NEW_POSITION, 0, bad))
+		return 1;
+	return 0;
+}
+
+/* The cos/sin rows of new token s into *pc, *ps (NULL without rotation): row P + s. */
+static inline MKC_BODY void MKC_UNUSED
+mkc_gqa_rows(const mkc_gqa_args *a, int64_t P, int64_t s, const float **pc, const float **ps)
 {
 	*pc = *ps = NULL;
 	if (!a->cos)
-		return 0;
-	const int64_t pos = (int64_t)((const int32_t *)a->seqlens_k->p)[b] + 1 - a->q->d[1] + s;
-	if (pos < 0 || pos >= a->cos->d[0]) {
-		*bad = pos;
-		return 1;
-	}
-	*pc = (const float *)a->cos->p + pos * a->cos->s[0];
-	*ps = (const float *)a->sin->p + pos * a->sin->s[0];
-	return 0;
+		return;
+	*pc = (const float *)a->cos->p + (P + s) * a->cos->s[0];
+	*ps = (const float *)a->sin->p + (P + s) * a->sin->s[0];
 }
 
 /*
  * The tile; qr holds D floats of the lane's own (its rotated query).
- * Returns 0, or 1 with the position in *bad when a new token's position
- * lies outside the cos/sin caches (the lane stops there).
+ * Returns 0, or 1 with what was found in *bad when the lengths or
+ * positions the caller gave do not fit (mkc_gqa_check): then nothing is
+ * written.
  */
 static inline MKC_BODY int MKC_UNUSED
-mkc_gqa(const mkc_gqa_args *a, float *qr, int64_t *bad)
+mkc_gqa(const mkc_gqa_args *a, float *qr, mkc_rt_bad *bad)
 {
 	const int64_t B = a->q->d[0], S = a->q->d[1], Hq = a->hq, Hk = a->hk, D = a->d;
 	const int64_t P = a->pk ? a->pk->d[2] : 0, R = a->cos ? 2 * a->cos->d[1] : 0;
 	const int64_t L = P + S;
+	if (mkc_gqa_check(a, bad))
+		return 1;   /* every lane, before any write: they all reach the sync below or none */
 	float *MKC_RESTRICT y = (float *)a->y->p, *MKC_RESTRICT y1 = (float *)a->pk_out->p;
 	float *MKC_RESTRICT y2 = (float *)a->pv_out->p;
 	const int64_t *ys = a->y->s, *y1s = a->pk_out->s, *y2s = a->pv_out->s;
@@ -94,7 +117,6 @@ mkc_gqa(const mkc_gqa_args *a, float *qr, int64_t *bad)
 	const int inter = a->inter;
 	const float scale = a->scale, softcap = a->softcap;
 	const float *pc, *ps;
-	int failed = 0;   /* returned after the sync below, which every lane must reach */
 	for (int64_t o = MKC_LANE; o < B * Hk * L * D; o += MKC_NLANES) {
 		const int64_t b = o / (Hk * L * D), h = o / (L * D) % Hk, t = o / D % L, d = o % D;
 		const int64_t at = b * y1s[0] + h * y1s[1] + t * y1s[2] + d;
@@ -104,21 +126,15 @@ mkc_gqa(const mkc_gqa_args *a, float *qr, int64_t *bad)
 			continue;
 		}
 		const int64_t s = t - P, kb = b * ks[0] + s * ks[1] + h * D;
-		if (mkc_gqa_rows(a, b, s, &pc, &ps, bad)) {
-			failed = 1;
-			break;
-		}
+		mkc_gqa_rows(a, P, s, &pc, &ps);
 		y1[at] = mkc_gqa_rot(k + kb, d, R, inter, pc, ps);
 		y2[at] = v[b * vs[0] + s * vs[1] + h * D + d];
 	}
-	MKC_LANES_SYNC();
-	if (failed)
-		return 1;
+	MKC_LANES_SYNC();   /* the present keys and values of every lane, before they are read */
 	for (int64_t o = MKC_LANE; o < B * S * Hq * D; o += MKC_NLANES) {
 		const int64_t b = o / (S * Hq * D), s = o / (Hq * D) % S, h = o / D % Hq, dv = o % D;
 		const int64_t kh = h / (Hq / Hk), qb = b * qs[0] + s * qs[1] + h * D;
-		if (mkc_gqa_rows(a, b, s, &pc, &ps, bad))
-			return 1;
+		mkc_gqa_rows(a, P, s, &pc, &ps);
 		for (int64_t d = 0; d < D; d++)
 			qr[d] = mkc_gqa_rot(q + qb, d, R, inter, pc, ps);
 		float mx = -INFINITY, sum = 0, acc = 0;

@@ -300,46 +300,62 @@ mkc_head_proj(const mkc_view *y, const mkc_view *x, const mkc_view *scale, const
 	}
 }
 
+/*
+ * The lanes that share an output of mkc_dot_rows: a warp on a GPU, whose
+ * shuffles sum their products; one lane alone where a tile has fewer lanes
+ * than a warp (no shuffle then: a partial warp's is undefined), and on the
+ * host.
+ */
 #if defined(__CUDACC__) || defined(__HIPCC__)
+#define MKC_DOT_GROUP (MKC_NLANES >= MKC_WARP ? (int64_t)MKC_WARP : 1)
+#else
+#define MKC_DOT_GROUP 1
+#endif
+
 /*
  * A product by a weight stored [N, K] (Gemm with transB, as Hugging Face
  * keeps Linear weights; MatMul with canon's mkc_trans_b) on a GPU: one
- * warp per output element walks the two contiguous rows, the
- * activations' and the weight's row idx[r - 1], with 16-byte loads (8 bf16
- * or 4 float32 weights a lane), and a shuffle reduction sums the lanes;
- * lane 0 stores the epilogue. K is a constant in the tile function this is
- * inlined into, so the walk unrolls and a lane has several loads in flight
- * (one block per SM holds few warps to hide latency).
+ * group of lanes (MKC_DOT_GROUP, a warp) per output element walks the two
+ * contiguous rows, the activations' and the weight's row idx[r - 1], with
+ * 16-byte loads (8 bf16 or 4 float32 weights a lane; K a multiple of
+ * them, and both rows 16-byte aligned), and a shuffle reduction sums the
+ * lanes; lane 0 of the group stores the epilogue. Lanes past the last
+ * whole group (a block that is not a multiple of the warp) idle. K is a
+ * constant in the tile function this is inlined into, so the walk unrolls
+ * and a lane has several loads in flight (one block per SM holds few warps
+ * to hide latency). The emitter calls it on a GPU only; it is plain C so
+ * that it runs on the host too (tests/backends/test_bodies.c), one lane
+ * an output.
  */
 static inline MKC_BODY void MKC_UNUSED
 mkc_dot_rows(const mkc_view *y, const mkc_view *a, const mkc_view *b, const mkc_view *c,
 	     const mkc_mm_opt *o, const int64_t *lo, const int64_t *hi)
 {
 	const int r = y->rank;
-	const int64_t lane = MKC_LANE % MKC_WARP, wp = MKC_LANE / MKC_WARP;
-	const int64_t nwarp = MKC_NLANES / MKC_WARP;
+	const int64_t g = MKC_DOT_GROUP, lane = MKC_LANE % g, wp = MKC_LANE / g;
+	const int64_t ngroup = MKC_NLANES / g;   /* at least 1: a group never outgrows the tile */
 	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1], as[MKC_RANK + 1], bs[MKC_RANK + 1], ak, bk;
 	const int64_t K = mkc_mm_walk(y, a, b, o, as, &ak, bs, &bk);
 	const int64_t cnt = mkc_rt_extents(lo, hi, r, ext);
 	const mkc_mm_epi e = mkc_mm_epi_of(c, o);
-	for (int64_t f = wp; f < cnt; f += nwarp) {
+	for (int64_t f = wp; wp < ngroup && f < cnt; f += ngroup) {
 		mkc_rt_unflat(f, lo, ext, r, idx);
 		const float *pa = (const float *)a->p + mkc_rt_dot(idx, as, r);
 		float acc = 0;
 		if (b->bf16) {
 			const uint16_t *pb = (const uint16_t *)b->p + idx[r - 1] * b->s[0];
 			MKC_MM_UNROLL
-			for (int64_t k = lane * 8; k < K; k += 8 * MKC_WARP)
+			for (int64_t k = lane * 8; k < K; k += 8 * g)
 				acc += mkc_rt_dot8_bf16(pa + k, pb + k);
 		} else {
 			const float *pb = (const float *)b->p + idx[r - 1] * b->s[0];
 			MKC_MM_UNROLL
-			for (int64_t k = lane * 4; k < K; k += 4 * MKC_WARP)
+			for (int64_t k = lane * 4; k < K; k += 4 * g)
 				acc += mkc_rt_dot4(pa + k, pb + k);
 		}
-		acc = mkc_rt_warp_sum(acc);
+		if (g > 1)   /* the same in every lane of the block: a whole warp sums, or none */
+			acc = mkc_rt_warp_sum(acc);
 		if (lane == 0)
 			((float *)y->p)[mkc_rt_dot(idx, y->s, r)] = mkc_mm_out(acc, idx, &e);
 	}
 }
-#endif

@@ -454,17 +454,24 @@ emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
 		}
 		int fdt = (int)(t->file_dtype ? t->file_dtype : t->dtype);
 		long long at = e->p->mem_off ? (long long)e->p->mem_off[t->id] : -1;
-		if (embedded(g, t, o))
-			fprintf(f, "}, mkc_data_%d, %d, NULL, 0, -1", i, fdt);
-		else if (t->ext_file && rt_kind(t) == 3)
-			fprintf(f, "}, NULL, %d, \"%s\", %llu, -1", fdt,
-				mkc_cstr(a, relative(g, t->ext_file), false),
+		/* an initializer compiled in is compared with the model's file at load (the
+		 * loader reads ONNX protobuf and files of their own, not JSON) */
+		bool emb = embedded(g, t, o);
+		bool check = emb && t->initializer && (t->ext_file || g->protobuf_weights);
+		bool file = t->ext_file && rt_kind(t) == 3 && (!emb || check);
+		if (emb)
+			fprintf(f, "}, mkc_data_%d, %d, ", i, fdt);
+		else
+			fprintf(f, "}, NULL, %d, ", fdt);
+		if (file)
+			fprintf(f, "\"%s\", %llu, -1", mkc_cstr(a, relative(g, t->ext_file), false),
 				(unsigned long long)t->ext_offset);
 		else
-			fprintf(f, "}, NULL, %d, NULL, 0, %lld", fdt, at);
+			fprintf(f, "NULL, 0, %lld", emb ? -1 : at);
 		/* a Hugging Face weight: its safetensors header is checked at load */
-		bool sft = !embedded(g, t, o) && t->ext_file && rt_kind(t) == 3 && !g->protobuf_weights;
-		fprintf(f, ", %d, %lld, %d},\n", t->cap ? t->cap_axis : -1, (long long)t->cap, sft);
+		bool sft = file && !g->protobuf_weights;
+		fprintf(f, ", %d, %lld, %d, %d},\n", t->cap ? t->cap_axis : -1, (long long)t->cap, sft,
+			check);
 	}
 	fputs("};\n", f);
 	fprintf(f, "\nstatic const mkc_rt_cache mkc_caches[MKC_NCACHES + 1] MKC_UNUSED = {\n");
@@ -612,7 +619,16 @@ emit_schedule(mkc_emitter *e)
 			mkc_cstr(a, t->node->op_type, false), t->tile,
 			t->ntiles);
 	}
-	fprintf(f, "};\n%s int mkc_task_wait[MKC_NTASKS] MKC_UNUSED = {", q);
+	/* what a step that fails in a node names (MKC_FAIL_INDEX), on the host */
+	fprintf(f, "};\nstatic const char *const mkc_node_desc[%d] MKC_UNUSED = {\n",
+		p->g->nodes.n + 1);
+	for (int i = 0; i < p->g->nodes.n; i++) {
+		const mkc_node *n = MKC_NODE(p->g, i);
+		mkc_arena *a = p->g->ctx->arena;
+		fprintf(f, "\t\"node '%s' (%s)\",\n", mkc_cstr(a, n->name, false),
+			mkc_cstr(a, n->op_type, false));
+	}
+	fprintf(f, "\tNULL\n};\n%s int mkc_task_wait[MKC_NTASKS] MKC_UNUSED = {", q);
 	for (int i = 0; i < p->tasks.n; i++) {
 		const mkc_task *t = MKC_TASK(p, i);
 		MKC_ASSERT(t->nwaits <= 1);
@@ -798,9 +814,9 @@ emit_nodes(mkc_emitter *e)
 		if (bodies[k].count > 1)
 			fprintf(f, "/* and %d more node%s of this form */\n", bodies[k].count - 1,
 				bodies[k].count > 2 ? "s" : "");
-		fprintf(f, "%s%s void\nmkc_body_%d(struct mkc_model *m, const int64_t *lo, "
-			"const int64_t *hi, const int *bi)\n{\n\t(void)bi;\n", e->t->fn_qual,
-			e->t->node_qual, k);
+		fprintf(f, "%s%s void\nmkc_body_%d(struct mkc_model *m, int node, const int64_t *lo, "
+			"const int64_t *hi, const int *bi)\n{\n\t(void)node;\n\t(void)bi;\n",
+			e->t->fn_qual, e->t->node_qual, k);
 		fwrite(bodies[k].text, 1, bodies[k].len, f);
 		fputs("}\n", f);
 		free(bodies[k].text);
@@ -825,7 +841,7 @@ emit_nodes(mkc_emitter *e)
 		fprintf(f, "\tcase %d: {\n\t\tconst int bi[%d] = {", i, nslots[i] + 1);
 		for (int k = 0; k < nslots[i]; k++)
 			fprintf(f, "%d, ", slots[i][k]);
-		fprintf(f, "-1};\n\t\tmkc_body_%d(m, lo, hi, bi);\n\t\tbreak;\n\t}\n", form[i]);
+		fprintf(f, "-1};\n\t\tmkc_body_%d(m, node, lo, hi, bi);\n\t\tbreak;\n\t}\n", form[i]);
 	}
 	fputs("\t}\n}\n", f);
 	fprintf(f, "\n%s void MKC_UNUSED\nmkc_run_task(struct mkc_model *m, int task)\n{\n"

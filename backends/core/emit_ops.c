@@ -407,14 +407,27 @@ emit_slice(mkc_emitter *e, const mkc_node *n)
 	return 0;
 }
 
-/* Gather: the body finds an index out of range; the tile function names the node. */
+/*
+ * A body that checks an index from the caller (runtime/common.h's
+ * mkc_rt_check_index) returns nonzero with what it found in bad, the
+ * lane's own; the exec's MKC_FAIL_INDEX fails the step with a sentence
+ * naming the node (the tile function's node, so nodes of one form share
+ * the function).
+ */
+static void
+emit_checked(mkc_emitter *e, const char *call)
+{
+	fprintf(e->f, "\tmkc_rt_bad bad;\n\tif (%s)\n\t\tMKC_FAIL_INDEX(m, node, &bad);\n", call);
+}
+
+/* Gather: its indices checked by the body. */
 static int
 emit_gather(mkc_emitter *e, const mkc_node *n)
 {
+	char call[96];
 	decl_all(e, n);
-	fprintf(e->f, "\tint64_t bad;\n\tif (mkc_gather(&y, &x0, &x1, %d, lo, hi, &bad))\n"
-		"\t\tMKC_FAIL(m, \"node '%s' (Gather): index %%lld is out of range\", (long long)bad);\n",
-		n->kern->axis, mkc_cstr(e->p->g->ctx->arena, n->name, true));
+	snprintf(call, sizeof call, "mkc_gather(&y, &x0, &x1, %d, lo, hi, &bad)", n->kern->axis);
+	emit_checked(e, call);
 	return 0;
 }
 
@@ -688,12 +701,31 @@ emit_rotary(mkc_emitter *e, const mkc_node *n)
 		return unsupported(e, n, "an input that is not 3-D or 4-D");
 	if (pos && n->in[ip]->dtype != MKC_DT_INT64)
 		return unsupported(e, n, "position_ids that are not int64");
-	char p[16];
+	/* the shapes the body indexes by (its positions themselves it checks at run time):
+	 * infer checked only the rows' length */
+	const mkc_tensor *cs = n->in[ic], *sn = n->in[is], *pt = pos ? n->in[ip] : NULL;
+	const mkc_dim B = x->shape[0], S = x->shape[x->rank == 3 ? 1 : 2];
+	if (pt && !(pt->rank == 2 && mkc_dim_eq(pt->shape[0], B) && mkc_dim_eq(pt->shape[1], S)) &&
+	    mkc_tensor_numel(pt) != 1)
+		return unsupported(e, n, "position_ids that are neither [batch, sequence] nor one "
+				   "first position");
+	for (int i = 0; i < 2; i++) {
+		const mkc_tensor *c = i ? sn : cs;
+		if (pt ? c->rank != 2
+		       : c->rank != 3 || !mkc_dim_eq(c->shape[0], B) || !mkc_dim_eq(c->shape[1], S))
+			return unsupported(e, n, pt ? "cos and sin caches that are not [positions, "
+						      "rotated / 2]"
+						    : "cos and sin that are not [batch, sequence, "
+						      "rotated / 2] (without position_ids)");
+	}
+	char p[16], call[96];
 	decl_all(e, n);
-	fprintf(e->f, "\tconst mkc_rotary_opt o = {.heads = %lldLL, .rot = %lldLL, .inter = %d};\n"
-		"\tmkc_rotary(&y, &x0, &x%d, &x%d, %s, &o);\n\t(void)lo;\n\t(void)hi;\n",
-		(long long)(x->rank == 3 ? k->heads : 0), (long long)k->rot_dim, k->interleaved, ic, is,
-		view_in(p, n, ip));
+	fprintf(e->f, "\tconst mkc_rotary_opt o = {.heads = %lldLL, .rot = %lldLL, .inter = %d};\n",
+		(long long)(x->rank == 3 ? k->heads : 0), (long long)k->rot_dim, k->interleaved);
+	snprintf(call, sizeof call, "mkc_rotary(&y, &x0, &x%d, &x%d, %s, &o, &bad)", ic, is,
+		 view_in(p, n, ip));
+	emit_checked(e, call);
+	fputs("\t(void)lo;\n\t(void)hi;\n", e->f);
 	return 0;
 }
 
@@ -859,9 +891,9 @@ emit_cache_append(mkc_emitter *e, const mkc_node *n)
 
 /*
  * GroupQueryAttention (com.microsoft), one whole tile: backends/c/gqa.h's
- * body, the present keys and values, then, once every lane's writes are
- * visible, the attention. The body finds a position outside the cos/sin
- * caches; the tile function names the node.
+ * body checks the lengths and positions the caller gave (seqlens_k,
+ * total_sequence_length) against the past, then writes the present keys
+ * and values, then, once every lane's writes are visible, the attention.
  */
 static int
 emit_gqa(mkc_emitter *e, const mkc_node *n)
@@ -873,22 +905,29 @@ emit_gqa(mkc_emitter *e, const mkc_node *n)
 	int64_t hq = k->heads, hk = k->kv_heads;
 	int64_t dh = q->shape[2].c / hq;
 	bool rot = k->rotary;
-	char fb[48], sc[64], pk[16], pv[16];
+	/* the shapes the body indexes by (the lengths and positions it checks at run time) */
+	const mkc_tensor *sl = n->in[5], *tot = n->nin > 6 ? n->in[6] : NULL;
+	if (sl->rank != 1 || !mkc_dim_eq(sl->shape[0], q->shape[0]))
+		return unsupported(e, n, "seqlens_k that is not [batch]");
+	if (tot && mkc_tensor_numel(tot) != 1)
+		return unsupported(e, n, "total_sequence_length that is not one value");
+	if (rot && (n->in[7]->rank != 2 || n->in[8]->rank != 2))
+		return unsupported(e, n, "cos and sin caches that are not [positions, rotated / 2]");
+	char fb[48], sc[64], pk[16], pv[16], tl[16];
 	decl_all(e, n);
 	if (k->scale_given)
 		flit(sc, k->scale);
 	else
 		snprintf(sc, sizeof sc, "1.0f / sqrtf((float)%lldLL)", (long long)dh);
 	fprintf(e->f, "\tconst mkc_gqa_args a = {.y = &y, .pk_out = &y1, .pv_out = &y2, .q = &x0, "
-		".k = &x1, .v = &x2,\n\t\t.pk = %s, .pv = %s, .seqlens_k = &x5, .cos = %s, .sin = %s,\n"
+		".k = &x1, .v = &x2,\n\t\t.pk = %s, .pv = %s, .seqlens_k = &x5, .total = %s, "
+		".cos = %s, .sin = %s,\n"
 		"\t\t.hq = %lldLL, .hk = %lldLL, .d = %lldLL, .inter = %d, .scale = %s, .softcap = %s};\n"
-		"\tfloat qr[%lld];\n\tint64_t bad;\n"
-		"\tif (mkc_gqa(&a, qr, &bad))\n\t\tMKC_FAIL(m, \"node '%s' (GroupQueryAttention): "
-		"position %%lld is outside the cos/sin caches\", (long long)bad);\n"
-		"\t(void)lo; (void)hi;\n", view_in(pk, n, 3), view_in(pv, n, 4), rot ? "&x7" : "NULL",
-		rot ? "&x8" : "NULL", (long long)hq, (long long)hk, (long long)dh, k->interleaved, sc,
-		flit(fb, k->softcap > 0 ? k->softcap : 0), (long long)dh,
-		mkc_cstr(e->p->g->ctx->arena, n->name, true));
+		"\tfloat qr[%lld];\n", view_in(pk, n, 3), view_in(pv, n, 4), view_in(tl, n, 6),
+		rot ? "&x7" : "NULL", rot ? "&x8" : "NULL", (long long)hq, (long long)hk, (long long)dh,
+		k->interleaved, sc, flit(fb, k->softcap > 0 ? k->softcap : 0), (long long)dh);
+	emit_checked(e, "mkc_gqa(&a, qr, &bad)");
+	fputs("\t(void)lo; (void)hi;\n", e->f);
 	return 0;
 }
 
@@ -1003,8 +1042,10 @@ mkc_emit_node(mkc_emitter *e, const mkc_node *n)
 		if (n->op != MKC_OP_MS_GQA)
 			break;
 		/* int32 seqlens_k and total length beside float tensors */
-		if (n->in[0]->dtype != MKC_DT_FLOAT || n->in[5]->dtype != MKC_DT_INT32)
-			return unsupported(e, n, "float32 query and int32 seqlens_k are what it takes");
+		if (n->in[0]->dtype != MKC_DT_FLOAT || n->in[5]->dtype != MKC_DT_INT32 ||
+		    (n->nin > 6 && n->in[6] && n->in[6]->dtype != MKC_DT_INT32))
+			return unsupported(e, n, "float32 query and int32 seqlens_k and total length are "
+					   "what it takes");
 		return emit_gqa(e, n);
 	default: break;
 	}

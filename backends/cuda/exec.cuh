@@ -28,17 +28,30 @@
  * the wait (clock64, the SM's clock; the device's clock rate gives its
  * peak rate, so the limit is a lower bound when the clock is lowered) gives
  * up after timeout_s and reports task and event; every block then leaves.
- * A tile that finds bad data (a Gather index out of range) reports it the
- * same way.
+ * A tile that finds an index from the caller out of range (runtime/common.h's
+ * mkc_rt_check_index: a Gather index, a position, a length) reports it the
+ * same way, with what it found; the host makes it the C target's sentence.
  *
  * Symbolic-valued tensors (past_len + 1) are written by a one-thread
  * kernel launched just before the persistent one, on the same stream.
  */
 
+/*
+ * How a launch ended, in device memory: state 0 ok, 1 the watchdog (who:
+ * the task, or -1 at generate's barrier; ev: the event), 2 an index out
+ * of range (who: the node; bad: what its check found). The first block to
+ * set state (atomicCAS) writes the rest; the host reads it after the
+ * launch.
+ */
+struct mkc_status {
+	int state, who, ev;
+	mkc_rt_bad bad;
+};
+
 struct mkc_model {              /* what tile functions see, in device memory */
 	void *buf[MKC_NTENSORS];
 	int64_t sym[MKC_NSYMS + 1];
-	int *status;                /* [0] 0 ok, 1 watchdog, 2 bad data; [1] task; [2] event or line */
+	struct mkc_status *status;
 	const int *qdesc;           /* the task descriptors (mkc_qdesc_kernel) */
 #if MKC_PROFILE
 	unsigned long long *prof;   /* the timeline (runtime/profile.h) */
@@ -46,22 +59,25 @@ struct mkc_model {              /* what tile functions see, in device memory */
 };
 
 static __device__ void MKC_UNUSED
-mkc_dev_fail(struct mkc_model *m, int line)
+mkc_dev_fail_index(struct mkc_model *m, int node, const mkc_rt_bad *bad)
 {
-	if (atomicCAS(&m->status[0], 0, 2) == 0)
-		m->status[2] = line;
+	if (atomicCAS(&m->status->state, 0, 2) == 0) {
+		m->status->who = node;
+		m->status->bad = *bad;
+	}
 }
 
-#define MKC_FAIL(m, ...) mkc_dev_fail(m, __LINE__)
+#define MKC_FAIL_INDEX(m, node, bad) mkc_dev_fail_index(m, node, bad)
 
 struct mkc_gpu_host {
 	void *buf[MKC_NTENSORS];    /* device pointers */
 	unsigned char owned[MKC_NTENSORS];
+	unsigned char filled[MKC_NTENSORS];   /* a weight holds its values (runtime/host.h) */
 	int64_t sym[MKC_NSYMS + 1];
 	struct mkc_model *dev;      /* the device copy of the tile view */
 	void *arena;                /* the intermediates, placed by the memory pass */
 	unsigned long long *counter;
-	int *status;
+	struct mkc_status *status;
 	int *qdesc;                 /* device memory */
 	unsigned long long epoch;
 	unsigned long long bars;    /* arrivals at generate's barrier so far */
@@ -128,14 +144,14 @@ mkc_wait(struct mkc_model *m, unsigned long long *counter, unsigned long long ta
 		const long long start = clock64();
 		int ok = 1;
 		while (mkc_ld_acquire(counter) < target) {
-			if (mkc_ld_flag(&m->status[0])) {
+			if (mkc_ld_flag(&m->status->state)) {
 				ok = 0;
 				break;
 			}
 			if (clock64() - start > timeout_cycles) {
-				if (atomicCAS(&m->status[0], 0, 1) == 0) {
-					m->status[1] = who;
-					m->status[2] = ev;
+				if (atomicCAS(&m->status->state, 0, 1) == 0) {
+					m->status->who = who;
+					m->status->ev = ev;
 				}
 				ok = 0;
 				break;
@@ -469,8 +485,8 @@ mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double tim
 		return -1;
 	if (MKC_GPU(m, cudaMalloc((void **)&m->counter, (MKC_NEVENTS + 1) * sizeof *m->counter)) ||
 	    MKC_GPU(m, cudaMemset(m->counter, 0, (MKC_NEVENTS + 1) * sizeof *m->counter)) ||
-	    MKC_GPU(m, cudaMalloc((void **)&m->status, 4 * sizeof *m->status)) ||
-	    MKC_GPU(m, cudaMemset(m->status, 0, 4 * sizeof *m->status)) ||
+	    MKC_GPU(m, cudaMalloc((void **)&m->status, sizeof *m->status)) ||
+	    MKC_GPU(m, cudaMemset(m->status, 0, sizeof *m->status)) ||
 	    MKC_GPU(m, cudaMalloc((void **)&m->dev, sizeof *m->dev)) ||
 	    MKC_GPU(m, cudaMalloc((void **)&m->qdesc, (size_t)MKC_NTASKS * MKC_QD_WORDS * sizeof(int))))
 		return -1;
@@ -507,23 +523,23 @@ mkc_finish(mkc_host *m)
 {
 	if (MKC_GPU(m, cudaGetLastError()) || MKC_GPU(m, cudaDeviceSynchronize()))
 		return -1;
-	int st[4];
-	if (MKC_GPU(m, cudaMemcpy(st, m->status, sizeof st, cudaMemcpyDeviceToHost)))
+	struct mkc_status st;
+	if (MKC_GPU(m, cudaMemcpy(&st, m->status, sizeof st, cudaMemcpyDeviceToHost)))
 		return -1;
-	if (st[0] == 0)
+	if (st.state == 0)
 		return 0;
-	if (st[0] == 1 && st[1] < 0)
+	if (st.state == 1 && st.who < 0)
 		mkc_seterr(m, "watchdog: a block waited %.1f s at generate's barrier between steps",
 			   m->timeout_s);
-	else if (st[0] == 1)
-		mkc_seterr(m, "watchdog: task %d (%s) waited %.1f s on event %d", st[1],
-			   mkc_task_name[st[1]], m->timeout_s, st[2]);
+	else if (st.state == 1)
+		mkc_seterr(m, "watchdog: task %d (%s) waited %.1f s on event %d", st.who,
+			   mkc_task_name[st.who], m->timeout_s, st.ev);
 	else
-		mkc_seterr(m, "a tile found bad data (line %d of the generated file)", st[2]);
+		mkc_rt_index_sentence(m->err, sizeof m->err, mkc_node_desc[st.who], &st.bad);
 	/* start afresh: counters are out of step with the epoch (a failure
 	 * here leaves the first error in err) */
 	(void)cudaMemset(m->counter, 0, (MKC_NEVENTS + 1) * sizeof *m->counter);
-	(void)cudaMemset(m->status, 0, 4 * sizeof *m->status);
+	(void)cudaMemset(m->status, 0, sizeof *m->status);
 	m->epoch = 0;
 	m->bars = 0;
 	return -1;

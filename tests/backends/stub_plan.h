@@ -26,13 +26,14 @@ static const int64_t mkc_sym_max[MKC_NSYMS + 1] = {63, 0};
 static const unsigned char mkc_data_4[16] __attribute__((aligned(16))) = {0};
 
 static const mkc_rt_tensor_info mkc_tensors[MKC_NTENSORS] = {
-	{"input_ids", 7, 8, 2, 1, {{1, 0, -1}, {1, 0, -1}}, NULL, 7, NULL, 0, -1, -1, 0, 0},
-	{"position_ids", 7, 8, 2, 1, {{1, 0, -1}, {1, 0, -1}}, NULL, 7, NULL, 0, -1, -1, 0, 0},
-	{"logits", 1, 4, 3, 2, {{1, 0, -1}, {1, 0, -1}, {4, 0, -1}}, NULL, 1, NULL, 0, -1, -1, 0, 0},
+	{"input_ids", 7, 8, 2, 1, {{1, 0, -1}, {1, 0, -1}}, NULL, 7, NULL, 0, -1, -1, 0, 0, 0},
+	{"position_ids", 7, 8, 2, 1, {{1, 0, -1}, {1, 0, -1}}, NULL, 7, NULL, 0, -1, -1, 0, 0, 0},
+	{"logits", 1, 4, 3, 2, {{1, 0, -1}, {1, 0, -1}, {4, 0, -1}}, NULL, 1, NULL, 0, -1, -1, 0, 0,
+	 0},
 	{"present.0.key", 1, 4, 3, 5, {{1, 0, -1}, {1, 1, 0}, {4, 0, -1}}, NULL, 1, NULL, 0, -1, 1,
-	 64, 0},
-	{"W", 1, 4, 2, 3, {{2, 0, -1}, {2, 0, -1}}, mkc_data_4, 1, NULL, 0, -1, -1, 0, 0},
-	{"h", 1, 4, 2, 0, {{1, 0, -1}, {4, 0, -1}}, NULL, 1, NULL, 0, 0, -1, 0, 0},
+	 64, 0, 0},
+	{"W", 1, 4, 2, 3, {{2, 0, -1}, {2, 0, -1}}, mkc_data_4, 1, NULL, 0, -1, -1, 0, 0, 1},
+	{"h", 1, 4, 2, 0, {{1, 0, -1}, {4, 0, -1}}, NULL, 1, NULL, 0, 0, -1, 0, 0, 0},
 };
 
 static const mkc_rt_cache mkc_caches[MKC_NCACHES + 1] MKC_UNUSED = {
@@ -52,6 +53,9 @@ static const int mkc_outputs[MKC_NOUTPUTS + 1] = {2, -1};
 static const char *const mkc_task_name[MKC_NTASKS] MKC_UNUSED = {
 	"gather (Gather) tile 0/1",
 	"matmul (MatMul) tile 0/1",
+};
+static const char *const mkc_node_desc[3] MKC_UNUSED = {
+	"node 'gather' (Gather)", "node 'matmul' (MatMul)", NULL,
 };
 MKC_STUB_TABLE int mkc_task_wait[MKC_NTASKS] MKC_UNUSED = {-1, 0};
 MKC_STUB_TABLE int mkc_task_sig_start[MKC_NTASKS + 1] MKC_UNUSED = {0, 1, 1};

@@ -151,13 +151,62 @@ Test(bodies, rotary_by_batch_and_position_by_position_ids_and_by_a_first_positio
 					}
 			poison(y, B * H * S * D);
 			const mkc_rotary_opt o = {.heads = 0, .rot = R, .inter = inter};
-			if (mode == 0)
-				mkc_rotary(&yv, &xv, &cb, &sb, NULL, &o);
-			else
-				mkc_rotary(&yv, &xv, &cp, &sp, mode == 1 ? &iv : &fv, &o);
+			mkc_rt_bad bad = {0, 0, 0, 0, 0};
+			int rc = mode == 0 ? mkc_rotary(&yv, &xv, &cb, &sb, NULL, &o, &bad)
+					   : mkc_rotary(&yv, &xv, &cp, &sp, mode == 1 ? &iv : &fv, &o, &bad);
+			cr_expect_eq(rc, 0, "mode %d: every position is a row of the caches", mode);
+			cr_expect_eq(bad.what, 0, "mode %d: *bad written with every position in range", mode);
 			double e = rel_err(y, want, B * H * S * D);
 			cr_expect(e <= 1e-5, "mkc_rotary mode %d inter %d: error %.2e", mode, inter, e);
 		}
+}
+
+/*
+ * Positions from the caller past the cos/sin caches (or negative) are
+ * refused before anything is written: by position_ids [B, S], and by a
+ * first position whose later tokens run past the table. (Before, the row
+ * was read out of bounds: garbage, or a fault.)
+ */
+Test(bodies, rotary_refuses_a_position_outside_the_caches)
+{
+	enum { B = 1, H = 2, S = 3, D = 8, MAXPOS = 6 };
+	float x[B * H * S * D], y[B * H * S * D], cs[MAXPOS * D / 2], sn[MAXPOS * D / 2];
+	const int64_t xd[4] = {B, H, S, D}, pd[2] = {MAXPOS, D / 2}, idd[2] = {B, S}, fd[1] = {1};
+	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 4, xd), yv = view_dense(y, MKC_T_FLOAT, 4, xd);
+	const mkc_view cp = view_dense(cs, MKC_T_FLOAT, 2, pd), sp = view_dense(sn, MKC_T_FLOAT, 2, pd);
+	for (int i = 0; i < B * H * S * D; i++)
+		x[i] = urand();
+	for (int i = 0; i < MAXPOS * D / 2; i++)
+		cs[i] = sn[i] = 0.5f;
+	const mkc_rotary_opt o = {.heads = 0, .rot = 0, .inter = 0};
+	static const struct {
+		int64_t ids[3];
+		int rank;
+		int64_t value, at;
+	} cases[] = {
+		{{0, 5, 6}, 2, 6, 2},    /* one past the last row */
+		{{-1, 0, 1}, 2, -1, 0},  /* negative */
+		{{4, 0, 0}, 1, 6, 0},    /* a first position: tokens at 4, 5, 6 */
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		const mkc_view pv = cases[c].rank == 2 ? view_dense(cases[c].ids, MKC_T_INT64, 2, idd)
+						       : view_dense(cases[c].ids, MKC_T_INT64, 1, fd);
+		mkc_rt_bad bad = {0, 0, 0, 0, 0};
+		poison(y, B * H * S * D);
+		cr_expect_eq(mkc_rotary(&yv, &xv, &cp, &sp, &pv, &o, &bad), 1, "case %zu", c);
+		cr_expect(bad.what == MKC_IX_POSITION && bad.value == cases[c].value &&
+			  bad.at == cases[c].at && bad.lo == 0 && bad.hi == MAXPOS - 1,
+			  "case %zu: found %d: %lld at %lld in %lld..%lld", c, bad.what,
+			  (long long)bad.value, (long long)bad.at, (long long)bad.lo, (long long)bad.hi);
+		int written = 0;
+		for (int i = 0; i < B * H * S * D; i++)
+			written += !isnan(y[i]);
+		cr_expect_eq(written, 0, "case %zu: %d values written before the refusal", c, written);
+		char s[300];
+		mkc_rt_index_sentence(s, sizeof s, "node 'rope' (RotaryEmbedding)", &bad);
+		cr_expect(strstr(s, "node 'rope' (RotaryEmbedding): position ") &&
+			  strstr(s, "is outside 0..5, the rows of the cos/sin caches"), "%s", s);
+	}
 }
 
 /*
@@ -449,18 +498,22 @@ Test(bodies, skip_norm_keeps_the_sum_and_normalises_it)
 
 /*
  * The products (matmul.h): a [B, M, K] by b [K, N], y [B, M, N] (MM_B ..
- * MM_N). The warp-per-output form (mkc_dot_rows) is device code only: the
- * CUDA and HIP compiles of emitted files check it.
+ * MM_N). The warp-per-output form (mkc_dot_rows) runs here on one lane,
+ * fewer than a warp: a lane an output, as a GPU tile of fewer lanes than
+ * a warp runs it (7959f0e's looped forever there, and was device code
+ * only); the CUDA and HIP compiles of emitted files check the warp's form.
  */
 enum { MM_B = 2, MM_M = 3, MM_K = 8, MM_N = 5 };
 
+enum { MM_GENERAL, MM_SPLIT_K, MM_DOT_ROWS };
+
 /*
  * a [B, M, K] by b [K, N] (or, tb, b stored [N, K]) into y [B, M, N],
- * b in bf16 when bh; the output cut into two tiles along N. split: the
- * split-K body instead of the general one.
+ * b in bf16 when bh; the output cut into two tiles along N, by the body
+ * how names (mkc_dot_rows takes b stored [N, K] only).
  */
 static void
-matmul_case(int tb, int bh, int split)
+matmul_case(int tb, int bh, int how)
 {
 	float a[MM_B * MM_M * MM_K], bf[MM_K * MM_N], y[MM_B * MM_M * MM_N], part[1];
 	uint16_t b16[MM_K * MM_N];
@@ -493,27 +546,35 @@ matmul_case(int tb, int bh, int split)
 	const int64_t cut[3] = {0, 2, MM_N};
 	for (int t = 0; t < 2; t++) {
 		const int64_t lo[3] = {0, 0, cut[t]}, hi[3] = {MM_B, MM_M, cut[t + 1]};
-		if (split)
+		if (how == MM_SPLIT_K)
 			mkc_matmul_split_k(&yv, &av, &bv, &o, lo, hi, part);
+		else if (how == MM_DOT_ROWS)
+			mkc_dot_rows(&yv, &av, &bv, NULL, &o, lo, hi);
 		else
 			mkc_matmul(&yv, &av, &bv, NULL, &o, lo, hi);
 	}
 	double err = rel_err(y, want, MM_B * MM_M * MM_N);
-	cr_expect(err < 1e-5, "tb %d bf16 %d split %d: relative error %g", tb, bh, split, err);
+	cr_expect(err < 1e-5, "tb %d bf16 %d body %d: relative error %g", tb, bh, how, err);
 }
 
 Test(bodies, matmul_broadcast_transposed_and_bf16)
 {
 	for (int tb = 0; tb <= 1; tb++)
 		for (int bh = 0; bh <= 1; bh++)
-			matmul_case(tb, bh, 0);
+			matmul_case(tb, bh, MM_GENERAL);
 }
 
 Test(bodies, split_k_on_one_lane)
 {
 	for (int tb = 0; tb <= 1; tb++)
 		for (int bh = 0; bh <= 1; bh++)
-			matmul_case(tb, bh, 1);
+			matmul_case(tb, bh, MM_SPLIT_K);
+}
+
+Test(bodies, dot_rows_on_fewer_lanes_than_a_warp, .timeout = 10)
+{
+	for (int bh = 0; bh <= 1; bh++)
+		matmul_case(1, bh, MM_DOT_ROWS);
 }
 
 /*
@@ -581,6 +642,14 @@ Test(bodies, gemm_transposes_alpha_beta_and_c)
 			mkc_matmul(&yv, &av, &bv, c ? &cvv : NULL, &o, lo1, hi1);
 			double err = rel_err(y, want, MM_M * MM_N);
 			cr_expect(err < 1e-5, "ta %d c %d: relative error %g", ta, c, err);
+			if (ta)
+				continue;
+			/* b stored [N, K]: the rows' form takes it too, with the epilogue */
+			poison(y, MM_M * MM_N);
+			mkc_dot_rows(&yv, &av, &bv, c ? &cvv : NULL, &o, lo0, hi0);
+			mkc_dot_rows(&yv, &av, &bv, c ? &cvv : NULL, &o, lo1, hi1);
+			err = rel_err(y, want, MM_M * MM_N);
+			cr_expect(err < 1e-5, "mkc_dot_rows c %d: relative error %g", c, err);
 		}
 }
 
@@ -654,10 +723,73 @@ Test(bodies, norm_gemm_and_norm_glu)
 }
 
 /*
+ * A GroupQueryAttention tile of a (P past, S new) must refuse, before it
+ * writes anything: seqlens_k other than P + S - 1 in any batch entry (one
+ * more, or a right-padded past, which onnxruntime reads as shorter and
+ * this body would have read as all in use: a wrong answer with status 0
+ * before), total_sequence_length other than P + S, and new positions past
+ * the cos/sin caches. a is a tile that fits; its outputs are poisoned here.
+ */
+static void
+gqa_refusals(mkc_gqa_args *a, float *qr, int P, int S, int R, const int64_t *cd,
+	     const int64_t *cs_s)
+{
+	enum { B = 2 };
+	const mkc_view *seqlens = a->seqlens_k, *total = a->total, *cos = a->cos, *sin = a->sin;
+	const int64_t sd[1] = {B};
+	const int32_t more[B] = {P + S - 1, P + S + 2}, padded[B] = {P + S - 2, P + S - 1};
+	const int32_t longer = P + S + 1;
+	const mkc_view mv = view_dense(more, MKC_T_INT32, 1, sd);
+	const mkc_view pv = view_dense(padded, MKC_T_INT32, 1, sd);
+	const mkc_view lv = view_dense(&longer, MKC_T_INT32, 0, sd);
+	/* the caches one row short of the last new position */
+	const int64_t shortd[2] = {P + S - 1, cd[1]};
+	const mkc_view sc = cos ? view_strided(cos->p, MKC_T_FLOAT, 2, shortd, cs_s) : *seqlens;
+	const mkc_view ss = sin ? view_strided(sin->p, MKC_T_FLOAT, 2, shortd, cs_s) : *seqlens;
+	static const char *const what[] = {"seqlens_k one more", "a right-padded past",
+					   "total_sequence_length one more", "past the caches"};
+	for (int c = 0; c < (R ? 4 : 3); c++) {
+		a->seqlens_k = c == 0 ? &mv : c == 1 ? &pv : seqlens;
+		a->total = c == 2 ? &lv : total;
+		a->cos = c == 3 ? &sc : cos;
+		a->sin = c == 3 ? &ss : sin;
+		const int64_t ny = mkc_rt_count(a->y->d, 3), np = mkc_rt_count(a->pk_out->d, 4);
+		poison((float *)a->y->p, (size_t)ny);
+		poison((float *)a->pk_out->p, (size_t)np);
+		poison((float *)a->pv_out->p, (size_t)np);
+		mkc_rt_bad bad = {0, 0, 0, 0, 0};
+		cr_expect_eq(mkc_gqa(a, qr, &bad), 1, "P %d R %d: %s accepted", P, R, what[c]);
+		const int want[] = {MKC_IX_SEQLEN, MKC_IX_SEQLEN, MKC_IX_TOTAL, MKC_IX_NEW_POSITION};
+		const int64_t value[] = {P + S + 2, P + S - 2, P + S + 1, P + S - 1};
+		const int64_t at[] = {1, 0, 0, 0};
+		cr_expect(bad.what == want[c] && bad.value == value[c] && bad.at == at[c],
+			  "P %d R %d, %s: found %d, %lld at %lld", P, R, what[c], bad.what,
+			  (long long)bad.value, (long long)bad.at);
+		int written = 0;
+		for (int64_t i = 0; i < ny; i++)
+			written += !isnan(((float *)a->y->p)[i]);
+		for (int64_t i = 0; i < np; i++)
+			written += !isnan(((float *)a->pk_out->p)[i]) + !isnan(((float *)a->pv_out->p)[i]);
+		cr_expect_eq(written, 0, "P %d R %d, %s: %d values written", P, R, what[c], written);
+	}
+	a->seqlens_k = seqlens;
+	a->total = total;
+	a->cos = cos;
+	a->sin = sin;
+	mkc_rt_bad bad = {0, 0, 0, 0, 0};
+	cr_expect_eq(mkc_gqa(a, qr, &bad), 0, "the tile that fits, again");
+	char s[400];
+	bad = (mkc_rt_bad){MKC_IX_SEQLEN, 1, 9, 4, 4};
+	mkc_rt_index_sentence(s, sizeof s, "node 'gqa' (GroupQueryAttention)", &bad);
+	cr_expect(strstr(s, "node 'gqa' (GroupQueryAttention): seqlens_k[1] is 9, not 4"), "%s", s);
+}
+
+/*
  * GroupQueryAttention: the present keys and values (past, then the new
- * ones, keys rotated at seqlens_k + 1 - S + s) and causal attention of the
- * rotated queries; rotation by halves or interleaved, or none; a soft cap;
- * past or none. Batch 1's positions start later than batch 0's.
+ * ones, keys rotated at seqlens_k + 1 - S + s = P + s) and causal
+ * attention of the rotated queries; rotation by halves or interleaved, or
+ * none; a soft cap; past or none. Then what the caller gives that does not
+ * fit the past it gives is refused before anything is written.
  */
 static void
 gqa_case(int R, int inter, int past, float softcap)
@@ -668,7 +800,7 @@ gqa_case(int R, int inter, int past, float softcap)
 	float pk[B * Hk * PM * D], pv[B * Hk * PM * D], cs[NPOS * D / 2], sn[NPOS * D / 2];
 	float y[B * S * Hq * D], y1[B * Hk * (PM + S) * D], y2[B * Hk * (PM + S) * D], qr[D];
 	double want[B * S * Hq * D], w1[B * Hk * (PM + S) * D], w2[B * Hk * (PM + S) * D];
-	const int32_t seq[B] = {P + S - 1, P + S + 2};
+	const int32_t seq[B] = {P + S - 1, P + S - 1}, total = P + S;
 	for (size_t i = 0; i < sizeof q / sizeof *q; i++)
 		q[i] = urand();
 	for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
@@ -744,24 +876,19 @@ gqa_case(int R, int inter, int past, float softcap)
 			  .pk = past ? &pkv : NULL, .pv = past ? &pvv : NULL, .seqlens_k = &sv,
 			  .cos = R ? &cv : NULL, .sin = R ? &snv : NULL, .hq = Hq, .hk = Hk, .d = D,
 			  .inter = inter, .scale = scale, .softcap = softcap};
-	int64_t bad = -7;
+	const mkc_view tv = view_dense(&total, MKC_T_INT32, 0, sd);
+	a.total = &tv;
+	mkc_rt_bad bad = {0, 0, 0, 0, 0};
 	cr_expect_eq(mkc_gqa(&a, qr, &bad), 0, "R %d: no position is outside the caches", R);
+	cr_expect_eq(bad.what, 0, "*bad written with every length in range");
 	double e = rel_err(y, want, sizeof y / sizeof *y);
 	cr_expect(e <= 1e-5, "mkc_gqa R %d inter %d past %d softcap %g: error %.2e", R, inter, past,
 		  (double)softcap, e);
 	e = fmax(rel_err(y1, w1, (size_t)B * Hk * L * D), rel_err(y2, w2, (size_t)B * Hk * L * D));
 	cr_expect(e <= 1e-6, "mkc_gqa's present keys and values, R %d past %d: error %.2e", R, past,
 		  e);
-	if (!R)
-		return;
-	/* batch 1 one past the last row of the caches: the body says which position */
-	const int32_t far[B] = {P + S - 1, NPOS + S - 1};
-	const mkc_view farv = view_dense(far, MKC_T_INT32, 1, sd);
-	a.seqlens_k = &farv;
-	cr_expect_eq(mkc_gqa(&a, qr, &bad), 1);
-	cr_expect_eq(bad, NPOS, "the first position outside, %d, not %lld", NPOS, (long long)bad);
+	gqa_refusals(&a, qr, P, S, R, cd, cs_s);
 }
-
 Test(bodies, gqa_rotates_keeps_the_present_and_attends_causally)
 {
 	for (int past = 0; past <= 1; past++) {

@@ -228,7 +228,8 @@ Test(op_bodies, gather_along_axis_0_by_int64_indices)
 {
 	const int64_t xd[3] = {5, 4, 0}, id[3] = {2, 3, 0}, yd[4] = {2, 3, 4, 0};
 	const int64_t ind[6] = {4, 0, -1, 2, -5, 3};
-	int64_t lo[2][MKC_RANK], hi[2][MKC_RANK], bad = 7;
+	int64_t lo[2][MKC_RANK], hi[2][MKC_RANK];
+	mkc_rt_bad bad = {0, 7, 0, 0, 0};
 	float x[20], y[24], want[24];
 	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 2, xd), iv = view_dense(ind, MKC_T_INT64, 2, id);
 	const mkc_view yv = view_dense(y, MKC_T_FLOAT, 3, yd);
@@ -244,7 +245,7 @@ Test(op_bodies, gather_along_axis_0_by_int64_indices)
 	for (int t = 0; t < nt; t++)
 		cr_expect_eq(mkc_gather(&yv, &xv, &iv, 0, lo[t], hi[t], &bad), 0);
 	cr_expect(!memcmp(y, want, sizeof want), "mkc_gather axis 0");
-	cr_expect_eq(bad, 7, "mkc_gather set *bad with every index in range");
+	cr_expect(bad.what == 0 && bad.at == 7, "mkc_gather set *bad with every index in range");
 }
 
 /* Along axis 1 of [3, 5, 2] by int32 indices [4]; and a bf16 table read as float32. */
@@ -252,7 +253,7 @@ Test(op_bodies, gather_along_axis_1_by_int32_indices_and_from_a_bf16_table)
 {
 	const int64_t xd[4] = {3, 5, 2, 0}, id[2] = {4, 0}, yd[4] = {3, 4, 2, 0};
 	const int32_t ind[4] = {3, -1, 0, 3};
-	int64_t bad = 0;
+	mkc_rt_bad bad;
 	const int64_t lo[3] = {0, 0, 0};
 	float x[30], y[24], want[24];
 	uint16_t xb[30];
@@ -278,18 +279,48 @@ Test(op_bodies, gather_along_axis_1_by_int32_indices_and_from_a_bf16_table)
 	}
 }
 
-Test(op_bodies, gather_reports_the_first_index_out_of_range)
+/*
+ * An index out of -5..4 along an axis of 5 is refused before the tile
+ * moves anything, with the index as the caller gave it and its place among
+ * the indices; a tile whose own indices are in range runs (the checks are
+ * of the indices each tile reads: a row of the table each).
+ */
+Test(op_bodies, gather_refuses_an_index_out_of_range_before_moving_anything)
 {
-	const int64_t xd[2] = {5, 0}, id[2] = {3, 0}, yd[2] = {3, 0}, lo[1] = {0};
-	int64_t bad = 0;
-	float x[5] = {1, 2, 3, 4, 5}, y[3];
-	const int64_t past[3] = {1, 5, 9}, before[3] = {0, -6, 2};
-	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 1, xd), yv = view_dense(y, MKC_T_FLOAT, 1, yd);
-	const mkc_view pv = view_dense(past, MKC_T_INT64, 1, id), bv = view_dense(before, MKC_T_INT64, 1, id);
-	cr_expect_eq(mkc_gather(&yv, &xv, &pv, 0, lo, yd, &bad), -1);
-	cr_expect_eq(bad, 5, "index 5 of 5 reported as %lld", (long long)bad);
-	cr_expect_eq(mkc_gather(&yv, &xv, &bv, 0, lo, yd, &bad), -1);
-	cr_expect_eq(bad, -1, "index -6 of 5 is -1 from the start, reported as %lld", (long long)bad);
+	const int64_t xd[3] = {5, 2, 0}, id[3] = {2, 2, 0}, yd[4] = {2, 2, 2, 0};
+	float x[10], y[8];
+	for (int i = 0; i < 10; i++)
+		x[i] = (float)i;
+	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 2, xd), yv = view_dense(y, MKC_T_FLOAT, 3, yd);
+	static const struct {
+		int64_t ind[4], value, at;
+	} cases[] = {
+		{{1, 0, 5, 9}, 5, 2},    /* one past the end: the first of two, element 2 */
+		{{0, 2, -6, 4}, -6, 2},  /* one before the start, counted from the end */
+		{{4, -5, 3, 7}, 7, 3},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		const mkc_view iv = view_dense(cases[c].ind, MKC_T_INT64, 2, id);
+		/* two tiles, a row of indices each: the first's indices are in range */
+		const int64_t lo0[3] = {0, 0, 0}, hi0[3] = {1, 2, 2}, lo1[3] = {1, 0, 0};
+		mkc_rt_bad bad = {0, 0, 0, 0, 0};
+		memset(y, 0xff, sizeof y);
+		cr_expect_eq(mkc_gather(&yv, &xv, &iv, 0, lo0, hi0, &bad), 0, "case %zu, tile 0", c);
+		cr_expect_eq(bad.what, 0, "case %zu: tile 0 set *bad", c);
+		cr_expect_eq(mkc_gather(&yv, &xv, &iv, 0, lo1, yd, &bad), -1, "case %zu, tile 1", c);
+		cr_expect(bad.what == MKC_IX_INDEX && bad.value == cases[c].value &&
+			  bad.at == cases[c].at && bad.lo == -5 && bad.hi == 4,
+			  "case %zu: found %lld at %lld in %lld..%lld", c, (long long)bad.value,
+			  (long long)bad.at, (long long)bad.lo, (long long)bad.hi);
+		for (int i = 4; i < 8; i++)
+			cr_expect(isnan(y[i]), "case %zu: y[%d] written by the refused tile", c, i);
+		char sn[300];
+		mkc_rt_index_sentence(sn, sizeof sn, "node 'emb' (Gather)", &bad);
+		char want[128];
+		snprintf(want, sizeof want, "node 'emb' (Gather): index %lld (element %lld of the "
+			 "indices) is outside -5..4", (long long)cases[c].value, (long long)cases[c].at);
+		cr_expect_str_eq(sn, want);
+	}
 }
 
 Test(op_bodies, range_in_each_type_s_arithmetic)

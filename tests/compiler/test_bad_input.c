@@ -638,3 +638,61 @@ Test(bad_input, slice_steps_near_int64_max)
 		cr_assert_null(strstr(r->err, "runtime error"), "%s", r->err);
 	}
 }
+
+/*
+ * RotaryEmbedding's body reads position_ids as [batch, sequence] (or one
+ * first position) and cos/sin caches as [positions, rotated / 2]; other
+ * shapes compiled at 7959f0e, and a step then read past position_ids
+ * (batch 1 of [1, 3]) or the caches. Refused at compile time now, naming
+ * the node; the positions themselves are checked at run time.
+ */
+Test(bad_input, rotary_positions_and_caches_must_have_the_shapes_the_body_reads)
+{
+#define ROPE(pos, cs)                                                                      \
+	"{\"op_type\":\"RotaryEmbedding\",\"domain\":\"com.microsoft\",\"name\":\"rope\","     \
+	"\"input\":[\"x\",\"p\",\"c\",\"s\"],\"output\":[\"y\"],\"attribute\":["               \
+	A_INT("num_heads", 4) "]}",                                                            \
+		"", VI("x", 1, DV(2) "," DV(3) "," DV(32)) "," VI("p", 7, pos) ","             \
+		VI("c", 1, cs) "," VI("s", 1, DV(16) "," DV(4)), OUT("y")
+	model(ROPE(DV(1) "," DV(3), DV(16) "," DV(4)));
+	model_refused("node 'rope' (RotaryEmbedding): the c target cannot compile this node yet: "
+		      "position_ids that are neither [batch, sequence] nor one first position");
+	model(ROPE(DV(2) "," DV(2), DV(16) "," DV(4)));
+	model_refused("position_ids that are neither [batch, sequence] nor one first position");
+	model(ROPE(DV(2) "," DV(3), DV(2) "," DV(16) "," DV(4)));
+	model_refused("node 'rope' (RotaryEmbedding): the c target cannot compile this node yet: "
+		      "cos and sin caches that are not [positions, rotated / 2]");
+	model(ROPE(DV(2) "," DV(3), DV(16) "," DV(4)));
+	mkc_result *r = mkc_run(at("m.json"), "-o", at("r.c"), NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	model(ROPE(DV(1), DV(16) "," DV(4)));
+	r = mkc_run(at("m.json"), "-o", at("r.c"), NULL);
+	cr_assert_eq(r->status, 0, "one first position: %s", r->err);
+#undef ROPE
+}
+
+/*
+ * GroupQueryAttention's body reads seqlens_k as [batch] and
+ * total_sequence_length as one value: seqlens_k of [1] for a batch of 2
+ * compiled at 7959f0e, and a step read past it. Refused at compile time;
+ * the values are checked at run time.
+ */
+Test(bad_input, gqa_lengths_must_have_the_shapes_the_body_reads)
+{
+#define GQA(sl, tl)                                                                         \
+	"{\"op_type\":\"GroupQueryAttention\",\"domain\":\"com.microsoft\",\"name\":\"gqa\","  \
+	"\"input\":[\"q\",\"q\",\"q\",\"\",\"\",\"sl\",\"tl\"],"                                  \
+	"\"output\":[\"y\",\"pk\",\"pv\"],\"attribute\":["                                      \
+	A_INT("num_heads", 1) "," A_INT("kv_num_heads", 1) "]}",                               \
+		"", VI("q", 1, DV(2) "," DV(1) "," DV(8)) "," VI("sl", 6, sl) "," VI("tl", 6, tl), \
+		OUT("y") "," OUT("pk") "," OUT("pv")
+	model(GQA(DV(1), ""));
+	model_refused("node 'gqa' (GroupQueryAttention): the c target cannot compile this node "
+		      "yet: seqlens_k that is not [batch]");
+	model(GQA(DV(2), DV(2)));
+	model_refused("total_sequence_length that is not one value");
+	model(GQA(DV(2), ""));
+	mkc_result *r = mkc_run(at("m.json"), "-o", at("g.c"), NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+#undef GQA
+}

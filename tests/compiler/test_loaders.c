@@ -60,22 +60,37 @@ root(void)
 }
 
 /*
- * Copies tests/models/SRC to dir/m, compiles it (C target, prefix model,
- * every weight loaded at run time) and builds dir/load against it.
+ * Compiles the model in dir/m (C target, prefix model, mkc's options
+ * flags) and builds dir/load against it.
  */
 static void
-build(const char *src)
+compile_loader(const char *flags)
 {
 	char mkc[4200];
 	const char *bin = mkc_bin();
 	snprintf(mkc, sizeof mkc, "%s%s%s", bin[0] == '/' ? "" : root(), bin[0] == '/' ? "" : "/",
 		 bin);
-	int rc = sh("cp -r '%s/tests/models/%s' m && '%s' m -o model.c --name model "
-		    "--embed-limit 0 && cc -std=c11 -O1 -g -Wall -Wextra -Werror "
+	int rc = sh("'%s' m -o model.c --name model %s && "
+		    "cc -std=c11 -O1 -g -Wall -Wextra -Werror "
 		    "-fsanitize=address,undefined -fno-sanitize-recover=all -pthread -I. -o load "
 		    "'%s/tests/loaders/load.c' model.c -lm",
-		    root(), src, mkc, root());
+		    mkc, flags, root());
 	cr_assert_eq(rc, 0, "%s", out);
+}
+
+/* Copies tests/models/SRC to dir/m, then compile_loader(flags). */
+static void
+build_with(const char *src, const char *flags)
+{
+	cr_assert_eq(sh("cp -r '%s/tests/models/%s' m", root(), src), 0, "%s", out);
+	compile_loader(flags);
+}
+
+/* Every weight loaded at run time: none compiled in. */
+static void
+build(const char *src)
+{
+	build_with(src, "--embed-limit 0");
 }
 
 /* Damages a file in dir with tests/loaders/damage.py. */
@@ -271,4 +286,70 @@ Test(loaders, onnx_file_must_be_regular, .timeout = 60)
 	sh("mkfifo fifo.onnx");
 	refused("fifo.onnx", "fifo.onnx: is a FIFO, not a regular file", NULL);
 	refused("m", "m: a folder, not the ONNX file that holds 3 weight(s)", NULL);
+}
+
+/* ------------------------------------------------ initializers compiled in */
+
+/*
+ * Initializers small enough to be compiled into the file (--embed-limit,
+ * default 4096 bytes) were never read at load at 7959f0e: a checkpoint
+ * rewritten since compiling loaded with status 0 and the model mixed the
+ * old compiled-in values with the new ones read, and a truncated file
+ * loaded as long as the cut fell in those tensors. Each is now read and
+ * compared: in external data, inline in the ONNX file, and in safetensors.
+ */
+Test(loaders, compiled_in_external_data_is_compared_with_the_file, .timeout = 60)
+{
+	build_with("hand/small_mlp_ext", "");
+	loads("m/model.onnx");
+	sh("cp m/weights.bin keep.bin");
+	damage("poke m/weights.bin 400");   /* inside W1, bytes 320..832 */
+	refused("m/model.onnx", "m/model.onnx: weight 'W1' differs from the value compiled into "
+		"this file (an initializer of at most --embed-limit bytes is compiled in): the "
+		"checkpoint changed since it was compiled; compile it again", NULL);
+	sh("cp keep.bin m/weights.bin && truncate -s 900 m/weights.bin");
+	refused("m/model.onnx", "m/weights.bin: holds 900 bytes, too short for weight 'b1' (64 bytes "
+		"at offset 896)", NULL);
+	sh("cp keep.bin m/weights.bin");
+	loads("m/model.onnx");
+}
+
+Test(loaders, compiled_in_inline_initializers_are_compared_with_the_onnx_file, .timeout = 60)
+{
+	build_with("hand/small_mlp", "");
+	loads("m/model.onnx");
+	damage("double m/model.onnx W1");
+	refused("m/model.onnx", "m/model.onnx: weight 'W1' differs from the value compiled into "
+		"this file", NULL);
+}
+
+Test(loaders, compiled_in_safetensors_tensors_are_compared_with_the_file, .timeout = 60)
+{
+	build_with("hf/llama_tiny_bf16", "");
+	loads("m");
+	damage("poke m/model.safetensors model.norm.weight");
+	refused("m", "m: weight 'model.norm.weight' differs from the value compiled into this file",
+		NULL);
+}
+
+/*
+ * An initializer in ONNX's uint64_data (uint32 and uint64 values): the
+ * loader's reader knew float, int32, int64 and double data only, so such a
+ * weight read at load failed ("cannot read its typed data") at 7959f0e,
+ * and so would the comparison of one compiled in.
+ */
+Test(loaders, uint64_data_initializers_are_read, .timeout = 60)
+{
+	cr_assert_eq(sh("mkdir m && python3 -c \"import onnx; from onnx import helper as h, "
+			"TensorProto as T; c = h.make_tensor('c', T.UINT64, [3], [1, 2, 1 << 40]); "
+			"assert len(c.uint64_data) == 3; "
+			"g = h.make_graph([h.make_node('Add', ['x', 'c'], ['y'], name='add')], 'g', "
+			"[h.make_tensor_value_info('x', T.UINT64, [3])], "
+			"[h.make_tensor_value_info('y', T.UINT64, [3])], initializer=[c]); "
+			"onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 18)]), "
+			"'m/model.onnx')\""), 0, "%s", out);
+	compile_loader("--embed-limit 0");
+	loads("m/model.onnx");
+	compile_loader("");
+	loads("m/model.onnx");
 }

@@ -499,7 +499,7 @@ struct gather_call {
 	boxes b;
 	MKC_HD void operator()(int t) const
 	{
-		int64_t bad;
+		mkc_rt_bad bad;   /* the lane's own; every index here is in range */
 		(void)mkc_gather(mine(y), x, ind, axis, b.lo(t), b.hi(t), &bad);
 	}
 };
@@ -1177,7 +1177,7 @@ struct gqa_call {
 		m.pk_out = mine(y1);
 		m.pv_out = mine(y2);
 		float qr[64];   /* the emitter's float qr[head size], the lane's own */
-		int64_t bad;
+		mkc_rt_bad bad;
 		(void)mkc_gqa(&m, qr, &bad);
 	}
 };
@@ -1226,7 +1226,8 @@ struct rotary_call {
 	mkc_rotary_opt o;
 	MKC_HD void operator()(int) const
 	{
-		mkc_rotary(mine(y), x, cos, sin, pos, &o);
+		mkc_rt_bad bad;
+		(void)mkc_rotary(mine(y), x, cos, sin, pos, &o, &bad);
 	}
 };
 

@@ -9,8 +9,14 @@
   damage.py truncate FILE N            only the first N bytes kept
   damage.py location ONNX TENSOR LOC   an initializer's external data location
                                        (LOC '-': none at all)
+  damage.py poke FILE OFFSET           the byte at OFFSET with its low bit flipped
+                                       (the file's size kept)
+  damage.py poke FILE TENSOR           the same at the first byte of a safetensors
+                                       file's TENSOR
+  damage.py double ONNX TENSOR         an inline initializer's first float doubled
+                                       (the same size, another value)
 
-Standard library only, except `location`, which needs the onnx package.
+Standard library only, except `location` and `double`, which need the onnx package.
 """
 import json
 import struct
@@ -70,6 +76,26 @@ def main(argv):
                         t.external_data.remove(e)
                     elif e.key == "location":
                         e.value = argv[4]
+        onnx.save(m, path)
+    elif op == "poke":
+        at = argv[3]
+        if not at.isdigit():
+            header, n, _ = read_st(path)
+            at = 8 + n + header[at]["data_offsets"][0]
+        with open(path, "r+b") as f:
+            f.seek(int(at))
+            b = f.read(1)
+            f.seek(int(at))
+            f.write(bytes([b[0] ^ 1]))
+    elif op == "double":
+        import onnx
+        from onnx import numpy_helper
+        m = onnx.load(path)
+        for i, t in enumerate(m.graph.initializer):
+            if t.name == argv[3]:
+                a = numpy_helper.to_array(t).copy()
+                a.flat[0] = a.flat[0] * 2 + 1
+                m.graph.initializer[i].CopyFrom(numpy_helper.from_array(a, t.name))
         onnx.save(m, path)
     else:
         sys.exit(f"damage.py: unknown operation '{op}'")
