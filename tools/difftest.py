@@ -154,6 +154,7 @@ class Builder:
         self.names = set()
         self.all = {}          # every tensor made, by name
         self.bind_consts = False
+        self.bad = None        # the node given an index out of range on purpose
         self.odd = rng.random() < 0.1   # names that are C keywords, paths, spaces
 
     def name(self, base):
@@ -396,8 +397,11 @@ def op_variadic(op):
     return make
 
 
+WHERE = (F32, F64, I8, U8, I32, I64, U32)
+
+
 def op_where(b):
-    x = operand(b, ANY)
+    x = operand(b, WHERE)
     y = b.pick(lambda t: t.dt == x.dt and _bc(t.shape, x.shape),
                lambda: b.fresh(x.dt, partner(b, x.shape)))
     s = bshape(x.shape, y.shape)
@@ -510,7 +514,8 @@ def op_constant_of_shape(b):
 
 
 def op_reshape(b):
-    x = b.pick(lambda t: 0 not in t.shape, lambda: b.fresh(numeric(b, ANY), b.shape()))
+    x = b.pick(lambda t: 0 not in t.shape,
+               lambda: b.fresh(numeric(b, ANY), tuple(max(1, d) for d in b.shape())))
     n = int(np.prod(x.shape, dtype=np.int64))
     dims, left = [], n
     for _ in range(int(b.rng.integers(0, 4))):
@@ -683,6 +688,8 @@ def op_gather(b):
     s = b.shape(int(b.choice([0, 1, 1, 2])))
     iv = b.rng.integers(-d, d, int(np.prod(s, dtype=np.int64))).reshape(s)
     kind = b.choice(["input", "input", "init", "const"])
+    if iv.size and kind == "input" and out_of_range(b):
+        iv.flat[int(b.rng.integers(0, iv.size))] = b.choice([d, -d - 1, 2**31 - 1 if it == I32 else 2**40])
     idx = b.add_value(it, s, kind, iv, "index")
     b.node("Gather", [x, idx], [(x.dt, x.shape[:ax % x.rank] + s + x.shape[ax % x.rank + 1:])],
            **({"axis": ax} if ax or b.rng.random() < 0.5 else {}))
@@ -793,6 +800,16 @@ def op_skip_simplified_ln(b):
         b.nodes[-1].output[1] = ""
 
 
+def out_of_range(b):
+    """Now and then an index past its table, given on purpose: onnxruntime
+    refuses it at run time, and mkc must refuse it too (with a sentence),
+    not read past the table."""
+    if b.rng.random() < 0.1:
+        b.bad = len(b.nodes)   # the node about to be added
+        return True
+    return False
+
+
 def rotary_caches(b, rows, half, position_ids):
     """cos and sin of random angles: [rows, half], or [B, S, half] (no ids)."""
     ang = b.rng.uniform(-4, 4, rows + (half,)).astype(np.float32)
@@ -815,7 +832,10 @@ def op_rotary(b):
     if b.rng.random() < 0.5:
         P = S + int(b.rng.integers(0, 4))
         cos, sin = rotary_caches(b, (P,), r // 2, True)
-        pos = b.add_value(I64, (B, S), b.choice(["input", "init"]), b.rng.integers(0, P, (B, S)), "index")
+        pv = b.rng.integers(0, P, (B, S))
+        if out_of_range(b):
+            pv.flat[int(b.rng.integers(0, pv.size))] = b.choice([P, P + 5, -1])
+        pos = b.add_value(I64, (B, S), b.choice(["input", "init"]), pv, "index")
         ins = [x, cos, sin, pos]
     else:
         cos, sin = rotary_caches(b, (B, S), r // 2, False)
@@ -829,9 +849,12 @@ def op_ms_rotary(b):
     P = S + int(b.rng.integers(0, 4))
     cos, sin = rotary_caches(b, (P,), D // 2, True)
     if b.rng.random() < 0.5:
-        pos = b.add_value(I64, (B, S), "input", b.rng.integers(0, P - S + 1, (B, 1)) + np.arange(S), "index")
+        pv = b.rng.integers(0, P - S + 1, (B, 1)) + np.arange(S)
     else:
-        pos = b.add_value(I64, (1,), "input", b.rng.integers(0, P - S + 1, (1,)), "index")
+        pv = b.rng.integers(0, P - S + 1, (1,))
+    if out_of_range(b):
+        pv.flat[int(b.rng.integers(0, pv.size))] = b.choice([P, P + 5, -1])
+    pos = b.add_value(I64, pv.shape, "input", pv, "index")
     attrs = {"interleaved": int(b.rng.integers(0, 2)), "num_heads": H}
     b.node("RotaryEmbedding", [x, pos, cos, sin], [(F32, x.shape)], domain="com.microsoft", **attrs)
     b.ms = True
@@ -885,7 +908,10 @@ def op_gqa(b):
     S = 1 if P else int(b.choice([1, 2, 3]))
     q, k, v = b.fresh(F32, (B, S, Hq * D)), b.fresh(F32, (B, S, Hk * D)), b.fresh(F32, (B, S, Hk * D))
     pk, pv = b.fresh(F32, (B, Hk, P, D)), b.fresh(F32, (B, Hk, P, D))
-    seql = b.add_value(I32, (B,), "input", np.full(B, P + S - 1), "index")
+    # seqlens_k is the last valid position: P + S - 1 for a past that is
+    # not padded; less is a right-padded past, which onnxruntime takes
+    sl = P + S - 1 if b.rng.random() < 0.85 or P == 0 else int(b.rng.integers(S - 1, P + S - 1))
+    seql = b.add_value(I32, (B,), "input", np.full(B, sl), "index")
     total = b.add_value(I32, (), "input", np.array(P + S), "index")
     ins = [q, k, v, pk, pv, seql, total]
     attrs = {"num_heads": Hq, "kv_num_heads": Hk}
@@ -960,7 +986,8 @@ def make_case(seed, index):
     while made < want and tries < 60:
         tries += 1
         op = weighted(rng, names, [OPS[k][0] for k in names])
-        saved = (len(b.nodes), list(b.pool), len(b.inputs), len(b.inits), b.ms, b.bind_consts)
+        saved = (len(b.nodes), list(b.pool), len(b.inputs), len(b.inits), b.ms, b.bind_consts,
+                 b.bad)
         try:
             OPS[op][2](b)
             made += 1
@@ -969,7 +996,7 @@ def make_case(seed, index):
             b.pool[:] = saved[1]
             b.inputs[saved[2]:] = []
             b.inits[saved[3]:] = []
-            b.ms, b.bind_consts = saved[4], saved[5]
+            b.ms, b.bind_consts, b.bad = saved[4], saved[5], saved[6]
     read = {i for n in b.nodes for i in n.input}
     made_here = [t for t in b.pool if t.kind == "node"]
     outs = [t for t in made_here if t.name not in read or rng.random() < 0.2]
@@ -1079,6 +1106,17 @@ def undefined(case, vals):
                r.min(initial=0) < info.min or r.max(initial=0) > info.max:
                 raise Undefined("integer Pow: a result that does not fit (onnxruntime goes "
                                 "through double)")
+        if n.op_type == "GroupQueryAttention" and \
+           any(not np.all(np.isfinite(np.asarray(v))) for v in ins[:5] if v is not None):
+            # onnxruntime's kernel is this op's only definition, and it treats
+            # masked positions two ways: an inf key there is left out, a NaN
+            # value there reaches every query (weight 0 times NaN)
+            raise Undefined("GroupQueryAttention of non-finite values")
+        if n.op_type == "ReduceMax" and _has_nan(ins[0]) and \
+           not same_nans(vals[n.output[0]], numpy_reduce_max(n, ins)):
+            # onnxruntime keeps a NaN only where it comes first in its row
+            raise Undefined("ReduceMax of a NaN after the first element of its row, which "
+                            "onnxruntime drops")
         bound = sum_bound(n, ins)
         if bound >= 1e37:
             raise Undefined(f"{n.op_type}: float32 overflow inside a sum ({bound:.2g}), whose "
@@ -1086,6 +1124,25 @@ def undefined(case, vals):
         if n.op_type in ("Neg", "Abs") and np.asarray(ins[0]).dtype == np.int64 and \
            np.any(np.asarray(ins[0]) == np.iinfo(np.int64).min):
             raise Undefined(f"{n.op_type} of INT64_MIN")
+
+
+def numpy_reduce_max(n, ins):
+    """ReduceMax as numpy's max computes it (NaN anywhere gives NaN)."""
+    x = np.asarray(ins[0])
+    axes = _attr(n, "axes")
+    if axes is None and len(ins) > 1 and ins[1] is not None:
+        axes = [int(a) for a in np.asarray(ins[1]).ravel()]
+    if not axes:
+        axes = None if not _attr(n, "noop_with_empty_axes", 0) else []
+    if axes == []:
+        return x
+    return np.max(x, axis=tuple(a % x.ndim for a in axes) if axes is not None else None,
+                  keepdims=bool(_attr(n, "keepdims", 1)))
+
+
+def same_nans(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and bool(np.all(np.isnan(a) == np.isnan(b)))
 
 
 def _maxabs(v):
@@ -1445,6 +1502,40 @@ def _norm_scale_broadcast(n, ins):
     return any(v is not None and np.asarray(v).shape != ns for v in ins[1:])
 
 
+def _attr(n, name, default=None):
+    for a in n.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _rotary_out_of_table(n, ins):
+    ms = n.domain == "com.microsoft"
+    pos, cos = (ins[1], ins[2]) if ms else (ins[3] if len(ins) > 3 else None, ins[1])
+    if pos is None or cos is None:
+        return False
+    pos, rows = np.asarray(pos), np.asarray(cos).shape[0]
+    if ms and pos.size == 1:   # an offset: positions offset .. offset + S - 1
+        seq = np.asarray(ins[0]).shape[1 if np.asarray(ins[0]).ndim == 3 else 2]
+        return bool(pos.min() < 0 or pos.max() + seq > rows)
+    return bool(pos.min(initial=0) < 0 or pos.max(initial=0) >= rows)
+
+
+def _slice_clamp(n, ins):
+    x = np.asarray(ins[0])
+    st = np.asarray(ins[1]).ravel()
+    axes = np.asarray(ins[3]).ravel() if len(ins) > 3 and ins[3] is not None else np.arange(st.size)
+    steps = np.asarray(ins[4]).ravel() if len(ins) > 4 and ins[4] is not None else np.ones(st.size)
+    return any(sp < 0 and s0 < -x.shape[int(a)] for s0, a, sp in zip(st, axes, steps))
+
+
+def _float64(n, ins):
+    moves = ("Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat",
+             "Split", "Slice", "Gather", "Expand", "Shape", "Size", "Constant")
+    return n.op_type not in moves and any(v is not None and np.asarray(v).dtype == np.float64
+                                          for v in ins)
+
+
 KNOWN = {
     "33-pow-int-float": ("issue 33: Pow(int, float) truncates the exponent",
                          lambda n, ins: n.op_type == "Pow" and np.asarray(ins[0]).dtype.kind in "iu"
@@ -1455,6 +1546,35 @@ KNOWN = {
     "33-norm-broadcast": ("issue 33: a norm's scale or bias broadcast to the normalised shape",
                           lambda n, ins: n.op_type in ("LayerNormalization", "RMSNormalization")
                           and _norm_scale_broadcast(n, ins)),
+    "33-rotary-positions": ("issue 33: RotaryEmbedding's position_ids are not checked against "
+                            "its cos/sin tables", lambda n, ins: n.op_type == "RotaryEmbedding"
+                            and _rotary_out_of_table(n, ins)),
+    "33-gqa-seqlens": ("issue 33: GroupQueryAttention's seqlens_k is not checked against its "
+                       "past", lambda n, ins: n.op_type == "GroupQueryAttention" and
+                       int(np.asarray(ins[5]).min()) != np.asarray(ins[3]).shape[2] +
+                       np.asarray(ins[0]).shape[1] - 1),
+    "new-slice-negative-step": ("Slice with a negative step and a start before the first "
+                                "element gives nothing, where ONNX clamps the start to the "
+                                "first element and keeps it", lambda n, ins: n.op_type == "Slice"
+                                and _slice_clamp(n, ins)),
+    "new-skipnorm-epsilon": ("SkipSimplifiedLayerNormalization without epsilon uses 1e-5, "
+                             "onnxruntime's default is 1e-12",
+                             lambda n, ins: n.op_type == "SkipSimplifiedLayerNormalization" and
+                             _attr(n, "epsilon") is None),
+    "new-fold-cast-bool": ("constant folding casts a float to bool by truncating it first "
+                           "(0.5 gives false)", lambda n, ins: n.op_type in ("Cast", "CastLike")
+                           and np.asarray(ins[0]).dtype.kind == "f" and
+                           np.any((np.abs(np.asarray(ins[0])) > 0) &
+                                  (np.abs(np.asarray(ins[0])) < 1))),
+    "new-float64": ("float64 tensors are computed in float32 (neither refused nor exact)",
+                    _float64),
+    "new-uint64": ("uint64 values from 2^63 on are computed as negative int64",
+                   lambda n, ins: any(v is not None and np.asarray(v).dtype == np.uint64 and
+                                      bool(np.any(np.asarray(v) >= 2**63)) for v in ins)),
+    "new-attention-nan": ("Attention drops a NaN score (a NaN query or key, inf * 0) instead of "
+                          "giving NaN", lambda n, ins: n.op_type == "Attention" and
+                          any(v is not None and np.asarray(v).dtype.kind == "f" and
+                              not np.all(np.isfinite(np.asarray(v))) for v in ins[:3] + ins[4:])),
 }
 
 
@@ -1495,9 +1615,13 @@ def graph_outcome(mkc, seed, index, out_dir, scratch, reduce):
     except Exception as e:
         return Result(index, Outcome("fail", f"generator: onnx.checker refused the graph: "
                                      f"{str(e).splitlines()[0][:300]}"), case)
+    d = os.path.join(out_dir, f"s{seed}-g{index}")
+    note = f"made by: python3 tools/difftest.py --seed {seed} --only {index}\n"
     try:
         vals = probe(case)
     except Exception as e:
+        if case.b.bad is not None:
+            return both_refuse(mkc, case, m, d, note, scratch, index, short_ort_error(str(e)))
         return Result(index, Outcome("skipped", "onnxruntime: " + short_ort_error(str(e))), case)
     for t in case.outputs:
         if tuple(np.asarray(vals[t.name]).shape) != t.shape:
@@ -1508,9 +1632,7 @@ def graph_outcome(mkc, seed, index, out_dir, scratch, reduce):
         undefined(case, vals)
     except Undefined as e:
         return Result(index, Outcome("skipped", "undefined in ONNX: " + str(e)), case)
-    d = os.path.join(out_dir, f"s{seed}-g{index}")
     shutil.rmtree(d, ignore_errors=True)
-    note = f"made by: python3 tools/difftest.py --seed {seed} --only {index}\n"
     write_case(d, m, [(t.name, t.value) for t in case.inputs],
                [(t.name, vals[t.name]) for t in case.outputs], case.args, note)
     o = run_mkc(mkc, d, scratch)
@@ -1520,6 +1642,29 @@ def graph_outcome(mkc, seed, index, out_dir, scratch, reduce):
     if not reduce:
         return Result(index, o, case, d)
     return triage(mkc, case, vals, o, d, note, scratch, index)
+
+
+def both_refuse(mkc, case, m, d, note, scratch, index, why):
+    """A graph given an index out of range on purpose, which onnxruntime
+    refuses: mkc must refuse it too (at compile time or at run time, with
+    a sentence). Its reference outputs are zeros, which no run may match."""
+    shutil.rmtree(d, ignore_errors=True)
+    write_case(d, m, [(t.name, t.value) for t in case.inputs],
+               [(t.name, np.zeros(t.shape, NP[t.dt])) for t in case.outputs], case.args,
+               note + f"onnxruntime refuses it: {why}\n")
+    with open(os.path.join(d, "expect.txt"), "w") as f:
+        f.write("refused: .\n")
+    o = run_mkc(mkc, d, scratch, elementwise=False)
+    if o.kind == "refused":
+        shutil.rmtree(d, ignore_errors=True)
+        return Result(index, Outcome("refused", f"as onnxruntime does ({why}): {o.msg}"), case)
+    n = case.nodes[case.b.bad]
+    o = Outcome("fail", f"onnxruntime refuses an index out of range ({why}); mkc: {o}")
+    key = None
+    for k, (_, pred) in KNOWN.items():
+        if pred(n, [case.b.all[i].value if i in case.b.all else None for i in n.input]):
+            key = k
+    return Result(index, o, case, d, None, key)
 
 
 def triage(mkc, case, vals, o, d, note, scratch, index):
@@ -1574,8 +1719,10 @@ def eval_node(n, ins, opset, f64=False):
     m = helper.make_model(helper.make_graph([node], "n", vis, outs), opset_imports=ops)
     m.ir_version = 10
     if f64:
+        import warnings
         from onnx.reference import ReferenceEvaluator
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             return ReferenceEvaluator(m).run(None, feeds)
     return ort_run(m, feeds)
 
@@ -1840,7 +1987,7 @@ def random_run(a, mkc, indices, scratch):
             for why, ix in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
                 print(f"    {len(ix):4d}  {why}  (g{ix[0]})")
     for r in kinds.get("known", []):
-        print(f"  known {r.known} ({KNOWN[r.known][0]}): g{r.index}, {r.reduced}")
+        print(f"  known {r.known} ({KNOWN[r.known][0]}): g{r.index}, {r.reduced or r.folder}")
     for r in kinds.get("fail", []):
         print(f"FAIL g{r.index}: {r.outcome.msg}")
         if r.folder:
