@@ -448,7 +448,8 @@ def op_gemm(b):
 def op_softmax(b):
     x = operand(b, FLOAT_ONLY, rank=int(b.choice([1, 2, 3, 4])))
     attrs = {}
-    if b.rng.random() < 0.7:
+    # before opset 13 the default axis is 1, which a vector has not
+    if b.rng.random() < 0.7 or (b.opset < 13 and x.rank < 2):
         attrs["axis"] = int(b.rng.integers(-x.rank, x.rank))
     b.node("Softmax", [x], [(x.dt, x.shape)], **attrs)
 
@@ -879,7 +880,8 @@ def op_attention(b):
     T = L + P
     if b.rng.random() < 0.4 or P:
         if b.rng.random() < 0.5:
-            ms = b.choice([(S, T), (1, 1, S, T), (B, 1, S, T), (B, Hq, S, T), (T,)])
+            # onnxruntime takes masks of 2 to 4 dimensions
+            ms = b.choice([(S, T), (1, 1, S, T), (B, 1, S, T), (B, Hq, S, T), (1, S, T)])
             mt = b.choice([F32, BOOL])
             m = b.fresh(mt, ms)
             if mt == BOOL:   # every row keeps a position: a row all masked is 0/0
