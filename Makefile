@@ -133,7 +133,7 @@ conformance: $(BUILD)/mkc  ## ONNX node tests of every supported op, on the C ta
 # DIFF_COUNT random graphs a run, each run a new seed (printed; DIFF_SEED=S
 # makes a run again): about 0.5 CPU seconds a graph on the 2-core machine,
 # more for a failure (it is reduced); tests/diff/cases replayed first.
-DIFF_COUNT ?= 100
+DIFF_COUNT ?= 80
 difftest: $(BUILD)/mkc  ## random graphs against onnxruntime (tools/difftest.py), and tests/diff's cases
 	python3 tools/difftest.py --mkc $(BUILD)/mkc --jobs $(TEST_JOBS) --out $(BUILD)/difftest \
 		--replay tests/diff --count $(DIFF_COUNT) $(if $(DIFF_SEED),--seed $(DIFF_SEED))
