@@ -47,7 +47,7 @@ LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o \
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 TOOLCHAIN_OBJ = $(TOOLCHAIN_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all test test-mkc test-toolchains check-models check-numbers conformance sanitize numbers fuzz fuzz-replay format lint clean help
+.PHONY: all test test-mkc test-toolchains check-models check-numbers conformance difftest sanitize numbers fuzz fuzz-replay format lint clean help
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/mkc  ## build $(BUILD)/mkc
@@ -100,7 +100,7 @@ $(BUILD)/test_toolchains: $(TOOLCHAIN_OBJ) $(BUILD)/libmkc.a
 # at a time took 484 s without one, the toolchain builds' last 100 s alone.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_JOBS ?= $(JOBS)
-TEST_PARTS = test-mkc test-toolchains conformance check-models check-numbers fuzz-replay
+TEST_PARTS = test-mkc test-toolchains conformance difftest check-models check-numbers fuzz-replay
 # what make sanitize runs: the parts where mkc, the test process or the
 # emitted C run (not the compilers of test-toolchains, nor check-models' Python)
 SAN_PARTS = test-mkc conformance check-numbers fuzz-replay
@@ -129,6 +129,14 @@ fuzz-replay: $(FUZZ_READERS:%=$(BUILD)/fuzz_replay_%)  ## replay tests/fuzz/cras
 
 conformance: $(BUILD)/mkc  ## ONNX node tests of every supported op, on the C target
 	python3 tools/conformance.py --mkc $(BUILD)/mkc --jobs $(TEST_JOBS)
+
+# DIFF_COUNT random graphs a run, each run a new seed (printed; DIFF_SEED=S
+# makes a run again): about 0.5 CPU seconds a graph on the 2-core machine,
+# more for a failure (it is reduced); tests/diff/cases replayed first.
+DIFF_COUNT ?= 80
+difftest: $(BUILD)/mkc  ## random graphs against onnxruntime (tools/difftest.py), and tests/diff's cases
+	python3 tools/difftest.py --mkc $(BUILD)/mkc --jobs $(TEST_JOBS) --out $(BUILD)/difftest \
+		--replay tests/diff --count $(DIFF_COUNT) $(if $(DIFF_SEED),--seed $(DIFF_SEED))
 
 check-models:  ## check that the generated test models are what their generators make
 	@d=$$(mktemp -d) && python3 tests/models/gen_models.py $$d >/dev/null && \
