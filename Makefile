@@ -134,6 +134,9 @@ conformance: $(BUILD)/mkc  ## ONNX node tests of every supported op, on the C ta
 # makes a run again): about 0.5 CPU seconds a graph on the 2-core machine,
 # more for a failure (it is reduced); tests/diff/cases replayed first.
 DIFF_COUNT ?= 80
+# the commit's graphs: CI and a local run of one commit make the same ones
+# (a red CI run can be replayed), and each new commit explores new ones
+DIFF_SEED ?= $(shell c=$$(git rev-parse --short=7 HEAD 2>/dev/null) && echo $$((0x$$c)))
 difftest: $(BUILD)/mkc  ## random graphs against onnxruntime (tools/difftest.py), and tests/diff's cases
 	python3 tools/difftest.py --mkc $(BUILD)/mkc --jobs $(TEST_JOBS) --out $(BUILD)/difftest \
 		--replay tests/diff --count $(DIFF_COUNT) $(if $(DIFF_SEED),--seed $(DIFF_SEED))

@@ -1617,11 +1617,6 @@ def _has_nan(v):
     return v is not None and v.dtype.kind == "f" and bool(np.isnan(v).any())
 
 
-def _norm_scale_broadcast(n, ins):
-    axis = ([a.i for a in n.attribute if a.name == "axis"] or [-1])[0]
-    x = np.asarray(ins[0])
-    ns = x.shape[axis % x.ndim:]
-    return any(v is not None and np.asarray(v).shape != ns for v in ins[1:])
 
 
 def _attr(n, name, default=None):
@@ -1631,16 +1626,6 @@ def _attr(n, name, default=None):
     return default
 
 
-def _rotary_out_of_table(n, ins):
-    ms = n.domain == "com.microsoft"
-    pos, cos = (ins[1], ins[2]) if ms else (ins[3] if len(ins) > 3 else None, ins[1])
-    if pos is None or cos is None:
-        return False
-    pos, rows = np.asarray(pos), np.asarray(cos).shape[0]
-    if ms and pos.size == 1:   # an offset: positions offset .. offset + S - 1
-        seq = np.asarray(ins[0]).shape[1 if np.asarray(ins[0]).ndim == 3 else 2]
-        return bool(pos.min() < 0 or pos.max() + seq > rows)
-    return bool(pos.min(initial=0) < 0 or pos.max(initial=0) >= rows)
 
 
 def _slice_clamp(n, ins):
@@ -1659,22 +1644,6 @@ def _float64(n, ins):
 
 
 KNOWN = {
-    "33-pow-int-float": ("issue 33: Pow(int, float) truncates the exponent",
-                         lambda n, ins: n.op_type == "Pow" and np.asarray(ins[0]).dtype.kind in "iu"
-                         and np.asarray(ins[1]).dtype.kind == "f"),
-    "33-nan-minmax": ("issue 33: Max, Min, Relu and ReduceMax turn NaN into numbers",
-                      lambda n, ins: n.op_type in ("Max", "Min", "Relu", "ReduceMax") and
-                      any(_has_nan(v) for v in ins)),
-    "33-norm-broadcast": ("issue 33: a norm's scale or bias broadcast to the normalised shape",
-                          lambda n, ins: n.op_type in ("LayerNormalization", "RMSNormalization")
-                          and _norm_scale_broadcast(n, ins)),
-    "33-rotary-positions": ("issue 33: RotaryEmbedding's position_ids are not checked against "
-                            "its cos/sin tables", lambda n, ins: n.op_type == "RotaryEmbedding"
-                            and _rotary_out_of_table(n, ins)),
-    "33-gqa-seqlens": ("issue 33: GroupQueryAttention's seqlens_k is not checked against its "
-                       "past", lambda n, ins: n.op_type == "GroupQueryAttention" and
-                       int(np.asarray(ins[5]).min()) != np.asarray(ins[3]).shape[2] +
-                       np.asarray(ins[0]).shape[1] - 1),
     "new-slice-negative-step": ("Slice with a negative step and a start before the first "
                                 "element gives nothing, where ONNX clamps the start to the "
                                 "first element and keeps it", lambda n, ins: n.op_type == "Slice"
@@ -1693,11 +1662,26 @@ KNOWN = {
     "new-uint64": ("uint64 values from 2^63 on are computed as negative int64",
                    lambda n, ins: any(v is not None and np.asarray(v).dtype == np.uint64 and
                                       bool(np.any(np.asarray(v) >= 2**63)) for v in ins)),
-    "new-attention-nan": ("Attention drops a NaN score (a NaN query or key, inf * 0) instead of "
-                          "giving NaN", lambda n, ins: n.op_type == "Attention" and
-                          any(v is not None and np.asarray(v).dtype.kind == "f" and
-                              not np.all(np.isfinite(np.asarray(v))) for v in ins[:3] + ins[4:])),
+    "new-attention-nan": ("Attention drops a NaN score (a NaN query or key, inf * 0, a product "
+                          "q k that overflows float32) instead of giving NaN",
+                          lambda n, ins: n.op_type == "Attention" and
+                          (any(v is not None and np.asarray(v).dtype.kind == "f" and
+                               not np.all(np.isfinite(np.asarray(v))) for v in ins[:3] + ins[4:])
+                           or _attention_products_overflow(ins))),
 }
+
+
+def _attention_products_overflow(ins):
+    """A product q[d] * k[d] of a score past float32's range (inf in the
+    sum, inf - inf in the softmax: NaN in onnxruntime), for 4-D inputs
+    with the past keys, if any, before the new ones."""
+    q, k = (np.asarray(v, np.float64) for v in ins[:2])
+    if q.ndim != 4 or k.ndim != 4:
+        return False
+    if len(ins) > 4 and ins[4] is not None:
+        k = np.concatenate([np.asarray(ins[4], np.float64), k], axis=2)
+    qa, ka = np.abs(q).max(axis=(1, 2)), np.abs(k).max(axis=(1, 2))   # [batch, head size]
+    return bool(np.any(qa * ka > np.finfo(np.float32).max))
 
 
 def _attention_pattern_nan(sub, vals):
