@@ -584,6 +584,17 @@ mkc_node_attr_float(const mkc_node *n, const char *name, float dflt)
 	return a && a->type == MKC_AT_FLOAT ? a->f : dflt;
 }
 
+/*
+ * A norm's epsilon: its attribute, or the op's default, which is 1e-5
+ * except for com.microsoft's SkipSimplifiedLayerNormalization, where
+ * onnxruntime takes 1e-12 (found by tools/difftest.py).
+ */
+float
+mkc_node_epsilon(const mkc_node *n)
+{
+	return mkc_node_attr_float(n, "epsilon", n->op == MKC_OP_MS_SKIP_SIMPLIFIED_LN ? 1e-12f : 1e-5f);
+}
+
 int
 mkc_node_error(const mkc_graph *g, const mkc_node *n, const char *fmt, ...)
 {

@@ -263,6 +263,7 @@ bool mkc_op_input_required(const mkc_op_info *oi, int i);
 int mkc_node_check_schema(const mkc_graph *g, const mkc_node *n);
 int64_t mkc_node_attr_int(const mkc_node *n, const char *name, int64_t dflt);
 float mkc_node_attr_float(const mkc_node *n, const char *name, float dflt);
+float mkc_node_epsilon(const mkc_node *n);   /* a norm's, or its op's default */
 int mkc_node_error(const mkc_graph *g, const mkc_node *n, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));   /* returns -1 */
 

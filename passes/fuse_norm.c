@@ -80,7 +80,7 @@ fuse_into(mkc_graph *g, const mkc_node *norm, mkc_node *n)
 	if (n->nattr)
 		memcpy(at, n->attr, sizeof *at * (size_t)n->nattr);
 	at[n->nattr] = (mkc_attr){.name = "epsilon", .type = MKC_AT_FLOAT,
-				  .f = mkc_node_attr_float(norm, "epsilon", 1e-5f)};
+				  .f = mkc_node_epsilon(norm)};
 	n->attr = at;
 	n->nattr++;
 	n->op = MKC_OP_NORM_GEMM;

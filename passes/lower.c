@@ -158,7 +158,7 @@ lower_rows(const mkc_graph *g, const mkc_node *n, mkc_kernel *k)
 {
 	k->axis = rows_axis(g, n, &k->one_axis);
 	if (n->op != MKC_OP_SOFTMAX)
-		k->eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
+		k->eps = mkc_node_epsilon(n);
 }
 
 static void

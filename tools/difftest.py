@@ -1648,10 +1648,6 @@ KNOWN = {
                                 "element gives nothing, where ONNX clamps the start to the "
                                 "first element and keeps it", lambda n, ins: n.op_type == "Slice"
                                 and _slice_clamp(n, ins)),
-    "new-skipnorm-epsilon": ("SkipSimplifiedLayerNormalization without epsilon uses 1e-5, "
-                             "onnxruntime's default is 1e-12",
-                             lambda n, ins: n.op_type == "SkipSimplifiedLayerNormalization" and
-                             _attr(n, "epsilon") is None),
     "new-fold-cast-bool": ("constant folding casts a float to bool by truncating it first "
                            "(0.5 gives false)", lambda n, ins: n.op_type in ("Cast", "CastLike")
                            and np.asarray(ins[0]).dtype.kind == "f" and
