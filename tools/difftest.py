@@ -1982,25 +1982,27 @@ def replay(mkc, root, jobs, scratch):
     bad, counts = [], {"pass": 0, "xfail": 0, "refused": 0}
     for name, o in zip(names, outcomes):
         d = os.path.join(cases_dir, name)
-        want = open(os.path.join(d, "expect.txt")).read().strip() \
-            if os.path.exists(os.path.join(d, "expect.txt")) else "pass"
+        path = os.path.join(d, "expect.txt")
+        want = open(path).read().strip() if os.path.exists(path) else "pass"
+        # a case meets its expectation by passing, or (expect.txt) by a refusal
+        # whose sentence matches
+        refusal = want.startswith("refused:")
+        meets = o.kind == "refused" and bool(re.search(want[len("refused:"):].strip(), o.msg)) \
+            if refusal else o.kind == "pass"
         if name in expected:
-            if o.kind == "fail":
-                counts["xfail"] += 1
-            else:
+            if meets:
                 bad.append(f"UNEXPECTEDLY PASSING {name} ({o.kind}), listed as {expected[name][0]}: "
                            f"take it off tests/diff/expected_failures.txt (and its KNOWN entry in "
                            f"tools/difftest.py once no case names it)")
-        elif want.startswith("refused:"):
-            if o.kind == "refused" and re.search(want[len("refused:"):].strip(), o.msg):
-                counts["refused"] += 1
-            else:
-                bad.append(f"FAIL {name}: expected a refusal matching "
-                           f"'{want[len('refused:'):].strip()}', got {o}\n  repro: {repro(mkc, d)}")
-        elif o.kind == "pass":
-            counts["pass"] += 1
+            elif o.kind == "fail" or (o.kind == "refused" and expected[name][1].startswith("refused")):
+                counts["xfail"] += 1
+            else:   # a fail became a refusal, or the other way round
+                bad.append(f"CHANGED {name}: now {o}, listed as {expected[name][1]!r}: update "
+                           f"tests/diff/expected_failures.txt, or the case's expect.txt")
+        elif meets:
+            counts["refused" if refusal else "pass"] += 1
         else:
-            bad.append(f"FAIL {name}: {o}\n  repro: {repro(mkc, d)}")
+            bad.append(f"FAIL {name}: expected {want}, got {o}\n  repro: {repro(mkc, d)}")
     for name in expected:
         if name not in names:
             bad.append(f"{name} is listed in tests/diff/expected_failures.txt but has no folder")
