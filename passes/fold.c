@@ -130,6 +130,10 @@ store(mkc_graph *g, mkc_node *n, int i, vals *v)
 	mkc_arena *a = g->ctx->arena;
 	MKC_ASSERT(v->n == mkc_tensor_numel(t));
 	if (is_int_type(t->dtype)) {
+		/* a float is true when it is not zero (NaN too), not once truncated */
+		if (t->dtype == MKC_DT_BOOL && !v->isint)
+			for (int64_t k = 0; k < v->n; k++)
+				v->fv[k] = v->fv[k] != 0;
 		if (!as_ints(g, v))
 			return 0;
 		bool plain = true;

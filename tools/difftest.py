@@ -1648,11 +1648,6 @@ KNOWN = {
                                 "element gives nothing, where ONNX clamps the start to the "
                                 "first element and keeps it", lambda n, ins: n.op_type == "Slice"
                                 and _slice_clamp(n, ins)),
-    "new-fold-cast-bool": ("constant folding casts a float to bool by truncating it first "
-                           "(0.5 gives false)", lambda n, ins: n.op_type in ("Cast", "CastLike")
-                           and np.asarray(ins[0]).dtype.kind == "f" and
-                           np.any((np.abs(np.asarray(ins[0])) > 0) &
-                                  (np.abs(np.asarray(ins[0])) < 1))),
     "new-float64": ("float64 tensors are computed in float32 (neither refused nor exact)",
                     _float64),
     "new-uint64": ("uint64 values from 2^63 on are computed as negative int64",

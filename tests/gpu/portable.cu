@@ -1113,8 +1113,8 @@ struct attention_call {
 	output y1, y2;   /* none(): not wanted */
 	MKC_HD void operator()(int t) const
 	{
-		const mkc_attn_opt o = {.scale = scale, .softcap = softcap, .h0 = heads[t],
-					.h1 = heads[t + 1]};
+		const mkc_attn_opt o = {.scale = scale, .softcap = softcap, .causal = 0,
+					.h0 = heads[t], .h1 = heads[t + 1]};
 		mkc_attention(mine(y), q, k, v, mask, pk, pv, mine(y1), mine(y2), &o);
 	}
 };
