@@ -13,8 +13,8 @@
  * stream's type, rounded to bf16 on its way into shared memory) or bf16.
  *
  * Pipeline. MKC_MM_STAGES buffers of one K step (MKC_MM_TK) each: the
- * weight comes by cp.async MKC_MM_STAGES - 1 steps ahead of the step
- * computed; a float32 x comes through registers one step ahead (cp.async
+ * weight comes by cp.async (sync.cuh's mkc_copy16_or_zero) MKC_MM_STAGES - 1
+ * steps ahead of the step computed; a float32 x comes through registers one step ahead (cp.async
  * cannot convert), stored after the step's products are issued. A shared
  * row is 128 bytes; its eight 16-byte chunks are XOR-swizzled by the row,
  * so the eight rows one ldmatrix phase reads lie on distinct banks.
@@ -50,28 +50,6 @@ static __device__ __forceinline__ uint32_t
 mkc_mm_saddr(const void *p)
 {
 	return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-/* 16 bytes from global to shared in the background; zeros where !ok */
-static __device__ __forceinline__ void
-mkc_mm_cp16(uint32_t dst, const void *src, bool ok)
-{
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-		     "r"(ok ? 16 : 0)
-		     : "memory");
-}
-
-static __device__ __forceinline__ void
-mkc_mm_commit(void)
-{
-	asm volatile("cp.async.commit_group;" ::: "memory");
-}
-
-template <int N>
-static __device__ __forceinline__ void
-mkc_mm_wait(void)
-{
-	asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 static __device__ __forceinline__ void
@@ -112,8 +90,7 @@ mkc_mm_load(uint16_t *s, const uint16_t *src, int64_t ld, int64_t nrows, int64_t
 	for (int i = 0; i < MKC_MM_TN * MKC_MM_TK / 8 / MKC_THREADS; i++) {
 		int idx = threadIdx.x + i * MKC_THREADS, r = idx >> 3, c = idx & 7;
 		bool ok = r0 + r < nrows;
-		mkc_mm_cp16(mkc_mm_saddr(s + mkc_mm_swz(r, c)), ok ? src + (r0 + r) * ld + k0 + c * 8 : src,
-			    ok);
+		mkc_copy16_or_zero(s + mkc_mm_swz(r, c), ok ? src + (r0 + r) * ld + k0 + c * 8 : src, ok);
 	}
 }
 
@@ -205,11 +182,11 @@ mkc_mma_tile(float *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *
 				mkc_mm_store_xf(xs + s * MKC_MM_TM * MKC_MM_TK, xv);
 			}
 		}
-		mkc_mm_commit();
+		mkc_copy_commit();
 	}
 	for (int kt = 0; kt < nk; kt++) {
 		/* step kt's weight has landed; every warp is past step kt - 1 */
-		mkc_mm_wait<MKC_MM_STAGES - 2>();
+		mkc_copy_wait_but<MKC_MM_STAGES - 2>();
 		__syncthreads();
 		int next = kt + MKC_MM_STAGES - 1, ns = next % MKC_MM_STAGES;
 		if (next < nk) {
@@ -222,7 +199,7 @@ mkc_mma_tile(float *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *
 				mkc_mm_fetch_xf(xv, (const float *)x, ldx, m, m0,
 						(int64_t)next * MKC_MM_TK);
 		}
-		mkc_mm_commit();
+		mkc_copy_commit();
 		int cs = kt % MKC_MM_STAGES;
 		mkc_mm_step(acc, xs + cs * MKC_MM_TM * MKC_MM_TK, ws + cs * MKC_MM_TN * MKC_MM_TK,
 			    wm, wn, lane);
@@ -230,7 +207,7 @@ mkc_mma_tile(float *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *
 		if (!XH && next < nk)
 			mkc_mm_store_xf(xs + ns * MKC_MM_TM * MKC_MM_TK, xv);
 	}
-	mkc_mm_wait<0>();
+	mkc_copy_wait();
 	__syncthreads();   /* the caller may reuse smem */
 
 	/* c0, c1 at row lane / 4, features 2 (lane % 4) and one more; c2, c3 eight rows down */

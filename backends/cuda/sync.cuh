@@ -173,6 +173,19 @@ mkc_copy16(void *dst, const void *src)
 #endif
 }
 
+/* the same, or 16 zero bytes where !ok (src is then not read, but must be a valid address) */
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_copy16_or_zero(void *dst, const void *src, bool ok)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+		     ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src), "r"(ok ? 16 : 0)
+		     : "memory");
+#else
+	*(int4 *)dst = ok ? *(const int4 *)src : make_int4(0, 0, 0, 0);
+#endif
+}
+
 static __device__ __forceinline__ void MKC_UNUSED
 mkc_copy_commit(void)
 {
@@ -186,5 +199,15 @@ mkc_copy_wait(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 	asm volatile("cp.async.wait_group 0;" ::: "memory");
+#endif
+}
+
+/* ...or once all but this thread's N most recent groups have (a ring of copies in flight) */
+template <int N>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_copy_wait_but(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 #endif
 }

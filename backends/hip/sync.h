@@ -104,11 +104,23 @@ mkc_copy16(void *dst, const void *src)
 }
 
 static __device__ __forceinline__ void MKC_UNUSED
+mkc_copy16_or_zero(void *dst, const void *src, bool ok)
+{
+	*(int4 *)dst = ok ? *(const int4 *)src : make_int4(0, 0, 0, 0);
+}
+
+static __device__ __forceinline__ void MKC_UNUSED
 mkc_copy_commit(void)
 {
 }
 
 static __device__ __forceinline__ void MKC_UNUSED
 mkc_copy_wait(void)
+{
+}
+
+template <int N>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_copy_wait_but(void)
 {
 }
