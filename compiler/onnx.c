@@ -386,7 +386,7 @@ read_value_info(reader *r, const Onnx__ValueInfoProto *vi, mkc_tensor *t,
 			   mkc_dim_parse(r->g, d->dim_param, add_syms, &t->shape[i])) {
 			/* a size that is negative, or shrinks as its symbol grows, is no size */
 			mkc_dim p = t->shape[i];
-			if ((mkc_dim_is_const(p) && p.c < 0) || p.k < 0)
+			if (mkc_dim_negative(p))
 				return fail(r, "dimension %zu ('%s') is negative", i, d->dim_param);
 		} else if (add_syms) {
 			/* an unnamed or unparsable dimension is a symbol of its own */
@@ -396,7 +396,7 @@ read_value_info(reader *r, const Onnx__ValueInfoProto *vi, mkc_tensor *t,
 			t->shape[i] = mkc_dim_sym(mkc_graph_sym(r->g, nm));
 		} else {
 			/* a declared output dimension we cannot read: inference decides */
-			t->shape[i] = (mkc_dim){0, 0, MKC_DIM_UNKNOWN};
+			t->shape[i] = mkc_dim_unknown();
 		}
 	}
 	return 0;

@@ -105,35 +105,48 @@ read_all(const char *path, size_t *n)
 	return p;
 }
 
-/* Symbol values from the inputs' real shapes (sym[] holds -1 or the caches' counts). */
+/*
+ * Symbol values from the inputs' real shapes (sym[] holds -1 or the caches'
+ * counts). A dimension of two symbols (past_len + seq_len) gives the second
+ * once another input gave the first, so the inputs are read until no new
+ * value comes.
+ */
 static int
 bind_syms(mkc_graph *g, mkc_tensor *in, int nin, int64_t *sym, char *why, size_t wn)
 {
-	for (int i = 0; i < nin; i++) {
-		const mkc_tensor *decl = MKC_INPUT(g, i);
-		if (in[i].rank != decl->rank) {
-			snprintf(why, wn, "input %d ('%s') has rank %d, the model says %d", i, decl->name,
-				 in[i].rank, decl->rank);
+	for (int i = 0; i < nin; i++)
+		if (in[i].rank != MKC_INPUT(g, i)->rank) {
+			snprintf(why, wn, "input %d ('%s') has rank %d, the model says %d", i,
+				 MKC_INPUT(g, i)->name, in[i].rank, MKC_INPUT(g, i)->rank);
 			return -1;
 		}
-		for (int d = 0; d < decl->rank; d++) {
-			mkc_dim x = decl->shape[d];
-			int64_t v = in[i].shape[d].c;
-			if (mkc_dim_is_const(x)) {
-				if (x.c != v) {
-					snprintf(why, wn, "input '%s' dim %d is %lld, the model says %lld",
-						 decl->name, d, (long long)v, (long long)x.c);
+	for (bool more = true; more;) {
+		more = false;
+		for (int i = 0; i < nin; i++) {
+			const mkc_tensor *decl = MKC_INPUT(g, i);
+			for (int d = 0; d < decl->rank; d++) {
+				mkc_dim x = decl->shape[d];
+				int64_t rest = in[i].shape[d].c - x.c;
+				int open = -1, nopen = 0;
+				for (int k = 0; k < MKC_DIM_TERMS && x.k[k]; k++)
+					if (sym[x.sym[k]] < 0)
+						open = k, nopen++;
+					else
+						rest -= x.k[k] * sym[x.sym[k]];
+				if (nopen > 1)
+					continue;
+				if (nopen == 0 && rest == 0)
+					continue;
+				char b[96];
+				if (nopen == 0 || rest % x.k[open] || rest / x.k[open] < 0) {
+					snprintf(why, wn, "input '%s' dim %d is %lld, the model says %s",
+						 decl->name, d, (long long)in[i].shape[d].c,
+						 mkc_dim_str(g, x, b, sizeof b));
 					return -1;
 				}
-				continue;
+				sym[x.sym[open]] = rest / x.k[open];
+				more = true;
 			}
-			int64_t s = (v - x.c) / x.k;
-			if ((v - x.c) % x.k || (sym[x.sym] >= 0 && sym[x.sym] != s)) {
-				snprintf(why, wn, "input '%s' dim %d (%lld) disagrees with %s", decl->name,
-					 d, (long long)v, MKC_SYM(g, x.sym));
-				return -1;
-			}
-			sym[x.sym] = s;
 		}
 	}
 	for (int s = 0; s < g->syms.n; s++)
@@ -147,9 +160,9 @@ bind_syms(mkc_graph *g, mkc_tensor *in, int nin, int64_t *sym, char *why, size_t
 static int64_t
 numel_at(const mkc_tensor *t, const int64_t *sym)
 {
-	int64_t n = 1;
+	int64_t n = 1, len;
 	for (int d = 0; d < t->rank; d++)
-		n *= t->shape[d].c + (mkc_dim_is_const(t->shape[d]) ? 0 : t->shape[d].k * sym[t->shape[d].sym]);
+		n *= mkc_dim_value(t->shape[d], sym, &len) ? len : 0;
 	return n;
 }
 
@@ -175,7 +188,10 @@ static size_t
 cache_position_bytes(const mkc_graph *g, int c, const int64_t *sym)
 {
 	const mkc_state *st = MKC_STATE(g, c);
-	return bytes_at(st->cache, sym) / (size_t)(sym[st->sym] + st->nnew);
+	int64_t nnew;
+	bool ok = mkc_dim_value(st->nnew, sym, &nnew);
+	MKC_ASSERT(ok);
+	return bytes_at(st->cache, sym) / (size_t)(sym[st->sym] + nnew);
 }
 
 /* Bytes of cache c's positions in use, dense. */

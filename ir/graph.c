@@ -87,27 +87,82 @@ mkc_dtype_is_float(mkc_dtype t)
 mkc_dim
 mkc_dim_const(int64_t c)
 {
-	return (mkc_dim){c, 0, -1};
+	return (mkc_dim){c, {0, 0}, {-1, -1}};
 }
 
 mkc_dim
 mkc_dim_sym(int sym)
 {
-	return (mkc_dim){0, 1, sym};
+	return (mkc_dim){0, {1, 0}, {sym, -1}};
+}
+
+mkc_dim
+mkc_dim_unknown(void)
+{
+	return (mkc_dim){0, {0, 0}, {MKC_DIM_UNKNOWN, -1}};
+}
+
+bool
+mkc_dim_is_unknown(mkc_dim d)
+{
+	return d.sym[0] == MKC_DIM_UNKNOWN;
+}
+
+/* Drops terms of coefficient 0 and sorts the others by symbol. */
+static mkc_dim
+norm(mkc_dim d)
+{
+	if (mkc_dim_is_unknown(d))
+		return mkc_dim_unknown();
+	mkc_dim r = mkc_dim_const(d.c);
+	int n = 0;
+	for (int i = 0; i < MKC_DIM_TERMS; i++)
+		if (d.k[i]) {
+			r.k[n] = d.k[i];
+			r.sym[n++] = d.sym[i];
+		}
+	if (n == 2 && r.sym[0] > r.sym[1]) {
+		mkc_dim t = r;
+		r.k[0] = t.k[1], r.sym[0] = t.sym[1];
+		r.k[1] = t.k[0], r.sym[1] = t.sym[0];
+	}
+	return r;
 }
 
 bool
 mkc_dim_is_const(mkc_dim d)
 {
-	return d.k == 0 && d.sym != MKC_DIM_UNKNOWN;
+	return mkc_dim_nterms(d) == 0 && !mkc_dim_is_unknown(d);
 }
 
-static mkc_dim
-norm(mkc_dim d)
+int
+mkc_dim_nterms(mkc_dim d)
 {
-	if (d.k == 0 && d.sym != MKC_DIM_UNKNOWN)
-		d.sym = -1;
-	return d;
+	int n = 0;
+	for (int i = 0; i < MKC_DIM_TERMS; i++)
+		n += d.k[i] != 0;
+	return n;
+}
+
+bool
+mkc_dim_uses(mkc_dim d, int sym, int64_t *k)
+{
+	for (int i = 0; i < MKC_DIM_TERMS; i++)
+		if (d.k[i] && d.sym[i] == sym) {
+			if (k)
+				*k = d.k[i];
+			return true;
+		}
+	return false;
+}
+
+bool
+mkc_dim_negative(mkc_dim d)
+{
+	for (int i = 0; i < MKC_DIM_TERMS; i++)
+		if (d.k[i] < 0)
+			return true;
+	return mkc_dim_is_const(d) && d.c < 0;
 }
 
 bool
@@ -115,53 +170,79 @@ mkc_dim_eq(mkc_dim a, mkc_dim b)
 {
 	a = norm(a);
 	b = norm(b);
-	return a.c == b.c && a.k == b.k && a.sym == b.sym;
+	if (mkc_dim_is_unknown(a) || mkc_dim_is_unknown(b))
+		return mkc_dim_is_unknown(a) && mkc_dim_is_unknown(b);
+	for (int i = 0; i < MKC_DIM_TERMS; i++)
+		if (a.k[i] != b.k[i] || (a.k[i] && a.sym[i] != b.sym[i]))
+			return false;
+	return a.c == b.c;
 }
 
 bool
 mkc_dim_add(mkc_dim a, mkc_dim b, mkc_dim *r)
 {
-	if (a.sym == MKC_DIM_UNKNOWN || b.sym == MKC_DIM_UNKNOWN)
+	if (mkc_dim_is_unknown(a) || mkc_dim_is_unknown(b))
 		return false;
-	a = norm(a);
-	b = norm(b);
-	if (a.k && b.k && a.sym != b.sym)
+	mkc_dim s = norm(a);
+	if (!mkc_add_ok(s.c, b.c, &s.c))
 		return false;
-	mkc_dim s = {0, 0, a.k ? a.sym : b.sym};
-	if (!mkc_add_ok(a.c, b.c, &s.c) || !mkc_add_ok(a.k, b.k, &s.k))
+	for (int i = 0; i < MKC_DIM_TERMS; i++) {
+		if (!b.k[i])
+			continue;
+		int j = 0;
+		while (j < MKC_DIM_TERMS && s.k[j] && s.sym[j] != b.sym[i])
+			j++;
+		if (j == MKC_DIM_TERMS)
+			return false;   /* a third symbol */
+		if (!s.k[j])
+			s.sym[j] = b.sym[i];
+		if (!mkc_add_ok(s.k[j], b.k[i], &s.k[j]))
+			return false;
+		s = norm(s);
+	}
+	*r = s;
+	return true;
+}
+
+static bool
+neg(mkc_dim d, mkc_dim *r)
+{
+	if (d.c == INT64_MIN)
 		return false;
-	*r = norm(s);
+	d.c = -d.c;
+	for (int i = 0; i < MKC_DIM_TERMS; i++) {
+		if (d.k[i] == INT64_MIN)
+			return false;
+		d.k[i] = -d.k[i];
+	}
+	*r = d;
 	return true;
 }
 
 bool
 mkc_dim_sub(mkc_dim a, mkc_dim b, mkc_dim *r)
 {
-	if (b.c == INT64_MIN || b.k == INT64_MIN)
-		return false;
-	b.c = -b.c;
-	b.k = -b.k;
-	return mkc_dim_add(a, b, r);
+	return neg(b, &b) && mkc_dim_add(a, b, r);
 }
 
 bool
 mkc_dim_mul(mkc_dim a, mkc_dim b, mkc_dim *r)
 {
-	if (a.sym == MKC_DIM_UNKNOWN || b.sym == MKC_DIM_UNKNOWN)
+	if (mkc_dim_is_unknown(a) || mkc_dim_is_unknown(b))
 		return false;
-	a = norm(a);
-	b = norm(b);
-	if (a.k && b.k)
-		return false;
-	if (a.k) {
+	if (!mkc_dim_is_const(a)) {
 		mkc_dim t = a;
 		a = b;
 		b = t;
 	}
-	/* a is a constant now */
-	mkc_dim p = {0, 0, b.sym};
-	if (!mkc_mul_ok(a.c, b.c, &p.c) || !mkc_mul_ok(a.c, b.k, &p.k))
+	if (!mkc_dim_is_const(a))
+		return false;   /* a product of symbols */
+	mkc_dim p = norm(b);
+	if (!mkc_mul_ok(a.c, p.c, &p.c))
 		return false;
+	for (int i = 0; i < MKC_DIM_TERMS; i++)
+		if (!mkc_mul_ok(a.c, p.k[i], &p.k[i]))
+			return false;
 	*r = norm(p);
 	return true;
 }
@@ -178,59 +259,93 @@ floordiv(int64_t a, int64_t b)
 bool
 mkc_dim_div(mkc_dim a, mkc_dim b, mkc_dim *r)
 {
-	if (a.sym == MKC_DIM_UNKNOWN || b.sym == MKC_DIM_UNKNOWN)
+	if (mkc_dim_is_unknown(a) || mkc_dim_is_unknown(b))
 		return false;
 	a = norm(a);
 	b = norm(b);
-	/* INT64_MIN / -1 does not fit (and traps on x86) */
-	if ((b.c == -1 && (a.c == INT64_MIN || a.k == INT64_MIN)) ||
-	    (b.k == -1 && a.k == INT64_MIN))
-		return false;
-	if (!b.k) {
+	if (mkc_dim_is_const(b)) {
 		if (b.c == 0)
 			return false;
-		if (!a.k) {
+		if (mkc_dim_is_const(a)) {
+			if (b.c == -1 && a.c == INT64_MIN)
+				return false;   /* does not fit (and traps on x86) */
 			*r = mkc_dim_const(floordiv(a.c, b.c));
 			return true;
 		}
-		if (a.k % b.c || a.c % b.c)
+		/* every part must divide: (2s + 1) / 2 has no affine form */
+		if (a.c % b.c || (b.c == -1 && a.c == INT64_MIN))
 			return false;
-		*r = norm((mkc_dim){a.c / b.c, a.k / b.c, a.sym});
+		mkc_dim q = mkc_dim_const(a.c / b.c);
+		for (int i = 0; i < MKC_DIM_TERMS; i++) {
+			if (a.k[i] % b.c || (b.c == -1 && a.k[i] == INT64_MIN))
+				return false;
+			q.k[i] = a.k[i] / b.c;
+			q.sym[i] = a.sym[i];
+		}
+		*r = norm(q);
 		return true;
 	}
-	/* (c1 + k1 s) / (c2 + k2 s) is a constant q only when both parts scale */
-	if (a.sym != b.sym || a.k % b.k)
+	/* a symbolic quotient is a constant q only when a is exactly q * b */
+	if (b.k[0] == -1 && a.k[0] == INT64_MIN)
 		return false;
-	int64_t q = a.k / b.k, qc;
-	if (!mkc_mul_ok(q, b.c, &qc) || a.c != qc)
+	if (a.sym[0] != b.sym[0] || !a.k[0] || a.k[0] % b.k[0])
 		return false;
-	*r = mkc_dim_const(q);
+	mkc_dim q = mkc_dim_const(a.k[0] / b.k[0]), qb;
+	if (!mkc_dim_mul(q, b, &qb) || !mkc_dim_eq(qb, a))
+		return false;
+	*r = q;
+	return true;
+}
+
+bool
+mkc_dim_value(mkc_dim d, const int64_t *val, int64_t *r)
+{
+	int64_t v = d.c, t;
+	if (mkc_dim_is_unknown(d))
+		return false;
+	for (int i = 0; i < MKC_DIM_TERMS; i++)
+		if (d.k[i] && (!mkc_mul_ok(d.k[i], val[d.sym[i]], &t) || !mkc_add_ok(v, t, &v)))
+			return false;
+	*r = v;
+	return true;
+}
+
+bool
+mkc_dim_max(mkc_dim d, const int64_t *max, int64_t *r)
+{
+	int64_t v = d.c, t;
+	if (mkc_dim_is_unknown(d))
+		return false;
+	for (int i = 0; i < MKC_DIM_TERMS; i++)
+		if (d.k[i] > 0 && (!mkc_mul_ok(d.k[i], max[d.sym[i]], &t) || !mkc_add_ok(v, t, &v)))
+			return false;
+	*r = v;
 	return true;
 }
 
 char *
 mkc_dim_str(const mkc_graph *g, mkc_dim d, char *buf, size_t n)
 {
-	if (d.sym == MKC_DIM_UNKNOWN) {
+	if (mkc_dim_is_unknown(d)) {
 		snprintf(buf, n, "?");
 		return buf;
 	}
 	d = norm(d);
-	if (!d.k) {
-		snprintf(buf, n, "%lld", (long long)d.c);
-		return buf;
+	size_t used = 0;
+	buf[0] = 0;
+	for (int i = 0; i < MKC_DIM_TERMS && d.k[i] && used < n; i++) {
+		const char *sign = d.k[i] < 0 ? "-" : i ? "+" : "";
+		const char *s = MKC_SYM(g, d.sym[i]);
+		if (d.k[i] == 1 || d.k[i] == -1)
+			used += (size_t)snprintf(buf + used, n - used, "%s%s", sign, s);
+		else if (d.k[i] == INT64_MIN)
+			used += (size_t)snprintf(buf + used, n - used, "%lld*%s", (long long)d.k[i], s);
+		else
+			used += (size_t)snprintf(buf + used, n - used, "%s%lld*%s", sign,
+						 (long long)(d.k[i] < 0 ? -d.k[i] : d.k[i]), s);
 	}
-	const char *s = MKC_SYM(g, d.sym);
-	char k[32] = "";
-	if (d.k == -1)
-		snprintf(k, sizeof k, "-");
-	else if (d.k != 1)
-		snprintf(k, sizeof k, "%lld*", (long long)d.k);
-	if (d.c)
-		snprintf(buf, n, "%s%s%s%lld", k, s, d.c > 0 ? "+" : "",
-			 (long long)d.c);
-	else
-		snprintf(buf, n, "%s%s", k, s);
+	if (used < n && (d.c || !d.k[0]))
+		snprintf(buf + used, n - used, d.k[0] && d.c > 0 ? "+%lld" : "%lld", (long long)d.c);
 	return buf;
 }
 
@@ -426,6 +541,80 @@ mkc_graph_sym(mkc_graph *g, const char *name)
 			return i;
 	mkc_vec_push(g->ctx->arena, &g->syms, mkc_arena_strdup(g->ctx->arena, name));
 	return g->syms.n - 1;
+}
+
+int64_t
+mkc_graph_sym_max(const mkc_graph *g, int s, int64_t dflt)
+{
+	int64_t mx = dflt;
+	if (s == mkc_graph_chunk_sym(g) && g->max_chunk)
+		mx = g->max_chunk;
+	for (int k = 0; k < g->states.n; k++) {
+		const mkc_state *st = MKC_STATE(g, k);
+		/* a step appends at least one position: a constant count, or S >= 1 */
+		int64_t least = mkc_dim_is_const(st->nnew) ? st->nnew.c : 1;
+		if (st->sym == s && g->kv_cap - least < mx)
+			mx = g->kv_cap - least;
+		if (mkc_dim_uses(st->nnew, s, NULL) && g->kv_cap < mx)
+			mx = g->kv_cap;
+	}
+	return mx;
+}
+
+int
+mkc_graph_chunk_sym(const mkc_graph *g)
+{
+	for (int o = 0; o < g->outputs.n; o++) {
+		const mkc_tensor *y = MKC_OUTPUT(g, o);
+		for (int d = 0; d < y->rank; d++) {
+			mkc_dim x = y->shape[d];
+			if (mkc_dim_nterms(x) != 2 || x.c || x.k[0] != 1 || x.k[1] != 1)
+				continue;
+			for (int i = 0; i < g->inputs.n; i++) {
+				const mkc_tensor *in = MKC_INPUT(g, i);
+				for (int e = 0; e < in->rank; e++)
+					for (int t = 0; t < 2; t++)
+						if (mkc_dim_eq(in->shape[e], mkc_dim_sym(x.sym[t])))
+							return x.sym[1 - t];
+			}
+		}
+	}
+	return -1;
+}
+
+static void
+fix_dim(mkc_dim *d, int s, int64_t v)
+{
+	if (mkc_dim_is_unknown(*d))
+		return;
+	mkc_dim r = mkc_dim_const(d->c);
+	for (int i = 0; i < MKC_DIM_TERMS; i++) {
+		if (!d->k[i])
+			continue;
+		mkc_dim t = mkc_dim_const(d->k[i] * v);
+		if (d->sym[i] != s) {
+			t = mkc_dim_sym(d->sym[i] - (d->sym[i] > s));
+			t.k[0] = d->k[i];
+		}
+		bool ok = mkc_dim_add(r, t, &r);
+		MKC_ASSERT(ok);
+	}
+	*d = r;
+}
+
+void
+mkc_graph_fix_sym(mkc_graph *g, int s, int64_t v)
+{
+	for (int i = 0; i < g->tensors.n; i++) {
+		mkc_tensor *t = MKC_TENSOR(g, i);
+		for (int d = 0; d < t->rank; d++)
+			fix_dim(&t->shape[d], s, v);
+		for (int64_t k = 0; k < t->nsymval; k++)
+			fix_dim(&t->symval[k], s, v);
+	}
+	for (int i = s + 1; i < g->syms.n; i++)
+		g->syms.v[i - 1] = g->syms.v[i];
+	g->syms.n--;
 }
 
 int64_t

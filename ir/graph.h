@@ -64,9 +64,19 @@ enum { MKC_MAX_RANK = 8 };
  */
 #define MKC_MAX_BYTES ((int64_t)1 << 48)
 
+/*
+ * A dimension affine in up to MKC_DIM_TERMS symbols: c + k[0] * sym[0] +
+ * k[1] * sym[1]. A prompt chunk's mask spans past_len + seq_len, so two
+ * terms are needed; products of symbols are not affine and are refused.
+ * Canonical form (every constructor and operation returns it): the terms in
+ * use have k != 0 and come first, in ascending symbol order; unused terms
+ * have k 0 and sym -1. An unknown dimension has sym[0] MKC_DIM_UNKNOWN.
+ */
+enum { MKC_DIM_TERMS = 2 };
 typedef struct {
-	int64_t c, k;   /* value c + k * sym; k == 0 means a constant */
-	int sym;        /* index into graph->syms, -1, or MKC_DIM_UNKNOWN */
+	int64_t c;
+	int64_t k[MKC_DIM_TERMS];
+	int sym[MKC_DIM_TERMS];   /* index into graph->syms, -1, or MKC_DIM_UNKNOWN */
 } mkc_dim;
 
 /* An output's declared dimension that mkc cannot read; inference decides. */
@@ -74,12 +84,22 @@ typedef struct {
 
 mkc_dim mkc_dim_const(int64_t c);
 mkc_dim mkc_dim_sym(int sym);
+mkc_dim mkc_dim_unknown(void);
+bool mkc_dim_is_unknown(mkc_dim d);
 bool mkc_dim_is_const(mkc_dim d);
+int mkc_dim_nterms(mkc_dim d);   /* symbols it depends on */
+bool mkc_dim_uses(mkc_dim d, int sym, int64_t *k);   /* k: its coefficient */
 bool mkc_dim_eq(mkc_dim a, mkc_dim b);
+/* no size: a negative constant, or one that shrinks as a symbol grows */
+bool mkc_dim_negative(mkc_dim d);
 bool mkc_dim_add(mkc_dim a, mkc_dim b, mkc_dim *r);   /* false: not affine, or overflows */
 bool mkc_dim_sub(mkc_dim a, mkc_dim b, mkc_dim *r);
 bool mkc_dim_mul(mkc_dim a, mkc_dim b, mkc_dim *r);
 bool mkc_dim_div(mkc_dim a, mkc_dim b, mkc_dim *r);   /* exact, or floor by a constant */
+/* the value with symbol s at val[s]; false when it overflows */
+bool mkc_dim_value(mkc_dim d, const int64_t *val, int64_t *r);
+/* the largest value with each symbol in 0..max[s]; false when it overflows */
+bool mkc_dim_max(mkc_dim d, const int64_t *max, int64_t *r);
 
 typedef enum {
 	MKC_TK_INTERMEDIATE,
@@ -134,13 +154,14 @@ typedef struct mkc_tensor {
  * A KV cache turned into state: the present output `cache` (now of kind
  * MKC_TK_STATE, written in place by a CacheAppend node) replaced the pair
  * past input / present output. The symbol `sym` counts the positions
- * already in the cache; each step appends `nnew` of them.
+ * already in the cache; each step appends `nnew` of them: a constant, or
+ * the chunk symbol (a step of S tokens appends S).
  */
 typedef struct {
 	mkc_tensor *cache;
 	const char *past;          /* the graph input it replaced */
 	int axis, sym;
-	int64_t nnew;
+	mkc_dim nnew;
 } mkc_state;
 
 typedef enum {
@@ -206,6 +227,7 @@ struct mkc_graph {
 	/* passes/state.c: positions a KV cache holds (0: keep past and present
 	 * as inputs and outputs), and the caches it made (mkc_state *) */
 	int64_t kv_cap;
+	int64_t max_chunk;         /* the chunk symbol's largest value (0: that of every symbol) */
 	mkc_vec states;
 	bool bf16_weights;         /* passes/weights.c: float32 weights stored as bf16 */
 	mkc_dtype kv_dtype;        /* passes/kv.c: the caches' storage (MKC_DT_BFLOAT16, or float32) */
@@ -219,6 +241,22 @@ mkc_node *mkc_graph_find_node(const mkc_graph *g, const char *name);   /* NULL i
 mkc_node *mkc_graph_add_node(mkc_graph *g, const char *name, const char *domain,
 			     const char *op_type, int nin, int nout, int nattr);
 int mkc_graph_sym(mkc_graph *g, const char *name);   /* find or add */
+/*
+ * The largest value symbol s takes at run time: dflt, but a symbol that
+ * counts cache positions stops where the cache is full.
+ */
+int64_t mkc_graph_sym_max(const mkc_graph *g, int s, int64_t dflt);
+/*
+ * The symbol that counts a step's new positions (a prompt chunk's length),
+ * or -1: the S of a graph output's dimension P + S where P, alone, is a
+ * dimension of a graph input (the past and present of a KV cache).
+ */
+int mkc_graph_chunk_sym(const mkc_graph *g);
+/*
+ * Gives symbol s the value v everywhere (shapes and symbolic values) and
+ * drops it from the list; the symbols after it move down by one.
+ */
+void mkc_graph_fix_sym(mkc_graph *g, int s, int64_t v);
 int64_t mkc_graph_opset(const mkc_graph *g, const char *domain); /* 0: absent */
 int mkc_graph_sort(mkc_graph *g);
 

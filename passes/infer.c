@@ -666,7 +666,7 @@ infer_concat(mkc_graph *g, mkc_node *n)
 		for (int k = 0; k < x->rank; k++) {
 			if (k == axis) {
 				if (!mkc_dim_add(s[k], y->shape[k], &s[k]))
-					return mkc_node_error(g, n, "concatenated length mixes two symbols");
+					return mkc_node_error(g, n, "concatenated length mixes more than two symbols");
 			} else if (!mkc_dim_eq(s[k], y->shape[k])) {
 				char b1[64], b2[64];
 				return mkc_node_error(g, n, "dimension %d differs: %s and %s", k,
@@ -709,12 +709,12 @@ infer_split(mkc_graph *g, mkc_node *n)
 	if (np != n->nout)
 		return mkc_node_error(g, n, "split has %lld parts for %d outputs", (long long)np, n->nout);
 	for (int i = 0; i < np; i++)
-		if ((mkc_dim_is_const(parts[i]) && parts[i].c < 0) || parts[i].k < 0)
+		if (mkc_dim_negative(parts[i]))
 			return mkc_node_error(g, n, "split size %d is negative", i);
 	mkc_dim sum = mkc_dim_const(0);
 	for (int i = 0; i < np; i++) {
 		if (!mkc_dim_add(sum, parts[i], &sum))
-			return mkc_node_error(g, n, "split sizes mix two symbols");
+			return mkc_node_error(g, n, "split sizes mix more than two symbols");
 		mkc_dim s[MKC_MAX_RANK];
 		memcpy(s, x->shape, sizeof(mkc_dim) * (size_t)x->rank);
 		s[axis] = parts[i];
@@ -882,9 +882,10 @@ infer_range(mkc_graph *g, mkc_node *n)
 			return mkc_node_error(g, n, "delta must be a non-zero constant");
 		mkc_dim span;
 		if (!mkc_dim_sub(v[1], v[0], &span))
-			return mkc_node_error(g, n, "limit - start mixes two symbols");
+			return mkc_node_error(g, n, "limit - start mixes more than two symbols");
 		int64_t d = v[2].c;
-		if (d == -1 && (span.c == INT64_MIN || span.k == INT64_MIN))
+		mkc_dim negated;
+		if (d == -1 && !mkc_dim_mul(span, mkc_dim_const(-1), &negated))
 			return mkc_node_error(g, n, "the length of the range does not fit in int64");
 		if (mkc_dim_is_const(span)) {
 			int64_t q = span.c / d + (span.c % d != 0 && (span.c < 0) == (d < 0));
@@ -1151,7 +1152,7 @@ check_declared(mkc_graph *g, mkc_tensor *t, const mkc_tensor *decl)
 	if (decl->rank != t->rank)
 		goto bad;
 	for (int i = 0; i < t->rank; i++)
-		if (decl->shape[i].sym != MKC_DIM_UNKNOWN && !mkc_dim_eq(decl->shape[i], t->shape[i]))
+		if (!mkc_dim_is_unknown(decl->shape[i]) && !mkc_dim_eq(decl->shape[i], t->shape[i]))
 			goto bad;
 	if (decl->dtype && decl->dtype != t->dtype)
 		return mkc_error(g->ctx, "%s: output '%s' is declared %s but computed as %s",
@@ -1178,10 +1179,11 @@ check_shape(mkc_graph *g, const mkc_node *n, const mkc_tensor *t)
 	for (int d = 0; d < t->rank; d++) {
 		mkc_dim x = t->shape[d];
 		const char *why = NULL;
-		if ((mkc_dim_is_const(x) && x.c < 0) || x.k < 0)
+		if (mkc_dim_negative(x))
 			why = "is negative";
 		else if (!mkc_mul_ok(bytes, mkc_dim_is_const(x) ? x.c : 1, &bytes) ||
-			 bytes > MKC_MAX_BYTES || x.k > MKC_MAX_BYTES || x.c > MKC_MAX_BYTES)
+			 bytes > MKC_MAX_BYTES || x.k[0] > MKC_MAX_BYTES || x.k[1] > MKC_MAX_BYTES ||
+			 x.c > MKC_MAX_BYTES)
 			why = "makes it larger than 2^48 bytes";
 		if (!why)
 			continue;

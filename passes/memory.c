@@ -40,14 +40,12 @@ by_first(const void *a, const void *b)
 
 /* Bytes of t with every symbol at its maximum; -1 beyond MKC_MAX_BYTES. */
 static int64_t
-max_bytes(const mkc_tensor *t, int64_t max_dim)
+max_bytes(const mkc_tensor *t, const int64_t *sym_max)
 {
 	int64_t n = (int64_t)mkc_dtype_size(t->dtype);
 	for (int i = 0; i < t->rank; i++) {
-		mkc_dim d = t->shape[i];
-		int64_t len = d.c, ks;
-		if (!mkc_dim_is_const(d) &&
-		    (!mkc_mul_ok(d.k, max_dim, &ks) || !mkc_add_ok(d.c, ks, &len)))
+		int64_t len;
+		if (!mkc_dim_max(t->shape[i], sym_max, &len))
 			return -1;
 		if (!mkc_mul_ok(n, len, &n) || n > MKC_MAX_BYTES)
 			return -1;
@@ -68,6 +66,9 @@ mkc_pass_memory(mkc_plan *p)
 	mkc_arena *a = g->ctx->arena;
 	int nt = g->tensors.n;
 	int64_t max_dim = p->tp.max_dim ? p->tp.max_dim : 4096;
+	int64_t *sym_max = mkc_arena_alloc(a, (size_t)(g->syms.n + 1) * sizeof *sym_max);
+	for (int s = 0; s < g->syms.n; s++)
+		sym_max[s] = mkc_graph_sym_max(g, s, max_dim);
 	p->mem_off = mkc_arena_alloc(a, (size_t)(nt + 1) * sizeof *p->mem_off);
 	p->mem_size = mkc_arena_alloc(a, (size_t)(nt + 1) * sizeof *p->mem_size);
 	p->alias = mkc_arena_alloc(a, (size_t)(nt + 1) * sizeof *p->alias);
@@ -91,7 +92,7 @@ mkc_pass_memory(mkc_plan *p)
 	for (int i = 0; i < nt; i++) {
 		const mkc_tensor *t = MKC_TENSOR(g, i);
 		if (is_intermediate(t) && lv[i].first >= 0) {
-			lv[i].size = max_bytes(t, max_dim);
+			lv[i].size = max_bytes(t, sym_max);
 			if (lv[i].size < 0)
 				return mkc_error(g->ctx, "%s: tensor '%s' would need more than 2^48 bytes "
 						 "with every symbol at %lld", g->path, t->name,

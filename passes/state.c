@@ -43,7 +43,7 @@ is_kv_input(const mkc_node *n, int input)
 
 /* The Concat that makes output q from a past input, or NULL. */
 static mkc_node *
-cache_concat(mkc_graph *g, mkc_tensor *q, int *axis, int64_t *nnew)
+cache_concat(mkc_graph *g, mkc_tensor *q, int *axis, mkc_dim *nnew)
 {
 	mkc_node *c = q->producer;
 	if (!c || c->op != MKC_OP_CONCAT || c->nin != 2 || !c->in[0] || !c->in[1])
@@ -57,8 +57,11 @@ cache_concat(mkc_graph *g, mkc_tensor *q, int *axis, int64_t *nnew)
 	if (a < 0 || a >= q->rank)
 		return NULL;
 	mkc_dim pl = past->shape[a], n = x->shape[a], sum;
-	/* past holds exactly sym positions; every other axis is fixed */
-	if (pl.sym < 0 || pl.k != 1 || pl.c != 0 || !mkc_dim_is_const(n) || n.c < 1 ||
+	/* past holds exactly sym positions, a step appends a constant count or
+	 * another symbol's (a chunk of S); every other axis is fixed */
+	bool chunk = n.sym[0] >= 0 && n.sym[0] != pl.sym[0] && mkc_dim_eq(n, mkc_dim_sym(n.sym[0]));
+	if (pl.sym[0] < 0 || !mkc_dim_eq(pl, mkc_dim_sym(pl.sym[0])) ||
+	    !(chunk || (mkc_dim_is_const(n) && n.c >= 1)) ||
 	    !mkc_dim_add(pl, n, &sum) || !mkc_dim_eq(sum, q->shape[a]))
 		return NULL;
 	for (int d = 0; d < q->rank; d++)
@@ -67,7 +70,7 @@ cache_concat(mkc_graph *g, mkc_tensor *q, int *axis, int64_t *nnew)
 	if (!mkc_graph_readers_all(g, q, is_kv_input))
 		return NULL;
 	*axis = (int)a;
-	*nnew = n.c;
+	*nnew = n;
 	return c;
 }
 
@@ -134,21 +137,22 @@ mkc_pass_state(mkc_graph *g)
 	for (int i = 0; i < g->outputs.n; i++) {
 		mkc_tensor *q = MKC_OUTPUT(g, i);
 		int axis;
-		int64_t nnew;
+		mkc_dim nnew;
 		mkc_node *c = cache_concat(g, q, &axis, &nnew);
 		if (!c)
 			continue;
 		mkc_tensor *past = c->in[0];
-		int s = past->shape[axis].sym;
+		int s = past->shape[axis].sym[0];
 		if (sym >= 0 && s != sym)
 			return mkc_error(g->ctx, "%s: KV caches '%s' and '%s' count positions in different "
 					 "symbols (%s, %s); compile with --kv-io", g->path,
 					 MKC_STATE(g, 0)->cache->name, q->name, MKC_SYM(g, sym),
 					 MKC_SYM(g, s));
-		if (g->kv_cap < nnew)   /* a first step, past_len 0, needs room for its new ones */
+		/* a first step, past_len 0, needs room for its new ones */
+		if (mkc_dim_is_const(nnew) && g->kv_cap < nnew.c)
 			return mkc_error(g->ctx, "%s: --max-seq %lld leaves no room for the %lld new "
 					 "position(s) of '%s'", g->path, (long long)g->kv_cap,
-					 (long long)nnew, q->name);
+					 (long long)nnew.c, q->name);
 		sym = s;
 		mkc_state *st = mkc_arena_alloc(a, sizeof *st);
 		*st = (mkc_state){q, past->name, axis, s, nnew};

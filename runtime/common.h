@@ -38,16 +38,16 @@
 #define mkc_rt_dot4 mkc_rt_dot4_c
 #endif
 
-/* A dimension c + k * sym[s] (s < 0: a constant). */
+/* A dimension c + k[0] * sym[s[0]] + k[1] * sym[s[1]] (s[i] < 0: no term). */
 typedef struct {
-	int64_t c, k;
-	int s;
+	int64_t c, k[2];
+	int s[2];
 } mkc_rt_dim;
 
 static inline MKC_HD int64_t MKC_UNUSED
 mkc_rt_dimv(mkc_rt_dim d, const int64_t *sym)
 {
-	return d.c + (d.s >= 0 ? d.k * sym[d.s] : 0);
+	return d.c + (d.s[0] >= 0 ? d.k[0] * sym[d.s[0]] : 0) + (d.s[1] >= 0 ? d.k[1] * sym[d.s[1]] : 0);
 }
 
 /* Element types, numbered as ONNX's (ir/dtypes.def), and their C types. */
@@ -377,7 +377,7 @@ typedef struct {
 	int tensor;         /* index into mkc_tensors */
 	const char *past;   /* the past input it replaced */
 	int sym;            /* the symbol that counts its positions */
-	int64_t nnew;       /* positions each step appends */
+	mkc_rt_dim nnew;    /* positions each step appends: a constant, or the chunk's S */
 } mkc_rt_cache;
 
 /*

@@ -85,7 +85,7 @@ mkc_numel(const mkc_host *m, int t, int use_max)
 		if (use_max && ti->cap && i == ti->cap_axis)
 			n *= ti->cap;
 		else
-			n *= use_max && d.s >= 0 ? d.c + d.k * mkc_sym_max[d.s] : mkc_rt_dimv(d, m->sym);
+			n *= mkc_rt_dimv(d, use_max ? mkc_sym_max : m->sym);
 	}
 	return n;
 }
@@ -476,14 +476,6 @@ mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 					   (long long)dims[s], (long long)m->sym[s]);
 				return -1;
 			}
-			if (m->sym[s] > mkc_sym_max[s]) {
-				mkc_seterr(m, "the KV cache is full: %lld of %lld positions in use, and "
-					   "a step appends %lld; reset it, or compile with a larger "
-					   "--max-seq", (long long)m->sym[s],
-					   (long long)mkc_tensors[mkc_caches[0].tensor].cap,
-					   (long long)mkc_caches[mkc_cache_of_sym(s)].nnew);
-				return -1;
-			}
 			continue;
 		}
 		if (!dims) {
@@ -498,6 +490,17 @@ mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 		}
 		m->sym[s] = dims[s];
 	}
+	/* the new positions (a constant count, or the chunk's) must fit */
+	for (int c = 0; c < MKC_NCACHES; c++) {
+		int64_t used = m->sym[mkc_caches[c].sym], nnew = mkc_rt_dimv(mkc_caches[c].nnew, m->sym);
+		int64_t cap = mkc_tensors[mkc_caches[c].tensor].cap;
+		if (nnew < 1 || used + nnew > cap) {
+			mkc_seterr(m, "the KV cache is full: %lld of %lld positions in use, and "
+				   "a step appends %lld; reset it, or compile with a larger "
+				   "--max-seq", (long long)used, (long long)cap, (long long)nnew);
+			return -1;
+		}
+	}
 	if (mkc_check_overlap(m, inputs, outputs))
 		return -1;
 	for (int i = 0; i < MKC_NINPUTS; i++)
@@ -511,11 +514,13 @@ mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 static void
 mkc_end_step(mkc_host *m)
 {
+	int64_t nnew[MKC_NSYMS + 1];
 	for (int s = 0; s < MKC_NSYMS; s++) {
 		int c = mkc_cache_of_sym(s);
-		if (c >= 0)
-			m->sym[s] += mkc_caches[c].nnew;
+		nnew[s] = c >= 0 ? mkc_rt_dimv(mkc_caches[c].nnew, m->sym) : 0;
 	}
+	for (int s = 0; s < MKC_NSYMS; s++)
+		m->sym[s] += nnew[s];
 }
 
 /* Bytes per position (everything after the cache axis) and rows (before it). */
@@ -637,10 +642,11 @@ mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
 	if (MKC_NCACHES) {
 		const mkc_rt_cache *c = &mkc_caches[0];
 		int64_t cap = mkc_tensors[c->tensor].cap, used = m->sym[c->sym];
-		if (used + (int64_t)*steps * c->nnew > cap) {
+		/* a step of generate feeds one token, and appends one position */
+		if (used + (int64_t)*steps > cap) {
 			mkc_seterr(m, "the KV cache holds %lld positions; %lld are in use, and %d prompt "
 				   "and %d new tokens need %lld more", (long long)cap, (long long)used,
-				   n_prompt, n_new, (long long)*steps * c->nnew);
+				   n_prompt, n_new, (long long)*steps);
 			return -1;
 		}
 	}

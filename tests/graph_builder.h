@@ -23,6 +23,15 @@
 
 #include "../ir/graph.h"
 
+/* sym + c */
+static inline mkc_dim
+dim_plus(int sym, int64_t c)
+{
+	mkc_dim d = mkc_dim_sym(sym);
+	d.c = c;
+	return d;
+}
+
 static inline mkc_graph *
 gb_graph(mkc_ctx *c, const char *path, int64_t opset)
 {

@@ -303,10 +303,8 @@ hash_file(const char *path)
 static void
 put_dim(FILE *f, mkc_dim d)
 {
-	if (mkc_dim_is_const(d))
-		fprintf(f, "{%lld, 0, -1}", (long long)d.c);
-	else
-		fprintf(f, "{%lld, %lld, %d}", (long long)d.c, (long long)d.k, d.sym);
+	fprintf(f, "{%lld, {%lld, %lld}, {%d, %d}}", (long long)d.c, (long long)d.k[0],
+		(long long)d.k[1], d.k[0] ? d.sym[0] : -1, d.k[1] ? d.sym[1] : -1);
 }
 
 static bool
@@ -477,10 +475,12 @@ emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
 	fprintf(f, "\nstatic const mkc_rt_cache mkc_caches[MKC_NCACHES + 1] MKC_UNUSED = {\n");
 	for (int i = 0; i < g->states.n; i++) {
 		const mkc_state *st = MKC_STATE(g, i);
-		fprintf(f, "\t{%d, \"%s\", %d, %lld},\n", e->index[st->cache->id],
-			mkc_cstr(a, st->past, false), st->sym, (long long)st->nnew);
+		fprintf(f, "\t{%d, \"%s\", %d, ", e->index[st->cache->id],
+			mkc_cstr(a, st->past, false), st->sym);
+		put_dim(f, st->nnew);
+		fputs("},\n", f);
 	}
-	fputs("\t{-1, NULL, -1, 0}\n};\n", f);
+	fputs("\t{-1, NULL, -1, {0, {0, 0}, {-1, -1}}}\n};\n", f);
 	return 0;
 }
 
@@ -543,11 +543,7 @@ emit_syms(mkc_emitter *e, const mkc_emit_options *o)
 		fprintf(f, "\"%s\", ", mkc_cstr(g->ctx->arena, MKC_SYM(g, i), false));
 	fprintf(f, "NULL};\nstatic const int64_t mkc_sym_max[MKC_NSYMS + 1] = {");
 	for (int i = 0; i < g->syms.n; i++) {
-		int64_t mx = e->p->tp.max_dim ? e->p->tp.max_dim : o->max_dim;
-		/* a symbol that counts cache positions stops where the cache is full */
-		for (int k = 0; k < g->states.n; k++)
-			if (MKC_STATE(g, k)->sym == i && g->kv_cap - MKC_STATE(g, k)->nnew < mx)
-				mx = g->kv_cap - MKC_STATE(g, k)->nnew;
+		int64_t mx = mkc_graph_sym_max(g, i, e->p->tp.max_dim ? e->p->tp.max_dim : o->max_dim);
 		fprintf(f, "%lld, ", (long long)mx);
 	}
 	fprintf(f, "0};\n");
@@ -703,7 +699,7 @@ emit_profile(mkc_emitter *e, const mkc_emit_options *o)
 			}
 		}
 	}
-	fputs("\n\t{0, 0, -1}\n};\n", f);
+	fputs("\n\t{0, {0, 0}, {-1, -1}}\n};\n", f);
 }
 
 /*
@@ -744,7 +740,7 @@ emit_boxes(mkc_emitter *e)
 			fputs(", ", f);
 		}
 	}
-	fputs("\n\t{0, 0, -1}\n};\n", f);
+	fputs("\n\t{0, {0, 0}, {-1, -1}}\n};\n", f);
 }
 
 /*

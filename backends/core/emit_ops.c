@@ -83,10 +83,14 @@ char *
 mkc_dimx(const mkc_graph *g, mkc_dim d, char *buf, size_t n)
 {
 	char c[32], k[32];
-	if (mkc_dim_is_const(d))
-		snprintf(buf, n, "%s", ilit(c, d.c));
-	else
-		snprintf(buf, n, "(%s + %s * m->sym[%d])", ilit(c, d.c), ilit(k, d.k), d.sym);
+	size_t used = (size_t)snprintf(buf, n, "%s", mkc_dim_is_const(d) ? "" : "(");
+	used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "%s", ilit(c, d.c));
+	for (int i = 0; i < MKC_DIM_TERMS; i++)
+		if (d.k[i] && used < n)
+			used += (size_t)snprintf(buf + used, n - used, " + %s * m->sym[%d]",
+						 ilit(k, d.k[i]), d.sym[i]);
+	if (!mkc_dim_is_const(d) && used < n)
+		snprintf(buf + used, n - used, ")");
 	return buf;
 }
 

@@ -215,7 +215,7 @@ mkc_qdesc_kernel(int *out)
 	int ok = rank <= 8;
 	for (int k = 0; ok && k < 2 * rank; k++) {
 		const mkc_rt_dim x = mkc_task_box[b + k];
-		ok = (x.s < 0 || x.k == 0) && x.c >= 0 && x.c <= 0x7fffffff;
+		ok = x.s[0] < 0 && x.s[1] < 0 && x.c >= 0 && x.c <= 0x7fffffff;
 		d[(k & 1 ? MKC_QD_HI : MKC_QD_LO) + k / 2] = (int)x.c;
 	}
 	d[MKC_QD_RANK] = ok ? rank : -1;
@@ -626,7 +626,7 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	io.n_prompt = n_prompt;
 	io.steps = steps;
 	io.sym = MKC_NCACHES ? mkc_caches[0].sym : -1;
-	io.nnew = MKC_NCACHES ? mkc_caches[0].nnew : 0;
+	io.nnew = MKC_NCACHES ? 1 : 0;   /* a step of generate feeds one token */
 #if MKC_PROFILE
 	if (MKC_GPU(m, cudaMemset(m->prof, 0, MKC_PROF_WORDS * sizeof *m->prof)))
 		goto out;

@@ -70,9 +70,10 @@ base_name(const char *path)
 static void
 same_dim(const char *what, int i, mkc_dim a, mkc_dim b)
 {
-	cr_expect(a.c == b.c && a.k == b.k && a.sym == b.sym,
-		  "%s: dim %d differs: %lld+%lld*s%d vs %lld+%lld*s%d", what, i,
-		  (long long)a.c, (long long)a.k, a.sym, (long long)b.c, (long long)b.k, b.sym);
+	cr_expect(mkc_dim_eq(a, b), "%s: dim %d differs: %lld+%lld*s%d+%lld*s%d vs "
+		  "%lld+%lld*s%d+%lld*s%d", what, i, (long long)a.c, (long long)a.k[0], a.sym[0],
+		  (long long)a.k[1], a.sym[1], (long long)b.c, (long long)b.k[0], b.sym[0],
+		  (long long)b.k[1], b.sym[1]);
 }
 
 static void

@@ -26,16 +26,29 @@ teardown(void)
 static mkc_dim
 dim(int64_t c, int64_t k, int sym)
 {
-	return (mkc_dim){c, k, k ? sym : -1};
+	mkc_dim d = mkc_dim_const(c);
+	d.k[0] = k;
+	d.sym[0] = k ? sym : -1;
+	return d;
+}
+
+/* c + k1 * s1 + k2 * s2 */
+static mkc_dim
+dim2(int64_t c, int64_t k1, int s1, int64_t k2, int s2)
+{
+	mkc_dim a = dim(c, k1, s1), b = dim(0, k2, s2), r;
+	cr_assert(mkc_dim_add(a, b, &r));
+	return r;
 }
 
 static void
 expect_dim(mkc_dim got, mkc_dim want)
 {
 	cr_expect(mkc_dim_eq(got, want),
-		  "got %lld + %lld*s%d, want %lld + %lld*s%d",
-		  (long long)got.c, (long long)got.k, got.sym,
-		  (long long)want.c, (long long)want.k, want.sym);
+		  "got %lld + %lld*s%d + %lld*s%d, want %lld + %lld*s%d + %lld*s%d",
+		  (long long)got.c, (long long)got.k[0], got.sym[0], (long long)got.k[1], got.sym[1],
+		  (long long)want.c, (long long)want.k[0], want.sym[0], (long long)want.k[1],
+		  want.sym[1]);
 }
 
 /* Dimension arithmetic: p is symbol 0, q symbol 1. */
@@ -46,14 +59,14 @@ Test(dim, const_and_sym)
 	cr_expect(mkc_dim_is_const(c));
 	cr_expect_eq(c.c, 5);
 	cr_expect(!mkc_dim_is_const(s));
-	cr_expect_eq(s.sym, 3);
-	cr_expect_eq(s.k, 1);
+	cr_expect_eq(s.sym[0], 3);
+	cr_expect_eq(s.k[0], 1);
 	cr_expect_eq(s.c, 0);
 }
 
 Test(dim, eq)
 {
-	cr_expect(mkc_dim_eq(mkc_dim_const(5), (mkc_dim){5, 0, 7}), "sym of a constant is ignored");
+	cr_expect(mkc_dim_eq(mkc_dim_const(5), (mkc_dim){5, {0, 0}, {7, 3}}), "sym of a constant is ignored");
 	cr_expect(!mkc_dim_eq(mkc_dim_const(5), mkc_dim_const(6)));
 	cr_expect(!mkc_dim_eq(mkc_dim_sym(0), mkc_dim_sym(1)));
 	cr_expect(!mkc_dim_eq(mkc_dim_sym(0), dim(1, 1, 0)));
@@ -77,11 +90,31 @@ Test(dim, add)
 	cr_expect(mkc_dim_is_const(r));
 }
 
-Test(dim, add_two_symbols_fails)
+Test(dim, add_two_symbols)
 {
-	mkc_dim r;
-	cr_expect(!mkc_dim_add(mkc_dim_sym(0), mkc_dim_sym(1), &r));
-	cr_expect(!mkc_dim_add(dim(1, 2, 0), dim(0, -1, 1), &r));
+	mkc_dim r, back;
+	cr_assert(mkc_dim_add(mkc_dim_sym(1), mkc_dim_sym(0), &r));
+	cr_expect_eq(r.sym[0], 0, "terms in symbol order");
+	cr_expect_eq(r.sym[1], 1);
+	cr_assert(mkc_dim_add(dim(1, 2, 0), dim(0, -1, 1), &r));
+	expect_dim(r, dim2(1, 2, 0, -1, 1));
+	cr_assert(mkc_dim_sub(r, dim(0, -1, 1), &back), "a term that cancels leaves one symbol");
+	expect_dim(back, dim(1, 2, 0));
+	cr_expect_eq(mkc_dim_nterms(back), 1);
+	cr_expect(!mkc_dim_add(r, mkc_dim_sym(2), &back), "a third symbol has no room");
+	cr_expect(!mkc_dim_mul(r, mkc_dim_sym(0), &back), "products of symbols are not affine");
+	cr_assert(mkc_dim_mul(r, mkc_dim_const(3), &back));
+	expect_dim(back, dim2(3, 6, 0, -3, 1));
+	cr_assert(mkc_dim_div(back, mkc_dim_const(3), &back));
+	expect_dim(back, r);
+	cr_expect(!mkc_dim_div(r, mkc_dim_const(2), &back), "(1 + 2p - q) / 2 has no affine form");
+	cr_assert(mkc_dim_div(dim2(2, 4, 0, -2, 1), r, &back), "a multiple of r by r");
+	expect_dim(back, mkc_dim_const(2));
+	int64_t val[2] = {5, 7}, v;
+	cr_assert(mkc_dim_value(r, val, &v));
+	cr_expect_eq(v, 1 + 10 - 7);
+	cr_assert(mkc_dim_max(r, val, &v));
+	cr_expect_eq(v, 11, "a falling term is largest at 0");
 }
 
 Test(dim, sub)
@@ -95,7 +128,8 @@ Test(dim, sub)
 	expect_dim(r, mkc_dim_const(1));
 	cr_assert(mkc_dim_sub(mkc_dim_const(4), mkc_dim_sym(0), &r));
 	expect_dim(r, dim(4, -1, 0));
-	cr_expect(!mkc_dim_sub(mkc_dim_sym(0), mkc_dim_sym(1), &r));
+	cr_assert(mkc_dim_sub(mkc_dim_sym(0), mkc_dim_sym(1), &r));
+	expect_dim(r, dim2(0, 1, 0, -1, 1));
 }
 
 Test(dim, mul)
@@ -234,7 +268,7 @@ Test(parse, failed_parse_adds_no_symbols)
 {
 	mkc_dim d;
 	cr_assert(!mkc_dim_parse(g, "batch*seq", true, &d));
-	cr_assert(!mkc_dim_parse(g, "p + q", true, &d));
+	cr_assert(!mkc_dim_parse(g, "p + q + r", true, &d));
 	cr_expect_eq(g->syms.n, 0, "a rejected dimension left %d symbol(s) behind",
 		     g->syms.n);
 }
@@ -242,7 +276,7 @@ Test(parse, failed_parse_adds_no_symbols)
 Test(parse, malformed_fails)
 {
 	static const char *bad[] = {
-		"p*q", "p+", "(p)", "", "   ", "p q", "7x", "p+q", "p*p",
+		"p*q", "p+", "(p)", "", "   ", "p q", "7x", "p+q+r", "p*p",
 		"2*p*p", "-1", "p/2", "+1", "p--1",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -274,14 +308,16 @@ Test(print, dims)
 	expect_dim_str(dim(0, -1, 0), "-past_len");
 	expect_dim_str(dim(4, -1, 0), "-past_len+4");
 	expect_dim_str(dim(0, -2, 0), "-2*past_len");
-	expect_dim_str((mkc_dim){0, 0, MKC_DIM_UNKNOWN}, "?");
+	expect_dim_str(mkc_dim_unknown(), "?");
 }
 
 Test(print, dim_str_round_trips_through_parse)
 {
 	mkc_graph_sym(g, "past_len");
-	static const mkc_dim dims[] = {
-		{1, 1, 0}, {-3, 2, 0}, {0, 1, 0}, {7, 0, -1}, {0, 5, 0},
+	mkc_graph_sym(g, "seq_len");
+	const mkc_dim dims[] = {
+		dim(1, 1, 0), dim(-3, 2, 0), dim(0, 1, 0), dim(7, 0, -1), dim(0, 5, 0),
+		dim2(0, 1, 0, 1, 1), dim2(-1, 2, 0, -1, 1), dim2(4, 3, 0, -1, 1),
 	};
 	for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
 		char buf[64];
@@ -313,7 +349,7 @@ Test(print, shapes)
 	mkc_dim kv[] = {mkc_dim_const(1), mkc_dim_const(2), dim(1, 1, 0), mkc_dim_const(32)};
 	mkc_tensor *t = shaped("kv", 4, kv);
 	cr_expect_str_eq(mkc_shape_str(g, t, buf, sizeof buf), "[1,2,past_len+1,32]");
-	mkc_dim part[] = {mkc_dim_sym(0), {0, 0, MKC_DIM_UNKNOWN}, mkc_dim_const(4)};
+	mkc_dim part[] = {mkc_dim_sym(0), mkc_dim_unknown(), mkc_dim_const(4)};
 	mkc_tensor *p = shaped("p", 3, part);
 	cr_expect_str_eq(mkc_shape_str(g, p, buf, sizeof buf), "[past_len,?,4]");
 }
@@ -695,7 +731,7 @@ Test(graph, tensor_numel_and_const)
 Test(graph, numel_with_unknown_dim)
 {
 	/* a declared output dimension the frontend could not read */
-	mkc_dim du[] = {mkc_dim_const(2), {0, 0, MKC_DIM_UNKNOWN}, mkc_dim_const(4)};
+	mkc_dim du[] = {mkc_dim_const(2), mkc_dim_unknown(), mkc_dim_const(4)};
 	mkc_tensor *t = shaped("du", 3, du);
 	cr_expect_eq(mkc_tensor_numel(t), -1, "numel %lld for [2,?,4]",
 		     (long long)mkc_tensor_numel(t));

@@ -382,7 +382,7 @@ Test(plan, boxes_overlap_only_when_not_provably_apart)
 	mkc_graph *g = mkc_graph_create(ctx, "boxes");
 	int p = mkc_graph_sym(g, "p");
 	mkc_box a = {{mkc_dim_const(0)}, {mkc_dim_sym(p)}};
-	mkc_box b = {{mkc_dim_sym(p)}, {(mkc_dim){1, 1, p}}};
+	mkc_box b = {{mkc_dim_sym(p)}, {dim_plus(p, 1)}};
 	mkc_box c = {{mkc_dim_const(3)}, {mkc_dim_const(5)}};
 	cr_assert_not(mkc_box_overlap(1, &a, &b), "[0,p) and [p,p+1) are apart");
 	cr_assert(mkc_box_overlap(1, &a, &c), "[0,p) and [3,5) may meet");
