@@ -306,9 +306,10 @@ def time_eager(torch, model, ctx, dev, reps=3, per=8):
 
 # ---------------------------------------------------------------- mkc side
 
-def mkc_build(folder, work, target, profile, logf, workers, kv, mkc=None, name=None):
+def mkc_build(folder, work, target, profile, logf, workers, kv, mkc=None, name=None, chunk=1):
     """Compiles folder with mkc (build/mkc, or the binary mkc) and nvcc into
-    work/name; returns the folder and the seconds of each."""
+    work/name (steps of up to chunk tokens); returns the folder and the
+    seconds of each."""
     ext = "cu" if target == "cuda" else "c"
     sub = os.path.join(work, name or ("prof" if profile else "plain"))
     os.makedirs(sub, exist_ok=True)
@@ -316,6 +317,8 @@ def mkc_build(folder, work, target, profile, logf, workers, kv, mkc=None, name=N
     flags = f"--workers {workers} --max-seq {MAX_SEQ} --max-dim {MAX_SEQ} --kv {kv}"
     if profile:
         flags += " --profile-steps 1"
+    if chunk > 1:
+        flags += f" --max-chunk {chunk}"
     t_mkc, _ = sh(f"{mkc or ROOT + '/build/mkc'} {folder} -o {src} {flags}", logf)
     if target == "cuda":
         t_cc, _ = sh(f"nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -c {src} -o {sub}/llama.o",
@@ -326,7 +329,8 @@ def mkc_build(folder, work, target, profile, logf, workers, kv, mkc=None, name=N
         t_cc, _ = sh(f"cc -O2 -c {src} -o {sub}/llama.o", logf)
         link = "cc -pthread -lm -o"
         cflags = ""
-    for prog, c in (("generate", "examples/generate.c"), ("mkc_bench", "bench/mkc_bench.c")):
+    for prog, c in (("generate", "examples/generate.c"), ("mkc_bench", "bench/mkc_bench.c"),
+                    ("mkc_ttft", "bench/mkc_ttft.c")):
         sh(f"cc -O2 -I{sub} {cflags} -c {ROOT}/{c} -o {sub}/{prog}.o", logf)
         sh(f"{link} {sub}/{prog} {sub}/{prog}.o {sub}/llama.o -lm", logf)
     return sub, t_mkc, t_cc
@@ -347,6 +351,66 @@ def mkc_time(sub, folder, contexts, n_new, row, logf, trace=None):
         if line.startswith("median: context "):
             ms[int(line.split()[2].rstrip(","))] = float(line.split(",")[1].split()[0])
     return [ms[c] for c in contexts]
+
+
+def prompt_refs(torch, model, cfg, prompts, dev):
+    """Seeded random prompts, and transformers' (float32) first token after each."""
+    g = torch.Generator().manual_seed(1)
+    refs = {}
+    for n in prompts:
+        ids = torch.randint(cfg["vocab_size"], (1, n), generator=g)
+        with torch.no_grad():
+            lg = model(ids.to(dev), logits_to_keep=1).logits[0, -1].float()
+        top = lg.topk(2)
+        refs[n] = {"ids": ids[0].tolist(), "token": int(top.indices[0]),
+                   "margin": float(top.values[0] - top.values[1])}
+    return refs
+
+
+def time_prefill(torch, model, ids, dev, reps=5):
+    """ms of one forward over the prompt (transformers, the model's dtype, SDPA),
+    the last position's logits only; median of reps after a warm-up."""
+    x = torch.tensor([ids], device=dev)
+    sync = torch.cuda.synchronize if dev != "cpu" else (lambda: None)
+    out = []
+    with torch.no_grad():
+        for r in range(reps + 1):
+            sync()
+            t0 = time.perf_counter()
+            lg = model(x, logits_to_keep=1).logits
+            sync()
+            if r:
+                out.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(out), int(lg[0, -1].argmax())
+
+
+def ttft(a, torch, model, cfg, folder, work, logf, refs):
+    """Time to first token: mkc (a file compiled with --max-chunk) and
+    transformers bf16 on the same prompts; mkc's token checked first."""
+    csub, t_mkc, t_cc = mkc_build(folder, work, a.target, False, logf, a.workers, a.kv,
+                                  name="chunk", chunk=a.max_chunk)
+    log(f"{a.shape}: --max-chunk {a.max_chunk}: mkc {t_mkc:.1f} s, nvcc {t_cc:.1f} s")
+    path = os.path.join(csub, "prompts.txt")
+    with open(path, "w") as f:
+        for n, r in refs.items():
+            f.write(f"{n} {' '.join(map(str, r['ids']))}\n")
+    _, out = sh(f"{csub}/mkc_ttft {folder} {path} 3", logf, timeout=1200)
+    got = {}
+    for line in out.splitlines():
+        if line.startswith("prompt "):
+            n = int(line.split()[1].rstrip(":"))
+            got[n] = (int(line.split("token ")[1].split(",")[0]), float(line.split("median ")[1]))
+    rows = []
+    for n, r in refs.items():
+        tok, ms = got.get(n, (None, None))
+        row = {"prompt": n, "mkc_ms": ms, "mkc_token": tok, "ref_token": r["token"],
+               "ref_margin": r["margin"], "same": tok == r["token"],
+               "flops": 2 * sum(p.numel() for p in model.parameters()) * n}
+        row["eager_ms"], row["eager_token"] = time_prefill(torch, model, r["ids"], a.device)
+        rows.append(row)
+        log(f"{a.shape}: prompt {n}: mkc {ms} ms (token {tok}, transformers float32 {r['token']}, "
+            f"margin {r['margin']:.3g}), transformers bf16 eager {row['eager_ms']:.2f} ms")
+    return {"max_chunk": a.max_chunk, "mkc_compile_s": t_mkc, "cc_compile_s": t_cc, "rows": rows}
 
 
 def run(a):
@@ -377,6 +441,7 @@ def run(a):
     res["kv"] = a.kv
     with bf16_cache(torch) if a.kv == "bf16" else contextlib.nullcontext():
         ref_toks, ref_logits = greedy(torch, model, FIRST_TOKEN, PARITY_STEPS, dev)
+    refs = prompt_refs(torch, model, cfg, a.prompts, dev)
     inv = model.model.rotary_emb.inv_freq.clone()
     model.to(torch.bfloat16)
     model.model.rotary_emb.inv_freq = inv   # keep rotary frequencies float32, as loaded
@@ -450,6 +515,8 @@ def run(a):
             (f" (old {oms:.3f} ms, new / old {ms / oms:.3f})" if oms else "") +
             f", eager {r['eager_ms']:.3f} ms, graph {r.get('graph_ms', float('nan')):.3f} ms")
     res["rows"] = rows
+    if a.prompts:
+        res["ttft"] = ttft(a, torch, model, cfg, folder, work, logf, refs)
 
     if a.profile:
         psub, _, res["cc_compile_profile_s"] = mkc_build(folder, work, a.target, True, logf,
@@ -565,6 +632,9 @@ def main(argv):
                    help="mkc --kv: the caches' type (f32, mkc's default)")
     r.add_argument("--old", help="another mkc binary, timed in turns with build/mkc")
     r.add_argument("--rounds", type=int, default=3, help="with --old: rounds of both")
+    r.add_argument("--prompts", default="",
+                   help="time to first token for prompts of these lengths (e.g. 128,1024,4000)")
+    r.add_argument("--max-chunk", type=int, default=1024, help="with --prompts: mkc --max-chunk")
     p = sp.add_parser("report", help="append results to RESULTS.md and draw the picture")
     p.add_argument("dirs", nargs="+")
     p.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"))
@@ -573,6 +643,7 @@ def main(argv):
     if a.cmd == "report":
         return report(a)
     a.contexts = [int(x) for x in a.contexts.split(",")]
+    a.prompts = [int(x) for x in a.prompts.split(",") if x]
     try:
         return run(a)
     except RuntimeError as e:

@@ -77,6 +77,16 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 	g->kv_dtype = o->kv_dtype;
 	g->nworkers = tp.nworkers;
 	g->kv_cap = o->kv_io ? 0 : o->max_seq ? o->max_seq : o->max_dim ? o->max_dim : 4096;
+	/* a step of one token unless chunks are asked for: the decode step's graph */
+	int chunk = mkc_graph_chunk_sym(g);
+	if (chunk >= 0 && o->max_chunk > 1) {
+		g->chunk_sym = chunk;
+		g->max_chunk = o->max_chunk;
+		mkc_progress(g->ctx, "steps of 1 to %lld new positions (%s)", (long long)o->max_chunk,
+			     MKC_SYM(g, chunk));
+	} else if (chunk >= 0) {
+		mkc_graph_fix_sym(g, chunk, 1);
+	}
 	for (int i = 0; i < NPASSES; i++) {
 		const pass *ps = &passes[i];
 		mkc_progress(g->ctx, "pass %s", ps->name);

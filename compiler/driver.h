@@ -20,6 +20,7 @@ typedef struct {
 	bool no_fuse;            /* skip the fuse and fuse_norm passes (exact rewrites) */
 	bool wide_target;        /* a GPU: a tile's lanes are a block's threads, not one */
 	mkc_dtype kv_dtype;      /* KV caches: MKC_DT_BFLOAT16, or float32 (MKC_DT_FLOAT or 0) */
+	int64_t max_chunk;       /* most new positions a step takes (0 or 1: one) */
 } mkc_driver_options;
 
 bool mkc_pass_known(const char *name);   /* "load" and every pass */

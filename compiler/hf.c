@@ -6,35 +6,41 @@
  * Approach. A Hugging Face folder holds no graph, only a family name and
  * its sizes; the graph is what the family's modeling code computes, written
  * here once per family with the ops of ir/ops.def, and built directly in the
- * IR. The result has exactly the interface of the decode-step ONNX exports
- * (tests/models/README.md): inputs input_ids, position_ids [1,1] (int64) and
- * past_key_values.{i}.key/value [1, kv_heads, past_len, head_dim]; outputs
- * logits [1,1,vocab] and present.{i}.key/value [1, kv_heads, past_len + 1,
- * head_dim]. So the same harness, test data and API serve both forms.
+ * IR. The result has the interface of the ONNX exports (tests/models/README.md)
+ * with a step of seq_len new tokens: inputs input_ids, position_ids
+ * [1, seq_len] (int64) and past_key_values.{i}.key/value [1, kv_heads,
+ * past_len, head_dim]; outputs logits [1, 1, vocab] (the last position's:
+ * the one a prompt chunk or a decode step needs) and present.{i}.key/value
+ * [1, kv_heads, past_len + seq_len, head_dim]. So the same harness, test
+ * data and API serve both forms. The driver fixes seq_len at 1 unless
+ * --max-chunk allows longer steps (mkc_graph_fix_sym), which makes the
+ * graph the decode step's.
  *
  * One step, for llama, qwen2 and qwen3 (they differ only in biases and the
- * q/k norms):
+ * q/k norms), S = seq_len:
  *
- *   h = Reshape(Gather(embed_tokens, input_ids), [1, hidden])
- *   cos, sin = Cos, Sin(Cast(position_ids) * inv_freq)     [1, 1, head_dim/2]
+ *   h = Reshape(Gather(embed_tokens, input_ids), [S, hidden])
+ *   cos, sin = Cos, Sin(Reshape(Cast(position_ids), [1, S, 1]) * inv_freq)
+ *                                                           [1, S, head_dim/2]
  *   per layer:
  *     x = RMSNormalization(h)
- *     q = Reshape(Gemm(x, q_proj, transB), [1, heads, 1, head_dim])
+ *     q = Transpose(Reshape(Gemm(x, q_proj, transB), [1, S, heads, head_dim]))
  *         (qwen3: RMSNormalization over head_dim with q_norm), RotaryEmbedding
- *     k likewise with kv_heads; v = Reshape(Gemm(x, v_proj))
- *     y, present key, present value = Attention(q, k, v, past key, past value)
- *     h += Gemm(Reshape(y, [1, heads * head_dim]), o_proj)
+ *     k likewise with kv_heads; v = Transpose(Reshape(Gemm(x, v_proj)))
+ *     y, present key, present value = Attention(q, k, v, past key, past value,
+ *                                               is_causal)
+ *     h += Gemm(Reshape(Transpose(y), [S, heads * head_dim]), o_proj)
  *     x = RMSNormalization(h)
  *     h += Gemm(Mul(Mul(g, Sigmoid(g)), Gemm(x, up_proj)), down_proj),
  *          g = Gemm(x, gate_proj)
- *   logits = Reshape(Gemm(RMSNormalization(h), lm_head), [1, 1, vocab])
+ *   logits = Reshape(Gemm(RMSNormalization(Slice(h, last row)), lm_head), [1, 1, vocab])
  *
- * With one new token, [1, 1, heads, head_dim] and [1, heads, 1, head_dim]
- * hold the same bytes, so Reshape stands in for the transposes of the
- * modeling code. Linear weights are stored [out, in]: Gemm reads them with
- * transB = 1, no copies. inv_freq is the only computed constant; cos and sin
- * come from the position at run time, as the opset-23 export does, instead
- * of a table sized for the longest context.
+ * The transposes put heads before positions as Attention wants them ([1,
+ * heads, S, head_dim]); with S = 1 they move an axis of length 1 only, and
+ * canon makes them Reshapes (views). Linear weights are stored [out, in]:
+ * Gemm reads them with transB = 1, no copies. inv_freq is the only computed
+ * constant; cos and sin come from the positions at run time, as the
+ * opset-23 export does, instead of a table sized for the longest context.
  *
  * Weights are read where they lie: each is a tensor naming its safetensors
  * file and offset, whose bytes the emitted code reads at load time (bf16
@@ -678,7 +684,19 @@ inv_freq(const hf_config *cf, float *out)
 	}
 }
 
-/* cos and sin [1, 1, head_dim / 2] of the position, shared by every layer. */
+/* Transpose(x) of a rank-4 x, swapping axes 1 and 2. */
+static mkc_tensor *
+swap12(hf *b, const char *name, mkc_tensor *x)
+{
+	mkc_tensor *y = op(b, name, "Transpose", 1, 1, x, NULL, NULL);
+	if (y) {
+		static int64_t perm[4] = {0, 2, 1, 3};
+		y->producer->attr[0] = (mkc_attr){.name = "perm", .type = MKC_AT_INTS, .ints = perm, .n = 4};
+	}
+	return y;
+}
+
+/* cos and sin [1, S, head_dim / 2] of the positions, shared by every layer. */
 static void
 rotary(hf *b, mkc_tensor *position_ids)
 {
@@ -689,6 +707,8 @@ rotary(hf *b, mkc_tensor *position_ids)
 	mkc_tensor *freq = constant(b, "model.rotary_emb.inv_freq", MKC_DT_FLOAT, 3, shape, f);
 	mkc_tensor *pos = op(b, "model.rotary_emb.position", "Cast", 1, 1, position_ids, NULL, NULL);
 	attr_int(pos->producer, 0, "to", MKC_DT_FLOAT);
+	const int64_t column[3] = {1, -1, 1};
+	pos = reshape(b, "model.rotary_emb.position.column", pos, 3, column);
 	mkc_tensor *angle = op(b, "model.rotary_emb.angle", "Mul", 2, 0, pos, freq, NULL);
 	b->cos = op(b, "model.rotary_emb.cos", "Cos", 1, 0, angle, NULL, NULL);
 	b->sin = op(b, "model.rotary_emb.sin", "Sin", 1, 0, angle, NULL, NULL);
@@ -702,8 +722,9 @@ heads(hf *b, const char *attn, const char *which, mkc_tensor *x, int64_t nheads,
 	const hf_config *cf = &b->cfg;
 	const char *proj = mkc_arena_printf(a, "%s.%s_proj", attn, which);
 	mkc_tensor *y = linear(b, proj, x, cf->hidden, nheads * cf->head_dim, cf->qkv_bias);
-	const int64_t dims[4] = {1, nheads, 1, cf->head_dim};
-	y = reshape(b, mkc_arena_printf(a, "%s.heads", proj), y, 4, dims);
+	const int64_t dims[4] = {1, -1, nheads, cf->head_dim};
+	y = reshape(b, mkc_arena_printf(a, "%s.split", proj), y, 4, dims);
+	y = y ? swap12(b, mkc_arena_printf(a, "%s.heads", proj), y) : NULL;
 	if (rope && cf->qk_norm)
 		y = rms_norm(b, mkc_arena_printf(a, "%s.%s_norm", attn, which), y, cf->head_dim);
 	if (rope)
@@ -724,13 +745,14 @@ attention(hf *b, int layer, mkc_tensor *x)
 	if (!q || !k || !v)
 		return NULL;
 	const char *name = mkc_arena_printf(a, "%s.attn", attn);
-	mkc_node *n = add_node(b, name, "Attention", 6, 3, 1);
+	mkc_node *n = add_node(b, name, "Attention", 6, 3, 2);
 	n->in[0] = q;
 	n->in[1] = k;
 	n->in[2] = v;
 	n->in[4] = mkc_graph_find(b->g, mkc_arena_printf(a, "past_key_values.%d.key", layer));
 	n->in[5] = mkc_graph_find(b->g, mkc_arena_printf(a, "past_key_values.%d.value", layer));
 	attr_float(n, 0, "scale", (float)(1.0 / sqrt((double)cf->head_dim)));
+	attr_int(n, 1, "is_causal", 1);
 	mkc_tensor *y = set_output(b, n, 0, name);
 	for (int i = 1; i <= 2; i++) {
 		mkc_tensor *t = mkc_graph_find(b->g, mkc_arena_printf(a, "present.%d.%s", layer,
@@ -738,8 +760,9 @@ attention(hf *b, int layer, mkc_tensor *x)
 		t->producer = n;
 		n->out[i] = t;
 	}
-	const int64_t flat[2] = {1, cf->heads * cf->head_dim};
-	y = reshape(b, mkc_arena_printf(a, "%s.flat", name), y, 2, flat);
+	const int64_t flat[2] = {-1, cf->heads * cf->head_dim};
+	y = swap12(b, mkc_arena_printf(a, "%s.positions", name), y);
+	y = y ? reshape(b, mkc_arena_printf(a, "%s.flat", name), y, 2, flat) : NULL;
 	return linear(b, mkc_arena_printf(a, "%s.o_proj", attn), y, cf->heads * cf->head_dim,
 		      cf->hidden, cf->o_bias);
 }
@@ -789,6 +812,22 @@ io(hf *b, const char *name, mkc_tensor_kind kind, mkc_dtype dt, int rank, const 
 	return t;
 }
 
+/* h[S - 1 : S], the last position's row: only its logits are given. */
+static mkc_tensor *
+last_row(hf *b, mkc_tensor *h)
+{
+	static const int64_t start = -1, end = INT64_MAX, axis = 0, one = 1;
+	mkc_tensor *s = constant(b, "model.last.start", MKC_DT_INT64, 1, &one, &start);
+	mkc_tensor *e = constant(b, "model.last.end", MKC_DT_INT64, 1, &one, &end);
+	mkc_tensor *x = constant(b, "model.last.axis", MKC_DT_INT64, 1, &one, &axis);
+	mkc_node *n = add_node(b, "model.last", "Slice", 4, 1, 0);
+	n->in[0] = h;
+	n->in[1] = s;
+	n->in[2] = e;
+	n->in[3] = x;
+	return set_output(b, n, 0, "model.last");
+}
+
 static int
 build(hf *b)
 {
@@ -797,10 +836,11 @@ build(hf *b)
 	const char *kv = mkc_arena_printf(a, "%lld", (long long)cf->kv_heads);
 	const char *hd = mkc_arena_printf(a, "%lld", (long long)cf->head_dim);
 	const char *voc = mkc_arena_printf(a, "%lld", (long long)cf->vocab);
-	const char *one[2] = {"1", "1"};
-	mkc_tensor *ids = io(b, "input_ids", MKC_TK_INPUT, MKC_DT_INT64, 2, one);
-	mkc_tensor *pos = io(b, "position_ids", MKC_TK_INPUT, MKC_DT_INT64, 2, one);
-	const char *past[4] = {"1", kv, "past_len", hd}, *present[4] = {"1", kv, "past_len + 1", hd};
+	const char *step[2] = {"1", "seq_len"};
+	mkc_tensor *ids = io(b, "input_ids", MKC_TK_INPUT, MKC_DT_INT64, 2, step);
+	mkc_tensor *pos = io(b, "position_ids", MKC_TK_INPUT, MKC_DT_INT64, 2, step);
+	const char *past[4] = {"1", kv, "past_len", hd};
+	const char *present[4] = {"1", kv, "past_len + seq_len", hd};
 	for (int i = 0; i < cf->layers; i++) {
 		io(b, mkc_arena_printf(a, "past_key_values.%d.key", i), MKC_TK_INPUT, MKC_DT_FLOAT, 4, past);
 		io(b, mkc_arena_printf(a, "past_key_values.%d.value", i), MKC_TK_INPUT, MKC_DT_FLOAT, 4, past);
@@ -812,13 +852,14 @@ build(hf *b)
 		io(b, mkc_arena_printf(a, "present.%d.value", i), MKC_TK_OUTPUT, MKC_DT_FLOAT, 4, present);
 	}
 
-	const int64_t table[2] = {cf->vocab, cf->hidden}, row[2] = {1, cf->hidden};
+	const int64_t table[2] = {cf->vocab, cf->hidden}, row[2] = {-1, cf->hidden};
 	mkc_tensor *embed = weight(b, "model.embed_tokens.weight", 2, table, false);
 	mkc_tensor *h = op(b, "model.embed_tokens", "Gather", 2, 0, embed, ids, NULL);
 	h = h ? reshape(b, "model.embed_tokens.flat", h, 2, row) : NULL;
 	rotary(b, pos);
 	for (int i = 0; i < cf->layers && h; i++)
 		h = decoder_layer(b, i, h);
+	h = h ? last_row(b, h) : NULL;
 	h = h ? rms_norm(b, "model.norm", h, cf->hidden) : NULL;
 	mkc_tensor *y = !h ? NULL
 		      : cf->tie ? op(b, "lm_head", "Gemm", 2, 1, h, embed, NULL)

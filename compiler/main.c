@@ -58,6 +58,9 @@ static const char usage[] =
 	"                     the emitted code accepts (default 4096)\n"
 	"  --max-seq N        positions each KV cache holds (default: --max-dim);\n"
 	"                     past_len may then reach N minus the new positions\n"
+	"  --max-chunk N      a step takes 1 to N new tokens of one sequence (a\n"
+	"                     prompt in chunks; the token count is a run-time\n"
+	"                     dimension); default 1: the decode step, one token\n"
 	"  --kv T             f32 (default) or bf16: the type the KV caches are\n"
 	"                     kept in; bf16 rounds keys and values as they are\n"
 	"                     appended (all arithmetic stays float32); not with\n"
@@ -83,7 +86,7 @@ typedef struct {
 	const char *model, *out, *target, *name, *dump_after, *arch;
 	int verbose;
 	int workers;
-	int64_t max_dim, max_seq;
+	int64_t max_dim, max_seq, max_chunk;
 	const char *command_line;
 	const char *consts[64];   /* NAME=FILE.pb */
 	bool bf16, dump_dot, no_reuse, kv_io, no_fuse;
@@ -131,6 +134,11 @@ parse_args(int argc, char **argv, int from, options *o)
 			if (!parse_count(v, 0, 1LL << 50, &x))
 				return bad_usage("%s needs a byte count", a);
 			o->embed_limit = x;
+			i++;
+		} else if (strcmp(a, "--max-chunk") == 0) {
+			if (!parse_count(v, 1, 1LL << 20, &x))
+				return bad_usage("%s needs a token count of at least 1", a);
+			o->max_chunk = x;
 			i++;
 		} else if (strcmp(a, "--max-seq") == 0) {
 			if (!parse_count(v, 1, 1LL << 40, &x))
@@ -270,9 +278,20 @@ compile(const options *o)
 		goto out;
 	mkc_plan *p = NULL;
 	const mkc_target *tt = o->out ? mkc_target_find(o->target) : NULL;
-	mkc_driver_options d = {o->workers, o->dump_after, o->dump_dot, o->bf16, o->max_dim,
-				o->no_reuse, o->max_seq, o->kv_io, o->no_fuse, tt && tt->warp > 0,
-				(mkc_dtype)o->kv_dtype};
+	mkc_driver_options d = {
+		.workers = o->workers,
+		.dump_after = o->dump_after,
+		.dump_dot = o->dump_dot,
+		.bf16_weights = o->bf16,
+		.max_dim = o->max_dim,
+		.no_reuse = o->no_reuse,
+		.max_seq = o->max_seq,
+		.kv_io = o->kv_io,
+		.no_fuse = o->no_fuse,
+		.wide_target = tt && tt->warp > 0,
+		.kv_dtype = (mkc_dtype)o->kv_dtype,
+		.max_chunk = o->max_chunk,
+	};
 	if (!g || mkc_run_passes(g, &d, &p) != 0)
 		goto out;
 	if (o->out) {

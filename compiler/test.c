@@ -58,6 +58,7 @@ typedef struct {
 	bool kv_io;        /* past/present as inputs and outputs, not a cache */
 	int kv_dtype;      /* mkc --kv: MKC_DT_BFLOAT16, or float32 (MKC_DT_FLOAT or 0) */
 	int64_t max_seq;
+	int64_t max_chunk; /* mkc --max-chunk */
 	const char *profile;   /* --profile FILE: the last step's timeline */
 	const char *edit;      /* testing the tests: a command that breaks the emitted file */
 } test_options;
@@ -713,7 +714,7 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 	mkc_driver_options d = {.workers = o->workers, .bf16_weights = o->bf16,
 				.no_reuse = o->no_reuse, .max_seq = o->max_seq, .kv_io = o->kv_io,
 				.no_fuse = o->no_fuse, .wide_target = t->warp > 0,
-				.kv_dtype = (mkc_dtype)o->kv_dtype};
+				.kv_dtype = (mkc_dtype)o->kv_dtype, .max_chunk = o->max_chunk};
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, t->ext),
 			       "model", "mkc test", 4096, o->embed_limit, o->profile ? 1 : 0,
 			       arch && *arch ? arch : NULL};
@@ -800,6 +801,8 @@ static const char test_usage[] =
 	"                  model keeps its KV caches; the harness loads the test\n"
 	"                  data's past into them and reads them back after a step)\n"
 	"  --max-seq N     positions each KV cache holds (default 4096)\n"
+	"  --max-chunk N   compile for steps of up to N new tokens, as mkc\n"
+	"                  --max-chunk (default 1)\n"
 	"  --profile FILE  compile with mkc --profile and write the last step's\n"
 	"                  per-task timeline to FILE (a Chrome trace)\n"
 	"  --bind-consts   bind inputs that must be known at compile time (shapes,\n"
@@ -861,6 +864,8 @@ mkc_test_main(int argc, char **argv)
 			o.edit = argv[++i];
 		else if (!strcmp(a, "--max-seq") && has)
 			o.max_seq = strtoll(argv[++i], &end, 10);
+		else if (!strcmp(a, "--max-chunk") && has)
+			o.max_chunk = strtoll(argv[++i], &end, 10);
 		else if (!strcmp(a, "--profile") && has)
 			o.profile = argv[++i];
 		else if (!strcmp(a, "--no-reuse"))
@@ -889,7 +894,8 @@ mkc_test_main(int argc, char **argv)
 			continue;
 		}
 		if (*end || o.steps < 1 || o.threads < 0 || o.workers < 0 || o.tol <= 0 ||
-		    o.embed_limit < 0 || o.timeout <= 0 || o.max_seq < 0) {
+		    o.embed_limit < 0 || o.timeout <= 0 || o.max_seq < 0 ||
+		    o.max_chunk < 0) {
 			fprintf(stderr, "mkc test: bad value for %s\n", a);
 			free(dirs);
 			return 2;

@@ -477,6 +477,7 @@ mkc_graph_create(mkc_ctx *c, const char *path)
 		       : ".";
 	g->name = "";
 	g->producer = "";
+	g->chunk_sym = -1;
 	return g;
 }
 
@@ -547,7 +548,7 @@ int64_t
 mkc_graph_sym_max(const mkc_graph *g, int s, int64_t dflt)
 {
 	int64_t mx = dflt;
-	if (s == mkc_graph_chunk_sym(g) && g->max_chunk)
+	if (s == g->chunk_sym && g->max_chunk)
 		mx = g->max_chunk;
 	for (int k = 0; k < g->states.n; k++) {
 		const mkc_state *st = MKC_STATE(g, k);
@@ -570,12 +571,15 @@ mkc_graph_chunk_sym(const mkc_graph *g)
 			mkc_dim x = y->shape[d];
 			if (mkc_dim_nterms(x) != 2 || x.c || x.k[0] != 1 || x.k[1] != 1)
 				continue;
+			/* the past: an input shaped as y but P along d */
 			for (int i = 0; i < g->inputs.n; i++) {
 				const mkc_tensor *in = MKC_INPUT(g, i);
-				for (int e = 0; e < in->rank; e++)
-					for (int t = 0; t < 2; t++)
-						if (mkc_dim_eq(in->shape[e], mkc_dim_sym(x.sym[t])))
-							return x.sym[1 - t];
+				bool same = in->rank == y->rank;
+				for (int e = 0; same && e < y->rank; e++)
+					same = e == d || mkc_dim_eq(in->shape[e], y->shape[e]);
+				for (int t = 0; same && t < 2; t++)
+					if (mkc_dim_eq(in->shape[d], mkc_dim_sym(x.sym[t])))
+						return x.sym[1 - t];
 			}
 		}
 	}

@@ -227,7 +227,10 @@ struct mkc_graph {
 	/* passes/state.c: positions a KV cache holds (0: keep past and present
 	 * as inputs and outputs), and the caches it made (mkc_state *) */
 	int64_t kv_cap;
-	int64_t max_chunk;         /* the chunk symbol's largest value (0: that of every symbol) */
+	/* the driver: the symbol counting a step's new tokens (-1: none, or
+	 * fixed at 1) and its largest value */
+	int chunk_sym;
+	int64_t max_chunk;
 	mkc_vec states;
 	bool bf16_weights;         /* passes/weights.c: float32 weights stored as bf16 */
 	mkc_dtype kv_dtype;        /* passes/kv.c: the caches' storage (MKC_DT_BFLOAT16, or float32) */
@@ -248,8 +251,8 @@ int mkc_graph_sym(mkc_graph *g, const char *name);   /* find or add */
 int64_t mkc_graph_sym_max(const mkc_graph *g, int s, int64_t dflt);
 /*
  * The symbol that counts a step's new positions (a prompt chunk's length),
- * or -1: the S of a graph output's dimension P + S where P, alone, is a
- * dimension of a graph input (the past and present of a KV cache).
+ * or -1: the S of a graph output's dimension P + S where a graph input has
+ * the output's shape but P there (the past and present of a KV cache).
  */
 int mkc_graph_chunk_sym(const mkc_graph *g);
 /*

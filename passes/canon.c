@@ -754,6 +754,63 @@ match_transposed_weight(mkc_graph *g, mkc_node *n)
 	return 1;
 }
 
+/*
+ * A Transpose that moves only axes of length 1 (the other axes keep their
+ * order), or a Slice that keeps every element in order, only renames the
+ * dims of its input's bytes: it becomes a Reshape to its output's shape,
+ * which views.c makes a view and the fusions see through. A step of one
+ * token (--max-chunk 1) turns the [1, S, heads, D] <-> [1, heads, S, D]
+ * transposes of a chunked graph into such moves.
+ */
+static int
+match_same_order(mkc_graph *g, mkc_node *n)
+{
+	mkc_tensor *x = n->in[0], *y = n->out[0];
+	if (n->nout != 1 || !x || x->rank < 0 || y->rank < 0 || mkc_tensor_is_const(x))
+		return 0;
+	if (n->op == MKC_OP_TRANSPOSE) {
+		const mkc_attr *p = mkc_node_attr(n, "perm");
+		if (!p || p->type != MKC_AT_INTS || p->n != x->rank)
+			return 0;
+		int64_t last = -1;
+		for (int d = 0; d < x->rank; d++) {
+			if (mkc_dim_eq(x->shape[p->ints[d]], mkc_dim_const(1)))
+				continue;
+			if (p->ints[d] < last)
+				return 0;
+			last = p->ints[d];
+		}
+	} else {
+		/* Slice: the same shape, and no axis walked backwards */
+		int64_t steps[MKC_MAX_RANK];
+		int ns = n->nin > 4 && n->in[4] ? const_ints(n->in[4], steps, MKC_MAX_RANK) : 0;
+		if (ns < 0 || !mkc_tensor_same_shape(x, y))
+			return 0;
+		for (int i = 0; i < ns; i++)
+			if (steps[i] != 1)
+				return 0;
+	}
+	int64_t *v = mkc_arena_alloc(g->ctx->arena, (size_t)(y->rank + 1) * sizeof *v);
+	for (int d = 0; d < y->rank; d++) {
+		/* Reshape reads 0 as "keep the input's dim" */
+		if (!mkc_dim_is_const(y->shape[d]) || y->shape[d].c < 1)
+			return 0;
+		v[d] = y->shape[d].c;
+	}
+	mkc_tensor *s = mkc_graph_tensor(g, mkc_arena_printf(g->ctx->arena, "%s/shape", n->name));
+	s->kind = MKC_TK_WEIGHT;
+	s->dtype = MKC_DT_INT64;
+	s->rank = 1;
+	s->shape[0] = mkc_dim_const(y->rank);
+	s->data = v;
+	s->nbytes = (size_t)y->rank * sizeof *v;
+	match m;
+	start(&m, n);
+	mkc_tensor *in[2] = {x, s};
+	replace(g, &m, MKC_OP_RESHAPE, 2, in, 0, NULL);
+	return 1;
+}
+
 int
 mkc_pass_canon(mkc_graph *g)
 {
@@ -775,15 +832,17 @@ mkc_pass_canon(mkc_graph *g)
 		if (!n->dead && n->op == MKC_OP_ATTENTION)
 			grouped += match_grouped_heads(g, n);
 	}
-	int transposed = 0;
+	int transposed = 0, reshaped = 0;
 	for (int i = 0; i < g->nodes.n; i++) {
 		mkc_node *n = MKC_NODE(g, i);
 		if (!n->dead && n->op == MKC_OP_MATMUL)
 			transposed += match_transposed_weight(g, n);
+		if (!n->dead && (n->op == MKC_OP_TRANSPOSE || n->op == MKC_OP_SLICE))
+			reshaped += match_same_order(g, n);
 	}
 	int merged = merge_duplicates(g);
 	mkc_progress(g->ctx, "canon: %d RMSNorm, %d RoPE, %d attention, %d reading grouped heads, "
-		     "%d reading a transposed weight, %d duplicate nodes merged", rms, rope, attn,
-		     grouped, transposed, merged);
+		     "%d reading a transposed weight, %d transposes or slices as reshapes, "
+		     "%d duplicate nodes merged", rms, rope, attn, grouped, transposed, reshaped, merged);
 	return 0;
 }

@@ -80,7 +80,8 @@ cache_concat(mkc_graph *g, mkc_tensor *q, int *axis, mkc_dim *nnew)
  * positions up to s; once the past is part of the keys, that is the
  * diagonal aligned to the last position, which the node then says with
  * is_causal = 2 (mkc's own value: lower reads it). That holds only when
- * the new keys are as many as the queries; otherwise the node stays whole. */
+ * the new keys are as many as the queries; otherwise the node stays whole.
+ * A single query (a decode step) sees every key: is_causal becomes 0. */
 static void
 split_attention(mkc_graph *g, mkc_node *n)
 {
@@ -114,8 +115,9 @@ split_attention(mkc_graph *g, mkc_node *n)
 	}
 	n->nin = n->in[3] ? 4 : 3;
 	n->nout = n->nout > 3 && n->out[3] ? 4 : 1;
+	/* one query at the end sees every key: no mask at all */
 	if (causal)
-		causal->i = 2;
+		causal->i = mkc_dim_eq(n->in[0]->shape[2], mkc_dim_const(1)) ? 0 : 2;
 }
 
 int

@@ -494,7 +494,12 @@ mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 	for (int c = 0; c < MKC_NCACHES; c++) {
 		int64_t used = m->sym[mkc_caches[c].sym], nnew = mkc_rt_dimv(mkc_caches[c].nnew, m->sym);
 		int64_t cap = mkc_tensors[mkc_caches[c].tensor].cap;
-		if (nnew < 1 || used + nnew > cap) {
+		if (nnew < 1) {
+			mkc_seterr(m, "a step must append at least one position to the KV cache, "
+				   "and this one appends %lld", (long long)nnew);
+			return -1;
+		}
+		if (used + nnew > cap) {
 			mkc_seterr(m, "the KV cache is full: %lld of %lld positions in use, and "
 				   "a step appends %lld; reset it, or compile with a larger "
 				   "--max-seq", (long long)used, (long long)cap, (long long)nnew);
@@ -613,7 +618,7 @@ mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
 			return -1;
 		}
 	for (int s = 0; s < MKC_NSYMS; s++)
-		if (mkc_cache_of_sym(s) < 0) {
+		if (mkc_cache_of_sym(s) < 0 && s != MKC_GEN_CHUNK_SYM) {
 			mkc_seterr(m, "this model cannot generate: %s is not counted by a KV cache "
 				   "(compiled with --kv-io?)", mkc_sym_names[s]);
 			return -1;
@@ -653,6 +658,69 @@ mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
 	return 0;
 #endif
 }
+
+/* dims for a step of generate: the caches count their own, and s new tokens */
+static void MKC_UNUSED
+mkc_gen_dims(int64_t *dims, int64_t s)
+{
+	for (int i = 0; i < MKC_NSYMS; i++)
+		dims[i] = i == MKC_GEN_CHUNK_SYM ? s : -1;
+}
+
+#if MKC_CAN_GENERATE && MKC_GEN_CHUNK_SYM >= 0
+/*
+ * The first n prompt tokens in steps of up to the compiled chunk (their
+ * logits unread): generate then runs its one-token loop from token n. One
+ * launch a chunk, its inputs in buffers of the target's memory. The count
+ * of tokens fed (n), or -1 with err set.
+ */
+static int
+mkc_prefill(mkc_host *m, const int64_t *prompt, int n)
+{
+	const int64_t most = mkc_sym_max[MKC_GEN_CHUNK_SYM];
+	void *in[MKC_NINPUTS + 1] = {0}, *outs[MKC_NOUTPUTS + 1] = {0};
+	int64_t *pos = (int64_t *)malloc((size_t)most * sizeof *pos), dims[MKC_NSYMS + 1];
+	int rc = pos ? 0 : -1;
+	if (!pos)
+		mkc_seterr(m, "out of memory for the positions of a prompt chunk");
+	for (int i = 0; i < MKC_NINPUTS && rc == 0 && n > 0; i++)
+		rc = mkc_alloc_buf(m, (size_t)most * sizeof(int64_t), &in[i]);
+	for (int o = 0; o < MKC_NOUTPUTS && rc == 0 && n > 0; o++) {
+		size_t bytes = (size_t)mkc_numel(m, mkc_outputs[o], 1) *
+			       (size_t)mkc_tensors[mkc_outputs[o]].esize;
+		rc = mkc_alloc_buf(m, bytes ? bytes : 1, &outs[o]);
+	}
+	for (int j = 0; j < n && rc == 0;) {
+		int s = n - j < most ? n - j : (int)most;
+		int64_t next = mkc_next_position(m);
+		for (int k = 0; k < s; k++)
+			pos[k] = next + k;
+		mkc_gen_dims(dims, s);
+		rc = mkc_store(m, in[MKC_GEN_IDS], prompt + j, (size_t)s * sizeof *pos);
+		if (rc == 0 && MKC_GEN_POS >= 0)
+			rc = mkc_store(m, in[MKC_GEN_POS], pos, (size_t)s * sizeof *pos);
+		if (rc == 0 && (rc = mkc_step(m, (const void *const *)in, outs, dims)) == 0)
+			mkc_end_step(m);
+		j += s;
+	}
+	for (int i = 0; i < MKC_NINPUTS; i++)
+		if (in[i])
+			mkc_free_buf(in[i]);
+	for (int o = 0; o < MKC_NOUTPUTS; o++)
+		if (outs[o])
+			mkc_free_buf(outs[o]);
+	free(pos);
+	return rc ? -1 : n;
+}
+#else
+/* one token a step: generate's own loop takes the whole prompt */
+static int MKC_UNUSED
+mkc_prefill(mkc_host *m, const int64_t *prompt, int n)
+{
+	(void)m, (void)prompt, (void)n;
+	return 0;
+}
+#endif
 
 /* The position the next step writes: the count of cached positions. */
 static int64_t MKC_UNUSED

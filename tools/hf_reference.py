@@ -20,8 +20,9 @@ write_test_data.
 
 The step is the one mkc's Hugging Face frontend (compiler/hf.c) builds and
 the decode-step ONNX exports compute; the inputs and outputs are theirs:
-input_ids, position_ids [1,1]; past_key_values.{i}.key/value [1, kv_heads,
-past_len, head_dim] -> logits [1,1,vocab], present.{i}.key/value. The config
+input_ids, position_ids [1, S]; past_key_values.{i}.key/value [1, kv_heads,
+past_len, head_dim] -> logits [1, 1, vocab] (the last token's),
+present.{i}.key/value [1, kv_heads, past_len + S, head_dim]. The config
 rules (defaults, rope_theta spellings, llama3 rope scaling, biases per
 family) follow transformers' modeling code, and are written again here on
 purpose, independently of the C frontend they check. Only numpy, the
@@ -204,43 +205,49 @@ def rope(x, cos, sin):
     return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
 
 
-def decode_step(cfg, w, input_id, position, past):
-    """One token: past is [(key, value)] per layer, [1, kv_heads, P, D].
-    Returns logits [1, 1, vocab] and [(present key, present value)], float64."""
+def decode_step(cfg, w, input_ids, positions, past):
+    """S tokens of one sequence (a decode step when S = 1, else a prompt
+    chunk): input_ids and positions [S]; past is [(key, value)] per layer,
+    [1, kv_heads, P, D]. Token s attends to the past and the chunk's tokens
+    up to itself. Returns the last token's logits [1, 1, vocab] and
+    [(present key, present value)], [1, kv_heads, P + S, D], float64."""
     H, KV, D = cfg["heads"], cfg["kv_heads"], cfg["head_dim"]
-    angle = position * inv_freq(cfg)
-    cos, sin = np.cos(angle), np.sin(angle)
-    h = w["model.embed_tokens.weight"][input_id]
+    S = len(input_ids)
+    angle = np.outer(positions, inv_freq(cfg))                   # [S, D/2]
+    cos, sin = np.cos(angle)[:, None, :], np.sin(angle)[:, None, :]
+    h = w["model.embed_tokens.weight"][list(input_ids)]          # [S, hidden]
     presents = []
     for i in range(cfg["layers"]):
         p = "model.layers.%d." % i
         a = p + "self_attn."
         x = rms_norm(h, w[p + "input_layernorm.weight"], cfg["eps"])
-        q = linear(w, a + "q_proj", x, cfg["qkv_bias"]).reshape(H, D)
-        k = linear(w, a + "k_proj", x, cfg["qkv_bias"]).reshape(KV, D)
-        v = linear(w, a + "v_proj", x, cfg["qkv_bias"]).reshape(KV, D)
+        q = linear(w, a + "q_proj", x, cfg["qkv_bias"]).reshape(S, H, D)
+        k = linear(w, a + "k_proj", x, cfg["qkv_bias"]).reshape(S, KV, D)
+        v = linear(w, a + "v_proj", x, cfg["qkv_bias"]).reshape(S, KV, D)
         if cfg["qk_norm"]:
             q = rms_norm(q, w[a + "q_norm.weight"], cfg["eps"])
             k = rms_norm(k, w[a + "k_norm.weight"], cfg["eps"])
         q, k = rope(q, cos, sin), rope(k, cos, sin)
         pk, pv = (np.asarray(t, dtype=np.float64)[0] for t in past[i])
-        keys = np.concatenate([pk, k[:, None, :]], axis=1)      # [KV, P+1, D]
-        values = np.concatenate([pv, v[:, None, :]], axis=1)
+        P = pk.shape[1]
+        keys = np.concatenate([pk, k.transpose(1, 0, 2)], axis=1)   # [KV, P+S, D]
+        values = np.concatenate([pv, v.transpose(1, 0, 2)], axis=1)
         presents.append((keys[None], values[None]))
-        y = np.empty((H, D))
-        for j in range(H):
-            kh = j // (H // KV)
-            s = keys[kh] @ q[j] / math.sqrt(D)
-            e = np.exp(s - s.max())
-            y[j] = (e / e.sum()) @ values[kh]
-        h = h + linear(w, a + "o_proj", y.reshape(H * D), cfg["o_bias"])
+        y = np.empty((S, H, D))
+        for t in range(S):
+            for j in range(H):
+                kh = j // (H // KV)
+                s = keys[kh, :P + t + 1] @ q[t, j] / math.sqrt(D)
+                e = np.exp(s - s.max())
+                y[t, j] = (e / e.sum()) @ values[kh, :P + t + 1]
+        h = h + linear(w, a + "o_proj", y.reshape(S, H * D), cfg["o_bias"])
         x = rms_norm(h, w[p + "post_attention_layernorm.weight"], cfg["eps"])
         m = p + "mlp."
         g = linear(w, m + "gate_proj", x, cfg["mlp_bias"])
         u = linear(w, m + "up_proj", x, cfg["mlp_bias"])
         act = g / (1 + np.exp(-g)) * u
         h = h + linear(w, m + "down_proj", act, cfg["mlp_bias"])
-    h = rms_norm(h, w["model.norm.weight"], cfg["eps"])
+    h = rms_norm(h[-1], w["model.norm.weight"], cfg["eps"])
     head = w["model.embed_tokens.weight" if cfg["tie"] else "lm_head.weight"]
     return (head @ h).reshape(1, 1, -1), presents
 
@@ -261,12 +268,13 @@ def output_names(cfg):
     return names
 
 
-def random_inputs(cfg, past_len, seed):
-    """A random token at position past_len after past_len random keys and
-    values (standard normal), in test-data order."""
+def random_inputs(cfg, past_len, seed, seq_len=1):
+    """seq_len random tokens at positions past_len.. after past_len random
+    keys and values (standard normal), in test-data order."""
     rng = np.random.default_rng(seed)
-    inputs = [np.array([[rng.integers(cfg["vocab"])]], dtype=np.int64),
-              np.array([[past_len]], dtype=np.int64)]
+    ids = [rng.integers(cfg["vocab"]) for _ in range(seq_len)]
+    inputs = [np.array([ids], dtype=np.int64),
+              np.arange(past_len, past_len + seq_len, dtype=np.int64)[None]]
     for _ in range(2 * cfg["layers"]):
         inputs.append(rng.standard_normal((1, cfg["kv_heads"], past_len, cfg["head_dim"]))
                       .astype(np.float32))
@@ -276,7 +284,7 @@ def random_inputs(cfg, past_len, seed):
 def run(cfg, w, inputs):
     """The outputs, float64, for the inputs in test-data order."""
     past = [(inputs[2 + 2 * i], inputs[3 + 2 * i]) for i in range(cfg["layers"])]
-    logits, presents = decode_step(cfg, w, int(inputs[0][0, 0]), int(inputs[1][0, 0]), past)
+    logits, presents = decode_step(cfg, w, inputs[0][0], inputs[1][0], past)
     return [logits] + [t for kv in presents for t in kv]
 
 
@@ -335,12 +343,13 @@ def main(argv):
     ap.add_argument("--tolerance", type=float, default=1e-5)
     ap.add_argument("--case", type=int, default=0)
     ap.add_argument("--past-len", type=int, default=5)
+    ap.add_argument("--seq-len", type=int, default=1, help="new tokens in the step")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv[1:])
     if args.check:
         return 0 if check(args.check, args.tolerance) else 1
     cfg, w = load_config(args.write), load_weights(args.write)
-    inputs = random_inputs(cfg, args.past_len, args.seed)
+    inputs = random_inputs(cfg, args.past_len, args.seed, args.seq_len)
     case = os.path.join(args.write, "test_data_set_%d" % args.case)
     write_test_data(case, cfg, inputs, run(cfg, w, inputs))
     print("wrote", case)

@@ -328,6 +328,8 @@ static int mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, 
 			      const int64_t *out, int *steps);
 static int64_t mkc_next_position(const mkc_host *m);
 static void mkc_end_step(mkc_host *m);
+static void mkc_gen_dims(int64_t *dims, int64_t s);
+static int mkc_prefill(mkc_host *m, const int64_t *prompt, int n);
 
 /* The index of the largest of n floats (the first of equals, as torch.argmax). */
 static int64_t MKC_UNUSED
@@ -341,8 +343,10 @@ mkc_argmax(const float *x, int64_t n)
 }
 
 /*
- * Greedy decoding on the C target: one step per token, the argmax fed
- * back from the host (the GPU target keeps the loop inside its kernel).
+ * Greedy decoding on the C target: the prompt but its last token in
+ * chunks (a model compiled with --max-chunk), then one step per token, the
+ * argmax fed back from the host (the GPU target keeps that loop inside its
+ * kernel).
  */
 static int
 mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_t *out)
@@ -354,7 +358,12 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	int rc = 0;
 	if (mkc_generate_check(m, prompt, n_prompt, n_new, out, &steps))
 		return -1;
-	int64_t ids = prompt[0], pos = 0;
+	int fed = mkc_prefill(m, prompt, n_prompt - 1);
+	if (fed < 0)
+		return -1;
+	prompt += fed, n_prompt -= fed, steps -= fed;
+	int64_t ids = prompt[0], pos = 0, dims[MKC_NSYMS + 1];
+	mkc_gen_dims(dims, 1);
 	const void *in[MKC_NINPUTS + 1] = {0};
 	void *outs[MKC_NOUTPUTS + 1] = {0};
 	for (int i = 0; i < MKC_NINPUTS; i++)
@@ -369,7 +378,7 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	}
 	for (int j = 0; j < steps && rc == 0; j++) {
 		pos = mkc_next_position(m);
-		if (mkc_step(m, in, outs, NULL)) {
+		if (mkc_step(m, in, outs, dims)) {
 			rc = -1;
 			break;
 		}

@@ -498,18 +498,25 @@ emit_io(mkc_emitter *e)
 	fprintf(f, "-1};\n");
 }
 
-/* The graph input or output called name with the given type and shape [1,..,1,x], or -1. */
+/*
+ * The graph input or output called name with the given type and shape
+ * [1,..,1,x], or -1: x is 1, or any constant (last_free), or the chunk
+ * symbol (chunk >= 0: a step's tokens).
+ */
 static int
-find_io(const mkc_vec *v, const char *name, mkc_dtype dt, bool last_free)
+find_io(const mkc_vec *v, const char *name, mkc_dtype dt, bool last_free, int chunk)
 {
 	for (int i = 0; i < v->n; i++) {
 		const mkc_tensor *t = v->v[i];
 		if (strcmp(t->name, name) || t->dtype != dt || t->rank < 1)
 			continue;
-		for (int d = 0; d < t->rank; d++)
-			if (!mkc_dim_is_const(t->shape[d]) ||
-			    (t->shape[d].c != 1 && !(last_free && d == t->rank - 1)))
+		for (int d = 0; d < t->rank; d++) {
+			bool last = d == t->rank - 1;
+			if (last && chunk >= 0 && mkc_dim_eq(t->shape[d], mkc_dim_sym(chunk)))
+				continue;
+			if (!mkc_dim_is_const(t->shape[d]) || (t->shape[d].c != 1 && !(last_free && last)))
 				return -1;
+		}
 		return i;
 	}
 	return -1;
@@ -524,13 +531,16 @@ static void
 emit_generate_io(mkc_emitter *e)
 {
 	mkc_graph *g = e->p->g;
-	int ids = find_io(&g->inputs, "input_ids", MKC_DT_INT64, false);
-	int pos = find_io(&g->inputs, "position_ids", MKC_DT_INT64, false);
-	int lg = find_io(&g->outputs, "logits", MKC_DT_FLOAT, true);
+	int chunk = g->chunk_sym;
+	int ids = find_io(&g->inputs, "input_ids", MKC_DT_INT64, false, chunk);
+	int pos = find_io(&g->inputs, "position_ids", MKC_DT_INT64, false, chunk);
+	int lg = find_io(&g->outputs, "logits", MKC_DT_FLOAT, true, -1);
 	int64_t vocab = lg >= 0 ? MKC_OUTPUT(g, lg)->shape[MKC_OUTPUT(g, lg)->rank - 1].c : 0;
 	fprintf(e->f, "\n#define MKC_GEN_IDS %d\n#define MKC_GEN_POS %d\n#define MKC_GEN_LOGITS %d\n"
 		"#define MKC_GEN_VOCAB %lldLL\n#define MKC_CAN_GENERATE %d\n", ids, pos, lg,
 		(long long)vocab, ids >= 0 && lg >= 0);
+	/* the symbol of a step's token count: generate feeds the prompt in chunks */
+	fprintf(e->f, "#define MKC_GEN_CHUNK_SYM %d\n", chunk);
 }
 
 static void

@@ -581,11 +581,14 @@ mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int
 static int mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
 			      const int64_t *out, int *steps);
 static int64_t mkc_next_position(const mkc_host *m);
+static void mkc_gen_dims(int64_t *dims, int64_t s);
+static int mkc_prefill(mkc_host *m, const int64_t *prompt, int n);
 
 /*
- * Greedy decoding, every step in one launch (mkc_generate_kernel). The
- * model's own device buffers take the inputs and outputs; out is host
- * memory.
+ * Greedy decoding: the prompt but its last token in chunks, a launch each
+ * (a model compiled with --max-chunk), then every one-token step in one
+ * launch (mkc_generate_kernel). The model's own device buffers take the
+ * inputs and outputs; out is host memory.
  */
 static int
 mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_t *out)
@@ -597,6 +600,12 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	int rc = -1;
 	if (mkc_generate_check(m, prompt, n_prompt, n_new, out, &steps))
 		return -1;
+	const int fed = mkc_prefill(m, prompt, n_prompt - 1);
+	if (fed < 0)
+		return -1;
+	prompt += fed, n_prompt -= fed, steps -= fed;
+	int64_t dims[MKC_NSYMS + 1];
+	mkc_gen_dims(dims, 1);
 	void *in[MKC_NINPUTS + 1] = {0}, *outs[MKC_NOUTPUTS + 1] = {0};
 	int64_t *dprompt = NULL, *dout = NULL, first[2] = {prompt[0], mkc_next_position(m)};
 	struct mkc_gen_io io;
@@ -616,7 +625,7 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	    MKC_GPU(m, cudaMalloc((void **)&dout, (size_t)n_new * sizeof *dout)) ||
 	    MKC_GPU(m, cudaMemcpy(dprompt, prompt, (size_t)n_prompt * sizeof *dprompt,
 				   cudaMemcpyHostToDevice)) ||
-	    mkc_begin_step(m, (const void *const *)in, outs, NULL) || mkc_upload_view(m))
+	    mkc_begin_step(m, (const void *const *)in, outs, dims) || mkc_upload_view(m))
 		goto out;
 	io.ids = (int64_t *)in[MKC_GEN_IDS];
 	io.pos = MKC_GEN_POS >= 0 ? (int64_t *)in[MKC_GEN_POS] : NULL;

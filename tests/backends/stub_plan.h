@@ -26,25 +26,26 @@ static const int64_t mkc_sym_max[MKC_NSYMS + 1] = {63, 0};
 static const unsigned char mkc_data_4[16] __attribute__((aligned(16))) = {0};
 
 static const mkc_rt_tensor_info mkc_tensors[MKC_NTENSORS] = {
-	{"input_ids", 7, 8, 2, 1, {{1, 0, -1}, {1, 0, -1}}, NULL, 7, NULL, 0, -1, -1, 0, 0, 0},
-	{"position_ids", 7, 8, 2, 1, {{1, 0, -1}, {1, 0, -1}}, NULL, 7, NULL, 0, -1, -1, 0, 0, 0},
-	{"logits", 1, 4, 3, 2, {{1, 0, -1}, {1, 0, -1}, {4, 0, -1}}, NULL, 1, NULL, 0, -1, -1, 0, 0,
+	{"input_ids", 7, 8, 2, 1, {{1, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}}, NULL, 7, NULL, 0, -1, -1, 0, 0, 0},
+	{"position_ids", 7, 8, 2, 1, {{1, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}}, NULL, 7, NULL, 0, -1, -1, 0, 0, 0},
+	{"logits", 1, 4, 3, 2, {{1, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}, {4, {0, 0}, {-1, -1}}}, NULL, 1, NULL, 0, -1, -1, 0, 0,
 	 0},
-	{"present.0.key", 1, 4, 3, 5, {{1, 0, -1}, {1, 1, 0}, {4, 0, -1}}, NULL, 1, NULL, 0, -1, 1,
+	{"present.0.key", 1, 4, 3, 5, {{1, {0, 0}, {-1, -1}}, {1, {1, 0}, {0, -1}}, {4, {0, 0}, {-1, -1}}}, NULL, 1, NULL, 0, -1, 1,
 	 64, 0, 0},
-	{"W", 1, 4, 2, 3, {{2, 0, -1}, {2, 0, -1}}, mkc_data_4, 1, NULL, 0, -1, -1, 0, 0, 1},
-	{"h", 1, 4, 2, 0, {{1, 0, -1}, {4, 0, -1}}, NULL, 1, NULL, 0, 0, -1, 0, 0, 0},
+	{"W", 1, 4, 2, 3, {{2, {0, 0}, {-1, -1}}, {2, {0, 0}, {-1, -1}}}, mkc_data_4, 1, NULL, 0, -1, -1, 0, 0, 1},
+	{"h", 1, 4, 2, 0, {{1, {0, 0}, {-1, -1}}, {4, {0, 0}, {-1, -1}}}, NULL, 1, NULL, 0, 0, -1, 0, 0, 0},
 };
 
 static const mkc_rt_cache mkc_caches[MKC_NCACHES + 1] MKC_UNUSED = {
-	{3, "past_key_values.0.key", 0, 1},
-	{-1, NULL, -1, 0},
+	{3, "past_key_values.0.key", 0, {1, {0, 0}, {-1, -1}}},
+	{-1, NULL, -1, {0, {0, 0}, {-1, -1}}},
 };
 
 static const int mkc_inputs[MKC_NINPUTS + 1] = {0, 1, -1};
 static const int mkc_outputs[MKC_NOUTPUTS + 1] = {2, -1};
 
 #define MKC_GEN_IDS 0
+#define MKC_GEN_CHUNK_SYM -1
 #define MKC_GEN_POS 1
 #define MKC_GEN_LOGITS 0
 #define MKC_GEN_VOCAB 4LL
@@ -69,9 +70,9 @@ MKC_STUB_TABLE int mkc_queue[MKC_NTASKS] MKC_UNUSED = {0, 1};
 MKC_STUB_TABLE int mkc_task_node[MKC_NTASKS] MKC_UNUSED = {0, 1};
 MKC_STUB_TABLE int mkc_task_box_start[MKC_NTASKS + 1] MKC_UNUSED = {0, 4, 10};
 MKC_STUB_TABLE mkc_rt_dim mkc_task_box[11] MKC_UNUSED = {
-	{0, 0, -1}, {1, 0, -1}, {0, 0, -1}, {4, 0, -1},
-	{0, 0, -1}, {1, 0, -1}, {0, 0, -1}, {1, 0, -1}, {0, 0, -1}, {4, 0, -1},
-	{0, 0, -1},
+	{0, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}, {0, {0, 0}, {-1, -1}}, {4, {0, 0}, {-1, -1}},
+	{0, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}, {0, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}, {0, {0, 0}, {-1, -1}}, {4, {0, 0}, {-1, -1}},
+	{0, {0, 0}, {-1, -1}},
 };
 
 #if MKC_STUB_PROFILE
@@ -84,9 +85,9 @@ static const mkc_rt_prof_task mkc_prof_task[MKC_NTASKS + 1] = {
 };
 static const mkc_rt_prof_region mkc_prof_region[3] = {{5, 1, 0}, {2, 1, 4}, {-1, 0, 10}};
 static const mkc_rt_dim mkc_prof_dim[11] = {
-	{0, 0, -1}, {1, 0, -1}, {0, 0, -1}, {4, 0, -1},
-	{0, 0, -1}, {1, 0, -1}, {0, 0, -1}, {1, 0, -1}, {0, 0, -1}, {4, 0, -1},
-	{0, 0, -1},
+	{0, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}, {0, {0, 0}, {-1, -1}}, {4, {0, 0}, {-1, -1}},
+	{0, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}, {0, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}, {0, {0, 0}, {-1, -1}}, {4, {0, 0}, {-1, -1}},
+	{0, {0, 0}, {-1, -1}},
 };
 #endif
 

@@ -92,7 +92,7 @@ static int
 first_attention_task(void)
 {
 	char cmd[512];
-	snprintf(cmd, sizeof cmd, "%s tests/models/tiny_llama_decode_op23 --dump-after=tile", mkc_bin());
+	snprintf(cmd, sizeof cmd, "%s tests/models/tiny_llama_decode_op23 --dump-after=verify", mkc_bin());
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
 	const char *at = strstr(out, "(Attention)");
 	cr_assert_not_null(at, "no Attention task in the plan");

@@ -5,8 +5,9 @@ Run:  python3 tests/models/gen_hf.py [OUTDIR]
       (OUTDIR defaults to tests/models next to this script)
 
 It writes OUTDIR/hf/NAME/ (config.json, safetensors weights, and a
-test_data_set_0 computed by tools/hf_reference.py) and OUTDIR/hf_bad/NAME/
-(tiny folders each broken in one way).  tests/models/README.md lists them.
+test_data_set_0 computed by tools/hf_reference.py), OUTDIR/hf_chunk/NAME/
+(two of them again, with steps of several tokens as test data) and
+OUTDIR/hf_bad/NAME/ (tiny folders each broken in one way).  tests/models/README.md lists them.
 
 Output is deterministic: fixed seeds, sorted JSON keys, and the safetensors
 layout of the safetensors package (names sorted, header padded to 8 bytes).
@@ -98,9 +99,15 @@ def weights(seed, cfg):
     return w
 
 
-def hf_folder(out, name, conf, seed, bf16=False, shards=1, past_len=5):
-    """A model folder with its test_data_set_0; returns the outputs."""
-    d = os.path.join(out, "hf", name)
+# steps of several tokens (mkc --max-chunk): (past_len, seq_len) per test data set:
+# a chunk after a past, a decode step through the chunked graph, a first chunk
+CHUNK_CASES = ((5, 7), (6, 1), (0, 4))
+
+
+def hf_folder(out, name, conf, seed, bf16=False, shards=1, past_len=5, chunks=False):
+    """A model folder with its test_data_set_0 (one new token); returns the
+    outputs. chunks: hf_chunk/NAME instead, with CHUNK_CASES as its sets."""
+    d = os.path.join(out, "hf_chunk" if chunks else "hf", name)
     write_json(os.path.join(d, "config.json"), conf)
     cfg = ref.parse_config(conf)
     w = weights(seed, cfg)
@@ -123,26 +130,31 @@ def hf_folder(out, name, conf, seed, bf16=False, shards=1, past_len=5):
                 total += w[k].size * (2 if bf16 else 4)
         write_json(os.path.join(d, "model.safetensors.index.json"),
                    {"metadata": {"total_size": total}, "weight_map": weight_map})
-    inputs = ref.random_inputs(cfg, past_len, seed + 1)
-    outputs = ref.run(cfg, {k: v.astype(np.float64) for k, v in w.items()}, inputs)
-    ref.write_test_data(os.path.join(d, "test_data_set_0"), cfg, inputs, outputs)
+    w64 = {k: v.astype(np.float64) for k, v in w.items()}
+    for i, (past, seq) in enumerate(CHUNK_CASES if chunks else ((past_len, 1),)):
+        inputs = ref.random_inputs(cfg, past, seed + 1 + i, seq)
+        outputs = ref.run(cfg, w64, inputs)
+        ref.write_test_data(os.path.join(d, "test_data_set_%d" % i), cfg, inputs, outputs)
     return cfg, w, inputs, outputs
 
 
 def gen_good(out):
-    hf_folder(out, "qwen3_tiny", config(
+    qwen3 = config(
         "qwen3", 64, 2, 4, 2, 128, 256, head_dim=32, rope_theta=1000000.0,
         attention_bias=False, use_sliding_window=False, sliding_window=None,
-        max_window_layers=2), seed=30)
+        max_window_layers=2)
+    hf_folder(out, "qwen3_tiny", qwen3, seed=30)
+    hf_folder(out, "qwen3_tiny", qwen3, seed=30, chunks=True)
     hf_folder(out, "qwen2_tiny", config(
         "qwen2", 64, 2, 4, 1, 160, 320, rope_theta=1000000.0, rope_scaling=None,
         tie_word_embeddings=True, use_sliding_window=False, sliding_window=None),
         seed=20)
-    hf_folder(out, "llama_tiny_bf16", config(
+    llama_bf16 = config(
         "llama", 64, 2, 4, 2, 128, 256, attention_bias=True, tie_word_embeddings=True,
         rope_parameters={"rope_theta": 500000.0, "rope_type": "default"},
-        torch_dtype=..., dtype="bfloat16", transformers_version="5.17.0"),
-        seed=40, bf16=True)
+        torch_dtype=..., dtype="bfloat16", transformers_version="5.17.0")
+    hf_folder(out, "llama_tiny_bf16", llama_bf16, seed=40, bf16=True)
+    hf_folder(out, "llama_tiny_bf16", llama_bf16, seed=40, bf16=True, chunks=True)
     scaling = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                "original_max_position_embeddings": 64, "rope_type": "llama3"}
     conf = config("llama", 64, 2, 4, 2, 128, 256, rope_theta=10000.0,
@@ -239,12 +251,12 @@ def gen_bad(out):
 
 def main(argv):
     out = argv[1] if len(argv) > 1 else HERE
-    for sub in ("hf", "hf_bad"):
+    for sub in ("hf", "hf_chunk", "hf_bad"):
         shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
     gen_good(out)
     gen_bad(out)
-    print("wrote Hugging Face folders to", os.path.join(out, "hf"), "and",
-          os.path.join(out, "hf_bad"))
+    print("wrote Hugging Face folders to", os.path.join(out, "hf"), ",",
+          os.path.join(out, "hf_chunk"), "and", os.path.join(out, "hf_bad"))
 
 
 if __name__ == "__main__":

@@ -282,3 +282,38 @@ Test(canon, a_transposed_weight_is_read_by_rows)
 	cr_expect_eq(lm->in[1]->rank, 2);
 	cr_expect_eq(lm->in[1]->shape[0].c, 1024, "the table is [vocab, hidden]");
 }
+
+/*
+ * A Transpose that moves only axes of length 1, and a Slice that keeps
+ * every element, become Reshapes (views); a Transpose that reorders real
+ * axes, or a Slice that walks an axis backwards, stays.
+ */
+Test(canon, moves_of_length_one_axes_become_reshapes)
+{
+	mkc_graph *g = gb_graph(ctx, "moves", 23);
+	static const int64_t one[4] = {1, 1, 4, 8}, two[4] = {1, 2, 4, 8}, perm[4] = {0, 2, 1, 3};
+	static const int64_t start = 0, end = 8, axis = 3, back = -1;
+	mkc_tensor *a = gb_input(g, "a", MKC_DT_FLOAT, 4, one);
+	mkc_tensor *b = gb_input(g, "b", MKC_DT_FLOAT, 4, two);
+	mkc_node *ta = gb_node(g, "Transpose", "ta", 1, (mkc_tensor *[]){a});
+	mkc_node *tb = gb_node(g, "Transpose", "tb", 1, (mkc_tensor *[]){b});
+	gb_attr_ints(g, ta, "perm", 4, perm);
+	gb_attr_ints(g, tb, "perm", 4, perm);
+	mkc_tensor *s = gb_ints(g, "s", 1, &start), *e = gb_ints(g, "e", 1, &end);
+	mkc_tensor *x = gb_ints(g, "x", 1, &axis), *st = gb_ints(g, "st", 1, &back);
+	mkc_tensor *ends = gb_ints(g, "ends", 1, (const int64_t[]){INT64_MIN});
+	mkc_node *whole = gb_node(g, "Slice", "whole", 4, (mkc_tensor *[]){a, s, e, x});
+	mkc_node *rev = gb_node(g, "Slice", "rev", 5, (mkc_tensor *[]){a, e, ends, x, st});
+	gb_output(g, ta->out[0]);
+	gb_output(g, tb->out[0]);
+	gb_output(g, whole->out[0]);
+	gb_output(g, rev->out[0]);
+	infer(g);
+	canonical(g);
+	cr_expect_eq(ta->op, MKC_OP_RESHAPE, "[1,1,4,8] -> [1,4,1,8] moves a 1 only");
+	cr_expect_eq(tb->op, MKC_OP_TRANSPOSE, "[1,2,4,8] -> [1,4,2,8] reorders");
+	cr_expect_eq(whole->op, MKC_OP_RESHAPE, "a Slice of every element");
+	cr_expect_eq(rev->op, MKC_OP_SLICE, "a Slice backwards keeps the shape, not the order");
+	char buf[64];
+	cr_expect_str_eq(mkc_shape_str(g, ta->out[0], buf, sizeof buf), "[1,4,1,8]");
+}

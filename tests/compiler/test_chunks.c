@@ -1,0 +1,118 @@
+/*
+ * test_chunks.c - steps of several tokens (mkc --max-chunk, issue 29) on
+ * the C target: the golden chunks of tests/models/hf_chunk against the
+ * float64 reference, and through the emitted API a prompt fed in chunks
+ * against the same prompt fed a token at a time (logits and caches), and
+ * generate on a chunked file against generate on the decode file.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../mkc_run.h"
+
+#define CHUNK "tests/models/hf_chunk/"
+
+static char out[1 << 16];
+
+Test(chunks, golden_steps_of_several_tokens, .timeout = 300)
+{
+	/* past 5 + 7 new, past 6 + 1 new, an empty cache + 4 new (gen_hf.py) */
+	cr_assert_eq(mkc_test_run("--max-chunk 8 " CHUNK "qwen3_tiny " CHUNK "llama_tiny_bf16", out,
+				  sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "6 passed, 0 failed"), "%s", out);
+}
+
+Test(chunks, a_chunk_longer_than_compiled_is_refused, .timeout = 300)
+{
+	cr_assert_neq(mkc_test_run("--max-chunk 4 " CHUNK "qwen3_tiny", out, sizeof out), 0,
+		      "%s", out);
+	cr_expect(strstr(out, "seq_len = 7 is outside 0..4 (the compiled maximum)"), "%s", out);
+	cr_expect(strstr(out, "2 passed, 1 failed"), "%s", out);
+}
+
+/*
+ * One program, two files of the same folder: chunk.c (--max-chunk 4) and
+ * one.c (the decode step). A 9-token prompt in chunks of 4, 4 and 1 gives
+ * the logits and caches of the same prompt a token at a time (to float
+ * rounding: the products sum rows in another grouping); generate on both
+ * files gives the same tokens; a step of 5 and one of 0 are refused.
+ */
+Test(chunks, a_prompt_in_chunks_is_the_prompt_a_token_at_a_time, .timeout = 300)
+{
+	static const char prog[] =
+		"#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+		"#include \"chunk.h\"\n#include \"one.h\"\n"
+		"static const int64_t prompt[9] = {3, 17, 250, 99, 4, 31, 200, 7, 64};\n"
+		"static float logits[2][256];\n"
+		"static int feed(chunk *m, int at, int n, int which) {\n"
+		"  int64_t pos[8], dims[2];\n"
+		"  for (int k = 0; k < n; k++) pos[k] = at + k;\n"
+		"  for (int i = 0; i < chunk_num_dims(); i++)\n"
+		"    dims[i] = strcmp(chunk_dim_name(i), \"seq_len\") ? -1 : n;\n"
+		"  const void *in[2] = {prompt + at, pos}; void *o[1] = {logits[which]};\n"
+		"  return chunk_step(m, in, o, dims);\n"
+		"}\n"
+		"int main(void) {\n"
+		"  chunk *m; one *d;\n"
+		"  if (chunk_create(&m, NULL) || chunk_load_weights(m, DIR) || one_create(&d, NULL) ||\n"
+		"      one_load_weights(d, DIR)) { printf(\"setup failed\\n\"); return 9; }\n"
+		"  printf(\"dims %d: %s %s, max %lld\\n\", chunk_num_dims(), chunk_dim_name(0),\n"
+		"         chunk_dim_name(1), (long long)chunk_max_dim(0));\n"
+		"  int at = 0;\n"
+		"  for (int n = 4; at < 9; at += n, n = 9 - at < 4 ? 9 - at : 4)\n"
+		"    if (feed(m, at, n, 0)) { printf(\"chunk: %s\\n\", chunk_last_error(m)); return 1; }\n"
+		"  printf(\"len %lld\\n\", (long long)chunk_cache_len(m));\n"
+		"  enum { N = 9 * 2 * 32 };\n"
+		"  static float a[8][N], b[8][N];\n"
+		"  int nc = chunk_num_caches();\n"
+		"  for (int c = 0; c < nc; c++) if (chunk_cache_read(m, c, a[c])) return 2;\n"
+		"  chunk_cache_reset(m);\n"
+		"  for (int t = 0; t < 9; t++) if (feed(m, t, 1, 1)) return 3;\n"
+		"  double worst = 0;\n"
+		"  for (int c = 0; c < nc; c++) {\n"
+		"    if (chunk_cache_read(m, c, b[c])) return 4;\n"
+		"    for (int i = 0; i < N; i++) {\n"
+		"      double e = fabs((double)a[c][i] - b[c][i]);\n"
+		"      if (e > worst) worst = e;\n"
+		"    }\n"
+		"  }\n"
+		"  double lw = 0;\n"
+		"  for (int i = 0; i < 256; i++) {\n"
+		"    double e = fabs((double)logits[0][i] - logits[1][i]);\n"
+		"    if (e > lw) lw = e;\n"
+		"  }\n"
+		"  printf(\"caches %s, logits %s\\n\", worst < 1e-4 ? \"same\" : \"differ\",\n"
+		"         lw < 1e-4 ? \"same\" : \"differ\");\n"
+		"  if (worst >= 1e-4 || lw >= 1e-4) printf(\"worst %g %g\\n\", worst, lw);\n"
+		"  int64_t t1[6], t2[6];\n"
+		"  chunk_cache_reset(m);\n"
+		"  if (chunk_generate(m, prompt, 9, 6, t1) || one_generate(d, prompt, 9, 6, t2)) {\n"
+		"    printf(\"generate: %s / %s\\n\", chunk_last_error(m), one_last_error(d)); return 6;\n"
+		"  }\n"
+		"  printf(\"generate %s, len %lld\\n\", memcmp(t1, t2, sizeof t1) ? \"differs\" : \"same\",\n"
+		"         (long long)chunk_cache_len(m));\n"
+		"  chunk_cache_reset(m);\n"
+		"  printf(\"five: %d %s\\n\", feed(m, 0, 5, 0), chunk_last_error(m));\n"
+		"  printf(\"zero: %d %s\\n\", feed(m, 0, 0, 0), chunk_last_error(m));\n"
+		"  chunk_destroy(m); one_destroy(d); return 0;\n"
+		"}\n";
+	static char cmd[1 << 15];
+	const char *dir = CHUNK "qwen3_tiny";
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && %s %s --max-chunk 4 --max-seq 32 -o $d/chunk.c && "
+		 "%s %s --max-seq 32 -o $d/one.c && cat > $d/t.c <<'EOF'\n%sEOF\n"
+		 "cc -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined "
+		 "-fno-sanitize-recover=all -DDIR=\\\"%s\\\" -pthread -I$d -o $d/t $d/t.c $d/chunk.c "
+		 "$d/one.c -lm && timeout 120 $d/t; rc=$?; rm -rf $d; exit $rc",
+		 mkc_bin(), dir, mkc_bin(), dir, prog, dir);
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "dims 2: seq_len past_len, max 4\n"), "%s", out);
+	cr_expect(strstr(out, "len 9\n"), "%s", out);
+	cr_expect(strstr(out, "caches same, logits same\n"), "%s", out);
+	cr_expect(strstr(out, "generate same, len 14\n"), "%s", out);
+	cr_expect(strstr(out, "five: -1 seq_len = 5 is outside 0..4 (the compiled maximum)"), "%s",
+		  out);
+	cr_expect(strstr(out, "zero: -1 a step must append at least one position"), "%s", out);
+	cr_expect_null(strstr(out, "runtime error"), "%s", out);
+}
