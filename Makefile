@@ -30,7 +30,7 @@ RUNTIME = runtime/common.h runtime/bf16.h runtime/limits.h runtime/api_h.h runti
 	runtime/profile.h runtime/exec_api.h runtime/api.h \
 	backends/c/exec.h backends/c/scalar.h backends/c/cache.h backends/c/attention.h backends/c/rows.h backends/c/data.h \
 	backends/c/elementwise.h backends/c/reduce.h backends/c/matmul.h backends/c/gqa.h \
-	backends/cuda/sync.cuh backends/cuda/exec.cuh backends/cuda/attention.cuh backends/cuda/matvec.cuh \
+	backends/cuda/sync.cuh backends/cuda/exec.cuh backends/cuda/attention.cuh backends/cuda/matvec.cuh backends/cuda/mma.cuh \
 	backends/hip/names.h backends/hip/sync.h
 # tests/fuzz holds libFuzzer targets, built by `make fuzz` only; tests/loaders
 # a program that test_loaders.c builds against each model it compiles.
@@ -147,9 +147,9 @@ check-models:  ## check that the generated test models are what their generators
 		cmp -s $$d/$$f tests/models/hand/$$f || { echo "check-models: $$f differs from what gen_models.py makes"; rm -rf $$d; exit 1; }; \
 	done; rm -rf $$d; echo "check-models: tests/models/hand matches gen_models.py"
 	@d=$$(mktemp -d) && python3 tests/models/gen_hf.py $$d >/dev/null && \
-	for f in $$(cd $$d && find hf hf_bad -type f) $$(cd tests/models && find hf hf_bad -type f); do \
+	for f in $$(cd $$d && find hf hf_chunk hf_bad -type f) $$(cd tests/models && find hf hf_chunk hf_bad -type f); do \
 		cmp -s $$d/$$f tests/models/$$f || { echo "check-models: tests/models/$$f differs from what gen_hf.py makes"; rm -rf $$d; exit 1; }; \
-	done; rm -rf $$d; echo "check-models: tests/models/hf and hf_bad match gen_hf.py"
+	done; rm -rf $$d; echo "check-models: tests/models/hf, hf_chunk and hf_bad match gen_hf.py"
 	@d=$$(mktemp -d) && python3 tests/models/gen_qwen3_onnx.py $$d >/dev/null && \
 	for f in $$(cd $$d && find . -type f); do \
 		cmp -s $$d/$$f tests/models/qwen3_tiny_onnx/$$f || { echo "check-models: qwen3_tiny_onnx/$$f differs from what gen_qwen3_onnx.py makes"; rm -rf $$d; exit 1; }; \

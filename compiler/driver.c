@@ -64,6 +64,9 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		 * in the 1B step, each paying the first loads' latency */
 		.matmul_tile_cols = o->wide_target ? 128 : 64,
 		.matmul_min_cols = 8,
+		/* a GPU block of a step's tokens is a tensor-core tile's rows; the C
+		 * target's few rows let tests with short chunks cross blocks */
+		.chunk_rows = o->wide_target ? 128 : 4,
 		.max_dim = o->max_dim,
 		.no_reuse = o->no_reuse,
 	};

@@ -37,6 +37,12 @@ typedef struct mkc_task {
 	mkc_node *node;
 	int tile, ntiles;
 	mkc_box out;               /* the box of output 0 this tile computes */
+	/*
+	 * out may pass the output's run-time extent (a block of a step's
+	 * tokens past its S): the runtime clamps the box to it, and a box
+	 * left empty computes nothing
+	 */
+	bool clamp;
 	mkc_region *reads, *writes;
 	int nreads, nwrites;
 	int *preds;                /* tasks that must finish first (deps) */
@@ -61,6 +67,7 @@ typedef struct {
 	int64_t min_tile_elems;    /* elementwise tiles are at least this big */
 	int64_t matmul_tile_cols;  /* output columns per weight-streaming tile */
 	int64_t matmul_min_cols;   /* fewest columns a tile, when spreading over workers */
+	int64_t chunk_rows;        /* a step's tokens: fewest rows a block of them (0: 128) */
 	int64_t max_dim;           /* every symbol's largest value (0: 4096) */
 	bool no_reuse;             /* memory: every intermediate gets its own buffer */
 } mkc_target_params;

@@ -28,8 +28,11 @@
  *     more a tile, each tile reading the key and value heads its query
  *     heads share (head / (query heads / key heads)), whole otherwise;
  *   - Reshape and its kin (those that views.c does not make views, such
- *     as the copy of the logits into a graph output): like elementwise
- *     ops, each tile reading the input whole;
+ *     as the copy of the logits into a graph output), Transpose and a 4-D
+ *     RotaryEmbedding: like elementwise ops, each tile reading its inputs
+ *     whole, but a Transpose's input in the output box permuted back, and
+ *     a rotary's x in the output box and its cos and sin (without
+ *     position_ids) in the box's positions;
  *   - AttnPart (passes/split_attn.c): a tile a (key head, chunk) row of
  *     its output; AttnMerge: by query heads, reading their key heads' rows;
  *   - HeadProj (passes/fuse_qkv.c): as a product's columns, but each tile
@@ -37,8 +40,14 @@
  *     (tile_head_proj);
  *   - anything else, and any node with several outputs: one tile that reads
  *     every input whole (a CacheAppend writes only the new positions).
- * Tiles never split a symbolic axis: their bounds stay constants there and
- * cover the whole run-time length.
+ * Tiles split no other symbolic axis than a step's tokens (the chunk
+ * symbol S, mkc --max-chunk): ops that compute rows apart (elementwise ops,
+ * Gemm, 2-D MatMul, the norms, copies) are also cut there into blocks of
+ * rows up to the compiled maximum of S, at least chunk_rows a block and at
+ * most 16 blocks; a block's box is constant ([r * B, (r + 1) * B)) and may
+ * pass S at run time: the task is marked clamp, and the runtime cuts its
+ * box to the output's extent (a block past S computes nothing). Elsewhere
+ * bounds stay constants and cover the whole run-time length.
  */
 #include "passes.h"
 #include "task.h"
@@ -75,6 +84,7 @@ mapping_of(const mkc_node *n)
 		/* CastLike's type and Expand's shape are no operand to cut: one tile */
 		return k->operands < n->nin ? MAP_WHOLE : MAP_ELEMENTWISE;
 	case MKC_KERN_COPY:
+	case MKC_KERN_TRANSPOSE:   /* its body walks the output box through the permutation */
 		return MAP_COPY;
 	case MKC_KERN_MATMUL:
 		if (n->op == MKC_OP_MATMUL)
@@ -84,6 +94,8 @@ mapping_of(const mkc_node *n)
 		return MAP_GEMM;   /* NormGemm, NormGlu: made only for products by weights */
 	case MKC_KERN_HEAD_PROJ:
 		return MAP_HEAD_PROJ;
+	case MKC_KERN_ROTARY:   /* a 4-D x by heads and positions; a 3-D one whole */
+		return n->in[0]->rank == 4 ? MAP_COPY : MAP_WHOLE;
 	case MKC_KERN_ROWS:
 		/* the rule was never extended to these two: one tile */
 		return n->op == MKC_OP_LAYER_NORM || n->op == MKC_OP_MS_SKIP_SIMPLIFIED_LN
@@ -404,6 +416,18 @@ add_reads(mkc_plan *p, mkc_task *t, mapping m, const mkc_box *ob)
 		mkc_box b = mkc_box_full(x);
 		if (m == MAP_ELEMENTWISE || (m == MAP_ROWS && k == 0))
 			b = broadcast_box(x, y, ob);
+		else if (m == MAP_COPY && k == 0 && n->kern->kind == MKC_KERN_TRANSPOSE)
+			for (int d = 0; d < y->rank; d++) {   /* output axis d is input axis perm[d] */
+				b.lo[n->kern->perm[d]] = ob->lo[d];
+				b.hi[n->kern->perm[d]] = ob->hi[d];
+			}
+		else if (m == MAP_COPY && n->kern->kind == MKC_KERN_ROTARY && k == 0)
+			b = *ob;   /* x is shaped as y */
+		else if (m == MAP_COPY && n->kern->kind == MKC_KERN_ROTARY && x->rank == 3 &&
+			 mkc_dim_eq(x->shape[1], y->shape[2])) {
+			b.lo[1] = ob->lo[2];   /* cos and sin [B, S, R/2]: the tile's positions */
+			b.hi[1] = ob->hi[2];
+		}
 		else if (m == MAP_GATHER && k == 0) {
 			/* embedding rows are picked at run time: all rows, our columns */
 			b.lo[1] = ob->lo[y->rank - 1];
@@ -493,6 +517,61 @@ tile_head_proj(mkc_plan *p, mkc_node *n)
 	}
 }
 
+/*
+ * The axis of n's output that is a step's tokens (the chunk symbol alone)
+ * and that tiles of mapping m may cut into blocks of rows, or -1.
+ */
+static int
+chunk_axis(const mkc_plan *p, const mkc_node *n, mapping m, int axis)
+{
+	const mkc_graph *g = p->g;
+	const mkc_tensor *y = n->out[0];
+	bool rows_apart = m == MAP_ELEMENTWISE || m == MAP_ROWS || m == MAP_COPY ||
+			  (m == MAP_GEMM && n->op == MKC_OP_GEMM) || (m == MAP_MATMUL && y->rank == 2) ||
+			  (m == MAP_HEADS && y->rank == 4);
+	if (g->chunk_sym < 0 || !y || !rows_apart)
+		return -1;
+	int limit = m == MAP_ROWS ? n->kern->axis : m == MAP_ELEMENTWISE || m == MAP_COPY ? y->rank
+										    : y->rank - 1;
+	if (m == MAP_HEADS)
+		limit = 3;   /* the query positions, axis 2 */
+	for (int a = 0; a < limit; a++)
+		if (a != axis && mkc_dim_eq(y->shape[a], mkc_dim_sym(g->chunk_sym)))
+			return a;
+	return -1;
+}
+
+/*
+ * Tiles across a block of rows of a step's tokens. A product's columns go
+ * matmul_tile_cols at a time (a tensor-core tile's width on a GPU); with
+ * the decode step's narrower cut, the 1B shape's plan for 1024 tokens had
+ * 77,000 tasks and 29 million edges, and mkc took 144 s. Attention keeps
+ * the decode cut, a head a tile: 8 heads a tile made the 1B shape's
+ * prompts 2.2x (1024 tokens) to 2.9x (4000) slower on an H200
+ * (tests/gpu/RESULTS.md, session 16). Anything else is cut along axis into
+ * tiles of about CHUNK_TILE_ELEMS elements (the decode cut, a tile a
+ * worker, made 105,000 tasks and mkc 150 s). k is the decode cut's count.
+ */
+enum { CHUNK_TILE_ELEMS = 64 * 1024 };
+
+static int
+chunk_tiles(const mkc_plan *p, const mkc_node *n, mapping m, int axis, int64_t rows, int k)
+{
+	const mkc_tensor *y = n->out[0];
+	if (axis < 0 || m == MAP_HEADS)
+		return k;
+	int64_t len = y->shape[axis].c, elems = rows;
+	if (by_columns(n, m)) {
+		int64_t t = (len + p->tp.matmul_tile_cols - 1) / p->tp.matmul_tile_cols;
+		return (int)(t < 1 ? 1 : t);
+	}
+	for (int d = 0; d < y->rank; d++)
+		if (mkc_dim_is_const(y->shape[d]))
+			elems *= y->shape[d].c;
+	int64_t t = elems / CHUNK_TILE_ELEMS;
+	return (int)(t < 1 ? 1 : t > len ? len : t);
+}
+
 static void
 tile_node(mkc_plan *p, mkc_node *n)
 {
@@ -503,10 +582,26 @@ tile_node(mkc_plan *p, mkc_node *n)
 		return;
 	}
 	choose_split(p, n, m, &axis, &k);
-	for (int i = 0; i < k; i++) {
-		mkc_task *t = mkc_plan_add_task(p, n, i, k);
+	/* blocks of a step's tokens, each cut as the whole would be */
+	int raxis = chunk_axis(p, n, m, axis);
+	int64_t rows = 0, nblocks = 1;
+	if (raxis >= 0) {
+		int64_t most = mkc_graph_sym_max(p->g, p->g->chunk_sym, p->tp.max_dim ? p->tp.max_dim : 4096);
+		rows = p->tp.chunk_rows > 0 ? p->tp.chunk_rows : 128;
+		if (rows < (most + 15) / 16)
+			rows = (most + 15) / 16;
+		nblocks = (most + rows - 1) / rows;
+		k = chunk_tiles(p, n, m, axis, rows, k);
+	}
+	for (int i = 0; i < k * nblocks; i++) {
+		mkc_task *t = mkc_plan_add_task(p, n, i, (int)(k * nblocks));
 		if (n->out[0])
-			t->out = tile_box(n->out[0], axis, i, k);
+			t->out = tile_box(n->out[0], axis, i % k, k);
+		if (raxis >= 0) {
+			t->out.lo[raxis] = mkc_dim_const(i / k * rows);
+			t->out.hi[raxis] = mkc_dim_const((i / k + 1) * rows);
+			t->clamp = true;
+		}
 		if (n->kern->kind == MKC_KERN_CACHE_APPEND) {
 			/* it writes only the new positions, past_len .. past_len + n */
 			const mkc_tensor *y = n->out[0];

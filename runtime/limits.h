@@ -19,6 +19,14 @@
  * NormGlu's and HeadProj's rows of both weights together */
 #define MKC_GEMV_ROWS 128
 
+/* the tensor-core tile (mma.cuh) of a chunk's products: tokens by features,
+ * a K step, the stages of its ring, and the shared memory it takes */
+#define MKC_MM_TM 128
+#define MKC_MM_TN 128
+#define MKC_MM_TK 64
+#define MKC_MM_STAGES 3
+#define MKC_MM_SMEM (MKC_MM_STAGES * (MKC_MM_TM + MKC_MM_TN) * MKC_MM_TK * 2)
+
 /* the decode attention bodies (attention.cuh): the head size, a multiple
  * of the warp, at most this */
 #define MKC_ATTN_MAX_D 256

@@ -123,6 +123,7 @@ typedef struct {
 	float softcap;   /* > 0: scores soft-capped */
 	int causal;      /* 1: query s sees positions up to P + s; 2: up to L - Sq + s */
 	int64_t h0, h1;  /* the tile's query heads */
+	int64_t s0, s1;  /* its query positions (a block of a chunk's); s1 0: all */
 } mkc_attn_opt;
 
 /*
@@ -150,14 +151,15 @@ mkc_attention(const mkc_view *y, const mkc_view *q, const mkc_view *k, const mkc
 	const int64_t B = q->d[0], Hq = q->d[1], Sq = q->d[2], D = q->d[3], Hk = k->d[1];
 	const int64_t P = pk ? pk->d[2] : 0, Sn = k->d[2], Dv = v->d[3];
 	const int64_t L = P + Sn, NH = o->h1 - o->h0;
+	const int64_t s0 = o->s1 ? o->s0 : 0, NS = o->s1 ? o->s1 - o->s0 : Sq;
 	const int64_t *qs = q->s, *ks = k->s, *vs = v->s, *ys = y->s;
 	const int64_t *pks = pk ? pk->s : ks, *pvs = pv ? pv->s : vs;
 	int64_t ms[5] = {0};
 	if (mask)
 		mkc_rt_bmap(mask->d, mask->s, mask->rank, 4, ms);
-	for (int64_t f = MKC_LANE; f < B * NH * Sq * Dv; f += MKC_NLANES) {
-		const int64_t b = f / (NH * Sq * Dv), h = o->h0 + f / (Sq * Dv) % NH;
-		const int64_t s = f / Dv % Sq, d = f % Dv, kh = h / (Hq / Hk);
+	for (int64_t f = MKC_LANE; f < B * NH * NS * Dv; f += MKC_NLANES) {
+		const int64_t b = f / (NH * NS * Dv), h = o->h0 + f / (NS * Dv) % NH;
+		const int64_t s = s0 + f / Dv % NS, d = f % Dv, kh = h / (Hq / Hk);
 		const float *pq = (const float *)q->p + b * qs[0] + h * qs[1] + s * qs[2];
 		float mx = -INFINITY, sum = 0, acc = 0;
 		const int64_t see = o->causal == 2 ? L - Sq + s + 1 : o->causal ? P + s + 1 : L;

@@ -27,6 +27,9 @@ typedef struct {
 	int64_t heads;   /* x 3-D [B, S, heads * D]: its heads; 0: x is 4-D [B, H, S, D] */
 	int64_t rot;     /* the dimensions rotated, the first of each row (0: all) */
 	int inter;       /* pairs (2i, 2i + 1) rather than halves (i, i + R/2) */
+	/* the box of y a tile computes, by batch, head and position of a 4-D x
+	 * (the head axis whole for a 3-D one); NULL: all of y */
+	const int64_t *lo, *hi;
 } mkc_rotary_opt;
 
 /*
@@ -63,9 +66,13 @@ mkc_rotary(const mkc_view *y, const mkc_view *x, const mkc_view *cos, const mkc_
 	const float *MKC_RESTRICT px0 = (const float *)x->p;
 	float *MKC_RESTRICT py0 = (float *)y->p;
 	const int64_t half = R / 2, W = D - half;   /* lanes a row: pairs, then the rest */
-	for (int64_t p = MKC_LANE; p < B * H * S * W; p += MKC_NLANES) {
+	const int64_t b0 = o->lo ? o->lo[0] : 0, nb = o->lo ? o->hi[0] - b0 : B;
+	const int64_t h0 = o->lo && !three ? o->lo[1] : 0, nh = o->lo && !three ? o->hi[1] - h0 : H;
+	const int64_t s0 = o->lo ? o->lo[three ? 1 : 2] : 0;
+	const int64_t ns = o->lo ? o->hi[three ? 1 : 2] - s0 : S;
+	for (int64_t p = MKC_LANE; p < nb * nh * ns * W; p += MKC_NLANES) {
 		const int64_t q = p / W, i = p % W;
-		const int64_t b = q / (H * S), h = q / S % H, s = q % S;
+		const int64_t b = b0 + q / (nh * ns), h = h0 + q / ns % nh, s = s0 + q % ns;
 		const float *px = px0 + b * sb + h * sh + s * ss;
 		float *py = py0 + b * sb + h * sh + s * ss;
 		if (i >= half) {

@@ -751,6 +751,24 @@ emit_boxes(mkc_emitter *e)
 		}
 	}
 	fputs("\n\t{0, {0, 0}, {-1, -1}}\n};\n", f);
+	/* a clamped task's output extent (task.h's clamp): where in mkc_task_ext, or -1 */
+	fprintf(f, "%s int mkc_task_clamp[MKC_NTASKS] MKC_UNUSED = {", q);
+	int ne = 0;
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", t->clamp ? ne : -1);
+		ne += t->clamp ? t->node->out[0]->rank : 0;
+	}
+	fprintf(f, "\n};\n%s mkc_rt_dim mkc_task_ext[%d] MKC_UNUSED = {", q, ne + 1);
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		for (int d = 0; t->clamp && d < t->node->out[0]->rank; d++) {
+			fputs(d ? " " : "\n\t", f);
+			put_dim(f, t->node->out[0]->shape[d]);
+			fputs(",", f);
+		}
+	}
+	fputs("\n\t{0, {0, 0}, {-1, -1}}\n};\n", f);
 }
 
 /*
@@ -835,10 +853,14 @@ emit_nodes(mkc_emitter *e)
 	 */
 	fprintf(f, "\n%s void\n"
 		"mkc_task_bounds(const struct mkc_model *m, int task, int64_t *lo, int64_t *hi)\n{\n"
-		"\tconst int b = mkc_task_box_start[task];\n"
+		"\tconst int b = mkc_task_box_start[task], c = mkc_task_clamp[task];\n"
 		"\tfor (int d = 0; d < (mkc_task_box_start[task + 1] - b) / 2; d++) {\n"
 		"\t\tlo[d] = mkc_rt_dimv(mkc_task_box[b + 2 * d], m->sym);\n"
-		"\t\thi[d] = mkc_rt_dimv(mkc_task_box[b + 2 * d + 1], m->sym);\n\t}\n}\n\n"
+		"\t\thi[d] = mkc_rt_dimv(mkc_task_box[b + 2 * d + 1], m->sym);\n"
+		"\t\tif (c >= 0) {   /* a block of rows may pass the output's end */\n"
+		"\t\t\tconst int64_t e = mkc_rt_dimv(mkc_task_ext[c + d], m->sym);\n"
+		"\t\t\tlo[d] = lo[d] < e ? lo[d] : e;\n"
+		"\t\t\thi[d] = hi[d] < e ? hi[d] : e;\n\t\t}\n\t}\n}\n\n"
 		"%s void\nmkc_run_node(struct mkc_model *m, int node, const int64_t *lo, const int64_t *hi)\n"
 		"{\n\tswitch (node) {\n", e->t->fn_qual, e->t->fn_qual);
 	for (int i = 0; i < g->nodes.n; i++) {
@@ -919,6 +941,10 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 		return -1;
 	emit_io(e);
 	emit_generate_io(e);
+	bool mma = false;
+	for (int i = 0; i < g->nodes.n; i++)
+		mma = mma || mkc_emit_mma(e, MKC_NODE(g, i));
+	fprintf(f, "#define MKC_DYN_SMEM %s\n", mma ? "MKC_MM_SMEM" : "0");
 	emit_schedule(e);
 	emit_boxes(e);
 	emit_profile(e, o);

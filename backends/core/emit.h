@@ -41,6 +41,8 @@ typedef struct {
 	bool half_types;            /* float16 / bfloat16 tensors supported */
 	int warp;                   /* lanes of a warp (MKC_WARP in the file): the GPU bodies'
 	                               lane groups; 0: no warps (a lane is a thread) */
+	bool mma;                   /* a chunk's products on tensor cores (backends/cuda/mma.cuh,
+	                               in bodies), in dynamic shared memory */
 	/* mkc test: a shell command that builds $W/model.EXT and $W/main.EXT
 	 * (the harness) into $W/run; $F: the flags of --tsan or $MKC_TEST_CFLAGS */
 	const char *test_build;
@@ -138,6 +140,10 @@ typedef struct {
  * caller sizes slot for the node's inputs and outputs and zeroes nslot).
  */
 int mkc_emit_node(mkc_emitter *e, const mkc_node *n);
+
+/* Whether node n's tiles run on tensor cores (backends/cuda/mma.cuh): the
+ * file then gives each worker MKC_MM_SMEM bytes of dynamic shared memory. */
+bool mkc_emit_mma(const mkc_emitter *e, const mkc_node *n);
 
 /*
  * Model text made safe for the emitted file: inside a string literal

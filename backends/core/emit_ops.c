@@ -550,12 +550,59 @@ emit_matmul(mkc_emitter *e, const mkc_node *n)
 	return 0;
 }
 
+/*
+ * Whether Gemm n's tiles are blocks of a step's tokens (passes/tile.c's
+ * clamped row blocks) that backends/cuda/mma.cuh computes: a target with
+ * tensor-core tiles, x float32 [S, K], W a bf16 weight [N, K] (transB), K a
+ * multiple of the tile's K step, alpha 1 (and beta 1 with C), C a residual
+ * shaped as y or a bias [N], and every tile at most MKC_MM_TM rows by
+ * MKC_MM_TN columns.
+ */
+bool
+mkc_emit_mma(const mkc_emitter *e, const mkc_node *n)
+{
+	if (!e->t->mma || n->op != MKC_OP_GEMM || n->nout != 1 || !n->kern)
+		return false;
+	const mkc_tensor *x = n->in[0], *w = n->in[1], *c = n->nin > 2 ? n->in[2] : NULL;
+	const mkc_tensor *y = n->out[0];
+	if (n->kern->trans_a || !n->kern->trans_b || x->rank != 2 || x->dtype != MKC_DT_FLOAT ||
+	    w->kind != MKC_TK_WEIGHT || !is_bf16(w) || w->rank != 2 || y->dtype != MKC_DT_FLOAT ||
+	    !mkc_dim_is_const(x->shape[1]) || x->shape[1].c % MKC_MM_TK || n->kern->alpha != 1.0f ||
+	    (c && n->kern->beta != 1.0f))
+		return false;
+	if (c && !(c->dtype == MKC_DT_FLOAT && (mkc_tensor_same_shape(c, y) ||
+						(c->rank == 1 && mkc_dim_eq(c->shape[0], y->shape[1])))))
+		return false;
+	int tiles = 0;
+	for (int i = 0; i < e->p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(e->p, i);
+		if (t->node != n)
+			continue;
+		mkc_dim rows, cols;
+		if (!t->clamp || !mkc_dim_sub(t->out.hi[0], t->out.lo[0], &rows) ||
+		    !mkc_dim_sub(t->out.hi[1], t->out.lo[1], &cols) || !mkc_dim_is_const(rows) ||
+		    !mkc_dim_is_const(cols) || rows.c > MKC_MM_TM || cols.c > MKC_MM_TN)
+			return false;
+		tiles++;
+	}
+	return tiles > 0;
+}
+
 static int
 emit_gemm(mkc_emitter *e, const mkc_node *n)
 {
 	char c[16];
 	view_in(c, n, 2);
 	decl_all(e, n);
+	if (mkc_emit_mma(e, n)) {
+		/* C: a residual by rows, or a bias (ldc 0: the same row for every token) */
+		const mkc_tensor *cx = n->nin > 2 ? n->in[2] : NULL;
+		fprintf(e->f, "\tif (lo[0] < hi[0])\n\t\tmkc_mma_tile<false>((float *)y.p, y.s[0], x0.p, "
+			"x0.s[0], (const uint16_t *)x1.p, x1.s[0], %s, %s, hi[0], hi[1], x0.d[1], "
+			"lo[0], lo[1], mkc_dyn_smem);\n",
+			cx ? "(const float *)x2.p" : "NULL", cx && cx->rank == 2 ? "x2.s[0]" : "0");
+		return 0;
+	}
 	emit_mm_opt(e, n, 0);
 	if (!n->kern->trans_a && n->kern->trans_b && n->in[0]->rank == 2 &&
 	    rows_fit(e, n->in[1], n->in[0]->shape[1]))
@@ -724,12 +771,12 @@ emit_rotary(mkc_emitter *e, const mkc_node *n)
 	}
 	char p[16], call[96];
 	decl_all(e, n);
-	fprintf(e->f, "\tconst mkc_rotary_opt o = {.heads = %lldLL, .rot = %lldLL, .inter = %d};\n",
-		(long long)(x->rank == 3 ? k->heads : 0), (long long)k->rot_dim, k->interleaved);
+	fprintf(e->f, "\tconst mkc_rotary_opt o = {.heads = %lldLL, .rot = %lldLL, .inter = %d, "
+		".lo = lo, .hi = hi};\n", (long long)(x->rank == 3 ? k->heads : 0),
+		(long long)k->rot_dim, k->interleaved);
 	snprintf(call, sizeof call, "mkc_rotary(&y, &x0, &x%d, &x%d, %s, &o, &bad)", ic, is,
 		 view_in(p, n, ip));
 	emit_checked(e, call);
-	fputs("\t(void)lo;\n\t(void)hi;\n", e->f);
 	return 0;
 }
 
@@ -780,6 +827,32 @@ attention_fast_dim(const mkc_emitter *e, const mkc_node *n)
 }
 
 /*
+ * The head size for which attention.cuh's mkc_attn_chunk computes Attention
+ * n's tiles (blocks of a chunk's query positions, passes/tile.c), or 0: a
+ * target with a chunk's tensor-core bodies, the keys and values one cache
+ * as float32 (the past inside them: is_causal 2, or none), batch 1, no
+ * mask, soft cap or present outputs, the head size a multiple of the warp
+ * up to 128 (the chunk's rows in static shared memory).
+ */
+static int64_t
+attention_chunk_dim(const mkc_emitter *e, const mkc_node *n)
+{
+	const mkc_tensor *q = n->in[0], *k = n->in[1], *v = n->in[2];
+	if (!e->t->mma || n->nin > 3 || n->nout != 1 || n->kern->softcap > 0 ||
+	    (n->kern->causal != 0 && n->kern->causal != 2) || q->rank != 4 || k->rank != 4 ||
+	    v->rank != 4 || q->dtype != MKC_DT_FLOAT || k->dtype != MKC_DT_FLOAT ||
+	    v->dtype != MKC_DT_FLOAT || is_bf16(k) || is_bf16(v) ||
+	    !mkc_dim_eq(q->shape[0], mkc_dim_const(1)) || !mkc_dim_is_const(q->shape[3]) ||
+	    !mkc_dim_eq(q->shape[3], k->shape[3]) || !mkc_dim_eq(q->shape[3], v->shape[3]) ||
+	    q->shape[3].c % e->t->warp || q->shape[3].c > 128)
+		return 0;
+	for (int i = 0; i < e->p->tasks.n; i++)
+		if (MKC_TASK(e->p, i)->node == n && MKC_TASK(e->p, i)->clamp)
+			return q->shape[3].c;
+	return 0;
+}
+
+/*
  * Attention (opset 23), 4-D: backends/c/attention.h's mkc_attention, lanes
  * sharing the output elements, each walking the keys once with an online
  * softmax; scores scaled, soft-capped, masked (a bool mask keeps where
@@ -799,6 +872,13 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 	char fs[96], fc[48], mask[16], pk[16], pv[16], y1[16], y2[16];
 	decl_all(e, n);
 	int64_t d = attention_fast_dim(e, n);
+	int64_t dc = attention_chunk_dim(e, n);
+	if (dc > 0) {
+		fprintf(e->f, "\tif (lo[2] < hi[2])\n\t\tmkc_attn_chunk_tile<%lld>(&x0, &x1, &x2, &y, %d, "
+			"lo[1], hi[1], lo[2], hi[2], %s);\n", (long long)dc, n->kern->causal,
+			scale_expr(fs, n->kern, "x0"));
+		return 0;
+	}
 	if (d > 0) {
 		fprintf(e->f, "\tmkc_attn_rows_tile<%lld>(&x0, &x1, &x2, &y, lo[1], hi[1], %s);\n",
 			(long long)d, scale_expr(fs, n->kern, "x0"));
@@ -806,7 +886,7 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 	}
 	float softcap = n->kern->softcap;
 	fprintf(e->f, "\tconst mkc_attn_opt o = {.scale = %s, .softcap = %s, .causal = %d,\n"
-		"\t\t.h0 = lo[1], .h1 = hi[1]};\n"
+		"\t\t.h0 = lo[1], .h1 = hi[1], .s0 = lo[2], .s1 = hi[2]};\n"
 		"\tmkc_attention(&y, &x0, &x1, &x2, %s, %s, %s, %s, %s, &o);\n",
 		scale_expr(fs, n->kern, "x0"), flit(fc, softcap > 0 ? softcap : 0), n->kern->causal,
 		view_in(mask, n, 3),

@@ -496,3 +496,95 @@ mkc_attn_merge_tile(const mkc_view *part, const mkc_view *y, int64_t C, int64_t 
 	mkc_attn_merge<D>((const float *)part->p, ps, (float *)y->p, ys, y->d[0], y->d[2], C,
 			  y->d[1] / (part->d[1] / C), h0, h1);
 }
+
+/*
+ * Causal attention of a prompt chunk (issue 29): query head h (h0..h1) at
+ * positions s0..s1 of y [1, Hq, Sq, D] from q over the cache's keys and
+ * values k, v [1, Hk, L, D] (the past, then this step's Sq), kh = h / (Hq /
+ * Hk). causal 2: position s sees keys up to L - Sq + s (the chunk's own
+ * diagonal at the end); 0: all L. Rows go a warp each, MKC_THREADS /
+ * MKC_WARP consecutive positions of one head at a time, and the block
+ * walks their keys together in chunks of MKC_WARP positions staged in
+ * shared memory, so each key and value row leaves L2 once for the group
+ * (flash attention's tiles of queries by keys, on CUDA cores): lane i
+ * scores position i of the chunk (the query, scaled, in shared memory; a
+ * key row padded by one float, so the lanes' rows lie on distinct banks),
+ * the warp folds the chunk into its running maximum and sum, and lane i
+ * owns output elements i, i + MKC_WARP, ... Every lane of the block calls
+ * it (it synchronises the block).
+ */
+template <int D>
+static __device__ __noinline__ void MKC_UNUSED
+mkc_attn_chunk(const float *q, const int64_t *qs, const float *k, const int64_t *ks,
+	       const float *v, const int64_t *vs, float *y, const int64_t *ys, int64_t Hq,
+	       int64_t Hk, int64_t Sq, int64_t L, int causal, int64_t h0, int64_t h1, int64_t s0,
+	       int64_t s1, float scale)
+{
+	constexpr int W = MKC_WARP, J = D / W, NW = MKC_THREADS / W;
+	static_assert(D % W == 0, "the head size is a multiple of the warp");
+	__shared__ float kc[W][D + 1], vc[W][D], qc[NW][D], pc[NW][W];
+	const int lane = threadIdx.x % W, warp = threadIdx.x / W;
+	for (int64_t h = h0; h < h1; h++) {
+		const int64_t kh = h / (Hq / Hk);
+		const float *kb = k + kh * ks[1], *vb = v + kh * vs[1];
+		for (int64_t g = s0; g < s1; g += NW) {
+			const int64_t s = g + warp, last = (g + NW < s1 ? g + NW : s1) - 1;
+			const bool live = s < s1;
+			const int64_t end = !live ? 0 : causal == 2 ? L - Sq + s + 1 : L;
+			const int64_t gend = causal == 2 ? L - Sq + last + 1 : L;   /* the group's */
+			float m = -INFINITY, sum = 0, acc[J];
+			for (int j = 0; j < J; j++) {
+				acc[j] = 0;
+				if (live)
+					qc[warp][lane + j * W] = q[h * qs[1] + s * qs[2] + lane + j * W] * scale;
+			}
+			for (int64_t t0 = 0; t0 < gend; t0 += W) {
+				__syncthreads();   /* the last chunk is used up; the queries are in */
+				for (int i = threadIdx.x; i < W * D; i += MKC_THREADS) {
+					const int r = i / D, c = i % D;
+					const int64_t t = t0 + r;
+					kc[r][c] = t < gend ? kb[t * ks[2] + c] : 0.f;
+					vc[r][c] = t < gend ? vb[t * vs[2] + c] : 0.f;
+				}
+				__syncthreads();
+				if (t0 >= end)
+					continue;   /* the warp's row sees none of this chunk */
+				float sc = -INFINITY;
+				if (t0 + lane < end) {
+					sc = 0;
+					for (int c = 0; c < D; c++)
+						sc += qc[warp][c] * kc[lane][c];
+				}
+				const float nm = fmaxf(m, mkc_attn_warp_max(sc));   /* finite: t0 < end */
+				const float p = sc == -INFINITY ? 0.f : expf(sc - nm), r = expf(m - nm);
+				sum = sum * r + mkc_rt_warp_sum(p);
+				m = nm;
+				pc[warp][lane] = p;
+				mkc_warp_sync();
+				for (int j = 0; j < J; j++) {
+					float a = acc[j] * r;
+					for (int i = 0; i < W; i++)
+						a += pc[warp][i] * vc[i][lane + j * W];
+					acc[j] = a;
+				}
+				mkc_warp_sync();
+			}
+			for (int j = 0; live && j < J; j++)
+				y[h * ys[1] + s * ys[2] + lane + j * W] = sum > 0 ? acc[j] / sum : 0.f;
+		}
+	}
+	__syncthreads();   /* the next task may use the chunk buffers */
+}
+
+/* A chunk's Attention tile: query heads h0..h1 at positions s0..s1 (empty: nothing). */
+template <int D>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_attn_chunk_tile(const mkc_view *q, const mkc_view *k, const mkc_view *v, const mkc_view *y,
+		    int causal, int64_t h0, int64_t h1, int64_t s0, int64_t s1, float scale)
+{
+	const int64_t qs[3] = {q->s[0], q->s[1], q->s[2]}, ks[3] = {k->s[0], k->s[1], k->s[2]};
+	const int64_t vs[3] = {v->s[0], v->s[1], v->s[2]}, ys[3] = {y->s[0], y->s[1], y->s[2]};
+	mkc_attn_chunk<D>((const float *)q->p, qs, (const float *)k->p, ks, (const float *)v->p, vs,
+			  (float *)y->p, ys, q->d[1], k->d[1], q->d[2], k->d[2], causal, h0, h1, s0,
+			  s1, scale);
+}

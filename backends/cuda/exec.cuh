@@ -212,7 +212,7 @@ mkc_qdesc_kernel(int *out)
 	d[MKC_QD_S0] = s0;
 	d[MKC_QD_S1] = s1;
 	const int b = mkc_task_box_start[task], rank = (mkc_task_box_start[task + 1] - b) / 2;
-	int ok = rank <= 8;
+	int ok = rank <= 8 && mkc_task_clamp[task] < 0;   /* a clamped box is cut at run time */
 	for (int k = 0; ok && k < 2 * rank; k++) {
 		const mkc_rt_dim x = mkc_task_box[b + k];
 		ok = x.s[0] < 0 && x.s[1] < 0 && x.c >= 0 && x.c <= 0x7fffffff;
@@ -333,6 +333,14 @@ mkc_model_view(struct mkc_model *m)
 #endif
 }
 
+/*
+ * A chunk's tensor-core tiles (mma.cuh) stage their operands in dynamic
+ * shared memory: MKC_DYN_SMEM bytes a worker (the emitter's; 0 without them).
+ */
+#if MKC_DYN_SMEM
+extern __shared__ __align__(128) unsigned char mkc_dyn_smem[];
+#endif
+
 static __global__ void MKC_LAUNCH_BOUNDS
 mkc_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch,
 	   long long timeout_cycles)
@@ -448,6 +456,26 @@ mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned l
 }
 #endif
 
+/* Both kernels may take MKC_DYN_SMEM bytes of dynamic shared memory (past 48 KB, asked for). */
+static int
+mkc_allow_dyn_smem(mkc_host *m)
+{
+#if MKC_DYN_SMEM > 48 * 1024
+	if (MKC_GPU(m, cudaFuncSetAttribute(mkc_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+					    MKC_DYN_SMEM)))
+		return -1;
+#if MKC_CAN_GENERATE
+	if (MKC_GPU(m, cudaFuncSetAttribute(mkc_generate_kernel,
+					    cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_DYN_SMEM)))
+		return -1;
+#endif
+	return 0;
+#else
+	(void)m;
+	return 0;
+#endif
+}
+
 static int
 mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double timeout_s)
 {
@@ -466,7 +494,9 @@ mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double tim
 	    MKC_GPU(m, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
 	    MKC_GPU(m, cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev)) ||
 	    MKC_GPU(m, cudaDeviceGetAttribute(&warp, cudaDevAttrWarpSize, dev)) ||
-	    MKC_GPU(m, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, mkc_kernel, MKC_THREADS, 0)))
+	    mkc_allow_dyn_smem(m) ||
+	    MKC_GPU(m, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, mkc_kernel, MKC_THREADS,
+								      MKC_DYN_SMEM)))
 		return -1;
 	if (warp != MKC_WARP) {
 		mkc_seterr(m, "this file was compiled for %d-wide warps but the device runs %d", MKC_WARP,
@@ -574,7 +604,8 @@ mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int
 	m->prof_count = 1;
 #endif
 	mkc_symvals_kernel<<<1, 1>>>(m->dev);
-	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS>>>(m->dev, m->counter, m->epoch, m->timeout_cycles);
+	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM>>>(m->dev, m->counter, m->epoch,
+								  m->timeout_cycles);
 	return mkc_finish(m);
 }
 
@@ -642,7 +673,7 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	m->prof_count = steps;
 #endif
 	mkc_symvals_kernel<<<1, 1>>>(m->dev);
-	mkc_generate_kernel<<<MKC_NWORKERS, MKC_THREADS>>>(
+	mkc_generate_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM>>>(
 		m->dev, m->counter, m->epoch, m->bars, m->timeout_cycles, io);
 	if (mkc_finish(m))
 		goto out;

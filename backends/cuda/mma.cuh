@@ -29,30 +29,24 @@
  * checks, the body asserts).
  */
 
-#define MKC_MM_TM 128
-#define MKC_MM_TN 128
-#define MKC_MM_TK 64
-#define MKC_MM_STAGES 3
-
-/* the shared memory one tile takes: both operands, every stage */
-#define MKC_MM_SMEM (MKC_MM_STAGES * (MKC_MM_TM + MKC_MM_TN) * MKC_MM_TK * 2)
+/* MKC_MM_TM, TN, TK, STAGES and SMEM: runtime/limits.h */
 
 static_assert(MKC_THREADS == 256, "mma.cuh's tile is eight warps");
 
 /* the bf16 element offset of chunk c (8 elements) of row r in a stage */
-static __device__ __forceinline__ int
+static __device__ __forceinline__ int MKC_UNUSED
 mkc_mm_swz(int r, int c)
 {
 	return r * MKC_MM_TK + ((c ^ (r & 7)) << 3);
 }
 
-static __device__ __forceinline__ uint32_t
+static __device__ __forceinline__ uint32_t MKC_UNUSED
 mkc_mm_saddr(const void *p)
 {
 	return (uint32_t)__cvta_generic_to_shared(p);
 }
 
-static __device__ __forceinline__ void
+static __device__ __forceinline__ void MKC_UNUSED
 mkc_mm_ldsm4(uint32_t (&r)[4], uint32_t addr)
 {
 	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
@@ -60,7 +54,7 @@ mkc_mm_ldsm4(uint32_t (&r)[4], uint32_t addr)
 		     : "r"(addr));
 }
 
-static __device__ __forceinline__ void
+static __device__ __forceinline__ void MKC_UNUSED
 mkc_mm_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
 {
 	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
@@ -70,7 +64,7 @@ mkc_mm_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
 }
 
 /* two float32 as a bf16 pair, round to nearest even; lo in the low half */
-static __device__ __forceinline__ uint32_t
+static __device__ __forceinline__ uint32_t MKC_UNUSED
 mkc_mm_pack(float lo, float hi)
 {
 	uint32_t r;
@@ -83,7 +77,7 @@ mkc_mm_pack(float lo, float hi)
  * bf16 x's tokens) into stage buffer s by cp.async: 1024 chunks of 16
  * bytes, four a thread; rows past nrows come as zeros.
  */
-static __device__ __forceinline__ void
+static __device__ __forceinline__ void MKC_UNUSED
 mkc_mm_load(uint16_t *s, const uint16_t *src, int64_t ld, int64_t nrows, int64_t r0, int64_t k0)
 {
 	static_assert(MKC_MM_TM == MKC_MM_TN, "one loader for both operands");
@@ -97,7 +91,7 @@ mkc_mm_load(uint16_t *s, const uint16_t *src, int64_t ld, int64_t nrows, int64_t
 /* a float32 x's K step into registers: four chunks of 8 a thread */
 #define MKC_MM_XCH (MKC_MM_TM * MKC_MM_TK / 8 / MKC_THREADS)
 
-static __device__ __forceinline__ void
+static __device__ __forceinline__ void MKC_UNUSED
 mkc_mm_fetch_xf(float4 (&v)[MKC_MM_XCH][2], const float *x, int64_t ldx, int64_t m, int64_t m0,
 		int64_t k0)
 {
@@ -114,7 +108,7 @@ mkc_mm_fetch_xf(float4 (&v)[MKC_MM_XCH][2], const float *x, int64_t ldx, int64_t
 }
 
 /* ...and from registers into stage buffer s, as bf16 */
-static __device__ __forceinline__ void
+static __device__ __forceinline__ void MKC_UNUSED
 mkc_mm_store_xf(uint16_t *s, const float4 (&v)[MKC_MM_XCH][2])
 {
 	for (int i = 0; i < MKC_MM_XCH; i++) {
@@ -130,7 +124,7 @@ mkc_mm_store_xf(uint16_t *s, const float4 (&v)[MKC_MM_XCH][2])
  * four k16 slices, each 4 A fragments and 4 B fragment pairs by ldmatrix
  * and 16 mma.
  */
-static __device__ __forceinline__ void
+static __device__ __forceinline__ void MKC_UNUSED
 mkc_mm_step(float (&acc)[4][4][4], const uint16_t *xs, const uint16_t *ws, int wm, int wn,
 	    int lane)
 {
@@ -155,13 +149,15 @@ mkc_mm_step(float (&acc)[4][4][4], const uint16_t *xs, const uint16_t *ws, int w
 
 /*
  * The tile at tokens m0.. and features n0.. of y [m, ldy] = x [m, ldx] *
- * w [n, ldw]^T over k, in smem (MKC_MM_SMEM bytes, 16-aligned). XH: x is
- * bf16; ADD: the sums are added to y (a residual) rather than stored.
+ * w [n, ldw]^T over k (+ c [m, ldc]: a residual, which may be y itself, or
+ * with ldc 0 a bias a feature; NULL: none), in smem (MKC_MM_SMEM bytes,
+ * 16-aligned). XH: x is bf16.
  */
-template <bool XH, bool ADD>
+template <bool XH>
 static __device__ __noinline__ void MKC_UNUSED
 mkc_mma_tile(float *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w, int64_t ldw,
-	     int64_t m, int64_t n, int64_t k, int64_t m0, int64_t n0, void *smem)
+	     const float *c, int64_t ldc, int64_t m, int64_t n, int64_t k, int64_t m0, int64_t n0,
+	     void *smem)
 {
 	const int nk = (int)(k / MKC_MM_TK);
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp >> 2, wn = warp & 3;
@@ -221,6 +217,6 @@ mkc_mma_tile(float *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *
 				float *p = y + i * ldy + j;
 				for (int e = 0; e < 2; e++)
 					if (j + e < n)
-						p[e] = (ADD ? p[e] : 0.f) + acc[mi][ni][h * 2 + e];
+						p[e] = (c ? c[i * ldc + j + e] : 0.f) + acc[mi][ni][h * 2 + e];
 			}
 }

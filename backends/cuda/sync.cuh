@@ -186,6 +186,13 @@ mkc_copy16_or_zero(void *dst, const void *src, bool ok)
 #endif
 }
 
+/* The lanes of a warp see each other's shared-memory writes from before it. */
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_warp_sync(void)
+{
+	__syncwarp();
+}
+
 static __device__ __forceinline__ void MKC_UNUSED
 mkc_copy_commit(void)
 {

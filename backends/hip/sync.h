@@ -49,6 +49,20 @@ mkc_backoff(void)
 #endif
 }
 
+/* The lanes of a wavefront see each other's shared-memory (LDS) writes from
+ * before it: they run in lockstep; the fences order LDS around the barrier.
+ * (Not under tests/gpu/hip_on_cuda.h, whose device pass is not HIP's; no
+ * body that needs it is emitted for this target yet.) */
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_warp_sync(void)
+{
+#if defined(__HIP_DEVICE_COMPILE__)
+	__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+	__builtin_amdgcn_wave_barrier();
+	__builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+#endif
+}
+
 /* The timeline's clock: s_memrealtime, 100 MHz on gfx90a and gfx942, shared
  * by every compute unit (HIP 5.2 declares wall_clock64 for the device pass only) */
 #define MKC_PROF_TICK_NS 10ULL

@@ -74,6 +74,8 @@ MKC_STUB_TABLE mkc_rt_dim mkc_task_box[11] MKC_UNUSED = {
 	{0, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}, {0, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}, {0, {0, 0}, {-1, -1}}, {4, {0, 0}, {-1, -1}},
 	{0, {0, 0}, {-1, -1}},
 };
+MKC_STUB_TABLE int mkc_task_clamp[MKC_NTASKS] MKC_UNUSED = {-1, -1};
+MKC_STUB_TABLE mkc_rt_dim mkc_task_ext[1] MKC_UNUSED = {{0, {0, 0}, {-1, -1}}};
 
 #if MKC_STUB_PROFILE
 #define MKC_PROFILE 1

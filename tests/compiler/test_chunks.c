@@ -116,3 +116,41 @@ Test(chunks, a_prompt_in_chunks_is_the_prompt_a_token_at_a_time, .timeout = 300)
 	cr_expect(strstr(out, "zero: -1 a step must append at least one position"), "%s", out);
 	cr_expect_null(strstr(out, "runtime error"), "%s", out);
 }
+
+/* The task of the chunked qwen3_tiny plan (--max-chunk 8) whose dump line holds what. */
+static int
+task_of(const char *what)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "%s " CHUNK "qwen3_tiny --max-chunk 8 --dump-after=verify",
+		 mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	const char *at = strstr(out, what);
+	cr_assert_not_null(at, "no '%s' in the plan", what);
+	while (at > out && at[-1] != '\n')
+		at--;
+	int task = -1;
+	sscanf(at, "task %d", &task);
+	cr_assert_geq(task, 0, "%.200s", at);
+	return task;
+}
+
+/*
+ * The mutation test on a chunked plan: without its wait, a layer's first
+ * attention tile, or the second block of rows of its first product (rows
+ * 4..8, which only the 7-token step fills), reads too early on the
+ * shuffled queue, and the step's answer is wrong.
+ */
+Test(chunks, a_dropped_wait_in_a_chunked_plan_is_caught, .timeout = 300)
+{
+	static const char *const which[] = {"(Attention) tile 0/8", "q_proj (Gemm) tile 2/4"};
+	for (int i = 0; i < 2; i++) {
+		int t = task_of(which[i]);
+		char args[256];
+		snprintf(args, sizeof args, "--max-chunk 8 --drop-wait %d --shuffle 5 --threads 8 "
+			 CHUNK "qwen3_tiny", t);
+		cr_assert_neq(mkc_test_run(args, out, sizeof out), 0, "%s: %s", which[i], out);
+		cr_expect(strstr(out, "FAIL " CHUNK "qwen3_tiny/test_data_set_0"), "%s: %s", which[i],
+			  out);
+	}
+}

@@ -32,8 +32,8 @@ mma_kernel(float *y, const void *x, const uint16_t *w, int64_t m, int64_t n, int
 	int64_t tm = (m + MKC_MM_TM - 1) / MKC_MM_TM, tn = (n + MKC_MM_TN - 1) / MKC_MM_TN;
 	for (int r = 0; r < reps; r++)
 		for (int64_t t = blockIdx.x; t < tm * tn; t += gridDim.x)
-			mkc_mma_tile<XH, ADD>(y, n, x, k, w, k, m, n, k, t % tm * MKC_MM_TM,
-					      t / tm * MKC_MM_TN, smem);
+			mkc_mma_tile<XH>(y, n, x, k, w, k, ADD ? y : NULL, n, m, n, k,
+					 t % tm * MKC_MM_TM, t / tm * MKC_MM_TN, smem);
 }
 
 static uint16_t
