@@ -89,6 +89,10 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 			     MKC_SYM(g, chunk));
 	} else if (chunk >= 0) {
 		mkc_graph_fix_sym(g, chunk, 1);
+	} else if (o->max_chunk > 1) {
+		return mkc_error(g->ctx, "%s: --max-chunk %lld: the model's step takes a fixed number "
+				 "of tokens (no output of past_len + S positions beside a past input of "
+				 "past_len)", g->path, (long long)o->max_chunk);
 	}
 	for (int i = 0; i < NPASSES; i++) {
 		const pass *ps = &passes[i];

@@ -154,3 +154,15 @@ Test(chunks, a_dropped_wait_in_a_chunked_plan_is_caught, .timeout = 300)
 			  out);
 	}
 }
+
+/* --max-chunk on a model whose step takes a fixed number of tokens is an error, and writes nothing. */
+Test(chunks, max_chunk_on_a_fixed_step_is_refused, .timeout = 60)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s tests/models/tiny_llama_decode_op18 "
+		 "--max-chunk 8 -o $d/m.c 2>&1; rc=$?; ls $d | wc -l; rm -rf $d; exit $rc", mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 1, "%s", out);
+	cr_expect(strstr(out, "model.onnx: --max-chunk 8: the model's step takes a fixed number of "
+			      "tokens"), "%s", out);
+	cr_expect(strstr(out, "\n0\n"), "nothing written: %s", out);
+}
