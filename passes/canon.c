@@ -256,7 +256,8 @@ replace(mkc_graph *g, match *m, mkc_op op, int nin, mkc_tensor *const *in, int n
 	memcpy(r->in, in, (size_t)nin * sizeof *in);
 	r->nattr = nattr;
 	r->attr = mkc_arena_alloc(a, (size_t)(nattr + 1) * sizeof *r->attr);
-	memcpy(r->attr, at, (size_t)nattr * sizeof *at);
+	if (nattr)   /* at may be NULL then: memcpy's pointers must not be */
+		memcpy(r->attr, at, (size_t)nattr * sizeof *at);
 	mkc_node_count_reads(r, 1);
 }
 
