@@ -7,7 +7,7 @@
  *   $P *m;
  *   $P_create(&m, NULL);                 // NULL: default options
  *   $P_load_weights(m, "model.onnx");    // or $P_bind() each weight
- *   $P_step(m, inputs, outputs, dims);   // once per decode step
+ *   $P_step(m, inputs, outputs, dims);   // once per step (a token, or a chunk)
  *   $P_destroy(m);
  *
  * inputs and outputs are dense row-major buffers in the order that
@@ -20,18 +20,23 @@
  * ($P_num_caches) holding $P_cache_capacity positions. A step reads
  * the positions in use, appends the new ones in place and counts them; the
  * symbol that counted past positions (past_len) takes that count, so dims
- * may be NULL (or hold -1 there). $P_cache_reset starts a new sequence;
+ * may be NULL (or hold -1 there). A file compiled with mkc --max-chunk N
+ * takes 1 to N new tokens a step: dims gives their count for the symbol
+ * that names it (seq_len in a Hugging Face folder's graph), -1 for
+ * past_len; the caches advance by it. $P_cache_reset starts a new sequence;
  * $P_cache_load / $P_cache_read copy a cache in or out (host or device
  * memory), dense in the shape of the past input with past_len = the count,
  * in the type the cache is kept in, $P_cache_dtype: float32 (1, ONNX's
  * numbering), or bfloat16 (16) when compiled with mkc --kv bf16.
  *
  * $P_generate decodes greedily: it feeds the n_prompt tokens one per step
- * and then n_new tokens, each the argmax of the logits before it, writing
- * those n_new tokens (host memory) to out_tokens; on a GPU target all steps
- * run in one kernel launch. It needs inputs input_ids [1,1] (int64),
- * optionally position_ids [1,1] (given the position), only cache-counted
- * symbols, and an output logits [1,1,vocab].
+ * (with --max-chunk, all but the last in steps of up to N) and then n_new
+ * tokens, each the argmax of the logits before it, writing those n_new
+ * tokens (host memory) to out_tokens; on a GPU target all one-token steps
+ * run in one kernel launch. It needs inputs input_ids [1,1] (int64; [1,S]
+ * with --max-chunk), optionally position_ids likewise (given the
+ * positions), only cache-counted symbols and the chunk's, and an output
+ * logits [1,1,vocab].
  *
  * $P_profile_write writes a per-task timeline of the last $P_step or
  * $P_generate (its last steps, as many as mkc --profile-steps kept) as
