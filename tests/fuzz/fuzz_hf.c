@@ -63,7 +63,7 @@ check_at_run_time(const char *path, const char *name, int dtype, int rank, const
 	ti.esize = dtype == 16 ? 2 : 4;
 	ti.rank = rank;
 	for (int i = 0; i < rank && i < 8; i++)
-		ti.dims[i] = (mkc_rt_dim){shape[i], 0, -1};
+		ti.dims[i] = (mkc_rt_dim){shape[i], {0, 0}, {-1, -1}};
 	ti.file = "model.safetensors";
 	ti.offset = offset;
 	ti.safetensors = 1;
