@@ -67,6 +67,15 @@ if [ -n "$hf" ]; then
 	hf_rc=$?
 fi
 
+# steps of several tokens (mkc --max-chunk, issue 29): qwen3_tiny's exactly
+# (float32 weights: the chunk attention body), llama_tiny_bf16's through the
+# tensor-core products (activations rounded to bf16: 5e-2)
+build/mkc test --target cuda --steps 20 --max-chunk 256 tests/models/hf_chunk/qwen3_tiny \
+	>"$out/cuda_chunk.log" 2>&1 &&
+	build/mkc test --target cuda --steps 20 --max-chunk 256 --tolerance 5e-2 \
+		tests/models/hf_chunk/llama_tiny_bf16 >>"$out/cuda_chunk.log" 2>&1
+chunk_rc=$?
+
 # the HIP output on this NVIDIA GPU through tests/gpu/hip_on_cuda.h (issue
 # 13): the golden models, the same 100 steps; each 64-lane group of the file
 # runs as a pair of warps, AMD's shuffles and memory model do not
@@ -160,6 +169,8 @@ echo "== mkc test --target cuda --weights bf16 (100 steps, tolerance 1e-2) =="
 cat "$out/cuda_bf16.log"
 echo "== mkc test --target cuda on Hugging Face folders (20 steps) =="
 cat "$out/cuda_hf.log" 2>/dev/null
+echo "== mkc test --target cuda --max-chunk 256 on tests/models/hf_chunk (20 steps) =="
+cat "$out/cuda_chunk.log"
 echo "== mkc test --target hip through tests/gpu/hip_on_cuda.h (100 steps) =="
 cat "$out/hip_on_cuda.log" 2>/dev/null
 echo "== examples/decode.c on the GPU vs onnxruntime (32 tokens from token 7) =="
@@ -186,4 +197,4 @@ printf '%-12s exit %s  %s\n' memcheck "$mem_rc" "$(grep -m1 'ERROR SUMMARY' "$ou
 printf '%-12s exit %s  %s\n' racecheck "$race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' "memcheck hf" "$hf_mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck_hf.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' "racecheck hf" "$hf_race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck_hf.log" 2>/dev/null)"
-[ $bodies_rc -eq 0 ] && [ $mma_rc -eq 0 ] && [ $portable_rc -eq 0 ] && [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ] && [ $hip_rc -eq 0 ]
+[ $bodies_rc -eq 0 ] && [ $mma_rc -eq 0 ] && [ $portable_rc -eq 0 ] && [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ] && [ $chunk_rc -eq 0 ] && [ $hip_rc -eq 0 ]
