@@ -1114,7 +1114,7 @@ struct attention_call {
 	MKC_HD void operator()(int t) const
 	{
 		const mkc_attn_opt o = {.scale = scale, .softcap = softcap, .causal = 0,
-					.h0 = heads[t], .h1 = heads[t + 1]};
+					.h0 = heads[t], .h1 = heads[t + 1], .s0 = 0, .s1 = 0};
 		mkc_attention(mine(y), q, k, v, mask, pk, pv, mine(y1), mine(y2), &o);
 	}
 };
@@ -1254,7 +1254,7 @@ rotary_case(int64_t R, int inter, int how)
 	rotary_call f = {out_f(x), view(rand_f(x.n), MKC_T_FLOAT, x),
 			 view(rand_f(cache.n), MKC_T_FLOAT, cache),
 			 view(rand_f(cache.n), MKC_T_FLOAT, cache), pos,
-			 mkc_rotary_opt{.heads = 0, .rot = R, .inter = inter}};
+			 mkc_rotary_opt{.heads = 0, .rot = R, .inter = inter, .lo = NULL, .hi = NULL}};
 	run(f, 1);
 	static const char *const hows[3] = {"no positions", "position_ids [2, 5]", "first position 4"};
 	char what[96];
