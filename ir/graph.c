@@ -297,30 +297,31 @@ mkc_dim_div(mkc_dim a, mkc_dim b, mkc_dim *r)
 	return true;
 }
 
-bool
-mkc_dim_value(mkc_dim d, const int64_t *val, int64_t *r)
+/* d with symbol s at val[s], its falling terms left out when rising_only */
+static bool
+evaluate(mkc_dim d, const int64_t *val, bool rising_only, int64_t *r)
 {
 	int64_t v = d.c, t;
 	if (mkc_dim_is_unknown(d))
 		return false;
 	for (int i = 0; i < MKC_DIM_TERMS; i++)
-		if (d.k[i] && (!mkc_mul_ok(d.k[i], val[d.sym[i]], &t) || !mkc_add_ok(v, t, &v)))
+		if ((rising_only ? d.k[i] > 0 : d.k[i] != 0) &&
+		    (!mkc_mul_ok(d.k[i], val[d.sym[i]], &t) || !mkc_add_ok(v, t, &v)))
 			return false;
 	*r = v;
 	return true;
 }
 
 bool
+mkc_dim_value(mkc_dim d, const int64_t *val, int64_t *r)
+{
+	return evaluate(d, val, false, r);
+}
+
+bool
 mkc_dim_max(mkc_dim d, const int64_t *max, int64_t *r)
 {
-	int64_t v = d.c, t;
-	if (mkc_dim_is_unknown(d))
-		return false;
-	for (int i = 0; i < MKC_DIM_TERMS; i++)
-		if (d.k[i] > 0 && (!mkc_mul_ok(d.k[i], max[d.sym[i]], &t) || !mkc_add_ok(v, t, &v)))
-			return false;
-	*r = v;
-	return true;
+	return evaluate(d, max, true, r);   /* a falling term is largest at 0 */
 }
 
 char *
