@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +53,25 @@ mkc_test_run(const char *args, char *out, size_t n)
 	char cmd[4096];
 	snprintf(cmd, sizeof cmd, "%s test %s", mkc_bin(), args);
 	return mkc_shell(cmd, out, n);
+}
+
+/*
+ * The task whose line in `mkc ARGS --dump-after=verify` (the final plan)
+ * first holds what; -1 when mkc fails or no line does. The dump goes to out.
+ */
+static __attribute__((unused)) int
+mkc_plan_task(const char *args, const char *what, char *out, size_t n)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd, "%s %s --dump-after=verify", mkc_bin(), args);
+	const char *at = mkc_shell(cmd, out, n) == 0 ? strstr(out, what) : NULL;
+	if (!at)
+		return -1;
+	while (at > out && at[-1] != '\n')
+		at--;
+	int task = -1;
+	sscanf(at, "task %d", &task);
+	return task;
 }
 
 static void

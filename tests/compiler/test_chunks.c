@@ -121,17 +121,8 @@ Test(chunks, a_prompt_in_chunks_is_the_prompt_a_token_at_a_time, .timeout = 300)
 static int
 task_of(const char *what)
 {
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "%s " CHUNK "qwen3_tiny --max-chunk 8 --dump-after=verify",
-		 mkc_bin());
-	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
-	const char *at = strstr(out, what);
-	cr_assert_not_null(at, "no '%s' in the plan", what);
-	while (at > out && at[-1] != '\n')
-		at--;
-	int task = -1;
-	sscanf(at, "task %d", &task);
-	cr_assert_geq(task, 0, "%.200s", at);
+	int task = mkc_plan_task(CHUNK "qwen3_tiny --max-chunk 8", what, out, sizeof out);
+	cr_assert_geq(task, 0, "no '%s' in the plan: %.300s", what, out);
 	return task;
 }
 

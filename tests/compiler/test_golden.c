@@ -91,16 +91,8 @@ Test(golden, thread_sanitizer, .timeout = 300)
 static int
 first_attention_task(void)
 {
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "%s tests/models/tiny_llama_decode_op23 --dump-after=verify", mkc_bin());
-	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
-	const char *at = strstr(out, "(Attention)");
-	cr_assert_not_null(at, "no Attention task in the plan");
-	while (at > out && at[-1] != '\n')
-		at--;
-	int task = -1;
-	sscanf(at, "task %d", &task);
-	cr_assert_geq(task, 0, "%.200s", at);
+	int task = mkc_plan_task("tests/models/tiny_llama_decode_op23", "(Attention)", out, sizeof out);
+	cr_assert_geq(task, 0, "no Attention task in the plan: %.300s", out);
 	return task;
 }
 
