@@ -2,7 +2,7 @@
  * mkc_ttft.c - time to first token of a model compiled by mkc with
  * --max-chunk: bench/run.py builds it next to llama.cu.
  *
- *   mkc_ttft MODEL PROMPTS REPEATS
+ *   mkc_ttft MODEL PROMPTS REPEATS [TRACE]
  *
  * PROMPTS is a text file of prompts, one a line: the token count, then the
  * tokens. For each prompt, each repeat empties the caches and times
@@ -10,7 +10,9 @@
  * of up to the compiled chunk, then one decode step that gives the first
  * token (runtime/host.h's mkc_prefill). The host clock is read around the
  * call, which returns when the token is on the host. Prints, a prompt a
- * line: "prompt N: token T, ms R1 R2 ..., median M".
+ * line: "prompt N: token T, ms R1 R2 ..., median M". With TRACE (a file
+ * compiled with --profile), the last call's timeline is written there:
+ * the last prompt's chunks and its decode step, one step each.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -39,8 +41,8 @@ cmp_double(const void *a, const void *b)
 int
 main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: mkc_ttft MODEL PROMPTS REPEATS\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: mkc_ttft MODEL PROMPTS REPEATS [TRACE]\n");
 		return 2;
 	}
 	int repeats = atoi(argv[3]);
@@ -81,6 +83,10 @@ main(int argc, char **argv)
 		free(prompt);
 	}
 	fclose(f);
+	if (rc == 0 && argc == 5 && llama_profile_write(m, argv[4])) {
+		fprintf(stderr, "mkc_ttft: %s\n", llama_last_error(m));
+		rc = 1;
+	}
 	llama_destroy(m);
 	return rc;
 }

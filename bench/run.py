@@ -23,7 +23,8 @@ per command, each well under 10 minutes):
      against transformers first);
   6. with --profile, builds a second file with mkc --profile, times it too
      (the profiler's own cost) and writes the timeline of one step at the
-     middle context;
+     middle context; with --prompts, the timeline of the middle prompt's
+     chunk instead (DIR/SHAPE_promptN.trace.json and .png);
   7. with --old MKC (another mkc binary, e.g. a build of the commit before
      a change, carried to the GPU machine), builds the same folder with it
      too, checks its tokens, and times both in turns (--rounds rounds of
@@ -306,7 +307,8 @@ def time_eager(torch, model, ctx, dev, reps=3, per=8):
 
 # ---------------------------------------------------------------- mkc side
 
-def mkc_build(folder, work, target, profile, logf, workers, kv, mkc=None, name=None, chunk=1):
+def mkc_build(folder, work, target, profile, logf, workers, kv, mkc=None, name=None, chunk=1,
+              steps=1):
     """Compiles folder with mkc (build/mkc, or the binary mkc) and nvcc into
     work/name (steps of up to chunk tokens); returns the folder and the
     seconds of each."""
@@ -316,7 +318,7 @@ def mkc_build(folder, work, target, profile, logf, workers, kv, mkc=None, name=N
     src = os.path.join(sub, f"llama.{ext}")
     flags = f"--workers {workers} --max-seq {MAX_SEQ} --max-dim {MAX_SEQ} --kv {kv}"
     if profile:
-        flags += " --profile-steps 1"
+        flags += f" --profile-steps {steps}"
     if chunk > 1:
         flags += f" --max-chunk {chunk}"
     t_mkc, _ = sh(f"{mkc or ROOT + '/build/mkc'} {folder} -o {src} {flags}", logf)
@@ -384,9 +386,11 @@ def time_prefill(torch, model, ids, dev, reps=5):
     return statistics.median(out), int(lg[0, -1].argmax())
 
 
-def ttft(a, torch, model, cfg, folder, work, logf, refs):
+def ttft(a, torch, model, cfg, folder, work, logf, refs, n_new, row, plain_ms):
     """Time to first token: mkc (a file compiled with --max-chunk) and
-    transformers bf16 on the same prompts; mkc's token checked first."""
+    transformers bf16 on the same prompts; mkc's token checked first. The
+    chunked file's decode step (S = 1) is timed too, beside the plain file's
+    (plain_ms): one file serves both."""
     csub, t_mkc, t_cc = mkc_build(folder, work, a.target, False, logf, a.workers, a.kv,
                                   name="chunk", chunk=a.max_chunk)
     log(f"{a.shape}: --max-chunk {a.max_chunk}: mkc {t_mkc:.1f} s, nvcc {t_cc:.1f} s")
@@ -410,7 +414,35 @@ def ttft(a, torch, model, cfg, folder, work, logf, refs):
         rows.append(row)
         log(f"{a.shape}: prompt {n}: mkc {ms} ms (token {tok}, transformers float32 {r['token']}, "
             f"margin {r['margin']:.3g}), transformers bf16 eager {row['eager_ms']:.2f} ms")
-    return {"max_chunk": a.max_chunk, "mkc_compile_s": t_mkc, "cc_compile_s": t_cc, "rows": rows}
+    res = {"max_chunk": a.max_chunk, "mkc_compile_s": t_mkc, "cc_compile_s": t_cc, "rows": rows}
+    res["decode"] = []
+    for ctx, ms, plain in zip(a.contexts, mkc_time(csub, folder, a.contexts, n_new, row, logf),
+                              plain_ms):
+        res["decode"].append({"context": ctx, "mkc_ms": ms, "plain_ms": plain})
+        log(f"{a.shape}: the --max-chunk {a.max_chunk} file's decode step at context {ctx}: "
+            f"{ms:.3f} ms (the plain file's {plain:.3f} ms)")
+    if a.profile:
+        res["profile"] = ttft_profile(a, folder, work, logf, refs)
+    return res
+
+
+def ttft_profile(a, folder, work, logf, refs):
+    """The timeline of the middle prompt's chunk (a file compiled with
+    --profile): the prompt but its last token in one step when it fits the
+    chunk, then the decode step; the report is of the chunk's step."""
+    n = sorted(refs)[len(refs) // 2]
+    psub, _, _ = mkc_build(folder, work, a.target, True, logf, a.workers, a.kv, name="chunkprof",
+                           chunk=a.max_chunk, steps=2 + (n - 2) // a.max_chunk)
+    path = os.path.join(psub, "prompt.txt")
+    with open(path, "w") as f:
+        f.write(f"{n} {' '.join(map(str, refs[n]['ids']))}\n")
+    trace = os.path.join(a.out, f"{a.shape}_prompt{n}.trace.json")
+    _, out = sh(f"{psub}/mkc_ttft {folder} {path} 3 {trace}", logf, timeout=1200)
+    log(f"{a.shape}: --profile, prompt {n}: {out.strip()}")
+    _, rep = sh(f"python3 {ROOT}/tools/profile_report.py {trace} --step 0 "
+                f"--png {trace[:-len('.trace.json')]}.png", logf)
+    log(rep)
+    return {"prompt": n, "trace": os.path.basename(trace), "timed": out.strip(), "report": rep}
 
 
 def run(a):
@@ -516,9 +548,10 @@ def run(a):
             f", eager {r['eager_ms']:.3f} ms, graph {r.get('graph_ms', float('nan')):.3f} ms")
     res["rows"] = rows
     if a.prompts:
-        res["ttft"] = ttft(a, torch, model, cfg, folder, work, logf, refs)
+        res["ttft"] = ttft(a, torch, model, cfg, folder, work, logf, refs, n_new, row,
+                           [r["mkc_ms"] for r in rows])
 
-    if a.profile:
+    if a.profile and not a.prompts:
         psub, _, res["cc_compile_profile_s"] = mkc_build(folder, work, a.target, True, logf,
                                                           a.workers, a.kv)
         mid = a.contexts[len(a.contexts) // 2]
