@@ -343,9 +343,9 @@ extern __shared__ __align__(128) unsigned char mkc_dyn_smem[];
 
 static __global__ void MKC_LAUNCH_BOUNDS
 mkc_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch,
-	   long long timeout_cycles)
+	   long long timeout_cycles, int slot)
 {
-	mkc_run_queue(mkc_model_view(m), counter, epoch, timeout_cycles, 0);
+	mkc_run_queue(mkc_model_view(m), counter, epoch, timeout_cycles, slot);
 }
 
 #if MKC_PROFILE
@@ -416,6 +416,7 @@ struct mkc_gen_io {
 	int n_prompt, steps;
 	int sym;                     /* the symbol that counts cache positions, or -1 */
 	int64_t nnew;
+	int prof0;                   /* the timeline's slot of step 0 (the prompt's chunks first) */
 };
 
 /*
@@ -433,7 +434,7 @@ mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned l
 		const unsigned long long arrivals = 2ULL * (unsigned long long)j;
 		/* again every step: block 0 advanced the symbols at the last one */
 		if (mkc_run_queue(mkc_model_view(m), counter, epoch0 + (unsigned long long)j + 1,
-				  timeout_cycles, j % MKC_PROF_SLOTS) ||
+				  timeout_cycles, (io.prof0 + j) % MKC_PROF_SLOTS) ||
 		    mkc_grid_sync(m, bar, bar0 + (arrivals + 1) * MKC_NWORKERS, timeout_cycles))
 			return;
 		if (blockIdx.x == 0) {
@@ -597,15 +598,18 @@ mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int
 	if (mkc_begin_step(m, inputs, outputs, dims) || mkc_upload_view(m))
 		return -1;
 	m->epoch++;
+	int slot = 0;
 #if MKC_PROFILE
-	/* unrun tasks stay 0; the trace leaves them out */
-	if (MKC_GPU(m, cudaMemset(m->prof, 0, MKC_PROF_SLOT_WORDS * sizeof *m->prof)))
+	/* the call's next slot (a prompt's chunks in generate take one each);
+	 * unrun tasks stay 0, and the trace leaves them out */
+	slot = (int)(m->prof_count++ % MKC_PROF_SLOTS);
+	if (MKC_GPU(m, cudaMemset(m->prof + (size_t)slot * MKC_PROF_SLOT_WORDS, 0,
+				  MKC_PROF_SLOT_WORDS * sizeof *m->prof)))
 		return -1;
-	m->prof_count = 1;
 #endif
 	mkc_symvals_kernel<<<1, 1>>>(m->dev);
 	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM>>>(m->dev, m->counter, m->epoch,
-								  m->timeout_cycles);
+								  m->timeout_cycles, slot);
 	return mkc_finish(m);
 }
 
@@ -668,9 +672,13 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	io.sym = MKC_NCACHES ? mkc_caches[0].sym : -1;
 	io.nnew = MKC_NCACHES ? 1 : 0;   /* a step of generate feeds one token */
 #if MKC_PROFILE
-	if (MKC_GPU(m, cudaMemset(m->prof, 0, MKC_PROF_WORDS * sizeof *m->prof)))
-		goto out;
-	m->prof_count = steps;
+	/* the slots after the prompt's chunks' (a ring: the last steps stay) */
+	io.prof0 = (int)(m->prof_count % MKC_PROF_SLOTS);
+	for (int j = 0; j < steps && j < MKC_PROF_SLOTS; j++)
+		if (MKC_GPU(m, cudaMemset(m->prof + (size_t)((io.prof0 + j) % MKC_PROF_SLOTS) *
+					  MKC_PROF_SLOT_WORDS, 0, MKC_PROF_SLOT_WORDS * sizeof *m->prof)))
+			goto out;
+	m->prof_count += steps;
 #endif
 	mkc_symvals_kernel<<<1, 1>>>(m->dev);
 	mkc_generate_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM>>>(
