@@ -132,6 +132,7 @@ typedef struct {
 	 * that nodes of one form share one body: bi[k] is slot[k] */
 	int *slot;
 	int nslot;
+	bool mma;                   /* some product runs on tensor cores (mkc_emit_mma) */
 } mkc_emitter;
 
 /*
@@ -144,6 +145,10 @@ int mkc_emit_node(mkc_emitter *e, const mkc_node *n);
 /* Whether node n's tiles run on tensor cores (backends/cuda/mma.cuh): the
  * file then gives each worker MKC_MM_SMEM bytes of dynamic shared memory. */
 bool mkc_emit_mma(const mkc_emitter *e, const mkc_node *n);
+
+/* Whether Attention node n's tiles run on tensor cores (mma.cuh's
+ * mkc_attn_chunk_mma; e->mma set first): they take the same memory. */
+bool mkc_emit_attn_mma(const mkc_emitter *e, const mkc_node *n);
 
 /*
  * Model text made safe for the emitted file: inside a string literal

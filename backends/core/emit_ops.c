@@ -827,29 +827,43 @@ attention_fast_dim(const mkc_emitter *e, const mkc_node *n)
 }
 
 /*
- * The head size for which attention.cuh's mkc_attn_chunk computes Attention
- * n's tiles (blocks of a chunk's query positions, passes/tile.c), or 0: a
- * target with a chunk's tensor-core bodies, the keys and values one cache
- * as float32 (the past inside them: is_causal 2, or none), batch 1, no
- * mask, soft cap or present outputs, the head size a multiple of the warp
- * up to 128 (the chunk's rows in static shared memory).
+ * The head size for which a chunk's body computes Attention n's tiles
+ * (blocks of a chunk's query positions, passes/tile.c), or 0: a target
+ * with a chunk's tensor-core bodies, the keys and values one cache (the
+ * past inside them: is_causal 2, or none), batch 1, no mask, soft cap or
+ * present outputs, the head size a multiple of the warp up to 128. *mma:
+ * mma.cuh's mkc_attn_chunk_mma takes them (a head size of 64 or 128, and
+ * the products on tensor cores already or a bf16 cache: its bf16 rounding
+ * is then the model's); else attention.cuh's mkc_attn_chunk on CUDA cores,
+ * float32 caches only.
  */
 static int64_t
-attention_chunk_dim(const mkc_emitter *e, const mkc_node *n)
+attention_chunk_dim(const mkc_emitter *e, const mkc_node *n, bool *mma)
 {
 	const mkc_tensor *q = n->in[0], *k = n->in[1], *v = n->in[2];
+	*mma = false;
 	if (!e->t->mma || n->nin > 3 || n->nout != 1 || n->kern->softcap > 0 ||
 	    (n->kern->causal != 0 && n->kern->causal != 2) || q->rank != 4 || k->rank != 4 ||
 	    v->rank != 4 || q->dtype != MKC_DT_FLOAT || k->dtype != MKC_DT_FLOAT ||
-	    v->dtype != MKC_DT_FLOAT || is_bf16(k) || is_bf16(v) ||
+	    v->dtype != MKC_DT_FLOAT || is_bf16(k) != is_bf16(v) ||
 	    !mkc_dim_eq(q->shape[0], mkc_dim_const(1)) || !mkc_dim_is_const(q->shape[3]) ||
 	    !mkc_dim_eq(q->shape[3], k->shape[3]) || !mkc_dim_eq(q->shape[3], v->shape[3]) ||
 	    q->shape[3].c % e->t->warp || q->shape[3].c > 128)
+		return 0;
+	*mma = q->shape[3].c % 64 == 0 && (e->mma || is_bf16(k));
+	if (!*mma && is_bf16(k))
 		return 0;
 	for (int i = 0; i < e->p->tasks.n; i++)
 		if (MKC_TASK(e->p, i)->node == n && MKC_TASK(e->p, i)->clamp)
 			return q->shape[3].c;
 	return 0;
+}
+
+bool
+mkc_emit_attn_mma(const mkc_emitter *e, const mkc_node *n)
+{
+	bool mma;
+	return n->op == MKC_OP_ATTENTION && attention_chunk_dim(e, n, &mma) > 0 && mma;
 }
 
 /*
@@ -872,7 +886,15 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 	char fs[96], fc[48], mask[16], pk[16], pv[16], y1[16], y2[16];
 	decl_all(e, n);
 	int64_t d = attention_fast_dim(e, n);
-	int64_t dc = attention_chunk_dim(e, n);
+	bool mma;
+	int64_t dc = attention_chunk_dim(e, n, &mma);
+	if (dc > 0 && mma) {
+		fprintf(e->f, "\tif (lo[2] < hi[2])\n\t\tmkc_attn_chunk_mma_tile<%lld, %s>(&x0, &x1, "
+			"&x2, &y, %d, lo[1], hi[1], lo[2], hi[2], %s, mkc_dyn_smem);\n", (long long)dc,
+			is_bf16(n->in[1]) ? "uint16_t" : "float", n->kern->causal,
+			scale_expr(fs, n->kern, "x0"));
+		return 0;
+	}
 	if (dc > 0) {
 		fprintf(e->f, "\tif (lo[2] < hi[2])\n\t\tmkc_attn_chunk_tile<%lld>(&x0, &x1, &x2, &y, %d, "
 			"lo[1], hi[1], lo[2], hi[2], %s);\n", (long long)dc, n->kern->causal,

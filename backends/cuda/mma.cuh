@@ -220,3 +220,192 @@ mkc_mma_tile(float *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *
 						p[e] = (c ? c[i * ldc + j + e] : 0.f) + acc[mi][ni][h * 2 + e];
 			}
 }
+
+/*
+ * A chunk's attention on tensor cores: query heads h0..h1 at positions
+ * s0..s1 (at most 128: a block of the chunk's rows, passes/tile.c) of
+ *
+ *   y[h, s, :] = softmax(q[h, s, :] . k[kh, t, :] * scale) v[kh, t, :]
+ *                over t < L (causal 0) or t <= L - Sq + s (causal 2)
+ *
+ * kh = h / (Hq / Hk), as attention.cuh's mkc_attn_chunk, which this
+ * replaces where the products already run on tensor cores (their rounding
+ * to bf16 is the model's; emit_ops.c decides).
+ *
+ * Warp w takes the 16 rows s0 + 16 w..: its queries, scaled by scale *
+ * log2(e) and rounded to bf16, stay in registers as A fragments for the
+ * whole walk. The keys come MKC_MA_BK at a time: the block stages that
+ * many keys and values in shared memory as bf16 (a float32 cache is
+ * rounded on the way), rows of D values XOR-swizzled by 16-byte chunks as
+ * the product tile's. Then each warp
+ *   - scores its rows against the block's keys: S = Q K^T by mma, the keys
+ *     as column-major B fragments straight from their rows by ldmatrix;
+ *   - masks what its rows may not see, and folds the block into a running
+ *     maximum and sum a row (an online softmax in base 2);
+ *   - adds P V: P's float32 sums become the A fragments of the next mma
+ *     where they lie (the accumulator's layout is the operand's), V's
+ *     fragments by ldmatrix.trans.
+ * A block past a warp's last visible key is loaded (the block's warps
+ * share it) but not computed. The head size is a multiple of 64, at most
+ * 128; smem holds 2 * MKC_MA_BK * D bf16. Every thread of the block calls
+ * it (it synchronises the block).
+ */
+#define MKC_MA_BK 64
+
+/* the bf16 element offset of 16-byte chunk c of row r in rows of D values */
+template <int D>
+static __device__ __forceinline__ int MKC_UNUSED
+mkc_ma_swz(int r, int c)
+{
+	return r * D + (((c & ~7) | ((c & 7) ^ (r & 7))) << 3);
+}
+
+/* eight values of a cache row as bf16 (zeros when !on) */
+static __device__ __forceinline__ uint4 MKC_UNUSED
+mkc_ma_ld8(const float *p, bool on)
+{
+	uint4 a = mkc_ld16<false>(p, on), b = mkc_ld16<false>(p + 4, on);
+	return make_uint4(mkc_mm_pack(__uint_as_float(a.x), __uint_as_float(a.y)),
+			  mkc_mm_pack(__uint_as_float(a.z), __uint_as_float(a.w)),
+			  mkc_mm_pack(__uint_as_float(b.x), __uint_as_float(b.y)),
+			  mkc_mm_pack(__uint_as_float(b.z), __uint_as_float(b.w)));
+}
+
+static __device__ __forceinline__ uint4 MKC_UNUSED
+mkc_ma_ld8(const uint16_t *p, bool on)
+{
+	return mkc_ld16<false>(p, on);
+}
+
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_mm_ldsm4t(uint32_t (&r)[4], uint32_t addr)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "r"(addr));
+}
+
+template <int D, typename T>
+static __device__ __noinline__ void MKC_UNUSED
+mkc_attn_chunk_mma(const float *q, const int64_t *qs, const T *k, const int64_t *ks, const T *v,
+		   const int64_t *vs, float *y, const int64_t *ys, int64_t Hq, int64_t Hk,
+		   int64_t Sq, int64_t L, int causal, int64_t h0, int64_t h1, int64_t s0,
+		   int64_t s1, float scale, void *smem)
+{
+	static_assert(D % 64 == 0 && D <= 128, "the head size is 64 or 128");
+	static_assert(MKC_THREADS / 32 * 16 >= 128, "a warp a 16 rows of the block");
+	constexpr int BK = MKC_MA_BK, NC = D / 8, NT = BK / 8;
+	uint16_t *kt = (uint16_t *)smem, *vt = kt + BK * D;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
+	const float sl = scale * 1.4426950408889634f;
+	const int64_t r0 = s0 + warp * 16;                       /* the warp's first row */
+	const int64_t past = causal == 2 ? L - Sq : L;           /* row s sees t < past + s + 1 */
+	const int64_t gend = causal == 2 ? past + s1 : L;        /* the block's last key + 1 */
+	const int64_t wend = r0 >= s1 ? 0 : causal == 2 ? past + (r0 + 16 < s1 ? r0 + 16 : s1) : L;
+	for (int64_t h = h0; h < h1; h++) {
+		const T *kb = k + h / (Hq / Hk) * ks[1], *vb = v + h / (Hq / Hk) * vs[1];
+		uint32_t qa[D / 16][4];
+		for (int kk = 0; kk < D / 16; kk++)
+			for (int e = 0; e < 4; e++) {
+				const int64_t s = r0 + g + (e & 1) * 8;
+				const int c = kk * 16 + tq * 2 + (e >> 1) * 8;
+				float2 x = make_float2(0.f, 0.f);
+				if (s < s1)
+					x = *(const float2 *)(q + h * qs[1] + s * qs[2] + c);
+				qa[kk][e] = mkc_mm_pack(x.x * sl, x.y * sl);
+			}
+		float o[D / 8][4] = {}, mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.f, 0.f};
+		for (int64_t t0 = 0; t0 < gend; t0 += BK) {
+			__syncthreads();   /* the last block is used up */
+			for (int i = threadIdx.x; i < BK * NC; i += MKC_THREADS) {
+				const int r = i / NC, c = i % NC;
+				const bool on = t0 + r < gend;
+				const int64_t t = on ? t0 + r : 0;
+				*(uint4 *)(kt + mkc_ma_swz<D>(r, c)) = mkc_ma_ld8(kb + t * ks[2] + c * 8, on);
+				*(uint4 *)(vt + mkc_ma_swz<D>(r, c)) = mkc_ma_ld8(vb + t * vs[2] + c * 8, on);
+			}
+			__syncthreads();
+			if (t0 >= wend)
+				continue;   /* none of the warp's rows sees this block */
+			float sc[NT][4] = {};
+			for (int kk = 0; kk < D / 16; kk++)
+				for (int nj = 0; nj < NT / 2; nj++) {
+					uint32_t b[4];
+					int r = nj * 16 + (lane & 7) + ((lane >> 4) << 3);
+					mkc_mm_ldsm4(b, mkc_mm_saddr(kt + mkc_ma_swz<D>(r, kk * 2 + ((lane >> 3) & 1))));
+					mkc_mm_mma(sc[2 * nj], qa[kk], b[0], b[1]);
+					mkc_mm_mma(sc[2 * nj + 1], qa[kk], b[2], b[3]);
+				}
+			/* c0, c1: row g, keys 2 tq and one more of the 8; c2, c3: row g + 8 */
+			float bm[2] = {-INFINITY, -INFINITY};
+			for (int j = 0; j < NT; j++)
+				for (int e = 0; e < 4; e++) {
+					const int64_t t = t0 + j * 8 + tq * 2 + (e & 1);
+					const int64_t s = r0 + g + (e >> 1) * 8;
+					if (t >= (causal == 2 ? past + s + 1 : L) || t >= gend)
+						sc[j][e] = -INFINITY;
+					bm[e >> 1] = fmaxf(bm[e >> 1], sc[j][e]);
+				}
+			float rs[2], ps[2] = {0.f, 0.f};
+			for (int a = 0; a < 2; a++) {
+				bm[a] = fmaxf(bm[a], __shfl_xor_sync(0xffffffffu, bm[a], 1));
+				bm[a] = fmaxf(bm[a], __shfl_xor_sync(0xffffffffu, bm[a], 2));
+				const float nm = fmaxf(mx[a], bm[a]);
+				rs[a] = nm == -INFINITY ? 1.f : exp2f(mx[a] - nm);
+				mx[a] = nm;
+			}
+			for (int j = 0; j < NT; j++)
+				for (int e = 0; e < 4; e++) {
+					const float m = mx[e >> 1];
+					sc[j][e] = m == -INFINITY ? 0.f : exp2f(sc[j][e] - m);
+					ps[e >> 1] += sc[j][e];
+				}
+			for (int a = 0; a < 2; a++)
+				sum[a] = sum[a] * rs[a] + ps[a];
+			for (int j = 0; j < D / 8; j++)
+				for (int e = 0; e < 4; e++)
+					o[j][e] *= rs[e >> 1];
+			for (int kk = 0; kk < BK / 16; kk++) {
+				const uint32_t pa[4] = {mkc_mm_pack(sc[2 * kk][0], sc[2 * kk][1]),
+							mkc_mm_pack(sc[2 * kk][2], sc[2 * kk][3]),
+							mkc_mm_pack(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
+							mkc_mm_pack(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+				for (int nd = 0; nd < D / 16; nd++) {
+					uint32_t b[4];
+					int r = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+					mkc_mm_ldsm4t(b, mkc_mm_saddr(vt + mkc_ma_swz<D>(r, nd * 2 + (lane >> 4))));
+					mkc_mm_mma(o[2 * nd], pa, b[0], b[1]);
+					mkc_mm_mma(o[2 * nd + 1], pa, b[2], b[3]);
+				}
+			}
+		}
+		for (int a = 0; a < 2; a++) {
+			sum[a] += __shfl_xor_sync(0xffffffffu, sum[a], 1);
+			sum[a] += __shfl_xor_sync(0xffffffffu, sum[a], 2);
+		}
+		for (int a = 0; a < 2; a++) {
+			const int64_t s = r0 + g + a * 8;
+			if (s >= s1)
+				continue;
+			float *yr = y + h * ys[1] + s * ys[2];
+			for (int j = 0; j < D / 8; j++)
+				*(float2 *)(yr + j * 8 + tq * 2) =
+					make_float2(o[j][2 * a] / sum[a], o[j][2 * a + 1] / sum[a]);
+		}
+	}
+	__syncthreads();   /* the caller may reuse smem */
+}
+
+/* The tile's views (attention.cuh's mkc_attn_chunk_tile's form); T: the caches' type. */
+template <int D, typename T>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_attn_chunk_mma_tile(const mkc_view *q, const mkc_view *k, const mkc_view *v, const mkc_view *y,
+			int causal, int64_t h0, int64_t h1, int64_t s0, int64_t s1, float scale,
+			void *smem)
+{
+	const int64_t qs[3] = {q->s[0], q->s[1], q->s[2]}, ks[3] = {k->s[0], k->s[1], k->s[2]};
+	const int64_t vs[3] = {v->s[0], v->s[1], v->s[2]}, ys[3] = {y->s[0], y->s[1], y->s[2]};
+	mkc_attn_chunk_mma<D, T>((const float *)q->p, qs, (const T *)k->p, ks, (const T *)v->p, vs,
+				 (float *)y->p, ys, q->d[1], k->d[1], q->d[2], k->d[2], causal, h0, h1,
+				 s0, s1, scale, smem);
+}

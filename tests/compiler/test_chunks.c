@@ -18,9 +18,10 @@ static char out[1 << 16];
 Test(chunks, golden_steps_of_several_tokens, .timeout = 300)
 {
 	/* past 5 + 7 new, past 6 + 1 new, an empty cache + 4 new (gen_hf.py) */
-	cr_assert_eq(mkc_test_run("--max-chunk 8 " CHUNK "qwen3_tiny " CHUNK "llama_tiny_bf16", out,
+	cr_assert_eq(mkc_test_run("--max-chunk 8 " CHUNK "qwen3_tiny " CHUNK "llama_tiny_bf16 " CHUNK
+				  "llama_tiny_d64", out,
 				  sizeof out), 0, "%s", out);
-	cr_expect(strstr(out, "6 passed, 0 failed"), "%s", out);
+	cr_expect(strstr(out, "9 passed, 0 failed"), "%s", out);
 }
 
 Test(chunks, a_chunk_longer_than_compiled_is_refused, .timeout = 300)

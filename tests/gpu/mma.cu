@@ -13,6 +13,14 @@
  * and bf16 x. Timing: the products of a 1024-token chunk of the
  * Llama-3.2-1B shape, each over every SM, median of 20, in TFLOPS; a
  * number for the plan, not a benchmark (bench/ times the model).
+ *
+ * The chunk's attention (mkc_attn_chunk_mma) likewise: random queries,
+ * keys and values (float32 or bf16 caches with room past L), every block
+ * of 128 query rows of every head, against a float64 softmax over the
+ * unrounded values (the body rounds the scaled queries, the keys, values
+ * and weights to bf16: the tolerance is 2e-2 of the largest value), causal
+ * with and without a past, not causal, heads sharing keys; then timed at
+ * the 1B shape's 1024-token chunk (32 query heads, 8 key heads, 64).
  */
 #include <math.h>
 #include <stdint.h>
@@ -109,6 +117,32 @@ check(int64_t m, int64_t n, int64_t k)
 	free(xf), free(y), free(y0), free(xh), free(wh);
 }
 
+/* the median of 20 timed runs of launch(), after 2 untimed, in milliseconds */
+template <typename F>
+static float
+median_ms(F launch)
+{
+	cudaEvent_t a, b;
+	cudaEventCreate(&a), cudaEventCreate(&b);
+	float ms[20];
+	for (int r = -2; r < 20; r++) {
+		cudaEventRecord(a);
+		launch();
+		cudaEventRecord(b);
+		CHECK(cudaEventSynchronize(b));
+		if (r >= 0)
+			cudaEventElapsedTime(&ms[r], a, b);
+	}
+	for (int i = 0; i < 20; i++)
+		for (int j = i + 1; j < 20; j++)
+			if (ms[j] < ms[i]) {
+				float t = ms[i];
+				ms[i] = ms[j], ms[j] = t;
+			}
+	cudaEventDestroy(a), cudaEventDestroy(b);
+	return ms[10];
+}
+
 /* the median of 20 timed launches of every tile of an m x n x k product, in TFLOPS */
 static void
 timeit(const char *what, int64_t m, int64_t n, int64_t k)
@@ -123,28 +157,132 @@ timeit(const char *what, int64_t m, int64_t n, int64_t k)
 				   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_MM_SMEM));
 	int sms;
 	CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-	cudaEvent_t a, b;
-	cudaEventCreate(&a), cudaEventCreate(&b);
-	float ms[20];
-	for (int r = -2; r < 20; r++) {
-		cudaEventRecord(a);
+	double t = 1e-3 * median_ms([&] {
 		mma_kernel<false, false><<<sms, MKC_THREADS, MKC_MM_SMEM>>>((float *)dy, dx,
 									    (uint16_t *)dw, m, n, k, 1);
-		cudaEventRecord(b);
-		CHECK(cudaEventSynchronize(b));
-		if (r >= 0)
-			cudaEventElapsedTime(&ms[r], a, b);
-	}
-	for (int i = 0; i < 20; i++)
-		for (int j = i + 1; j < 20; j++)
-			if (ms[j] < ms[i]) {
-				float t = ms[i];
-				ms[i] = ms[j], ms[j] = t;
-			}
-	double t = ms[10] * 1e-3;
+	});
 	printf("%-28s %5lld x %5lld x %5lld  %8.1f us  %6.1f TFLOPS\n", what, (long long)m,
 	       (long long)n, (long long)k, t * 1e6, 2.0 * m * n * k / t * 1e-12);
 	cudaFree(dx), cudaFree(dw), cudaFree(dy);
+}
+
+template <int D, typename T>
+static __global__ void __launch_bounds__(MKC_THREADS, 1)
+attn_kernel(const float *q, const T *k, const T *v, float *y, int64_t hq, int64_t hk, int64_t sq,
+	    int64_t l, int64_t cap, int causal, float scale)
+{
+	extern __shared__ __align__(128) unsigned char smem[];
+	const int64_t nb = (sq + 127) / 128, qs[3] = {hq * sq * D, sq * D, D};
+	const int64_t ks[3] = {hk * cap * D, cap * D, D};
+	for (int64_t t = blockIdx.x; t < hq * nb; t += gridDim.x) {
+		int64_t h = t / nb, s0 = t % nb * 128, s1 = s0 + 128 < sq ? s0 + 128 : sq;
+		mkc_attn_chunk_mma<D, T>(q, qs, k, ks, v, ks, y, qs, hq, hk, sq, l, causal, h, h + 1,
+					 s0, s1, scale, smem);
+	}
+}
+
+static const int attn_smem = 2 * MKC_MA_BK * 128 * 2;
+
+template <int D, typename T>
+static void
+check_attn(int64_t hq, int64_t hk, int64_t sq, int64_t l, int causal)
+{
+	const int64_t cap = l + 5;
+	size_t nq = (size_t)(hq * sq * D), nk = (size_t)(hk * cap * D);
+	float *q = (float *)malloc(nq * 4), *y = (float *)malloc(nq * 4);
+	float *kf = (float *)malloc(nk * 4), *vf = (float *)malloc(nk * 4);
+	T *kc = (T *)malloc(nk * sizeof(T)), *vc = (T *)malloc(nk * sizeof(T));
+	for (size_t i = 0; i < nq; i++)
+		q[i] = (float)frand(), y[i] = NAN;
+	for (size_t i = 0; i < nk; i++) {
+		kf[i] = (float)frand(), vf[i] = (float)frand();
+		if (sizeof(T) == 2) {   /* the reference sees the cache's own values */
+			((uint16_t *)kc)[i] = to_bf16(kf[i]), kf[i] = from_bf16(to_bf16(kf[i]));
+			((uint16_t *)vc)[i] = to_bf16(vf[i]), vf[i] = from_bf16(to_bf16(vf[i]));
+		} else {
+			((float *)kc)[i] = kf[i], ((float *)vc)[i] = vf[i];
+		}
+	}
+	for (int64_t i = l; i < cap; i++)   /* room past L: never read */
+		for (int64_t h = 0; h < hk; h++)
+			for (int d = 0; d < D; d++)
+				kf[(h * cap + i) * D + d] = NAN;
+	void *dq, *dk, *dv, *dy;
+	CHECK(cudaMalloc(&dq, nq * 4));
+	CHECK(cudaMalloc(&dy, nq * 4));
+	CHECK(cudaMalloc(&dk, nk * sizeof(T)));
+	CHECK(cudaMalloc(&dv, nk * sizeof(T)));
+	CHECK(cudaMemcpy(dq, q, nq * 4, cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy(dy, y, nq * 4, cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy(dk, kc, nk * sizeof(T), cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy(dv, vc, nk * sizeof(T), cudaMemcpyHostToDevice));
+	const float scale = 1.f / sqrtf((float)D);
+	CHECK(cudaFuncSetAttribute(attn_kernel<D, T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+				   attn_smem));
+	attn_kernel<D, T><<<5, MKC_THREADS, attn_smem>>>((float *)dq, (T *)dk, (T *)dv, (float *)dy,
+							 hq, hk, sq, l, cap, causal, scale);
+	CHECK(cudaGetLastError());
+	CHECK(cudaMemcpy(y, dy, nq * 4, cudaMemcpyDeviceToHost));
+	double big = 0, err = 0, *w = (double *)malloc((size_t)l * sizeof *w);
+	for (int64_t h = 0; h < hq; h++)
+		for (int64_t s = 0; s < sq; s++) {
+			const int64_t kh = h / (hq / hk), end = causal == 2 ? l - sq + s + 1 : l;
+			double m = -INFINITY, z = 0;
+			for (int64_t t = 0; t < end; t++) {
+				double d = 0;
+				for (int c = 0; c < D; c++)
+					d += (double)q[(h * sq + s) * D + c] * kf[(kh * cap + t) * D + c];
+				w[t] = d * scale;
+				m = fmax(m, w[t]);
+			}
+			for (int64_t t = 0; t < end; t++)
+				z += w[t] = exp(w[t] - m);
+			for (int c = 0; c < D; c++) {
+				double a = 0;
+				for (int64_t t = 0; t < end; t++)
+					a += w[t] / z * vf[(kh * cap + t) * D + c];
+				float g = y[(h * sq + s) * D + c];
+				big = fmax(big, fabs(a));
+				err = isnan(g) ? INFINITY : fmax(err, fabs(g - a));
+			}
+		}
+	double rel = err / big;
+	char what[96];
+	snprintf(what, sizeof what, "attention %lldq %lldk x %d, %lld rows of %lld, causal %d%s",
+		 (long long)hq, (long long)hk, D, (long long)sq, (long long)l, causal,
+		 sizeof(T) == 2 ? ", bf16" : "");
+	printf("%-56s %s  largest error %.2e of %.2e\n", what, rel <= 2e-2 ? "ok  " : "FAIL", rel, big);
+	failures += !(rel <= 2e-2);
+	cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dy);
+	free(q), free(y), free(kf), free(vf), free(kc), free(vc), free(w);
+}
+
+/* the chunk's attention of every head at the 1B shape, causal, median of 20 */
+static void
+time_attn(int64_t sq, int64_t l)
+{
+	const int64_t hq = 32, hk = 8, cap = l;
+	void *dq, *dk, *dv, *dy;
+	CHECK(cudaMalloc(&dq, (size_t)(hq * sq * 64 * 4)));
+	CHECK(cudaMalloc(&dy, (size_t)(hq * sq * 64 * 4)));
+	CHECK(cudaMalloc(&dk, (size_t)(hk * cap * 64 * 4)));
+	CHECK(cudaMalloc(&dv, (size_t)(hk * cap * 64 * 4)));
+	CHECK(cudaMemset(dq, 0, (size_t)(hq * sq * 64 * 4)));
+	CHECK(cudaMemset(dk, 0, (size_t)(hk * cap * 64 * 4)));
+	CHECK(cudaMemset(dv, 0, (size_t)(hk * cap * 64 * 4)));
+	CHECK(cudaFuncSetAttribute(attn_kernel<64, float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+				   attn_smem));
+	int sms;
+	CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+	double t = 1e-3 * median_ms([&] {
+		attn_kernel<64, float><<<sms, MKC_THREADS, attn_smem>>>((float *)dq, (float *)dk,
+			(float *)dv, (float *)dy, hq, hk, sq, l, cap, 2, 0.125f);
+	}), pairs = 0;   /* query-key pairs seen */
+	for (int64_t s = 0; s < sq; s++)
+		pairs += (double)(l - sq + s + 1);
+	printf("attention, 32q 8k x 64, %5lld rows of %5lld  %8.1f us  %6.1f TFLOPS\n", (long long)sq,
+	       (long long)l, t * 1e6, 4.0 * hq * 64 * pairs / t * 1e-12);
+	cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dy);
 }
 
 int
@@ -163,5 +301,14 @@ main(void)
 	timeit("gate/up (fused)", 1024, 16384, 2048);
 	timeit("down_proj", 1024, 2048, 8192);
 	timeit("lm head", 1024, 128256, 2048);
+	check_attn<64, float>(4, 2, 7, 12, 2);
+	check_attn<64, float>(2, 1, 200, 200, 2);
+	check_attn<64, float>(4, 4, 33, 100, 0);
+	check_attn<128, float>(2, 1, 130, 1000, 2);
+	check_attn<64, uint16_t>(4, 1, 1, 77, 2);
+	check_attn<128, uint16_t>(2, 2, 65, 70, 2);
+	time_attn(128, 128);
+	time_attn(1024, 1024);
+	time_attn(1024, 4000);
 	return failures ? 1 : 0;
 }

@@ -170,12 +170,14 @@ def gen_good(out):
         "llama", 64, 2, 4, 2, 128, 256, rope_theta=10000.0, attention_bias=True,
         mlp_bias=True), seed=60, shards=2)
     # head_dim 64: the GPU attention bodies take it 64 lanes wide too (the HIP
-    # target's warps), where the other folders' 16 and 32 take the portable body
-    hf_folder(out, "llama_tiny_d64", config(
+    # target's warps), where the other folders' 16 and 32 take the portable body;
+    # in chunks, the CUDA target's tensor-core attention (64 or 128 only)
+    d64 = config(
         "llama", 128, 2, 4, 2, 256, 256, head_dim=64, tie_word_embeddings=True,
         rope_parameters={"rope_theta": 500000.0, "rope_type": "default"},
-        torch_dtype=..., dtype="bfloat16", transformers_version="5.17.0"),
-        seed=70, bf16=True)
+        torch_dtype=..., dtype="bfloat16", transformers_version="5.17.0")
+    hf_folder(out, "llama_tiny_d64", d64, seed=70, bf16=True)
+    hf_folder(out, "llama_tiny_d64", d64, seed=70, bf16=True, chunks=True)
 
 
 # ---------------------------------------------------------------- bad folders
