@@ -97,26 +97,34 @@ mkc_cache_put(const mkc_view *y, int64_t o, float v)
 }
 
 /*
- * The S new positions of x, dense [B, H, S, D], into the cache y [B, H,
- * positions, D] at positions pos .. pos + S - 1. With cos and sin (rows of
- * R / 2 values, [B, S, R/2]; NULL: none) the first R dimensions of every
- * row are rotated on the way, as RotaryEmbedding does: halves (i, i +
- * R/2), or pairs (2i, 2i + 1) when inter; the others are copied. A lane
- * takes a pair (or one copied value), so that a decode step's few rows
- * still keep every lane busy; the float operations are RotaryEmbedding's
- * body's, in its order.
+ * New positions of x [B, H, S, D] into the cache y [B, H, positions, D],
+ * x's position s at pos + s: the box lo..hi of y (heads lo[1]..hi[1],
+ * positions lo[2]..hi[2], within pos .. pos + S; a prompt chunk's append
+ * is cut by heads and blocks of its rows, passes/tile.c). With cos and sin
+ * (rows of R / 2 values, [B, S, R/2]; NULL: none) the first R dimensions
+ * of every row are rotated on the way, as RotaryEmbedding does: halves (i,
+ * i + R/2), or pairs (2i, 2i + 1) when inter; the others are copied. A
+ * lane takes a pair (or one copied value), so that a decode step's few
+ * rows still keep every lane busy; the float operations are
+ * RotaryEmbedding's body's, in its order. A box holds far fewer than 2^32
+ * values: the lanes split their index in 32 bits.
  */
 static inline MKC_BODY void MKC_UNUSED
-mkc_cache_append(const mkc_view *y, const mkc_view *x, const mkc_view *cos, const mkc_view *sin,
-		 int64_t rot, int inter, int64_t pos)
+mkc_cache_append_box(const mkc_view *y, const mkc_view *x, const mkc_view *cos,
+		     const mkc_view *sin, int64_t rot, int inter, int64_t pos, const int64_t *lo,
+		     const int64_t *hi)
 {
-	const int64_t B = x->d[0], H = x->d[1], S = x->d[2], D = x->d[3];
+	const int64_t D = x->d[3];
 	const int64_t R = rot ? rot : D, half = cos ? R / 2 : 0, W = D - half;   /* lanes a row */
+	const uint32_t nh = (uint32_t)(hi[1] - lo[1]), ns = (uint32_t)(hi[2] - lo[2]);
+	const uint32_t w = (uint32_t)W;
+	const int64_t n = (hi[0] - lo[0]) * (int64_t)nh * (int64_t)ns * W;
 	const float *MKC_RESTRICT px0 = (const float *)x->p;
-	for (int64_t p = MKC_LANE; p < B * H * S * W; p += MKC_NLANES) {
-		const int64_t row = p / W, i = p % W;   /* row: (b * H + h) * S + s */
-		const int64_t s = row % S, b = row / S / H, h = row / S % H;
-		const float *px = px0 + row * D;
+	for (int64_t p = MKC_LANE; p < n; p += MKC_NLANES) {
+		const uint32_t row = (uint32_t)p / w, i = (uint32_t)p % w;
+		const int64_t b = lo[0] + row / ns / nh, h = lo[1] + row / ns % nh;
+		const int64_t s = lo[2] - pos + row % ns;
+		const float *px = px0 + b * x->s[0] + h * x->s[1] + s * x->s[2];
 		const int64_t at = b * y->s[0] + h * y->s[1] + (pos + s) * y->s[2];
 		if (i >= half) {
 			mkc_cache_put(y, at + i + half, px[i + half]);
@@ -130,4 +138,14 @@ mkc_cache_append(const mkc_view *y, const mkc_view *x, const mkc_view *cos, cons
 		mkc_cache_put(y, at + i1, r[0]);
 		mkc_cache_put(y, at + i2, r[1]);
 	}
+}
+
+/* All S new positions of x at pos .. pos + S - 1. */
+static inline MKC_BODY void MKC_UNUSED
+mkc_cache_append(const mkc_view *y, const mkc_view *x, const mkc_view *cos, const mkc_view *sin,
+		 int64_t rot, int inter, int64_t pos)
+{
+	const int64_t lo[4] = {0, 0, pos, 0};
+	const int64_t hi[4] = {x->d[0], x->d[1], pos + x->d[2], x->d[3]};
+	mkc_cache_append_box(y, x, cos, sin, rot, inter, pos, lo, hi);
 }

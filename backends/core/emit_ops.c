@@ -980,9 +980,10 @@ emit_cache_append(mkc_emitter *e, const mkc_node *n)
 	decl_all(e, n);
 	if (y->rank == 4 && y->cap_axis == 2 && y->dtype == MKC_DT_FLOAT &&
 	    n->in[0]->dtype == MKC_DT_FLOAT) {
-		fprintf(e->f, "\tmkc_cache_append(&y, &x0, %s, %s, %lldLL, %d, lo[2]);\n\t(void)hi;\n",
-			k->rotary ? "&x1" : "NULL", k->rotary ? "&x2" : "NULL", (long long)k->rot_dim,
-			k->interleaved);
+		/* the box: the new positions, or a chunk's head and block of rows */
+		fprintf(e->f, "\tmkc_cache_append_box(&y, &x0, %s, %s, %lldLL, %d, y.d[2] - x0.d[2], lo, "
+			"hi);\n", k->rotary ? "&x1" : "NULL", k->rotary ? "&x2" : "NULL",
+			(long long)k->rot_dim, k->interleaved);
 		return 0;
 	}
 	if (k->rotary)

@@ -76,12 +76,12 @@ Test(mutants, a_truncating_bf16_conversion, .timeout = 300)
  * The first cache append writes on the first step only: the later steps
  * find its slot poisoned (NaN) and the decoy past around it, not the value
  * the first step left there. (The edit is the call of the body,
- * backends/c/cache.h's mkc_cache_append, in the first CacheAppend's tile
+ * backends/c/cache.h's mkc_cache_append_box, in the first CacheAppend's tile
  * function.)
  */
 Test(mutants, a_cache_append_lost_after_the_first_step, .timeout = 300)
 {
-	must_fail("s/(CacheAppend\\) \\*\\/.*?)(mkc_cache_append\\()/\\$1if (m->epoch == 1) \\$2/s",
+	must_fail("s/(CacheAppend\\) \\*\\/.*?)(mkc_cache_append_box\\()/\\$1if (m->epoch == 1) \\$2/s",
 		  OP23);
 	cr_assert(strstr(out, "step 1: "), "the first step wrote the cache, the second must fail: %s",
 		  out);

@@ -437,6 +437,20 @@ transpose_case(int es)
 	check(what, {f.y}, EXACT);
 }
 
+/* heads moved across positions, the last axis kept: a GPU warp a row (mkc_strided) */
+static void
+transpose_rows_case(int es)
+{
+	begin();
+	shape x = dense({6, 40, 64}), y = dense({40, 6, 64});
+	transpose_call f = {out(bits_type(es), y), view(rand_bytes(x.n * es), bits_type(es), x),
+			    put<int>({1, 0, 2}), cut(y, 0, {17, 40})};
+	run(f, f.b.n);
+	char what[64];
+	snprintf(what, sizeof what, "mkc_transpose [6, 40, 64] perm 1 0 2, es %d", es);
+	check(what, {f.y}, EXACT);
+}
+
 struct concat_call {
 	output y;
 	int n;
@@ -630,6 +644,8 @@ data_cases(void)
 	copy_cases();
 	transpose_case(2);
 	transpose_case(8);
+	transpose_rows_case(4);
+	transpose_rows_case(2);
 	concat_case(4);
 	concat_case(8);
 	slice_case({-30, 55}, {2, -3}, {15, 19}, 4, "mkc_slice [40, 60] from -30, 55 by 2, -3");

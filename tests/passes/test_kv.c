@@ -55,7 +55,7 @@ Test(kv, an_unsplit_attention_stops_a_bf16_compile)
 /*
  * The emitted code: the views the appends write and the parts read, by
  * their bf16 flag (the last field of a view). One line a tile function that
- * appends (mkc_cache_append or HeadProj's mkc_head_proj: its y) or reads
+ * appends (mkc_cache_append_box or HeadProj's mkc_head_proj: its y) or reads
  * the caches (mkc_attn_part_c: its x1 and x2), with the flags it gives them.
  */
 static const char *
@@ -66,7 +66,7 @@ cache_views(const char *args, char *out, size_t n)
 		 "awk '/^mkc_body_/ { y = x1 = x2 = \"\" } "
 		 "/const mkc_view (y|x1|x2) / { f = $NF; sub(/};/, \"\", f); "
 		 "if ($3 == \"y\") y = f; if ($3 == \"x1\") x1 = f; if ($3 == \"x2\") x2 = f } "
-		 "/\\tmkc_cache_append\\(|\\tmkc_head_proj\\(/ { print \"append\", y } "
+		 "/\\tmkc_cache_append_box\\(|\\tmkc_head_proj\\(/ { print \"append\", y } "
 		 "/\\tmkc_attn_part_c\\(/ { print \"part\", x1, x2 }' $d/m.c; rc=$?; rm -rf $d; exit $rc",
 		 mkc_bin(), args);
 	cr_assert_eq(mkc_shell(cmd, out, n), 0, "%s", out);
