@@ -16,6 +16,13 @@
 /* Picks the reader by what the path is. NULL on error. */
 mkc_graph *mkc_load_model(mkc_ctx *c, const char *path);
 
+/*
+ * The same, with all_logits: a Hugging Face folder's step gives every new
+ * position's logits [1, seq_len, vocab] (mkc --all-logits), not the last
+ * one's; an ONNX model gives what its graph gives either way.
+ */
+mkc_graph *mkc_load_model_logits(mkc_ctx *c, const char *path, bool all_logits);
+
 /* A binary ONNX ModelProto. NULL on error. */
 mkc_graph *mkc_onnx_load(mkc_ctx *c, const char *path);
 
@@ -29,9 +36,10 @@ mkc_graph *mkc_onnx_json_load(mkc_ctx *c, const char *path);
  * A Hugging Face model folder: config.json (model_type llama, qwen2 or
  * qwen3) and model.safetensors, or model.safetensors.index.json and its
  * shards; the graph of one decode step with a KV cache, with the interface
- * of the decode-step ONNX exports (compiler/hf.c). NULL on error.
+ * of the decode-step ONNX exports (compiler/hf.c); all_logits as above.
+ * NULL on error.
  */
-mkc_graph *mkc_hf_load(mkc_ctx *c, const char *dir);
+mkc_graph *mkc_hf_load(mkc_ctx *c, const char *dir, bool all_logits);
 
 /* A serialised TensorProto (test data's input_K.pb); 0 or -1. */
 int mkc_onnx_read_tensor(mkc_ctx *c, const char *path, mkc_tensor *t);

@@ -10,7 +10,8 @@
  * with a step of seq_len new tokens: inputs input_ids, position_ids
  * [1, seq_len] (int64) and past_key_values.{i}.key/value [1, kv_heads,
  * past_len, head_dim]; outputs logits [1, 1, vocab] (the last position's:
- * the one a prompt chunk or a decode step needs) and present.{i}.key/value
+ * the one a prompt chunk or a decode step needs; every position's, [1,
+ * seq_len, vocab], with all_logits: mkc --all-logits) and present.{i}.key/value
  * [1, kv_heads, past_len + seq_len, head_dim]. So the same harness, test
  * data and API serve both forms. The driver fixes seq_len at 1 unless
  * --max-chunk allows longer steps (mkc_graph_fix_sym), which makes the
@@ -34,6 +35,7 @@
  *     h += Gemm(Mul(Mul(g, Sigmoid(g)), Gemm(x, up_proj)), down_proj),
  *          g = Gemm(x, gate_proj)
  *   logits = Reshape(Gemm(RMSNormalization(Slice(h, last row)), lm_head), [1, 1, vocab])
+ *            (all_logits: no Slice, [1, S, vocab])
  *
  * The transposes put heads before positions as Attention wants them ([1,
  * heads, S, head_dim]); with S = 1 they move an axis of length 1 only, and
@@ -79,6 +81,7 @@ typedef struct {
 	const char *dir, *config_path;
 	const cJSON *root;
 	hf_config cfg;
+	bool all_logits;           /* every position's logits, not the last one's */
 	mkc_st_file *single;       /* model.safetensors, when not sharded */
 	const char *index_path;    /* model.safetensors.index.json, when sharded */
 	mkc_map shard_of;          /* weight name -> its shard (mkc_st_file) */
@@ -845,7 +848,7 @@ build(hf *b)
 		io(b, mkc_arena_printf(a, "past_key_values.%d.key", i), MKC_TK_INPUT, MKC_DT_FLOAT, 4, past);
 		io(b, mkc_arena_printf(a, "past_key_values.%d.value", i), MKC_TK_INPUT, MKC_DT_FLOAT, 4, past);
 	}
-	const char *logits_dims[3] = {"1", "1", voc};
+	const char *logits_dims[3] = {"1", b->all_logits ? "seq_len" : "1", voc};
 	mkc_tensor *logits = io(b, "logits", MKC_TK_OUTPUT, MKC_DT_FLOAT, 3, logits_dims);
 	for (int i = 0; i < cf->layers; i++) {
 		io(b, mkc_arena_printf(a, "present.%d.key", i), MKC_TK_OUTPUT, MKC_DT_FLOAT, 4, present);
@@ -859,7 +862,7 @@ build(hf *b)
 	rotary(b, pos);
 	for (int i = 0; i < cf->layers && h; i++)
 		h = decoder_layer(b, i, h);
-	h = h ? last_row(b, h) : NULL;
+	h = h && !b->all_logits ? last_row(b, h) : h;
 	h = h ? rms_norm(b, "model.norm", h, cf->hidden) : NULL;
 	mkc_tensor *y = !h ? NULL
 		      : cf->tie ? op(b, "lm_head", "Gemm", 2, 1, h, embed, NULL)
@@ -869,7 +872,7 @@ build(hf *b)
 	attr_int(y->producer, 0, "transB", 1);
 	/* the graph output exists already: a Reshape of our own writes it */
 	mkc_node *n = add_node(b, "logits", "Reshape", 2, 1, 0);
-	const int64_t shape[3] = {1, 1, cf->vocab}, len = 3;
+	const int64_t shape[3] = {1, b->all_logits ? -1 : 1, cf->vocab}, len = 3;
 	char key[96];
 	n->in[0] = y;
 	n->in[1] = constant(b, mkc_arena_printf(a, "shape%s", shape_str(key, sizeof key, 3, shape)),
@@ -880,12 +883,12 @@ build(hf *b)
 }
 
 mkc_graph *
-mkc_hf_load(mkc_ctx *c, const char *dir)
+mkc_hf_load(mkc_ctx *c, const char *dir, bool all_logits)
 {
 	size_t len = strlen(dir);
 	while (len > 1 && dir[len - 1] == '/')
 		len--;   /* "model/" names the same folder as "model" */
-	hf b = {.c = c, .dir = mkc_arena_strndup(c->arena, dir, len)};
+	hf b = {.c = c, .dir = mkc_arena_strndup(c->arena, dir, len), .all_logits = all_logits};
 	b.config_path = mkc_arena_printf(c->arena, "%s/config.json", b.dir);
 	const void *bytes;
 	size_t size;

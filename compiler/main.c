@@ -61,6 +61,9 @@ static const char usage[] =
 	"  --max-chunk N      a step takes 1 to N new tokens of one sequence (a\n"
 	"                     prompt in chunks; the token count is a run-time\n"
 	"                     dimension); default 1: the decode step, one token\n"
+	"  --all-logits       a Hugging Face folder's step gives every new token's\n"
+	"                     logits [1, S, vocab], not the last one's [1, 1, vocab]\n"
+	"                     (an ONNX model gives what its graph gives)\n"
 	"  --kv T             f32 (default) or bf16: the type the KV caches are\n"
 	"                     kept in; bf16 rounds keys and values as they are\n"
 	"                     appended (all arithmetic stays float32); not with\n"
@@ -89,7 +92,7 @@ typedef struct {
 	int64_t max_dim, max_seq, max_chunk;
 	const char *command_line;
 	const char *consts[64];   /* NAME=FILE.pb */
-	bool bf16, dump_dot, no_reuse, kv_io, no_fuse;
+	bool bf16, dump_dot, no_reuse, kv_io, no_fuse, all_logits;
 	int kv_dtype;             /* --kv: MKC_DT_FLOAT or MKC_DT_BFLOAT16 (0: float32) */
 	long long embed_limit;
 	int profile_steps;        /* --profile: steps the timeline keeps (0: none) */
@@ -147,6 +150,8 @@ parse_args(int argc, char **argv, int from, options *o)
 			i++;
 		} else if (strcmp(a, "--kv-io") == 0) {
 			o->kv_io = true;
+		} else if (strcmp(a, "--all-logits") == 0) {
+			o->all_logits = true;
 		} else if (strcmp(a, "--profile") == 0) {
 			o->profile_steps = o->profile_steps ? o->profile_steps : 8;
 		} else if (strcmp(a, "--profile-steps") == 0) {
@@ -273,7 +278,7 @@ compile(const options *o)
 	mkc_ctx *c = mkc_ctx_create();
 	c->verbose = o->verbose;
 	int rc = 1;
-	mkc_graph *g = mkc_load_model(c, o->model);
+	mkc_graph *g = mkc_load_model_logits(c, o->model, o->all_logits);
 	if (g && bind_consts(g, o) != 0)
 		goto out;
 	mkc_plan *p = NULL;

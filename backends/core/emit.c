@@ -500,11 +500,12 @@ emit_io(mkc_emitter *e)
 
 /*
  * The graph input or output called name with the given type and shape
- * [1,..,1,x], or -1: x is 1, or any constant (last_free), or the chunk
- * symbol (chunk >= 0: a step's tokens).
+ * [1,..,1,x], or -1: x is 1, or any constant (last_free); the chunk symbol
+ * (chunk >= 0: a step's tokens) may stand for a 1 at axis rank - at (the
+ * tokens' axis: 1 for input_ids, 2 for logits [1, S, vocab]).
  */
 static int
-find_io(const mkc_vec *v, const char *name, mkc_dtype dt, bool last_free, int chunk)
+find_io(const mkc_vec *v, const char *name, mkc_dtype dt, bool last_free, int chunk, int at)
 {
 	for (int i = 0; i < v->n; i++) {
 		const mkc_tensor *t = v->v[i];
@@ -512,7 +513,7 @@ find_io(const mkc_vec *v, const char *name, mkc_dtype dt, bool last_free, int ch
 			continue;
 		for (int d = 0; d < t->rank; d++) {
 			bool last = d == t->rank - 1;
-			if (last && chunk >= 0 && mkc_dim_eq(t->shape[d], mkc_dim_sym(chunk)))
+			if (d == t->rank - at && chunk >= 0 && mkc_dim_eq(t->shape[d], mkc_dim_sym(chunk)))
 				continue;
 			if (!mkc_dim_is_const(t->shape[d]) || (t->shape[d].c != 1 && !(last_free && last)))
 				return -1;
@@ -532,9 +533,10 @@ emit_generate_io(mkc_emitter *e)
 {
 	mkc_graph *g = e->p->g;
 	int chunk = g->chunk_sym;
-	int ids = find_io(&g->inputs, "input_ids", MKC_DT_INT64, false, chunk);
-	int pos = find_io(&g->inputs, "position_ids", MKC_DT_INT64, false, chunk);
-	int lg = find_io(&g->outputs, "logits", MKC_DT_FLOAT, true, -1);
+	int ids = find_io(&g->inputs, "input_ids", MKC_DT_INT64, false, chunk, 1);
+	int pos = find_io(&g->inputs, "position_ids", MKC_DT_INT64, false, chunk, 1);
+	/* every token's logits (mkc --all-logits): generate's one-token steps give one row */
+	int lg = find_io(&g->outputs, "logits", MKC_DT_FLOAT, true, chunk, 2);
 	int64_t vocab = lg >= 0 ? MKC_OUTPUT(g, lg)->shape[MKC_OUTPUT(g, lg)->rank - 1].c : 0;
 	fprintf(e->f, "\n#define MKC_GEN_IDS %d\n#define MKC_GEN_POS %d\n#define MKC_GEN_LOGITS %d\n"
 		"#define MKC_GEN_VOCAB %lldLL\n#define MKC_CAN_GENERATE %d\n", ids, pos, lg,

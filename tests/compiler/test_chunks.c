@@ -33,6 +33,26 @@ Test(chunks, a_chunk_longer_than_compiled_is_refused, .timeout = 300)
 }
 
 /*
+ * qwen3_tiny compiled twice, as NAME.c with flags and as one.c (the decode
+ * step), and prog built against both (ASan and UBSan) and run; its output
+ * in out, and it must exit 0.
+ */
+static void
+run_beside_decode(const char *name, const char *flags, const char *prog)
+{
+	static char cmd[1 << 15];
+	const char *dir = CHUNK "qwen3_tiny";
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && %s %s %s --max-seq 32 -o $d/%s.c && "
+		 "%s %s --max-seq 32 -o $d/one.c && cat > $d/t.c <<'EOF'\n%sEOF\n"
+		 "cc -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined "
+		 "-fno-sanitize-recover=all -DDIR=\\\"%s\\\" -pthread -I$d -o $d/t $d/t.c $d/%s.c "
+		 "$d/one.c -lm && timeout 120 $d/t; rc=$?; rm -rf $d; exit $rc",
+		 mkc_bin(), dir, flags, name, mkc_bin(), dir, prog, dir, name);
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+}
+
+/*
  * One program, two files of the same folder: chunk.c (--max-chunk 4) and
  * one.c (the decode step). A 9-token prompt in chunks of 4, 4 and 1 gives
  * the logits and caches of the same prompt a token at a time (to float
@@ -98,16 +118,7 @@ Test(chunks, a_prompt_in_chunks_is_the_prompt_a_token_at_a_time, .timeout = 300)
 		"  printf(\"zero: %d %s\\n\", feed(m, 0, 0, 0), chunk_last_error(m));\n"
 		"  chunk_destroy(m); one_destroy(d); return 0;\n"
 		"}\n";
-	static char cmd[1 << 15];
-	const char *dir = CHUNK "qwen3_tiny";
-	snprintf(cmd, sizeof cmd,
-		 "d=$(mktemp -d) && %s %s --max-chunk 4 --max-seq 32 -o $d/chunk.c && "
-		 "%s %s --max-seq 32 -o $d/one.c && cat > $d/t.c <<'EOF'\n%sEOF\n"
-		 "cc -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined "
-		 "-fno-sanitize-recover=all -DDIR=\\\"%s\\\" -pthread -I$d -o $d/t $d/t.c $d/chunk.c "
-		 "$d/one.c -lm && timeout 120 $d/t; rc=$?; rm -rf $d; exit $rc",
-		 mkc_bin(), dir, mkc_bin(), dir, prog, dir);
-	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	run_beside_decode("chunk", "--max-chunk 4", prog);
 	cr_expect(strstr(out, "dims 2: seq_len past_len, max 4\n"), "%s", out);
 	cr_expect(strstr(out, "len 9\n"), "%s", out);
 	cr_expect(strstr(out, "caches same, logits same\n"), "%s", out);
@@ -115,6 +126,64 @@ Test(chunks, a_prompt_in_chunks_is_the_prompt_a_token_at_a_time, .timeout = 300)
 	cr_expect(strstr(out, "five: -1 seq_len = 5 is outside 0..4 (the compiled maximum)"), "%s",
 		  out);
 	cr_expect(strstr(out, "zero: -1 a step must append at least one position"), "%s", out);
+	cr_expect_null(strstr(out, "runtime error"), "%s", out);
+}
+
+/*
+ * mkc --all-logits: every.c gives each new token's logits [1, S, vocab]. A
+ * 9-token prompt in chunks of 4, 4 and 1 gives, row by row, the logits of
+ * the same prompt a token at a time through the decode file (to float
+ * rounding, as above); generate on it gives the decode file's tokens.
+ */
+Test(chunks, all_logits_give_every_token_its_row, .timeout = 300)
+{
+	static const char prog[] =
+		"#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+		"#include \"every.h\"\n#include \"one.h\"\n"
+		"static const int64_t prompt[9] = {3, 17, 250, 99, 4, 31, 200, 7, 64};\n"
+		"static float got[9][256], ref[256];\n"
+		"int main(void) {\n"
+		"  every *m; one *d;\n"
+		"  if (every_create(&m, NULL) || every_load_weights(m, DIR) || one_create(&d, NULL) ||\n"
+		"      one_load_weights(d, DIR)) { printf(\"setup failed\\n\"); return 9; }\n"
+		"  int64_t dims[2], shape[3];\n"
+		"  for (int i = 0; i < every_num_dims(); i++)\n"
+		"    dims[i] = strcmp(every_dim_name(i), \"seq_len\") ? -1 : 4;\n"
+		"  if (every_output_shape(0, dims, shape) != 3) return 8;\n"
+		"  printf(\"logits %lld %lld %lld\\n\", (long long)shape[0], (long long)shape[1],\n"
+		"         (long long)shape[2]);\n"
+		"  int64_t pos[9];\n"
+		"  for (int k = 0; k < 9; k++) pos[k] = k;\n"
+		"  for (int at = 0, n = 4; at < 9; at += n, n = 9 - at < 4 ? 9 - at : 4) {\n"
+		"    for (int i = 0; i < every_num_dims(); i++)\n"
+		"      dims[i] = strcmp(every_dim_name(i), \"seq_len\") ? -1 : n;\n"
+		"    const void *in[2] = {prompt + at, pos + at}; void *o[1] = {got[at]};\n"
+		"    if (every_step(m, in, o, dims)) { printf(\"every: %s\\n\", every_last_error(m)); return 1; }\n"
+		"  }\n"
+		"  double worst = 0, big = 0;\n"
+		"  for (int t = 0; t < 9; t++) {\n"
+		"    const void *in[2] = {prompt + t, pos + t}; void *o[1] = {ref};\n"
+		"    if (one_step(d, in, o, NULL)) { printf(\"one: %s\\n\", one_last_error(d)); return 2; }\n"
+		"    for (int i = 0; i < 256; i++) {\n"
+		"      double e = fabs((double)got[t][i] - ref[i]);\n"
+		"      if (e > worst) worst = e;\n"
+		"      if (fabs(ref[i]) > big) big = fabs(ref[i]);\n"
+		"    }\n"
+		"  }\n"
+		"  printf(\"rows %s\\n\", worst < 1e-4 * big ? \"same\" : \"differ\");\n"
+		"  if (worst >= 1e-4 * big) printf(\"worst %g of %g\\n\", worst, big);\n"
+		"  int64_t t1[6], t2[6];\n"
+		"  every_cache_reset(m); one_cache_reset(d);\n"
+		"  if (every_generate(m, prompt, 9, 6, t1) || one_generate(d, prompt, 9, 6, t2)) {\n"
+		"    printf(\"generate: %s / %s\\n\", every_last_error(m), one_last_error(d)); return 6;\n"
+		"  }\n"
+		"  printf(\"generate %s\\n\", memcmp(t1, t2, sizeof t1) ? \"differs\" : \"same\");\n"
+		"  every_destroy(m); one_destroy(d); return 0;\n"
+		"}\n";
+	run_beside_decode("every", "--max-chunk 4 --all-logits", prog);
+	cr_expect(strstr(out, "logits 1 4 256\n"), "%s", out);
+	cr_expect(strstr(out, "rows same\n"), "%s", out);
+	cr_expect(strstr(out, "generate same\n"), "%s", out);
 	cr_expect_null(strstr(out, "runtime error"), "%s", out);
 }
 

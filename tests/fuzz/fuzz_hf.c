@@ -104,7 +104,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    write_file(weights, len8, 8, header, (size_t)hl, zeros))
 		return 0;
 	mkc_ctx *c = mkc_ctx_create();
-	mkc_graph *g = mkc_hf_load(c, dir);
+	mkc_graph *g = mkc_hf_load(c, dir, false);
 	for (int i = 0; g && i < g->tensors.n; i++) {
 		const mkc_tensor *t = MKC_TENSOR(g, i);
 		if (!t->ext_file)
