@@ -7,7 +7,8 @@
  * provides: RMSNormalization, RotaryEmbedding and Attention nodes in place
  *           of the subgraphs that compute them; Attention reading grouped
  *           key/value heads as they are stored rather than copied out per
- *           query head; a MatMul by Transpose(2-D weight) reading the weight
+ *           query head; an exporter's causal mask as is_causal (no mask
+ *           input); a MatMul by Transpose(2-D weight) reading the weight
  *           by rows (attribute mkc_trans_b); no two live attribute-free nodes that apply the same
  *           op to the same inputs; every new tensor typed and shaped; nodes
  *           in topological order. What the rewrites replace is marked dead,
@@ -721,6 +722,129 @@ merge_duplicates(mkc_graph *g)
 	return merged;
 }
 
+/* t through any Unsqueezes (they place values, never change them). */
+static const mkc_tensor *
+through_unsqueeze(const mkc_tensor *t)
+{
+	const mkc_node *u;
+	while ((u = def(t, MKC_OP_UNSQUEEZE)))
+		t = u->in[0];
+	return t;
+}
+
+/* A one-element integer known at compile time, a symbolic one included. */
+static bool
+scalar_dim(const mkc_tensor *t, mkc_dim *d)
+{
+	double v;
+	if (t && t->nsymval == 1 && t->symval) {
+		*d = t->symval[0];
+		return true;
+	}
+	if (!const_scalar(t, &v) || v != (double)(int64_t)v)
+		return false;
+	*d = mkc_dim_const((int64_t)v);
+	return true;
+}
+
+/* Range(0, n, 1) of length len (its values 0 .. len - 1). */
+static bool
+is_iota(const mkc_tensor *t, mkc_dim len)
+{
+	const mkc_node *r = def(t, MKC_OP_RANGE);
+	return r && t->rank == 1 && mkc_dim_eq(t->shape[0], len) && is_scalar(r->in[0], 0) &&
+	       is_scalar(r->in[2], 1);
+}
+
+/*
+ * t's values are P + s for s < S: Add(Range(0, S, 1), P), or those values
+ * folded already (S a constant: a decode step's one query at P).
+ */
+static bool
+is_shifted_iota(const mkc_tensor *t, mkc_dim S, mkc_dim P)
+{
+	mkc_dim p;
+	if (t->nsymval && t->symval) {
+		if (!mkc_dim_is_const(S) || t->nsymval != S.c)
+			return false;
+		for (int64_t i = 0; i < S.c; i++)
+			if (!mkc_dim_add(P, mkc_dim_const(i), &p) || !mkc_dim_eq(t->symval[i], p))
+				return false;
+		return true;
+	}
+	const mkc_node *add = def(t, MKC_OP_ADD);
+	if (!add || t->rank != 1)
+		return false;
+	int k = is_iota(add->in[0], S) ? 1 : is_iota(add->in[1], S) ? 0 : -1;
+	return k >= 0 && scalar_dim(add->in[k], &p) && mkc_dim_eq(p, P);
+}
+
+/* Only axis `at` of t's rank-4 shape may differ from 1, and it is len there. */
+static bool
+lies_along(const mkc_tensor *t, int at, mkc_dim len)
+{
+	if (t->rank != 4)
+		return false;
+	for (int d = 0; d < 4; d++)
+		if (!mkc_dim_eq(t->shape[d], d == at ? len : mkc_dim_const(1)))
+			return false;
+	return true;
+}
+
+/*
+ * Attention(q, k, v, mask) whose mask is the causal one a torch.onnx export
+ * builds from the step's positions (transformers' sdpa path, S new tokens
+ * after P cached, L = P + S keys):
+ *
+ *   mask[.., s, t] = LessOrEqual(t, s + P): t from Range(0, L, 1) placed
+ *                    along the last axis, s + P from Add(Range(0, S, 1), P)
+ *                    (folded, for a fixed S) along the third; maybe
+ *                    Expanded (values unchanged);
+ *
+ * at opset 18 as an additive mask Where(that, 0, x) with x at most -1e30
+ * (finfo.min: its softmax weight is exactly 0, as a masked one's). Query s
+ * sees keys t <= P + s: is_causal aligned at the end, mkc's is_causal 2
+ * (passes/state.c), and every key when S is 1. The mask goes, so the node
+ * takes the chunk attention bodies; the mask's subgraph dies once unread.
+ */
+static int
+match_causal_mask(mkc_graph *g, mkc_node *n)
+{
+	if (n->nin != 4 || !n->in[3] || n->nout != 1 || n->in[0]->rank != 4 ||
+	    n->in[1]->rank != 4 || mkc_node_attr_int(n, "is_causal", 0) ||
+	    mkc_node_attr_float(n, "softcap", 0) != 0 ||
+	    mkc_node_attr_int(n, "qk_matmul_output_mode", 0))
+		return 0;
+	const mkc_tensor *m = n->in[3];
+	const mkc_node *w = def(m, MKC_OP_WHERE);
+	double lo;
+	if (w && !(is_scalar(w->in[1], 0) && const_scalar(w->in[2], &lo) && lo <= -1e30))
+		return 0;
+	m = w ? w->in[0] : m;
+	const mkc_node *e = def(m, MKC_OP_EXPAND), *le = def(e ? e->in[0] : m, MKC_OP_LESS_EQUAL);
+	mkc_dim S = n->in[0]->shape[2], L = n->in[1]->shape[2], P;
+	if (!le || !mkc_dim_sub(L, S, &P) || !lies_along(le->in[0], 3, L) ||
+	    !lies_along(le->in[1], 2, S) || !is_iota(through_unsqueeze(le->in[0]), L) ||
+	    !is_shifted_iota(through_unsqueeze(le->in[1]), S, P))
+		return 0;
+	n->in[3]->nconsumers--;
+	n->in[3] = NULL;
+	n->nin = 3;
+	int64_t causal = mkc_dim_eq(S, mkc_dim_const(1)) ? 0 : 2;
+	for (int i = 0; i < n->nattr; i++)
+		if (!strcmp(n->attr[i].name, "is_causal")) {
+			n->attr[i].i = causal;
+			return 1;
+		}
+	mkc_attr *at = mkc_arena_alloc(g->ctx->arena, (size_t)(n->nattr + 1) * sizeof *at);
+	if (n->nattr)
+		memcpy(at, n->attr, (size_t)n->nattr * sizeof *at);
+	at[n->nattr] = (mkc_attr){.name = "is_causal", .type = MKC_AT_INT, .i = causal};
+	n->attr = at;
+	n->nattr++;
+	return 1;
+}
+
 /*
  * MatMul(a, Transpose(w)) with w a 2-D weight (or a Cast of one), as exports spell an output
  * layer that shares the embedding table [vocab, hidden]: the MatMul reads w
@@ -828,10 +952,13 @@ mkc_pass_canon(mkc_graph *g)
 		default: break;
 		}
 	}
+	int causal = 0;
 	for (int i = 0; i < g->nodes.n; i++) {
 		mkc_node *n = MKC_NODE(g, i);
 		if (!n->dead && n->op == MKC_OP_ATTENTION)
 			grouped += match_grouped_heads(g, n);
+		if (!n->dead && n->op == MKC_OP_ATTENTION)
+			causal += match_causal_mask(g, n);
 	}
 	int transposed = 0, reshaped = 0;
 	for (int i = 0; i < g->nodes.n; i++) {
@@ -843,7 +970,8 @@ mkc_pass_canon(mkc_graph *g)
 	}
 	int merged = merge_duplicates(g);
 	mkc_progress(g->ctx, "canon: %d RMSNorm, %d RoPE, %d attention, %d reading grouped heads, "
-		     "%d reading a transposed weight, %d transposes or slices as reshapes, "
-		     "%d duplicate nodes merged", rms, rope, attn, grouped, transposed, reshaped, merged);
+		     "%d causal masks, %d reading a transposed weight, %d transposes or slices as "
+		     "reshapes, %d duplicate nodes merged", rms, rope, attn, grouped, causal, transposed,
+		     reshaped, merged);
 	return 0;
 }

@@ -3,7 +3,7 @@
 
     python3 tools/export_hf.py OUTDIR (--config FAMILY:SIZE | --from-folder HF_DIR)
             [--opset 18|23] [--dtype float32|bfloat16] [--past-len N] [--seed S]
-            [--external-data] [--no-test-data] [--bf16-initializers]
+            [--external-data] [--no-test-data] [--bf16-initializers] [--chunks]
 
 Models: LlamaForCausalLM (SmolLM2-class models are Llama), Qwen2ForCausalLM, Qwen3ForCausalLM.
 
@@ -45,6 +45,12 @@ What comes out, in OUTDIR:
                  onnxruntime is importable the exported model is run on the same inputs and
                  the error against PyTorch is printed per output, as max|ort - torch| divided
                  by max|torch|; above 1e-4 the script fails (exit 1).
+    With --chunks, a step of seq_len new tokens (mkc --max-chunk): input_ids and position_ids
+                 [1, seq_len], logits [1, seq_len, vocab] (every new position's, as the model
+                 gives them), presents [1, kv_heads, past_len + seq_len, head_dim]; the
+                 causal mask is the exporter's own (Range, LessOrEqual, Expand; at opset 18
+                 an additive Where). test_data_set_0..3 hold the steps (seq_len, past_len)
+                 of CHUNK_CASES: 5 after 7, 1 after 6, 9 after 3, 4 into an empty cache.
     export.json  family, size, source, config, dtype, opset, seed, past_len, input and
                  output names, versions of torch, transformers, onnx, onnxscript.
 
@@ -85,6 +91,7 @@ MODEL_TYPES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3"
 PROTOBUF_LIMIT = 2 * 1024**3
 EXTERNAL_ABOVE = PROTOBUF_LIMIT - 256 * 1024**2   # a margin for the graph itself
 REL_TOLERANCE = 1e-4
+CHUNK_CASES = ((5, 7), (1, 6), (9, 3), (4, 0))   # --chunks: (seq_len, past_len) a data set
 T0 = time.time()
 
 
@@ -254,13 +261,13 @@ def io_names(n_layers):
     return ins, outs
 
 
-def sample_inputs(config, past_len, seed):
+def sample_inputs(config, past_len, seed, seq_len=1):
     import torch
     g = torch.Generator().manual_seed(seed + 1)
     kv = config.num_key_value_heads
     hd = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    ids = torch.randint(0, config.vocab_size, (1, 1), generator=g, dtype=torch.int64)
-    pos = torch.full((1, 1), past_len, dtype=torch.int64)
+    ids = torch.randint(0, config.vocab_size, (1, seq_len), generator=g, dtype=torch.int64)
+    pos = torch.arange(past_len, past_len + seq_len, dtype=torch.int64)[None]
     past = [torch.randn(1, kv, past_len, hd, generator=g, dtype=torch.float32)
             for _ in range(2 * config.num_hidden_layers)]
     return (ids, pos, *past)
@@ -276,13 +283,14 @@ def quiet_exporter():
     warnings.filterwarnings("ignore", message=".*isinstance\\(treespec, LeafSpec\\)")
 
 
-def export(wrapper, inputs, opset, in_names, out_names, max_len):
+def export(wrapper, inputs, opset, in_names, out_names, max_len, chunks=False):
     import torch
     quiet_exporter()
     past_len = torch.export.Dim("past_len", min=1, max=max_len)
     # torch.export sees forward(input_ids, position_ids, *past) as three arguments, the last
     # a tuple: the shapes follow that structure.
-    dynamic_shapes = (None, None, tuple({2: past_len} for _ in inputs[2:]))
+    step = {1: torch.export.Dim("seq_len", min=2, max=max_len)} if chunks else None
+    dynamic_shapes = (step, step, tuple({2: past_len} for _ in inputs[2:]))
     with torch.no_grad():
         prog = torch.onnx.export(wrapper, inputs, dynamo=True, opset_version=opset,
                                  input_names=in_names, output_names=out_names,
@@ -290,10 +298,11 @@ def export(wrapper, inputs, opset, in_names, out_names, max_len):
     return prog
 
 
-def fix_interface(model, in_names, out_names):
+def fix_interface(model, in_names, out_names, chunks=False):
     """Checks the names and order of the inputs and outputs, and names the KV length
     "past_len" (renaming the exporter's symbol wherever it appears, expressions included)
-    and the present length "past_len + 1". Returns the exporter's two names."""
+    and the present length "past_len + 1" ("past_len + seq_len" with chunks). Returns the
+    exporter's two names."""
     import re
     import onnx_ir as ir
     got_in = [v.name for v in model.graph.inputs]
@@ -316,10 +325,11 @@ def fix_interface(model, in_names, out_names):
             if v.shape is not None and any(is_sym(d) and pat.search(d.value) for d in v.shape):
                 v.shape = ir.Shape([pat.sub("past_len", d.value) if is_sym(d) else d
                                     for d in v.shape])
+    present = "past_len + seq_len" if chunks else "past_len + 1"
     for v in model.graph.outputs[1:]:
-        if str(v.shape[2]) != "past_len + 1":
+        if str(v.shape[2]) != present:
             dims = list(v.shape)
-            dims[2] = "past_len + 1"
+            dims[2] = present
             v.shape = ir.Shape(dims)
     return old, old_pres
 
@@ -383,19 +393,18 @@ def initializer_bytes(model):
 def remove_test_data(outdir):
     """Removes input_K.pb / output_K.pb left by an earlier run: they would not match."""
     import glob
-    old = glob.glob(os.path.join(outdir, "test_data_set_0", "input_*.pb")) + \
-        glob.glob(os.path.join(outdir, "test_data_set_0", "output_*.pb"))
+    old = glob.glob(os.path.join(outdir, "test_data_set_*", "input_*.pb")) + \
+        glob.glob(os.path.join(outdir, "test_data_set_*", "output_*.pb"))
     for f in old:
         os.remove(f)
     return len(old)
 
 
-def write_test_data(outdir, in_names, out_names, inputs, ref):
+def write_test_data(outdir, in_names, out_names, inputs, ref, k=0):
     import numpy as np
     from onnx import numpy_helper
-    d = os.path.join(outdir, "test_data_set_0")
+    d = os.path.join(outdir, f"test_data_set_{k}")
     os.makedirs(d, exist_ok=True)
-    remove_test_data(outdir)
     for k, (name, t) in enumerate(zip(in_names, inputs)):
         with open(os.path.join(d, f"input_{k}.pb"), "wb") as f:
             f.write(numpy_helper.from_array(np.ascontiguousarray(t.numpy()), name).SerializeToString())
@@ -447,6 +456,8 @@ def parse_args(argv):
     p.add_argument("--external-data", action="store_true",
                    help="weights in OUTDIR/model.onnx.data (automatic above 2 GB)")
     p.add_argument("--no-test-data", action="store_true")
+    p.add_argument("--chunks", action="store_true",
+                   help="a step of seq_len new tokens, its test data CHUNK_CASES")
     p.add_argument("--bf16-initializers", action="store_true",
                    help="with --dtype bfloat16: store the weights as BFLOAT16 initializers "
                    "+ Cast (mkc does not read this form yet)")
@@ -487,25 +498,29 @@ def main(argv):
     n_layers = config.num_hidden_layers
     in_names, out_names = io_names(n_layers)
     wrapper = make_wrapper(model)
-    inputs = sample_inputs(config, args.past_len, args.seed)
+    cases = CHUNK_CASES if args.chunks else ((1, args.past_len),)
+    sets = [sample_inputs(config, p, args.seed + k, s) for k, (s, p) in enumerate(cases)]
+    inputs = sets[0]
     n_params = sum(p.numel() for p in model.parameters())
     progress(f"{config.model_type}: {n_layers} layers, hidden {config.hidden_size}, "
              f"vocab {config.vocab_size}, {n_params / 1e6:.1f}M parameters")
 
-    ref = None
+    refs = None
     if not args.no_test_data:
-        progress(f"PyTorch reference (past_len {args.past_len})")
+        progress(f"PyTorch reference (seq_len, past_len: {cases})")
         with torch.no_grad():
-            ref = [t.detach().float().numpy().copy() for t in wrapper(*inputs)]
+            refs = [[t.detach().float().numpy().copy() for t in wrapper(*x)] for x in sets]
 
     progress(f"exporting with torch.onnx.export(dynamo=True, opset_version={args.opset})")
     max_len = max(int(getattr(config, "max_position_embeddings", 4096)) - 1, args.past_len + 1)
     # torch.export specialises a dimension whose example size is 0 or 1: trace with 7.
-    sample = inputs if args.past_len >= 2 else sample_inputs(config, 7, args.seed)
-    prog = export(wrapper, sample, args.opset, in_names, out_names, max_len)
+    # (a step of seq_len: trace with 5 new after 7)
+    sample = sample_inputs(config, 7, args.seed, 5) if args.chunks else \
+        inputs if args.past_len >= 2 else sample_inputs(config, 7, args.seed)
+    prog = export(wrapper, sample, args.opset, in_names, out_names, max_len, args.chunks)
     m = prog.model
-    past_dim, pres_dim = fix_interface(m, in_names, out_names)
-    if (past_dim, pres_dim) != ("past_len", "past_len + 1"):
+    past_dim, pres_dim = fix_interface(m, in_names, out_names, args.chunks)
+    if not args.chunks and (past_dim, pres_dim) != ("past_len", "past_len + 1"):
         progress(f"renamed the exporter's KV dims {past_dim!r}, {pres_dim!r} to "
                  f"'past_len', 'past_len + 1'")
     strip_metadata(m)
@@ -531,12 +546,12 @@ def main(argv):
     del prog, m
     onnx.checker.check_model(path)  # a path: works for models beyond 2 GB
 
-    if ref is None and remove_test_data(args.outdir):
-        progress("removed the earlier test_data_set_0 files (they belong to another model)")
-    if ref is not None:
-        write_test_data(args.outdir, in_names, out_names, inputs, ref)
-        progress("wrote test_data_set_0")
-        check_ort(path, in_names, out_names, inputs, ref)
+    if remove_test_data(args.outdir) and refs is None:
+        progress("removed the earlier test data files (they belong to another model)")
+    for k, (x, ref) in enumerate(zip(sets, refs or [])):
+        write_test_data(args.outdir, in_names, out_names, x, ref, k)
+        progress(f"wrote test_data_set_{k} (seq_len {cases[k][0]}, past_len {cases[k][1]})")
+        check_ort(path, in_names, out_names, x, ref)
 
     info = dict(
         source=dict(config=args.config) if args.config else dict(folder=os.path.abspath(args.from_folder)),
@@ -548,6 +563,7 @@ def main(argv):
         opset=args.opset,
         seed=args.seed if args.config else None,
         past_len=None if args.no_test_data else args.past_len,
+        chunks=[list(c) for c in cases] if args.chunks else None,
         external_data=external,
         inputs=in_names,
         outputs=out_names,

@@ -70,11 +70,14 @@ fi
 # steps of several tokens (mkc --max-chunk, issue 29): qwen3_tiny's exactly
 # (float32 weights: the chunk attention body), llama_tiny_bf16's through the
 # tensor-core products (activations rounded to bf16: 5e-2), llama_tiny_d64's
-# attention on tensor cores too (head size 64)
+# attention on tensor cores too (head size 64), and the torch.onnx exports of a
+# symbolic step (float32: exact)
 build/mkc test --target cuda --steps 20 --max-chunk 256 tests/models/hf_chunk/qwen3_tiny \
 	>"$out/cuda_chunk.log" 2>&1 &&
 	build/mkc test --target cuda --steps 20 --max-chunk 256 --tolerance 5e-2 \
 		tests/models/hf_chunk/llama_tiny_bf16 tests/models/hf_chunk/llama_tiny_d64 \
+		>>"$out/cuda_chunk.log" 2>&1 &&
+	build/mkc test --target cuda --steps 20 --max-chunk 256 tests/models/export_chunk/* \
 		>>"$out/cuda_chunk.log" 2>&1
 chunk_rc=$?
 

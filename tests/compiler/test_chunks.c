@@ -187,6 +187,42 @@ Test(chunks, all_logits_give_every_token_its_row, .timeout = 300)
 	cr_expect_null(strstr(out, "runtime error"), "%s", out);
 }
 
+/*
+ * Real exports with a symbolic step (tools/export_hf.py --chunks: torch.onnx
+ * at opsets 18 and 23, the causal mask built by the exporter from Range,
+ * LessOrEqual and Expand, at opset 18 an additive Where): 5 tokens after 7,
+ * 1 after 6, 9 after 3 (three of the C target's blocks of rows) and 4 into
+ * an empty cache match PyTorch's outputs; canon recognises every layer's
+ * mask as is_causal, so no Attention reads a mask; the decode file of the
+ * opset-23 export splits its attention over positions, which a mask
+ * prevented, and passes the one-token set.
+ */
+#define EXPORTS "tests/models/export_chunk/"
+
+Test(chunks, real_exports_with_a_symbolic_step, .timeout = 300)
+{
+	cr_assert_eq(mkc_test_run("--max-chunk 16 " EXPORTS "llama_tiny_op18 " EXPORTS
+				  "llama_tiny_op23", out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "8 passed, 0 failed"), "%s", out);
+	static const char *const opsets[] = {"18", "23"};
+	for (int i = 0; i < 2; i++) {
+		char cmd[512];
+		snprintf(cmd, sizeof cmd, "%s " EXPORTS "llama_tiny_op%s --max-chunk 16 "
+			 "--dump-after=lower 2>/dev/null | grep -A1 ' Attention(' | grep -c 'causal=2'",
+			 mkc_bin(), opsets[i]);
+		cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+		cr_expect_str_eq(out, "2\n", "opset %s: the two layers' masks are causal", opsets[i]);
+	}
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "%s " EXPORTS "llama_tiny_op23 --dump-after=lower 2>/dev/null "
+		 "| grep -c 'mkc.internal.AttnPart('", mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_expect_str_eq(out, "2\n", "the decode step's attention is split over positions");
+	cr_assert_neq(mkc_test_run(EXPORTS "llama_tiny_op23", out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "test_data_set_1: 5 outputs x 3 steps"), "%s", out);
+	cr_expect(strstr(out, "input 'input_ids' dim 1 is 5, the model says 1"), "%s", out);
+}
+
 /* The task of the chunked qwen3_tiny plan (--max-chunk 8) whose dump line holds what. */
 static int
 task_of(const char *what)

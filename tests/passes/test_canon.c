@@ -65,24 +65,24 @@ expect_fused(const mkc_graph *g, int rms, int rope, int attn)
 Test(canon, both_llama_exports_give_the_same_graph)
 {
 	mkc_graph *a = canonical_model(LLAMA18), *b = canonical_model(LLAMA23);
-	/* op by op the same, but for the mask: see below */
+	/* op by op the same: the masks were the causal one (see below) */
 	for (int op = 0; op < MKC_OP_COUNT; op++) {
-		int want = gb_count_op(b, (mkc_op)op) + (op == MKC_OP_WHERE);
+		int want = gb_count_op(b, (mkc_op)op);
 		cr_expect_eq(gb_count_op(a, (mkc_op)op), want, "%s: %d in op18's graph, %d in op23's",
 			     mkc_op_info_of((mkc_op)op)->name, gb_count_op(a, (mkc_op)op),
 			     gb_count_op(b, (mkc_op)op));
 	}
 	/* (one Transpose fewer each since the tied output layer reads the table by rows) */
-	cr_expect_eq(a->nodes.n, 69);
-	cr_expect_eq(b->nodes.n, 68);
+	cr_expect_eq(a->nodes.n, 63, "%d", a->nodes.n);
+	cr_expect_eq(b->nodes.n, 63, "%d", b->nodes.n);
 	expect_fused(a, 5, 4, 2);
 	cr_expect_eq(gb_count_op(a, MKC_OP_MATMUL), 16);
 	/* one Cos and one Sin of the frequencies, shared by every RoPE */
 	cr_expect_eq(gb_count_op(a, MKC_OP_COS), 1);
 	cr_expect_eq(gb_count_op(b, MKC_OP_SIN), 1);
-	/* the only Expand left builds the mask: no copies of key/value heads */
-	cr_expect_eq(gb_count_op(a, MKC_OP_EXPAND), 1);
-	cr_expect_eq(gb_count_op(b, MKC_OP_EXPAND), 1);
+	/* no Expand left: no copies of key/value heads, no mask */
+	cr_expect_eq(gb_count_op(a, MKC_OP_EXPAND), 0);
+	cr_expect_eq(gb_count_op(b, MKC_OP_EXPAND), 0);
 	for (int i = 0; i < 2; i++) {
 		mkc_graph *g = i ? b : a;
 		mkc_node *n = gb_find_node(g, "node_scaled_dot_product_attention");
@@ -90,16 +90,11 @@ Test(canon, both_llama_exports_give_the_same_graph)
 		cr_expect_str_eq(n->in[1]->name, "present.0.key");
 		cr_expect_str_eq(n->in[2]->name, "present.0.value");
 		cr_expect_float_eq(mkc_node_attr_float(n, "scale", 0), 1 / sqrtf(32), 1e-7);
+		/* the exporter's causal mask (op18: Where(mask, 0, -3.4e38) of it):
+		 * one query sees every key, so neither mask nor is_causal */
+		cr_expect_eq(n->nin, 3, "%d inputs", n->nin);
+		cr_expect_eq(mkc_node_attr_int(n, "is_causal", -1), 0);
 	}
-	/*
-	 * The op18 export masks with Where(mask, 0, -3.4e38): kept as a float
-	 * mask, since a row masked entirely averages V there but would give 0
-	 * with the bool mask the op23 export passes.
-	 */
-	mkc_node *at = gb_find_node(a, "node_scaled_dot_product_attention");
-	cr_expect_eq(at->in[3]->dtype, MKC_DT_FLOAT);
-	cr_expect_eq(at->in[3]->producer->op, MKC_OP_WHERE);
-	cr_expect_str_eq(gb_find_node(b, "node_scaled_dot_product_attention")->in[3]->name, "expand");
 	/* fused nodes keep the names of the nodes they end in */
 	cr_expect_eq(gb_find_node(a, "node_mul_32")->op, MKC_OP_RMS_NORM);
 	cr_expect_float_eq(mkc_node_attr_float(gb_find_node(a, "node_mul_32"), "epsilon", 0), 1e-5f,
@@ -113,20 +108,32 @@ Test(canon, both_llama_exports_give_the_same_graph)
 	cr_expect_str_eq(mkc_shape_str(a, rope->in[1], b1, sizeof b1), "[1,1,16]");
 }
 
-Test(canon, a_mask_of_minus_infinity_becomes_the_bool_mask)
+/*
+ * A mask canon cannot read as causal stays as the export gives it: op18's
+ * Where(mask, 0, -3.4e38) with -1 for the fill is no longer "masked" (its
+ * weight is not 0), and the node keeps the float mask. (A fill of -inf is
+ * read as the causal mask, as -3.4e38 is: a causal row always sees its
+ * first key, so no row is masked entirely, where the two would differ.)
+ */
+Test(canon, a_mask_that_is_not_the_causal_one_stays)
 {
-	mkc_graph *a = loaded(LLAMA18);
-	infer(a);
-	mkc_tensor *fill = gb_find_node(a, "node_Where_141")->in[2];
-	float *v = mkc_arena_alloc(ctx->arena, sizeof *v);
-	*v = -INFINITY;
-	fill->data = v;
-	canonical(a);
-	mkc_graph *b = canonical_model(LLAMA23);
-	for (int op = 0; op < MKC_OP_COUNT; op++)
-		cr_expect_eq(gb_count_op(a, (mkc_op)op), gb_count_op(b, (mkc_op)op), "%s",
-			     mkc_op_info_of((mkc_op)op)->name);
-	cr_expect_str_eq(gb_find_node(a, "node_scaled_dot_product_attention")->in[3]->name, "expand");
+	for (int k = 0; k < 2; k++) {
+		mkc_graph *a = loaded(LLAMA18);
+		infer(a);
+		mkc_tensor *fill = gb_find_node(a, "node_Where_141")->in[2];
+		float *v = mkc_arena_alloc(ctx->arena, sizeof *v);
+		*v = k ? -INFINITY : -1.0f;
+		fill->data = v;
+		canonical(a);
+		mkc_node *at = gb_find_node(a, "node_scaled_dot_product_attention");
+		if (k) {
+			cr_expect_eq(at->nin, 3, "a fill of -inf is the causal mask too");
+			continue;
+		}
+		cr_assert_eq(at->nin, 4);
+		cr_expect_eq(at->in[3]->dtype, MKC_DT_FLOAT);
+		cr_expect_eq(at->in[3]->producer->op, MKC_OP_WHERE);
+	}
 }
 
 /* `mkc test` compiles through the driver, canon included */

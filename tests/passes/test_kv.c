@@ -38,13 +38,19 @@ Test(kv, caches_are_float32_unless_asked)
 	}
 }
 
-/* An attention that split_attn leaves whole reads the caches itself: float32 only. */
+/*
+ * An attention that split_attn leaves whole (a prompt chunk's: many queries)
+ * reads the caches itself: float32 only.
+ */
 Test(kv, an_unsplit_attention_stops_a_bf16_compile)
 {
-	const char *m = "tests/models/tiny_llama_decode_op23";
-	mkc_result *r = mkc_run("--kv", "bf16", "-o", "/tmp/mkc_kv_never.c", m, NULL);
+	const char *m = "tests/models/hf_chunk/qwen3_tiny";
+	unlink("/tmp/mkc_kv_never.c");   /* what an earlier run may have left */
+	unlink("/tmp/mkc_kv_never.h");
+	mkc_result *r = mkc_run("--kv", "bf16", "--max-chunk", "8", "-o", "/tmp/mkc_kv_never.c", m,
+				NULL);
 	cr_expect_eq(r->status, 1, "%s", r->err);
-	cr_expect(strstr(r->err, "node 'node_scaled_dot_product_attention' (Attention): --kv bf16: "
+	cr_expect(strstr(r->err, "node 'model.layers.0.self_attn.attn' (Attention): --kv bf16: "
 			 "KV cache 'present.0.key' is read here"), "%s", r->err);
 	cr_expect_neq(access("/tmp/mkc_kv_never.c", F_OK), 0, "an error left a file behind");
 	r = mkc_run("--kv", "f16", m, NULL);
