@@ -1297,7 +1297,12 @@ def sum_bound(n, ins):
         big = sum(m[:2]) if op.startswith("Skip") else m[0]
         return max(big * big, big) * max(x.size, 1) * max(m[1:] + [1.0])
     if op in ("Attention", "GroupQueryAttention"):
-        return m[0] * m[1] * max(x.shape[-1] if x.ndim else 1, 1) + m[2] * max(x.size, 1)
+        # the keys and values the scores sum over include the past ones
+        # (Attention's inputs 4 and 5, GroupQueryAttention's 3 and 4)
+        pk = 4 if op == "Attention" else 3
+        k = max(m[1], m[pk] if len(m) > pk else 0.0)
+        v = max(m[2], m[pk + 1] if len(m) > pk + 1 else 0.0)
+        return m[0] * k * max(x.shape[-1] if x.ndim else 1, 1) + v * max(x.size, 1)
     return 0.0
 
 
