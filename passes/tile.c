@@ -46,7 +46,9 @@
  * rows up to the compiled maximum of S, at least chunk_rows a block and at
  * most 16 blocks; a block's box is constant ([r * B, (r + 1) * B)) and may
  * pass S at run time: the task is marked clamp, and the runtime cuts its
- * box to the output's extent (a block past S computes nothing). Elsewhere
+ * box to the output's extent (a block past S computes nothing). A block of
+ * an elementwise op, a norm or a softmax is cut into runs of whole rows
+ * instead of as the whole would be. Elsewhere
  * bounds stay constants and cover the whole run-time length.
  */
 #include "passes.h"
@@ -572,6 +574,26 @@ chunk_tiles(const mkc_plan *p, const mkc_node *n, mapping m, int axis, int64_t r
 	return (int)(t < 1 ? 1 : t > len ? len : t);
 }
 
+/*
+ * How many tiles a block of rows of a norm or softmax is cut into, each
+ * whole rows of about CHUNK_ROWS_ELEMS elements (a block of 128 rows of the
+ * 1B shape's 2048 was one tile, 8 busy workers a norm, 240 us a block on
+ * an H200).
+ */
+enum { CHUNK_ROWS_ELEMS = 16 * 1024 };
+
+static int
+rows_tiles(const mkc_node *n, int64_t rows)
+{
+	const mkc_tensor *y = n->out[0];
+	int64_t elems = rows;
+	for (int d = 0; d < y->rank; d++)
+		if (mkc_dim_is_const(y->shape[d]))
+			elems *= y->shape[d].c;
+	int64_t t = elems / CHUNK_ROWS_ELEMS;
+	return (int)(t < 1 ? 1 : t > rows ? rows : t);
+}
+
 /* The rows of a block of a step's tokens, and the blocks, for the chunk's maximum. */
 static int64_t
 chunk_blocks(const mkc_plan *p, int64_t *rows)
@@ -638,7 +660,9 @@ tile_node(mkc_plan *p, mkc_node *n)
 	if (raxis >= 0) {
 		nblocks = chunk_blocks(p, &rows);
 		k = chunk_tiles(p, n, m, axis, rows, k);
-		if (m == MAP_ELEMENTWISE && k > 1) {
+		if (m == MAP_ROWS && axis < 0)
+			k = rows_tiles(n, rows);
+		if ((m == MAP_ELEMENTWISE || m == MAP_ROWS) && k > 1) {
 			while (rows % k)
 				k--;
 			sub = rows / k;

@@ -133,6 +133,54 @@ mkc_rows_put(const mkc_view *v, const int64_t *idx, float val)
 		((float *)v->p)[mkc_rt_dot(idx, v->s, v->rank)] = val;
 }
 
+#if defined(__CUDACC__) || defined(__HIPCC__)
+/*
+ * One row of mkc_norm on a GPU warp, 16 bytes a load: the row's len
+ * floats at px into py, both 16-byte aligned (else false, and nothing
+ * done); its mean and 1 / deviation into *mean and *inv.
+ */
+static inline MKC_BODY int MKC_UNUSED
+mkc_norm_row4(float *MKC_RESTRICT py, const float *MKC_RESTRICT px, int64_t len,
+	      const mkc_view *scale, int sk, const mkc_view *bias, int bk, const mkc_view *y,
+	      const int64_t *idx, const mkc_norm_opt *o, float *mean, float *inv)
+{
+	if (len % 4 || ((uintptr_t)px | (uintptr_t)py) % 16)
+		return 0;
+	const float4 *MKC_RESTRICT x4 = (const float4 *)px;
+	float4 *MKC_RESTRICT y4 = (float4 *)py;
+	const int64_t n4 = len / 4, lane = MKC_LANE % MKC_WARP;
+	float m = 0, ss = 0;
+	if (o->layer) {
+		_Pragma("unroll 4")
+		for (int64_t q = lane; q < n4; q += MKC_WARP)
+			m += x4[q].x + x4[q].y + x4[q].z + x4[q].w;
+		m = mkc_rt_warp_sum(m) / (float)len;
+	}
+	_Pragma("unroll 4")
+	for (int64_t q = lane; q < n4; q += MKC_WARP) {
+		const float4 v = x4[q];
+		ss += (v.x - m) * (v.x - m) + (v.y - m) * (v.y - m) + (v.z - m) * (v.z - m) +
+		      (v.w - m) * (v.w - m);
+	}
+	ss = mkc_rt_warp_sum(ss);
+	const float iv = 1.0f / sqrtf(ss / (float)len + o->eps);
+	_Pragma("unroll 4")
+	for (int64_t q = lane; q < n4; q += MKC_WARP) {
+		const float4 v = x4[q];
+		float w[4] = {v.x, v.y, v.z, v.w};
+		for (int c = 0; c < 4; c++) {
+			w[c] = (w[c] - m) * iv * mkc_rows_w(scale, sk, y, o->axis, idx, 4 * q + c);
+			if (bias)
+				w[c] += mkc_rows_w(bias, bk, y, o->axis, idx, 4 * q + c);
+		}
+		y4[q] = make_float4(w[0], w[1], w[2], w[3]);
+	}
+	*mean = m;
+	*inv = iv;
+	return 1;
+}
+#endif
+
 /*
  * RMSNormalization and LayerNormalization over the axes from o->axis on:
  * y = (x - mean) / sqrt(mean of squares + eps) * scale (+ bias), the mean
@@ -166,17 +214,23 @@ mkc_norm(const mkc_view *y, const mkc_view *x, const mkc_view *scale, const mkc_
 		mkc_rt_unflat(f, lo, ext, r, idx);
 		const float *MKC_RESTRICT px = (const float *)x->p + mkc_rt_dot(idx, x->s, r);
 		float *MKC_RESTRICT py = (float *)y->p + mkc_rt_dot(idx, y->s, r);
-		float mean = 0, ss = 0;
-		if (o->layer) {
+		float mean = 0, ss = 0, inv = 0;
+		int done = 0;
+#if defined(__CUDACC__) || defined(__HIPCC__)
+		done = by_warp && mkc_norm_row4(py, px, len, scale, sk, bias, bk, y, idx, o, &mean, &inv);
+#endif
+		if (!done && o->layer) {
 			for (int64_t j = lane; j < len; j += g)
 				mean += px[j];
 			mean = (by_warp ? mkc_rt_warp_sum(mean) : mkc_rt_block_sum(mean)) / (float)len;
 		}
-		for (int64_t j = lane; j < len; j += g)
+		for (int64_t j = lane; !done && j < len; j += g)
 			ss += (px[j] - mean) * (px[j] - mean);
-		ss = by_warp ? mkc_rt_warp_sum(ss) : mkc_rt_block_sum(ss);
-		float inv = 1.0f / sqrtf(ss / (float)len + o->eps);
-		for (int64_t j = lane; j < len; j += g) {
+		if (!done) {
+			ss = by_warp ? mkc_rt_warp_sum(ss) : mkc_rt_block_sum(ss);
+			inv = 1.0f / sqrtf(ss / (float)len + o->eps);
+		}
+		for (int64_t j = lane; !done && j < len; j += g) {
 			float v = (px[j] - mean) * inv * mkc_rows_w(scale, sk, y, o->axis, idx, j);
 			py[j] = bias ? v + mkc_rows_w(bias, bk, y, o->axis, idx, j) : v;
 		}

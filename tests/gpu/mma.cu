@@ -117,32 +117,6 @@ check(int64_t m, int64_t n, int64_t k)
 	free(xf), free(y), free(y0), free(xh), free(wh);
 }
 
-/* the median of 20 timed runs of launch(), after 2 untimed, in milliseconds */
-template <typename F>
-static float
-median_ms(F launch)
-{
-	cudaEvent_t a, b;
-	cudaEventCreate(&a), cudaEventCreate(&b);
-	float ms[20];
-	for (int r = -2; r < 20; r++) {
-		cudaEventRecord(a);
-		launch();
-		cudaEventRecord(b);
-		CHECK(cudaEventSynchronize(b));
-		if (r >= 0)
-			cudaEventElapsedTime(&ms[r], a, b);
-	}
-	for (int i = 0; i < 20; i++)
-		for (int j = i + 1; j < 20; j++)
-			if (ms[j] < ms[i]) {
-				float t = ms[i];
-				ms[i] = ms[j], ms[j] = t;
-			}
-	cudaEventDestroy(a), cudaEventDestroy(b);
-	return ms[10];
-}
-
 /* the median of 20 timed launches of every tile of an m x n x k product, in TFLOPS */
 static void
 timeit(const char *what, int64_t m, int64_t n, int64_t k)

@@ -437,7 +437,7 @@ transpose_case(int es)
 	check(what, {f.y}, EXACT);
 }
 
-/* heads moved across positions, the last axis kept: a GPU warp a row (mkc_strided) */
+/* heads moved across positions, the last axis kept: on a GPU rows of 16-byte units (mkc_strided) */
 static void
 transpose_rows_case(int es)
 {
@@ -646,6 +646,8 @@ data_cases(void)
 	transpose_case(8);
 	transpose_rows_case(4);
 	transpose_rows_case(2);
+	transpose_rows_case(1);
+	transpose_rows_case(8);
 	concat_case(4);
 	concat_case(8);
 	slice_case({-30, 55}, {2, -3}, {15, 19}, 4, "mkc_slice [40, 60] from -30, 55 by 2, -3");
@@ -772,6 +774,10 @@ static const ew_case ew_cases[] = {
 	{"max float, 3 operands", MKC_EW_MAX, 1, F, 3, {F, F, F}, true, ANY, EXACT},
 	{"min float, 4 operands", MKC_EW_MIN, 1, F, 4, {F, F, F, F}, false, ANY, EXACT},
 	{"silu_mul", MKC_EW_SILU_MUL, 1, F, 2, {F, F}, true, ANY, TOL},
+	/* flat float: a GPU's 16-byte loads (mkc_ew_vec4), a tile at 0 with a tail and one not aligned */
+	{"silu_mul", MKC_EW_SILU_MUL, 1, F, 2, {F, F}, false, ANY, TOL},
+	{"add float", MKC_EW_ADD, 1, F, 2, {F, F}, false, ANY, EXACT},
+	{"max float, 3 operands", MKC_EW_MAX, 1, F, 3, {F, F, F}, false, ANY, EXACT},
 	{"equal float -> bool", MKC_EW_EQUAL, 1, B, 2, {F, F}, true, ANY, EXACT},
 	{"less float -> bool", MKC_EW_LESS, 1, B, 2, {F, F}, true, ANY, EXACT},
 	{"less_equal float -> bool", MKC_EW_LESS_EQUAL, 1, B, 2, {F, F}, false, ANY, EXACT},
