@@ -88,7 +88,7 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		mkc_progress(g->ctx, "steps of 1 to %lld new positions (%s)", (long long)o->max_chunk,
 			     MKC_SYM(g, chunk));
 	} else if (chunk >= 0) {
-		mkc_graph_fix_sym(g, chunk, 1);
+		mkc_graph_fix_sym(g, chunk, 1, o->one_token_twin);
 	} else if (o->max_chunk > 1) {
 		return mkc_error(g->ctx, "%s: --max-chunk %lld: the model's step takes a fixed number "
 				 "of tokens (no output of past_len + S positions beside a past input of "

@@ -21,6 +21,9 @@ typedef struct {
 	bool wide_target;        /* a GPU: a tile's lanes are a block's threads, not one */
 	mkc_dtype kv_dtype;      /* KV caches: MKC_DT_BFLOAT16, or float32 (MKC_DT_FLOAT or 0) */
 	int64_t max_chunk;       /* most new positions a step takes (0 or 1: one) */
+	/* the one-token plan of a chunked file (max_chunk 1): its symbols keep
+	 * the chunked plan's numbers, S among them (emit.c's second plan) */
+	bool one_token_twin;
 } mkc_driver_options;
 
 bool mkc_pass_known(const char *name);   /* "load" and every pass */

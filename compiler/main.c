@@ -299,6 +299,17 @@ compile(const options *o)
 	};
 	if (!g || mkc_run_passes(g, &d, &p) != 0)
 		goto out;
+	/* a chunked file's step of one token: the model compiled again with S at 1 */
+	mkc_plan *p1 = NULL;
+	if (o->out && g->chunk_sym >= 0) {
+		mkc_progress(c, "the one-token step's own plan");
+		mkc_graph *g1 = mkc_load_model_logits(c, o->model, o->all_logits);
+		d.max_chunk = 1;
+		d.one_token_twin = true;
+		d.dump_after = NULL;
+		if (!g1 || bind_consts(g1, o) != 0 || mkc_run_passes(g1, &d, &p1) != 0)
+			goto out;
+	}
 	if (o->out) {
 		const mkc_target *t = mkc_target_find(o->target);
 		if (t->unwritten) {
@@ -315,7 +326,12 @@ compile(const options *o)
 			.profile_steps = o->profile_steps,
 			.arch = o->arch,
 		};
-		if (mkc_emit(p, t, &eo) != 0)
+		if (p->arena_bytes > (1LL << 36))
+			fprintf(stderr, "mkc: %s: warning: the emitted code takes a %.0f GiB arena, sized for "
+				"every symbolic dimension at %lld (--max-dim)\n",
+				mkc_cstr(c->arena, o->model, false), (double)p->arena_bytes / (1 << 30),
+				(long long)eo.max_dim);
+		if (mkc_emit(p, p1, t, &eo) != 0)
 			goto out;
 		mkc_progress(c, "wrote %s", o->out);
 		rc = 0;

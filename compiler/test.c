@@ -58,6 +58,7 @@ typedef struct {
 	bool kv_io;        /* past/present as inputs and outputs, not a cache */
 	int kv_dtype;      /* mkc --kv: MKC_DT_BFLOAT16, or float32 (MKC_DT_FLOAT or 0) */
 	int64_t max_seq;
+	int64_t max_dim;
 	int64_t max_chunk; /* mkc --max-chunk */
 	const char *profile;   /* --profile FILE: the last step's timeline */
 	const char *edit;      /* testing the tests: a command that breaks the emitted file */
@@ -713,10 +714,11 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 	}
 	mkc_driver_options d = {.workers = o->workers, .bf16_weights = o->bf16,
 				.no_reuse = o->no_reuse, .max_seq = o->max_seq, .kv_io = o->kv_io,
+				.max_dim = o->max_dim,
 				.no_fuse = o->no_fuse, .wide_target = t->warp > 0,
 				.kv_dtype = (mkc_dtype)o->kv_dtype, .max_chunk = o->max_chunk};
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, t->ext),
-			       "model", "mkc test", 4096, o->embed_limit, o->profile ? 1 : 0,
+			       "model", "mkc test", o->max_dim ? o->max_dim : 4096, o->embed_limit, o->profile ? 1 : 0,
 			       arch && *arch ? arch : NULL};
 	bool ok = (g = mkc_load_model(c, model)) != NULL;
 	mkc_tensor **inputs = NULL, **outputs = NULL;
@@ -735,6 +737,22 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 			ok = bind_consts(c, g, dir, inputs, ninputs) == 0;
 	}
 	ok = ok && mkc_run_passes(g, &d, &p) == 0;
+	/* a chunked file's step of one token: the model compiled again with S at 1 */
+	mkc_plan *p1 = NULL;
+	if (ok && g->chunk_sym >= 0) {
+		mkc_graph *g1 = mkc_load_model(c, model);
+		ok = g1 != NULL;
+		if (ok && o->bind_consts) {
+			mkc_tensor **in1 = mkc_arena_alloc(c->arena, (size_t)(g1->inputs.n + 1) *
+							  sizeof *in1);
+			for (int i = 0; i < g1->inputs.n; i++)
+				in1[i] = MKC_INPUT(g1, i);
+			ok = bind_consts(c, g1, dir, in1, g1->inputs.n) == 0;
+		}
+		d.max_chunk = 1;
+		d.one_token_twin = true;
+		ok = ok && mkc_run_passes(g1, &d, &p1) == 0;
+	}
 	if (ok && o->stall_event >= 0 && o->stall_event < p->events.n) {
 		/* after verify, on purpose: the event can never fire */
 		MKC_EVENT(p, o->stall_event)->threshold++;
@@ -746,7 +764,7 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 		fprintf(stderr, "mkc test: dropped the wait of task %d (%s)\n", o->drop_wait,
 			MKC_TASK(p, o->drop_wait)->node->name);
 	}
-	if (!ok || mkc_emit(p, t, &eo) != 0) {
+	if (!ok || mkc_emit(p, p1, t, &eo) != 0) {
 		printf("FAIL %s: %s", dir, c->errors ? c->errors : "does not compile\n");
 		(*failed)++;
 		remove_scratch(work, false);
@@ -800,6 +818,8 @@ static const char test_usage[] =
 	"  --kv-io         keep past/present as inputs and outputs (by default the\n"
 	"                  model keeps its KV caches; the harness loads the test\n"
 	"                  data's past into them and reads them back after a step)\n"
+	"  --max-dim N     largest value of every symbolic dimension, as mkc\n"
+	"                  --max-dim (default 4096)\n"
 	"  --max-seq N     positions each KV cache holds (default 4096)\n"
 	"  --max-chunk N   compile for steps of up to N new tokens, as mkc\n"
 	"                  --max-chunk (default 1)\n"
@@ -864,6 +884,8 @@ mkc_test_main(int argc, char **argv)
 			o.edit = argv[++i];
 		else if (!strcmp(a, "--max-seq") && has)
 			o.max_seq = strtoll(argv[++i], &end, 10);
+		else if (!strcmp(a, "--max-dim") && has)
+			o.max_dim = strtoll(argv[++i], &end, 10);
 		else if (!strcmp(a, "--max-chunk") && has)
 			o.max_chunk = strtoll(argv[++i], &end, 10);
 		else if (!strcmp(a, "--profile") && has)
@@ -894,7 +916,7 @@ mkc_test_main(int argc, char **argv)
 			continue;
 		}
 		if (*end || o.steps < 1 || o.threads < 0 || o.workers < 0 || o.tol <= 0 ||
-		    o.embed_limit < 0 || o.timeout <= 0 || o.max_seq < 0 ||
+		    o.embed_limit < 0 || o.timeout <= 0 || o.max_seq < 0 || o.max_dim < 0 ||
 		    o.max_chunk < 0) {
 			fprintf(stderr, "mkc test: bad value for %s\n", a);
 			free(dirs);

@@ -588,7 +588,7 @@ mkc_graph_chunk_sym(const mkc_graph *g)
 }
 
 static void
-fix_dim(mkc_dim *d, int s, int64_t v)
+fix_dim(mkc_dim *d, int s, int64_t v, bool keep)
 {
 	if (mkc_dim_is_unknown(*d))
 		return;
@@ -598,7 +598,7 @@ fix_dim(mkc_dim *d, int s, int64_t v)
 			continue;
 		mkc_dim t = mkc_dim_const(d->k[i] * v);
 		if (d->sym[i] != s) {
-			t = mkc_dim_sym(d->sym[i] - (d->sym[i] > s));
+			t = mkc_dim_sym(d->sym[i] - (!keep && d->sym[i] > s));
 			t.k[0] = d->k[i];
 		}
 		bool ok = mkc_dim_add(r, t, &r);
@@ -608,15 +608,17 @@ fix_dim(mkc_dim *d, int s, int64_t v)
 }
 
 void
-mkc_graph_fix_sym(mkc_graph *g, int s, int64_t v)
+mkc_graph_fix_sym(mkc_graph *g, int s, int64_t v, bool keep)
 {
 	for (int i = 0; i < g->tensors.n; i++) {
 		mkc_tensor *t = MKC_TENSOR(g, i);
 		for (int d = 0; d < t->rank; d++)
-			fix_dim(&t->shape[d], s, v);
+			fix_dim(&t->shape[d], s, v, keep);
 		for (int64_t k = 0; k < t->nsymval; k++)
-			fix_dim(&t->symval[k], s, v);
+			fix_dim(&t->symval[k], s, v, keep);
 	}
+	if (keep)
+		return;
 	for (int i = s + 1; i < g->syms.n; i++)
 		g->syms.v[i - 1] = g->syms.v[i];
 	g->syms.n--;

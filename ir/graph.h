@@ -256,10 +256,11 @@ int64_t mkc_graph_sym_max(const mkc_graph *g, int s, int64_t dflt);
  */
 int mkc_graph_chunk_sym(const mkc_graph *g);
 /*
- * Gives symbol s the value v everywhere (shapes and symbolic values) and
- * drops it from the list; the symbols after it move down by one.
+ * Gives symbol s the value v everywhere (shapes and symbolic values) and,
+ * unless keep, drops it from the list; the symbols after it move down by
+ * one. (keep: the symbols stay numbered as before, unused s among them.)
  */
-void mkc_graph_fix_sym(mkc_graph *g, int s, int64_t v);
+void mkc_graph_fix_sym(mkc_graph *g, int s, int64_t v, bool keep);
 int64_t mkc_graph_opset(const mkc_graph *g, const char *domain); /* 0: absent */
 int mkc_graph_sort(mkc_graph *g);
 

@@ -9,6 +9,10 @@
  *     yield after a while and a watchdog that names the stuck task);
  *   - after a task it adds 1 to each event it signals (release).
  * Counters are 64-bit and never reset: the epoch grows by one a step.
+ * A file may hold two plans (a chunked file's one-token step has its own,
+ * MKC_STEP_PLAN): a step runs one plan's queues (plan k's of worker w:
+ * k * MKC_NWORKERS + w), and each plan counts its own epochs, its events
+ * being its own.
  *
  * With a shuffle seed the static queues are replaced by one shared queue
  * holding the tasks in a random topological order, handed out by an atomic
@@ -19,8 +23,9 @@
  * runtime/host.h, which follows this text and uses the hooks at its end.
  *
  * The emitted file defines, before this text: MKC_NSYMS, MKC_NTENSORS,
- * MKC_NTASKS, MKC_NEVENTS, MKC_NWORKERS, MKC_NINPUTS, MKC_NOUTPUTS, the
- * tables mkc_tensors[], mkc_task_wait[], mkc_task_sig_start[],
+ * MKC_NTASKS, MKC_NEVENTS, MKC_NWORKERS, MKC_NINPUTS, MKC_NOUTPUTS,
+ * MKC_NPLANS, MKC_STEP_PLAN(sym), the tables mkc_plan_task0[],
+ * mkc_tensors[], mkc_task_wait[], mkc_task_sig_start[],
  * mkc_task_sig[], mkc_queue_start[], mkc_queue[], mkc_event_threshold[],
  * mkc_event_prod_start[], mkc_event_prod[], mkc_inputs[], mkc_outputs[],
  * mkc_sym_names[], mkc_sym_max[], and mkc_run_task() and mkc_fill_symvals().
@@ -33,7 +38,9 @@ struct mkc_model {
 	void *arena;                /* the intermediates, placed by the memory pass */
 	int64_t sym[MKC_NSYMS + 1];
 	_Atomic uint64_t counter[MKC_NEVENTS + 1];
-	uint64_t epoch;
+	uint64_t epochs[MKC_NPLANS];   /* each plan's steps */
+	uint64_t epoch;             /* this step's plan's */
+	int plan;                   /* this step's */
 	int nthreads;
 	unsigned shuffle_seed;
 	double timeout_s;
@@ -175,7 +182,8 @@ mkc_worker(void *arg)
 	if (m->order) {
 		for (;;) {
 			int i = atomic_fetch_add(&m->cursor, 1);
-			if (i >= MKC_NTASKS || atomic_load(&m->failed))
+			if (i >= mkc_plan_task0[m->plan + 1] - mkc_plan_task0[m->plan] ||
+			    atomic_load(&m->failed))
 				break;
 			mkc_exec_task(m, m->order[i], a->worker);
 		}
@@ -184,7 +192,8 @@ mkc_worker(void *arg)
 	/* static queues: one thread per queue, as the schedule proof assumes
 	 * (a thread that ran two queues one after the other could wait in the
 	 * first for a task of the second) */
-	for (int i = mkc_queue_start[a->worker]; i < mkc_queue_start[a->worker + 1]; i++) {
+	const int q = m->plan * MKC_NWORKERS + a->worker;
+	for (int i = mkc_queue_start[q]; i < mkc_queue_start[q + 1]; i++) {
 		if (atomic_load_explicit(&m->failed, memory_order_relaxed))
 			return NULL;
 		mkc_exec_task(m, mkc_queue[i], a->worker);
@@ -192,14 +201,17 @@ mkc_worker(void *arg)
 	return NULL;
 }
 
-/* A random topological order of the tasks (Kahn's algorithm, random pick). */
+/* A random topological order of the step's plan's tasks (Kahn's algorithm, random pick). */
 static void
 mkc_shuffle_order(struct mkc_model *m)
 {
 	int *pending = m->pending, *ready = m->ready;   /* two models may step at once */
 	int nready = 0, n = 0;
 	unsigned s = m->shuffle_seed * 2654435761u + (unsigned)m->epoch;
-	for (int t = 0; t < MKC_NTASKS; t++) {
+	const int t0 = mkc_plan_task0[m->plan], t1 = mkc_plan_task0[m->plan + 1];
+	for (int t = 0; t < MKC_NTASKS; t++)
+		pending[t] = -1;   /* another plan's: never ready */
+	for (int t = t0; t < t1; t++) {
 		int e = mkc_task_wait[t];
 		pending[t] = e < 0 ? 0 : mkc_event_prod_start[e + 1] - mkc_event_prod_start[e];
 		if (!pending[t])
@@ -211,7 +223,7 @@ mkc_shuffle_order(struct mkc_model *m)
 		int t = ready[k];
 		ready[k] = ready[--nready];
 		m->order[n++] = t;
-		for (int j = 0; j < MKC_NTASKS; j++) {
+		for (int j = t0; j < t1; j++) {
 			int e = mkc_task_wait[j];
 			if (e < 0 || pending[j] <= 0)
 				continue;
@@ -225,7 +237,8 @@ mkc_shuffle_order(struct mkc_model *m)
 static int
 mkc_exec_step(struct mkc_model *m)
 {
-	m->epoch++;
+	m->plan = MKC_STEP_PLAN(m->sym);
+	m->epoch = ++m->epochs[m->plan];
 	atomic_store(&m->failed, 0);
 	mkc_fill_symvals(m);
 	if (m->shuffle_seed) {
@@ -256,7 +269,8 @@ mkc_exec_step(struct mkc_model *m)
 		/* counters are now out of step with the epoch: start afresh */
 		for (int e = 0; e < MKC_NEVENTS; e++)
 			atomic_store(&m->counter[e], 0);
-		m->epoch = 0;
+		for (int k = 0; k < MKC_NPLANS; k++)
+			m->epochs[k] = 0;
 		return -1;
 	}
 	return 0;

@@ -12,6 +12,14 @@
  *   hooks it provides, checked), its bodies, the shared host code (weight
  *   loading, binding, KV caches, the timeline);
  *   the tile functions, mkc_run_task, mkc_fill_symvals; the public API.
+ *
+ * A chunked file (--max-chunk N > 1) holds two plans: plan 0, its steps of
+ * any S, and plan 1, the same model compiled with S fixed at 1 (the decode
+ * file's plan). The tables hold plan 0's tasks, events, queues and nodes,
+ * then plan 1's (mkc_plan_task0 and the queue lists say where each starts);
+ * the two share the graph's inputs, outputs, caches and every weight that
+ * is the same in both, and one arena, the larger; nodes of one form share
+ * one body across plans. MKC_STEP_PLAN(sym) picks a step's plan from S.
  */
 #include "emit.h"
 #include "../../ir/numeric.h"
@@ -313,34 +321,78 @@ needs_table(const mkc_tensor *t)
 	return t->kind == MKC_TK_INPUT || t->kind == MKC_TK_OUTPUT;
 }
 
-/* Numbers every tensor a task touches, and the graph inputs and outputs. */
+static bool rt_same_weight(const mkc_tensor *a, const mkc_tensor *b);
+static int rt_kind(const mkc_tensor *t);
+
+/*
+ * Plan 0's table index of the tensor t of a later plan is (the same graph
+ * input or output, the same cache, the same weight), or -1: t is its own.
+ */
 static int
-number_tensors(mkc_emitter *e)
+twin(const mkc_emitter *e, const mkc_tensor *t)
 {
-	mkc_graph *g = e->p->g;
-	e->index = mkc_arena_alloc(g->ctx->arena, (size_t)(g->tensors.n + 1) * sizeof *e->index);
+	const mkc_graph *g0 = e->plans[0]->g;
+	for (int i = 0; i < g0->tensors.n; i++) {
+		const mkc_tensor *u = MKC_TENSOR(g0, i);
+		if (e->indexes[0][i] < 0 || u->kind != t->kind || strcmp(u->name, t->name) != 0)
+			continue;
+		if (t->kind == MKC_TK_INPUT || t->kind == MKC_TK_OUTPUT || t->kind == MKC_TK_STATE ||
+		    (rt_kind(t) == 3 && rt_kind(u) == 3 && rt_same_weight(u, t)))
+			return e->indexes[0][i];
+	}
+	return -1;
+}
+
+/*
+ * Numbers every tensor plan k's tasks touch, and its graph inputs and
+ * outputs, from n on (a later plan's twins take plan 0's numbers); returns
+ * the next number, or -1 with an error (a later plan's graph input, output
+ * or cache that plan 0 lacks).
+ */
+static int
+number_tensors(mkc_emitter *e, int k, int n)
+{
+	mkc_plan *p = e->plans[k];
+	mkc_graph *g = p->g;
+	int *ix = mkc_arena_alloc(g->ctx->arena, (size_t)(g->tensors.n + 1) * sizeof *ix);
+	e->indexes[k] = ix;
 	for (int i = 0; i < g->tensors.n; i++)
-		e->index[i] = -1;
-	int n = 0;
+		ix[i] = -1;
+	bool *need = mkc_arena_alloc(g->ctx->arena, (size_t)(g->tensors.n + 1) * sizeof *need);
+	int *order = mkc_arena_alloc(g->ctx->arena, (size_t)(g->tensors.n + 1) * sizeof *order);
+	int m = 0;
 	for (int i = 0; i < g->tensors.n; i++)
-		if (needs_table(MKC_TENSOR(g, i)))
-			e->index[i] = n++;
-	for (int i = 0; i < e->p->tasks.n; i++) {
-		mkc_task *t = MKC_TASK(e->p, i);
-		for (int k = 0; k < t->nreads + t->nwrites; k++) {
-			mkc_tensor *x = k < t->nreads ? t->reads[k].t : t->writes[k - t->nreads].t;
-			if (e->index[x->id] < 0)
-				e->index[x->id] = n++;
+		if (needs_table(MKC_TENSOR(g, i)) && !need[i])
+			need[i] = true, order[m++] = i;
+	for (int i = 0; i < p->tasks.n; i++) {
+		mkc_task *t = MKC_TASK(p, i);
+		for (int r = 0; r < t->nreads + t->nwrites; r++) {
+			mkc_tensor *x = r < t->nreads ? t->reads[r].t : t->writes[r - t->nreads].t;
+			if (!need[x->id])
+				need[x->id] = true, order[m++] = x->id;
 		}
 	}
 	/* a view (passes/views.c) is the bytes of its base, under its own dims */
-	for (int i = 0; e->p->view_of && i < g->tensors.n; i++) {
-		int base = e->p->view_of[i];
-		if (base >= 0 && e->index[base] < 0)
-			e->index[base] = n++;
-		if (base >= 0)
-			e->index[i] = e->index[base];
+	for (int i = 0; p->view_of && i < g->tensors.n; i++) {
+		int base = p->view_of[i];
+		if (base >= 0 && !need[base])
+			need[base] = true, order[m++] = base;
 	}
+	for (int j = 0; j < m; j++) {
+		const mkc_tensor *t = MKC_TENSOR(g, order[j]);
+		if (p->view_of && p->view_of[t->id] >= 0)
+			continue;
+		ix[t->id] = k ? twin(e, t) : -1;
+		if (ix[t->id] < 0 && k && (needs_table(t) || t->kind == MKC_TK_STATE))
+			return mkc_error(g->ctx, "%s: the one-token step's plan has %s '%s', which the "
+					 "chunk's plan lacks", g->path, t->kind == MKC_TK_STATE ?
+					 "the cache" : "the graph input or output", t->name);
+		if (ix[t->id] < 0)
+			ix[t->id] = n++;
+	}
+	for (int i = 0; p->view_of && i < g->tensors.n; i++)
+		if (p->view_of[i] >= 0)
+			ix[i] = ix[p->view_of[i]];
 	return n;
 }
 
@@ -373,6 +425,26 @@ rt_kind(const mkc_tensor *t)
 	if (t->kind == MKC_TK_STATE)
 		return 5;
 	return 0;
+}
+
+/*
+ * Whether weights a and b of two plans of one model are one: the same
+ * name, types and shape, and bytes from the same place of the same file,
+ * or the same bytes in memory.
+ */
+static bool
+rt_same_weight(const mkc_tensor *a, const mkc_tensor *b)
+{
+	if (strcmp(a->name, b->name) || a->dtype != b->dtype || a->storage != b->storage ||
+	    a->file_dtype != b->file_dtype || a->nbytes != b->nbytes || a->rank != b->rank)
+		return false;
+	for (int d = 0; d < a->rank; d++)
+		if (!mkc_dim_eq(a->shape[d], b->shape[d]))
+			return false;
+	if (a->ext_file || b->ext_file)
+		return a->ext_file && b->ext_file && strcmp(a->ext_file, b->ext_file) == 0 &&
+		       a->ext_offset == b->ext_offset;
+	return a->nbytes == 0 || (a->data && b->data && memcmp(a->data, b->data, a->nbytes) == 0);
 }
 
 /*
@@ -416,9 +488,15 @@ emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
 	mkc_graph *g = e->p->g;
 	mkc_arena *a = g->ctx->arena;
 	mkc_tensor **by_index = mkc_arena_alloc(g->ctx->arena, (size_t)(ntensors + 1) * sizeof *by_index);
-	for (int i = 0; i < g->tensors.n; i++)
-		if (e->index[i] >= 0 && !is_view(e->p, i))
-			by_index[e->index[i]] = MKC_TENSOR(g, i);
+	int *owner = mkc_arena_alloc(g->ctx->arena, (size_t)(ntensors + 1) * sizeof *owner);
+	for (int k = e->nplans - 1; k >= 0; k--) {   /* a twin is plan 0's tensor */
+		const mkc_plan *pk = e->plans[k];
+		for (int i = 0; i < pk->g->tensors.n; i++)
+			if (e->indexes[k][i] >= 0 && !is_view(pk, i)) {
+				by_index[e->indexes[k][i]] = MKC_TENSOR(pk->g, i);
+				owner[e->indexes[k][i]] = k;
+			}
+	}
 	for (int i = 0; i < ntensors; i++) {
 		const mkc_tensor *t = by_index[i];
 		if (!mkc_ctype(e, t->dtype))
@@ -451,7 +529,8 @@ emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
 			put_dim(f, t->shape[d]);
 		}
 		int fdt = (int)(t->file_dtype ? t->file_dtype : t->dtype);
-		long long at = e->p->mem_off ? (long long)e->p->mem_off[t->id] : -1;
+		const mkc_plan *pt = e->plans[owner[i]];
+		long long at = pt->mem_off ? (long long)pt->mem_off[t->id] : -1;
 		/* an initializer compiled in is compared with the model's file at load (the
 		 * loader reads ONNX protobuf and files of their own, not JSON) */
 		bool emb = embedded(g, t, o);
@@ -561,53 +640,86 @@ emit_syms(mkc_emitter *e, const mkc_emit_options *o)
 	fprintf(f, "0};\n");
 }
 
-/* Tasks, events and queues as flat arrays. */
-/* List i of a plan's lists of ints (a task's signals, ...): its length, and item k. */
-typedef int (*plan_list)(const mkc_plan *p, int i, int k, int *len);
+/*
+ * Tasks, events and queues as flat arrays, every plan's one after another:
+ * plan k's task i is task0[k] + i of the file, its event j event0[k] + j,
+ * its node n node0[k] + n; plan k's queue of worker w is queue
+ * k * MKC_NWORKERS + w.
+ */
+/* List i of plan k's lists of ints (a task's signals, ...): its length, and item j. */
+typedef int (*plan_list)(const mkc_emitter *e, int k, int i, int j, int *len);
 
 static int
-task_signals(const mkc_plan *p, int i, int k, int *len)
+task_signals(const mkc_emitter *e, int k, int i, int j, int *len)
 {
-	*len = MKC_TASK(p, i)->nsignals;
-	return k < *len ? MKC_TASK(p, i)->signals[k] : 0;
+	const mkc_task *t = MKC_TASK(e->plans[k], i);
+	*len = t->nsignals;
+	return j < *len ? e->event0[k] + t->signals[j] : 0;
 }
 
 static int
-event_producers(const mkc_plan *p, int i, int k, int *len)
+event_producers(const mkc_emitter *e, int k, int i, int j, int *len)
 {
-	*len = MKC_EVENT(p, i)->nproducers;
-	return k < *len ? MKC_EVENT(p, i)->producers[k] : 0;
+	const mkc_event *ev = MKC_EVENT(e->plans[k], i);
+	*len = ev->nproducers;
+	return j < *len ? e->task0[k] + ev->producers[j] : 0;
 }
 
 static int
-queue_tasks(const mkc_plan *p, int w, int k, int *len)
+queue_tasks(const mkc_emitter *e, int k, int w, int j, int *len)
 {
+	const mkc_plan *p = e->plans[k];
 	*len = p->qlen[w];
-	return k < *len ? p->queues[w][k]->id : 0;
+	return j < *len ? e->task0[k] + p->queues[w][j]->id : 0;
+}
+
+/* How many tasks, events or queues plan k has (what a plan_list goes over). */
+typedef int (*plan_count)(const mkc_plan *p);
+
+static int
+count_tasks(const mkc_plan *p)
+{
+	return p->tasks.n;
+}
+
+static int
+count_events(const mkc_plan *p)
+{
+	return p->events.n;
+}
+
+static int
+count_queues(const mkc_plan *p)
+{
+	return p->tp.nworkers;
 }
 
 /*
- * n lists as two tables (q: their qualifier): START[n + 1] (N names n),
+ * Every plan's lists as two tables (q: their qualifier): START[N + 1],
  * where list i begins in LIST and, last, where they all end; and LIST, the
  * lists' items one after another, then -1.
  */
 static void
-put_lists(FILE *f, const char *q, const char *start, const char *N, const char *list, int n,
-	  plan_list get, const mkc_plan *p)
+put_lists(const mkc_emitter *e, const char *q, const char *start, const char *N, const char *list,
+	  plan_count count, plan_list get)
 {
-	int total = 0, len;
+	FILE *f = e->f;
+	int total = 0, len, c = 0;
 	fprintf(f, "%s int %s[%s + 1] MKC_UNUSED = {", q, start, N);
-	for (int i = 0; i < n; i++) {
-		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", total);
-		get(p, i, 0, &len);
-		total += len;
-	}
+	for (int k = 0; k < e->nplans; k++)
+		for (int i = 0; i < count(e->plans[k]); i++, c++) {
+			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", total);
+			get(e, k, i, 0, &len);
+			total += len;
+		}
 	fprintf(f, " %d\n};\n%s int %s[%d] MKC_UNUSED = {", total, q, list, total + 1);
-	for (int i = 0, c = 0; i < n; i++) {
-		get(p, i, 0, &len);
-		for (int k = 0; k < len; k++, c++)
-			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", get(p, i, k, &len));
-	}
+	c = 0;
+	for (int k = 0; k < e->nplans; k++)
+		for (int i = 0; i < count(e->plans[k]); i++) {
+			get(e, k, i, 0, &len);
+			for (int j = 0; j < len; j++, c++)
+				fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", get(e, k, i, j, &len));
+		}
 	fputs(" -1\n};\n", f);
 }
 
@@ -615,42 +727,52 @@ static void
 emit_schedule(mkc_emitter *e)
 {
 	FILE *f = e->f;
-	mkc_plan *p = e->p;
 	/* the workers' tables live where the workers run; the event producer
 	 * lists serve the C target's shuffled queue, on the host */
 	const char *q = e->t->table_qual, *hq = "static const";
 	fprintf(f, "\nstatic const char *const mkc_task_name[MKC_NTASKS] MKC_UNUSED = {\n");
-	for (int i = 0; i < p->tasks.n; i++) {
-		const mkc_task *t = MKC_TASK(p, i);
-		mkc_arena *a = p->g->ctx->arena;
-		fprintf(f, "\t\"%s (%s) tile %d/%d\",\n", mkc_cstr(a, t->node->name, false),
-			mkc_cstr(a, t->node->op_type, false), t->tile,
-			t->ntiles);
-	}
+	for (int k = 0; k < e->nplans; k++)
+		for (int i = 0; i < e->plans[k]->tasks.n; i++) {
+			const mkc_task *t = MKC_TASK(e->plans[k], i);
+			mkc_arena *a = e->plans[k]->g->ctx->arena;
+			fprintf(f, "\t\"%s (%s) tile %d/%d%s\",\n", mkc_cstr(a, t->node->name, false),
+				mkc_cstr(a, t->node->op_type, false), t->tile, t->ntiles,
+				k ? ", one-token plan" : "");
+		}
 	/* what a step that fails in a node names (MKC_FAIL_INDEX), on the host */
 	fprintf(f, "};\nstatic const char *const mkc_node_desc[%d] MKC_UNUSED = {\n",
-		p->g->nodes.n + 1);
-	for (int i = 0; i < p->g->nodes.n; i++) {
-		const mkc_node *n = MKC_NODE(p->g, i);
-		mkc_arena *a = p->g->ctx->arena;
-		fprintf(f, "\t\"node '%s' (%s)\",\n", mkc_cstr(a, n->name, false),
-			mkc_cstr(a, n->op_type, false));
-	}
+		e->node0[e->nplans] + 1);
+	for (int k = 0; k < e->nplans; k++)
+		for (int i = 0; i < e->plans[k]->g->nodes.n; i++) {
+			const mkc_node *n = MKC_NODE(e->plans[k]->g, i);
+			mkc_arena *a = e->plans[k]->g->ctx->arena;
+			fprintf(f, "\t\"node '%s' (%s)\",\n", mkc_cstr(a, n->name, false),
+				mkc_cstr(a, n->op_type, false));
+		}
 	fprintf(f, "\tNULL\n};\n%s int mkc_task_wait[MKC_NTASKS] MKC_UNUSED = {", q);
-	for (int i = 0; i < p->tasks.n; i++) {
-		const mkc_task *t = MKC_TASK(p, i);
-		MKC_ASSERT(t->nwaits <= 1);
-		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", t->nwaits ? t->waits[0] : -1);
-	}
+	for (int k = 0, c = 0; k < e->nplans; k++)
+		for (int i = 0; i < e->plans[k]->tasks.n; i++, c++) {
+			const mkc_task *t = MKC_TASK(e->plans[k], i);
+			MKC_ASSERT(t->nwaits <= 1);
+			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t",
+				t->nwaits ? e->event0[k] + t->waits[0] : -1);
+		}
 	fputs("\n};\n", f);
-	put_lists(f, q, "mkc_task_sig_start", "MKC_NTASKS", "mkc_task_sig", p->tasks.n, task_signals, p);
+	put_lists(e, q, "mkc_task_sig_start", "MKC_NTASKS", "mkc_task_sig", count_tasks,
+		  task_signals);
 	fprintf(f, "%s int mkc_event_threshold[MKC_NEVENTS + 1] MKC_UNUSED = {", q);
-	for (int i = 0; i < p->events.n; i++)
-		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", MKC_EVENT(p, i)->threshold);
+	for (int k = 0, c = 0; k < e->nplans; k++)
+		for (int i = 0; i < e->plans[k]->events.n; i++, c++)
+			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", MKC_EVENT(e->plans[k], i)->threshold);
 	fputs(" 0\n};\n", f);
-	put_lists(f, hq, "mkc_event_prod_start", "MKC_NEVENTS", "mkc_event_prod", p->events.n,
-		  event_producers, p);
-	put_lists(f, q, "mkc_queue_start", "MKC_NWORKERS", "mkc_queue", p->tp.nworkers, queue_tasks, p);
+	put_lists(e, hq, "mkc_event_prod_start", "MKC_NEVENTS", "mkc_event_prod", count_events,
+		  event_producers);
+	put_lists(e, q, "mkc_queue_start", "MKC_NPLANS * MKC_NWORKERS", "mkc_queue", count_queues,
+		  queue_tasks);
+	/* where each plan's tasks begin (the C target's shuffled queue takes a plan's) */
+	fprintf(f, "static const int mkc_plan_task0[MKC_NPLANS + 1] MKC_UNUSED = {");
+	for (int k = 0; k <= e->nplans; k++)
+		fprintf(f, "%d%s", e->task0[k], k < e->nplans ? ", " : "};\n");
 }
 
 /*
@@ -663,54 +785,60 @@ static void
 emit_profile(mkc_emitter *e, const mkc_emit_options *o)
 {
 	FILE *f = e->f;
-	mkc_plan *p = e->p;
-	mkc_graph *g = p->g;
-	mkc_arena *a = g->ctx->arena;
+	mkc_arena *a = e->plans[0]->g->ctx->arena;
 	if (o->profile_steps <= 0)
 		return;
 	fprintf(f, "\n#define MKC_PROFILE 1\n#define MKC_PROFILE_STEPS %d\n"
-		"static const char *const mkc_prof_node_name[%d] = {", o->profile_steps, g->nodes.n + 1);
-	for (int i = 0; i < g->nodes.n; i++)
-		fprintf(f, "\n\t\"%s\",", mkc_cstr(a, MKC_NODE(g, i)->name, false));
-	fprintf(f, " NULL\n};\nstatic const char *const mkc_prof_node_op[%d] = {", g->nodes.n + 1);
-	for (int i = 0; i < g->nodes.n; i++) {
-		const mkc_node *n = MKC_NODE(g, i);
-		fprintf(f, "%s\"%s%s%s\",", i % 8 ? " " : "\n\t", mkc_cstr(a, n->domain, false),
-			*n->domain ? "." : "", mkc_cstr(a, n->op_type, false));
-	}
+		"static const char *const mkc_prof_node_name[%d] = {", o->profile_steps,
+		e->node0[e->nplans] + 1);
+	for (int k = 0; k < e->nplans; k++)
+		for (int i = 0; i < e->plans[k]->g->nodes.n; i++)
+			fprintf(f, "\n\t\"%s\",", mkc_cstr(a, MKC_NODE(e->plans[k]->g, i)->name, false));
+	fprintf(f, " NULL\n};\nstatic const char *const mkc_prof_node_op[%d] = {",
+		e->node0[e->nplans] + 1);
+	for (int k = 0, c = 0; k < e->nplans; k++)
+		for (int i = 0; i < e->plans[k]->g->nodes.n; i++, c++) {
+			const mkc_node *n = MKC_NODE(e->plans[k]->g, i);
+			fprintf(f, "%s\"%s%s%s\",", c % 8 ? " " : "\n\t", mkc_cstr(a, n->domain, false),
+				*n->domain ? "." : "", mkc_cstr(a, n->op_type, false));
+		}
 	fputs(" NULL\n};\nstatic const mkc_rt_prof_task mkc_prof_task[MKC_NTASKS + 1] = {", f);
 	int nr = 0, nd = 0;
-	for (int i = 0; i < p->tasks.n; i++) {
-		const mkc_task *t = MKC_TASK(p, i);
-		fprintf(f, "%s{%d, %d, %d, %d, %d},", i % 4 ? " " : "\n\t", t->node->id, t->tile,
-			t->ntiles, t->nwaits ? t->waits[0] : -1, nr);
-		nr += t->nreads + t->nwrites;
-	}
+	for (int k = 0, c = 0; k < e->nplans; k++)
+		for (int i = 0; i < e->plans[k]->tasks.n; i++, c++) {
+			const mkc_task *t = MKC_TASK(e->plans[k], i);
+			fprintf(f, "%s{%d, %d, %d, %d, %d},", c % 4 ? " " : "\n\t",
+				e->node0[k] + t->node->id, t->tile, t->ntiles,
+				t->nwaits ? e->event0[k] + t->waits[0] : -1, nr);
+			nr += t->nreads + t->nwrites;
+		}
 	fprintf(f, "\n\t{-1, 0, 0, -1, %d}\n};\nstatic const mkc_rt_prof_region mkc_prof_region[%d] = {",
 		nr, nr + 1);
-	for (int i = 0, c = 0; i < p->tasks.n; i++) {
-		const mkc_task *t = MKC_TASK(p, i);
-		for (int k = 0; k < t->nreads + t->nwrites; k++, c++) {
-			const mkc_region *r = k < t->nreads ? &t->reads[k] : &t->writes[k - t->nreads];
-			fprintf(f, "%s{%d, %d, %d},", c % 6 ? " " : "\n\t", e->index[r->t->id],
-				k >= t->nreads, nd);
-			nd += 2 * r->t->rank;
-		}
-	}
-	fprintf(f, "\n\t{-1, 0, %d}\n};\nstatic const mkc_rt_dim mkc_prof_dim[%d] = {", nd, nd + 1);
-	for (int i = 0; i < p->tasks.n; i++) {
-		const mkc_task *t = MKC_TASK(p, i);
-		for (int k = 0; k < t->nreads + t->nwrites; k++) {
-			const mkc_region *r = k < t->nreads ? &t->reads[k] : &t->writes[k - t->nreads];
-			fputs("\n\t", f);
-			for (int d = 0; d < r->t->rank; d++) {
-				put_dim(f, r->box.lo[d]);
-				fputs(", ", f);
-				put_dim(f, r->box.hi[d]);
-				fputs(", ", f);
+	for (int k = 0, c = 0; k < e->nplans; k++)
+		for (int i = 0; i < e->plans[k]->tasks.n; i++) {
+			const mkc_task *t = MKC_TASK(e->plans[k], i);
+			for (int j = 0; j < t->nreads + t->nwrites; j++, c++) {
+				const mkc_region *r = j < t->nreads ? &t->reads[j] : &t->writes[j - t->nreads];
+				fprintf(f, "%s{%d, %d, %d},", c % 6 ? " " : "\n\t",
+					e->indexes[k][r->t->id], j >= t->nreads, nd);
+				nd += 2 * r->t->rank;
 			}
 		}
-	}
+	fprintf(f, "\n\t{-1, 0, %d}\n};\nstatic const mkc_rt_dim mkc_prof_dim[%d] = {", nd, nd + 1);
+	for (int k = 0; k < e->nplans; k++)
+		for (int i = 0; i < e->plans[k]->tasks.n; i++) {
+			const mkc_task *t = MKC_TASK(e->plans[k], i);
+			for (int j = 0; j < t->nreads + t->nwrites; j++) {
+				const mkc_region *r = j < t->nreads ? &t->reads[j] : &t->writes[j - t->nreads];
+				fputs("\n\t", f);
+				for (int d = 0; d < r->t->rank; d++) {
+					put_dim(f, r->box.lo[d]);
+					fputs(", ", f);
+					put_dim(f, r->box.hi[d]);
+					fputs(", ", f);
+				}
+			}
+		}
 	fputs("\n\t{0, {0, 0}, {-1, -1}}\n};\n", f);
 }
 
@@ -722,7 +850,6 @@ static void
 emit_boxes(mkc_emitter *e)
 {
 	FILE *f = e->f;
-	mkc_plan *p = e->p;
 	/*
 	 * Each task's output box is data (c + k * sym per bound), and the switch
 	 * is over nodes, not tasks: a 1B-sized plan has 8000 tasks but 400
@@ -731,45 +858,51 @@ emit_boxes(mkc_emitter *e)
 	 */
 	const char *q = e->t->table_qual;
 	fprintf(f, "\n%s int mkc_task_node[MKC_NTASKS] MKC_UNUSED = {", q);
-	for (int i = 0; i < p->tasks.n; i++)
-		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", MKC_TASK(p, i)->node->id);
+	for (int k = 0, c = 0; k < e->nplans; k++)
+		for (int i = 0; i < e->plans[k]->tasks.n; i++, c++)
+			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t",
+				e->node0[k] + MKC_TASK(e->plans[k], i)->node->id);
 	fprintf(f, "\n};\n%s int mkc_task_box_start[MKC_NTASKS + 1] MKC_UNUSED = {", q);
 	int nb = 0;
-	for (int i = 0; i < p->tasks.n; i++) {
-		const mkc_task *t = MKC_TASK(p, i);
-		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", nb);
-		nb += 2 * (t->node->out[0] ? t->node->out[0]->rank : 0);
-	}
-	fprintf(f, " %d\n};\n%s mkc_rt_dim mkc_task_box[%d] MKC_UNUSED = {", nb, q, nb + 1);
-	for (int i = 0; i < p->tasks.n; i++) {
-		const mkc_task *t = MKC_TASK(p, i);
-		int rank = t->node->out[0] ? t->node->out[0]->rank : 0;
-		fputs("\n\t", f);
-		for (int d = 0; d < rank; d++) {
-			put_dim(f, t->out.lo[d]);
-			fputs(", ", f);
-			put_dim(f, t->out.hi[d]);
-			fputs(", ", f);
+	for (int k = 0, c = 0; k < e->nplans; k++)
+		for (int i = 0; i < e->plans[k]->tasks.n; i++, c++) {
+			const mkc_task *t = MKC_TASK(e->plans[k], i);
+			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", nb);
+			nb += 2 * (t->node->out[0] ? t->node->out[0]->rank : 0);
 		}
-	}
+	fprintf(f, " %d\n};\n%s mkc_rt_dim mkc_task_box[%d] MKC_UNUSED = {", nb, q, nb + 1);
+	for (int k = 0; k < e->nplans; k++)
+		for (int i = 0; i < e->plans[k]->tasks.n; i++) {
+			const mkc_task *t = MKC_TASK(e->plans[k], i);
+			int rank = t->node->out[0] ? t->node->out[0]->rank : 0;
+			fputs("\n\t", f);
+			for (int d = 0; d < rank; d++) {
+				put_dim(f, t->out.lo[d]);
+				fputs(", ", f);
+				put_dim(f, t->out.hi[d]);
+				fputs(", ", f);
+			}
+		}
 	fputs("\n\t{0, {0, 0}, {-1, -1}}\n};\n", f);
 	/* a clamped task's output extent (task.h's clamp): where in mkc_task_ext, or -1 */
 	fprintf(f, "%s int mkc_task_clamp[MKC_NTASKS] MKC_UNUSED = {", q);
 	int ne = 0;
-	for (int i = 0; i < p->tasks.n; i++) {
-		const mkc_task *t = MKC_TASK(p, i);
-		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", t->clamp ? ne : -1);
-		ne += t->clamp ? t->node->out[0]->rank : 0;
-	}
-	fprintf(f, "\n};\n%s mkc_rt_dim mkc_task_ext[%d] MKC_UNUSED = {", q, ne + 1);
-	for (int i = 0; i < p->tasks.n; i++) {
-		const mkc_task *t = MKC_TASK(p, i);
-		for (int d = 0; t->clamp && d < t->node->out[0]->rank; d++) {
-			fputs(d ? " " : "\n\t", f);
-			put_dim(f, t->node->out[0]->shape[d]);
-			fputs(",", f);
+	for (int k = 0, c = 0; k < e->nplans; k++)
+		for (int i = 0; i < e->plans[k]->tasks.n; i++, c++) {
+			const mkc_task *t = MKC_TASK(e->plans[k], i);
+			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", t->clamp ? ne : -1);
+			ne += t->clamp ? t->node->out[0]->rank : 0;
 		}
-	}
+	fprintf(f, "\n};\n%s mkc_rt_dim mkc_task_ext[%d] MKC_UNUSED = {", q, ne + 1);
+	for (int k = 0; k < e->nplans; k++)
+		for (int i = 0; i < e->plans[k]->tasks.n; i++) {
+			const mkc_task *t = MKC_TASK(e->plans[k], i);
+			for (int d = 0; t->clamp && d < t->node->out[0]->rank; d++) {
+				fputs(d ? " " : "\n\t", f);
+				put_dim(f, t->node->out[0]->shape[d]);
+				fputs(",", f);
+			}
+		}
 	fputs("\n\t{0, {0, 0}, {-1, -1}}\n};\n", f);
 }
 
@@ -786,27 +919,33 @@ emit_boxes(mkc_emitter *e)
 typedef struct {
 	char *text;
 	size_t len;
-	int first, count;           /* the first node of this form; how many */
+	const mkc_node *first;      /* the first node of this form */
+	int count;                  /* how many */
 } body;
 
 static int
 emit_nodes(mkc_emitter *e)
 {
 	FILE *f = e->f;
-	mkc_plan *p = e->p;
-	mkc_graph *g = p->g;
-	mkc_arena *a = g->ctx->arena;
-	body *bodies = mkc_arena_alloc(a, sizeof *bodies * (size_t)(g->nodes.n + 1));
-	int *form = mkc_arena_alloc(a, sizeof *form * (size_t)(g->nodes.n + 1));
-	int **slots = mkc_arena_alloc(a, sizeof *slots * (size_t)(g->nodes.n + 1));
-	int *nslots = mkc_arena_alloc(a, sizeof *nslots * (size_t)(g->nodes.n + 1));
+	mkc_arena *a = e->plans[0]->g->ctx->arena;
+	const int total = e->node0[e->nplans];   /* every plan's nodes, one after another */
+	body *bodies = mkc_arena_alloc(a, sizeof *bodies * (size_t)(total + 1));
+	int *form = mkc_arena_alloc(a, sizeof *form * (size_t)(total + 1));
+	int **slots = mkc_arena_alloc(a, sizeof *slots * (size_t)(total + 1));
+	int *nslots = mkc_arena_alloc(a, sizeof *nslots * (size_t)(total + 1));
 	int nbody = 0;
-	for (int i = 0; i < g->nodes.n; i++) {
-		const mkc_node *n = MKC_NODE(g, i);
+	for (int i = 0; i < total; i++) {
+		int k = 0;
+		while (i >= e->node0[k + 1])
+			k++;
+		e->p = e->plans[k];
+		e->index = e->indexes[k];
+		mkc_graph *g = e->p->g;
+		const mkc_node *n = MKC_NODE(g, i - e->node0[k]);
 		char *text = NULL;
 		size_t len = 0;
 		form[i] = -1;
-		if (is_view_node(p, n))
+		if (is_view_node(e->p, n))
 			continue;   /* no task: its readers read the base's buffer */
 		FILE *m = open_memstream(&text, &len);
 		if (!m)
@@ -823,18 +962,20 @@ emit_nodes(mkc_emitter *e)
 		}
 		slots[i] = e->slot;
 		nslots[i] = e->nslot;
-		int k = 0;
-		while (k < nbody && (bodies[k].len != len || memcmp(bodies[k].text, text, len) != 0))
-			k++;
-		if (k == nbody)
-			bodies[nbody++] = (body){text, len, i, 0};
+		int b = 0;
+		while (b < nbody && (bodies[b].len != len || memcmp(bodies[b].text, text, len) != 0))
+			b++;
+		if (b == nbody)
+			bodies[nbody++] = (body){text, len, n, 0};
 		else
 			free(text);
-		bodies[k].count++;
-		form[i] = k;
+		bodies[b].count++;
+		form[i] = b;
 	}
+	e->p = e->plans[0];
+	e->index = e->indexes[0];
 	for (int k = 0; k < nbody; k++) {
-		const mkc_node *n = MKC_NODE(g, bodies[k].first);
+		const mkc_node *n = bodies[k].first;
 		fprintf(f, "\n/* ONNX node '%s' (%s%s%s) */\n", mkc_ccomment(a, n->name),
 			mkc_ccomment(a, n->domain), *n->domain ? "." : "", mkc_ccomment(a, n->op_type));
 		if (bodies[k].count > 1)
@@ -865,7 +1006,7 @@ emit_nodes(mkc_emitter *e)
 		"\t\t\thi[d] = hi[d] < e ? hi[d] : e;\n\t\t}\n\t}\n}\n\n"
 		"%s void\nmkc_run_node(struct mkc_model *m, int node, const int64_t *lo, const int64_t *hi)\n"
 		"{\n\tswitch (node) {\n", e->t->fn_qual, e->t->fn_qual);
-	for (int i = 0; i < g->nodes.n; i++) {
+	for (int i = 0; i < total; i++) {
 		if (form[i] < 0)
 			continue;
 		fprintf(f, "\tcase %d: {\n\t\tconst int bi[%d] = {", i, nslots[i] + 1);
@@ -885,17 +1026,19 @@ static void
 emit_symvals(mkc_emitter *e)
 {
 	FILE *f = e->f;
-	mkc_graph *g = e->p->g;
 	fprintf(f, "\n%s void\nmkc_fill_symvals(struct mkc_model *m)\n{\n", e->t->fn_qual);
-	for (int i = 0; i < g->tensors.n; i++) {
-		const mkc_tensor *t = MKC_TENSOR(g, i);
-		if (e->index[i] < 0 || rt_kind(t) != 4)
-			continue;
-		const char *ct = mkc_ctype(e, t->dtype);
-		for (int64_t k = 0; k < t->nsymval; k++) {
-			char b[96];
-			fprintf(f, "\t((%s *)m->buf[%d])[%lld] = (%s)%s;\n", ct, e->index[i],
-				(long long)k, ct, mkc_dimx(g, t->symval[k], b, sizeof b));
+	for (int p = 0; p < e->nplans; p++) {   /* every plan's: cheap, and a step needs its own */
+		const mkc_graph *g = e->plans[p]->g;
+		for (int i = 0; i < g->tensors.n; i++) {
+			const mkc_tensor *t = MKC_TENSOR(g, i);
+			if (e->indexes[p][i] < 0 || rt_kind(t) != 4)
+				continue;
+			const char *ct = mkc_ctype(e, t->dtype);
+			for (int64_t k = 0; k < t->nsymval; k++) {
+				char b[96];
+				fprintf(f, "\t((%s *)m->buf[%d])[%lld] = (%s)%s;\n", ct, e->indexes[p][i],
+					(long long)k, ct, mkc_dimx(g, t->symval[k], b, sizeof b));
+			}
 		}
 	}
 	fprintf(f, "\t(void)m;\n}\n");
@@ -918,36 +1061,92 @@ mkc_emit_head(FILE *f, const mkc_target *t, const char *arch, const char *prefix
 	put_template(f, mkc_runtime_text("runtime/api_h.h"), prefix);
 }
 
+/*
+ * The plans' tasks, events and nodes numbered one after another; their
+ * tensors numbered; the syms of a later plan checked to be plan 0's (one
+ * m->sym[] serves both). Returns the tensor count, or -1.
+ */
+static int
+number_plans(mkc_emitter *e)
+{
+	int n = 0;
+	for (int k = 0; k < e->nplans; k++) {
+		const mkc_plan *p = e->plans[k];
+		e->task0[k + 1] = e->task0[k] + p->tasks.n;
+		e->event0[k + 1] = e->event0[k] + p->events.n;
+		e->node0[k + 1] = e->node0[k] + p->g->nodes.n;
+		const mkc_graph *g0 = e->plans[0]->g;
+		bool same = p->g->syms.n == g0->syms.n && p->tp.nworkers == e->plans[0]->tp.nworkers;
+		for (int s = 0; same && s < g0->syms.n; s++)
+			same = strcmp(MKC_SYM(p->g, s), MKC_SYM(g0, s)) == 0;
+		if (!same)
+			return mkc_error(p->g->ctx, "%s: the one-token step's plan has other symbols or "
+					 "workers than the chunk's", p->g->path);
+		if ((n = number_tensors(e, k, n)) < 0)
+			return -1;
+	}
+	e->p = e->plans[0];
+	e->index = e->indexes[0];
+	return n;
+}
+
 static int
 emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const char *hname)
 {
 	FILE *f = e->f;
 	mkc_plan *p = e->p;
 	mkc_graph *g = p->g;
+	int ntensors = number_plans(e);
+	if (ntensors < 0)
+		return -1;
+	int64_t arena = 0;
+	for (int k = 0; k < e->nplans; k++)   /* the plans run one at a time: one arena */
+		arena = e->plans[k]->arena_bytes > arena ? e->plans[k]->arena_bytes : arena;
 	fprintf(f, "/*\n * %s - generated by mkc %s; do not edit.\n * command: %s\n"
-		" * model: %s (FNV-1a %016llx)\n * target: %s; %d workers, %d tasks, %d events\n"
-		" * API: see %s\n */\n", mkc_ccomment(g->ctx->arena, o->out_path), MKC_VERSION,
+		" * model: %s (FNV-1a %016llx)\n * target: %s; %d workers, %d tasks, %d events",
+		mkc_ccomment(g->ctx->arena, o->out_path), MKC_VERSION,
 		mkc_ccomment(g->ctx->arena, o->command_line ? o->command_line : "(library call)"),
 		mkc_ccomment(g->ctx->arena, g->path),
 		(unsigned long long)hash_file(g->path), e->t->name, p->tp.nworkers, p->tasks.n,
-		p->events.n, hname);
+		p->events.n);
+	if (e->nplans > 1)
+		fprintf(f, ";\n * a step of one token: its own plan, %d tasks, %d events",
+			e->plans[1]->tasks.n, e->plans[1]->events.n);
+	fprintf(f, "\n * API: see %s\n */\n", hname);
 	mkc_emit_head(f, e->t, o->arch, prefix);
-	int ntensors = number_tensors(e);
 	fprintf(f, "\n#define MKC_NSYMS %d\n#define MKC_NTENSORS %d\n#define MKC_NTASKS %d\n"
 		"#define MKC_NEVENTS %d\n#define MKC_NWORKERS %d\n#define MKC_NINPUTS %d\n"
-		"#define MKC_NOUTPUTS %d\n#define MKC_ARENA_BYTES %lldLL\n#define MKC_NCACHES %d\n",
-		g->syms.n, ntensors, p->tasks.n, p->events.n, p->tp.nworkers, g->inputs.n,
-		g->outputs.n, (long long)p->arena_bytes, g->states.n);
+		"#define MKC_NOUTPUTS %d\n#define MKC_ARENA_BYTES %lldLL\n#define MKC_NCACHES %d\n"
+		"#define MKC_NPLANS %d\n",
+		g->syms.n, ntensors, e->task0[e->nplans], e->event0[e->nplans], p->tp.nworkers,
+		g->inputs.n, g->outputs.n, (long long)arena, g->states.n, e->nplans);
 	emit_syms(e, o);
 	if (emit_tensors(e, ntensors, o) != 0)
 		return -1;
 	emit_io(e);
 	emit_generate_io(e);
-	for (int i = 0; i < g->nodes.n && !e->mma; i++)
-		e->mma = mkc_emit_mma(e, MKC_NODE(g, i));
-	bool dyn = e->mma;
-	for (int i = 0; i < g->nodes.n && !dyn; i++)
-		dyn = mkc_emit_attn_mma(e, MKC_NODE(g, i));
+	/* which plan a step runs: a chunked file's one-token plan for a step of one token */
+	if (e->nplans > 1)
+		fprintf(f, "#define MKC_STEP_PLAN(sym) ((sym)[%d] == 1 ? 1 : 0)\n", g->chunk_sym);
+	else
+		fprintf(f, "#define MKC_STEP_PLAN(sym) 0\n");
+	fprintf(f, "#define MKC_DECODE_PLAN %d\n", e->nplans - 1);
+	bool dyn = false;
+	for (int k = 0; k < e->nplans; k++) {
+		e->p = e->plans[k];
+		e->index = e->indexes[k];
+		for (int i = 0; i < e->p->g->nodes.n && !e->mma; i++)
+			e->mma = mkc_emit_mma(e, MKC_NODE(e->p->g, i));
+	}
+	dyn = e->mma;
+	for (int k = 0; k < e->nplans && !dyn; k++) {
+		e->p = e->plans[k];
+		e->index = e->indexes[k];
+		for (int i = 0; i < e->p->g->nodes.n && !dyn; i++)
+			dyn = mkc_emit_attn_mma(e, MKC_NODE(e->p->g, i));
+	}
+	e->p = e->plans[0];
+	e->index = e->indexes[0];
 	fprintf(f, "#define MKC_DYN_SMEM %s\n", dyn ? "MKC_MM_SMEM" : "0");
 	emit_schedule(e);
 	emit_boxes(e);
@@ -1012,7 +1211,7 @@ check_destinations(mkc_ctx *c, const char *out, const char *hpath)
 }
 
 int
-mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o)
+mkc_emit(mkc_plan *p, mkc_plan *decode, const mkc_target *t, const mkc_emit_options *o)
 {
 	mkc_ctx *c = p->g->ctx;
 	if (t->unwritten)
@@ -1031,7 +1230,8 @@ mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o)
 	FILE *hf = cf ? open_temp(c, hpath, &htmp) : NULL;
 	int rc = -1;
 	if (cf && hf) {
-		mkc_emitter e = {cf, p, t, NULL, NULL, 0, false};
+		mkc_emitter e = {.f = cf, .p = p, .t = t, .plans = {p, decode},
+				 .nplans = decode ? 2 : 1};
 		fprintf(hf, "/* %s - generated by mkc %s from %s; do not edit. */\n"
 			"#ifndef %s_H\n#define %s_H\n", mkc_ccomment(c->arena, hname), MKC_VERSION,
 			mkc_ccomment(c->arena, p->g->path), prefix, prefix);

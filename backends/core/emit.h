@@ -101,7 +101,14 @@ typedef struct {
 	const char *arch;           /* --arch, for a target with archs; NULL: its default */
 } mkc_emit_options;
 
-int mkc_emit(mkc_plan *p, const mkc_target *t, const mkc_emit_options *o);
+/*
+ * decode: NULL, or the one-token step's plan of a model p takes in steps of
+ * up to --max-chunk tokens (the same model compiled with S fixed at 1): the
+ * file then holds both, and a step of one token runs decode's. They share
+ * the graph inputs and outputs, the caches and every weight that is the
+ * same in both (name, type, bytes and source); the rest is each its own.
+ */
+int mkc_emit(mkc_plan *p, mkc_plan *decode, const mkc_target *t, const mkc_emit_options *o);
 
 /*
  * The start of every file target t emits, up to the tables: its headers,
@@ -123,11 +130,20 @@ const char *mkc_emit_name_problem(const char *name);
  * What the tile emitters (emit_ops.c) need to know about the file being
  * written: each tensor's index in the tensor table.
  */
+enum { MKC_MAX_PLANS = 2 };
+
 typedef struct {
 	FILE *f;
-	mkc_plan *p;
+	mkc_plan *p;                /* the plan being written (one of plans) */
 	const mkc_target *t;
-	int *index;                 /* graph tensor id -> table index, or -1 */
+	int *index;                 /* its graph's tensor id -> table index, or -1 */
+	/* a file's plans: its steps (0) and, in a chunked file, the one-token
+	 * step compiled apart (1); their tasks, events and nodes follow each
+	 * other in the tables, plan k's from task0[k], event0[k], node0[k] */
+	mkc_plan *plans[MKC_MAX_PLANS];
+	int *indexes[MKC_MAX_PLANS];
+	int nplans;
+	int task0[MKC_MAX_PLANS + 1], event0[MKC_MAX_PLANS + 1], node0[MKC_MAX_PLANS + 1];
 	/* a body names its tensors as m->buf[bi[k]], never by table index, so
 	 * that nodes of one form share one body: bi[k] is slot[k] */
 	int *slot;

@@ -24,7 +24,11 @@
  * What a task is (its node, box, event, signals) comes from its descriptor,
  * built on the device at create time and copied into shared memory three
  * tasks ahead (mkc_qdesc_kernel).
- * Counters are never reset; the epoch grows by one a step. A watchdog in
+ * Counters are never reset; the epoch grows by one a step. A file may
+ * hold two plans (a chunked file's one-token step has its own,
+ * MKC_STEP_PLAN): a launch runs one plan's queues (plan k's of block w:
+ * k * MKC_NWORKERS + w), each plan counting its own epochs over its own
+ * events. A watchdog in
  * the wait (clock64, the SM's clock; the device's clock rate gives its
  * peak rate, so the limit is a lower bound when the clock is lowered) gives
  * up after timeout_s and reports task and event; every block then leaves.
@@ -79,7 +83,7 @@ struct mkc_gpu_host {
 	unsigned long long *counter;
 	struct mkc_status *status;
 	int *qdesc;                 /* device memory */
-	unsigned long long epoch;
+	unsigned long long epoch[MKC_NPLANS];   /* each plan's steps */
 	unsigned long long bars;    /* arrivals at generate's barrier so far */
 	double timeout_s;
 	long long timeout_cycles;
@@ -232,14 +236,14 @@ mkc_qdesc_fetch(int (*dq)[MKC_QD_WORDS], const int *gd, int i)
 }
 
 /*
- * Block w runs queue w for one step (events count to threshold * epoch);
+ * Block w runs its queue of plan plan for one step (events count to threshold * epoch);
  * with --profile it stamps each task into slot slot of the timeline.
  */
 static __device__ int
-mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch,
+mkc_run_queue(struct mkc_model *m, unsigned long long *counter, int plan, unsigned long long epoch,
 	      long long timeout_cycles, int slot)
 {
-	const int w = blockIdx.x;
+	const int w = blockIdx.x, q = plan * MKC_NWORKERS + w;
 #if MKC_PROFILE
 	unsigned long long *prof = m->prof + (size_t)slot * MKC_PROF_SLOT_WORDS;
 	if (threadIdx.x == 0) {
@@ -254,7 +258,7 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, unsigned long lo
 	/* the descriptors: the first MKC_QD_AHEAD before the first task, then
 	 * one a task, MKC_QD_AHEAD ahead */
 	__shared__ __align__(16) int dq[MKC_QD_SLOTS][MKC_QD_WORDS];
-	const int start = mkc_queue_start[w], n = mkc_queue_start[w + 1] - start;
+	const int start = mkc_queue_start[q], n = mkc_queue_start[q + 1] - start;
 	const int *gd = m->qdesc + (size_t)start * MKC_QD_WORDS;
 	const bool feeder = threadIdx.x / MKC_WARP == 1;
 	if (feeder) {
@@ -342,10 +346,10 @@ extern __shared__ __align__(128) unsigned char mkc_dyn_smem[];
 #endif
 
 static __global__ void MKC_LAUNCH_BOUNDS
-mkc_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch,
+mkc_kernel(struct mkc_model *m, unsigned long long *counter, int plan, unsigned long long epoch,
 	   long long timeout_cycles, int slot)
 {
-	mkc_run_queue(mkc_model_view(m), counter, epoch, timeout_cycles, slot);
+	mkc_run_queue(mkc_model_view(m), counter, plan, epoch, timeout_cycles, slot);
 }
 
 #if MKC_PROFILE
@@ -433,7 +437,8 @@ mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned l
 	for (int j = 0; j < io.steps; j++) {
 		const unsigned long long arrivals = 2ULL * (unsigned long long)j;
 		/* again every step: block 0 advanced the symbols at the last one */
-		if (mkc_run_queue(mkc_model_view(m), counter, epoch0 + (unsigned long long)j + 1,
+		if (mkc_run_queue(mkc_model_view(m), counter, MKC_DECODE_PLAN,
+				  epoch0 + (unsigned long long)j + 1,
 				  timeout_cycles, (io.prof0 + j) % MKC_PROF_SLOTS) ||
 		    mkc_grid_sync(m, bar, bar0 + (arrivals + 1) * MKC_NWORKERS, timeout_cycles))
 			return;
@@ -571,7 +576,7 @@ mkc_finish(mkc_host *m)
 	 * here leaves the first error in err) */
 	(void)cudaMemset(m->counter, 0, (MKC_NEVENTS + 1) * sizeof *m->counter);
 	(void)cudaMemset(m->status, 0, sizeof *m->status);
-	m->epoch = 0;
+	memset(m->epoch, 0, sizeof m->epoch);
 	m->bars = 0;
 	return -1;
 }
@@ -597,7 +602,8 @@ mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int
 {
 	if (mkc_begin_step(m, inputs, outputs, dims) || mkc_upload_view(m))
 		return -1;
-	m->epoch++;
+	const int plan = MKC_STEP_PLAN(m->sym);
+	m->epoch[plan]++;
 	int slot = 0;
 #if MKC_PROFILE
 	/* the call's next slot (a prompt's chunks in generate take one each);
@@ -608,8 +614,9 @@ mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int
 		return -1;
 #endif
 	mkc_symvals_kernel<<<1, 1>>>(m->dev);
-	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM>>>(m->dev, m->counter, m->epoch,
-								  m->timeout_cycles, slot);
+	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM>>>(m->dev, m->counter, plan,
+								  m->epoch[plan], m->timeout_cycles,
+								  slot);
 	return mkc_finish(m);
 }
 
@@ -682,10 +689,10 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 #endif
 	mkc_symvals_kernel<<<1, 1>>>(m->dev);
 	mkc_generate_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM>>>(
-		m->dev, m->counter, m->epoch, m->bars, m->timeout_cycles, io);
+		m->dev, m->counter, m->epoch[MKC_DECODE_PLAN], m->bars, m->timeout_cycles, io);
 	if (mkc_finish(m))
 		goto out;
-	m->epoch += (unsigned long long)steps;
+	m->epoch[MKC_DECODE_PLAN] += (unsigned long long)steps;
 	m->bars += 2ULL * (unsigned long long)steps * MKC_NWORKERS;
 	if (io.sym >= 0)
 		m->sym[io.sym] += (int64_t)steps * io.nnew;

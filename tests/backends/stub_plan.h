@@ -20,6 +20,7 @@
 #define MKC_NOUTPUTS 1
 #define MKC_ARENA_BYTES 64LL
 #define MKC_NCACHES 1
+#define MKC_NPLANS 1
 
 static const char *const mkc_sym_names[MKC_NSYMS + 1] = {"past_len", NULL};
 static const int64_t mkc_sym_max[MKC_NSYMS + 1] = {63, 0};
@@ -51,6 +52,8 @@ static const int mkc_outputs[MKC_NOUTPUTS + 1] = {2, -1};
 #define MKC_GEN_LOGITS 0
 #define MKC_GEN_VOCAB 4LL
 #define MKC_CAN_GENERATE 1
+#define MKC_STEP_PLAN(sym) 0
+#define MKC_DECODE_PLAN 0
 
 static const char *const mkc_task_name[MKC_NTASKS] MKC_UNUSED = {
 	"gather (Gather) tile 0/1",
@@ -65,7 +68,8 @@ MKC_STUB_TABLE int mkc_task_sig[2] MKC_UNUSED = {0, -1};
 MKC_STUB_TABLE int mkc_event_threshold[MKC_NEVENTS + 1] MKC_UNUSED = {1, 0};
 static const int mkc_event_prod_start[MKC_NEVENTS + 1] MKC_UNUSED = {0, 1};
 static const int mkc_event_prod[2] MKC_UNUSED = {0, -1};
-MKC_STUB_TABLE int mkc_queue_start[MKC_NWORKERS + 1] MKC_UNUSED = {0, 1, 2};
+MKC_STUB_TABLE int mkc_queue_start[MKC_NPLANS * MKC_NWORKERS + 1] MKC_UNUSED = {0, 1, 2};
+static const int mkc_plan_task0[MKC_NPLANS + 1] MKC_UNUSED = {0, 2};
 MKC_STUB_TABLE int mkc_queue[MKC_NTASKS] MKC_UNUSED = {0, 1};
 
 MKC_STUB_TABLE int mkc_task_node[MKC_NTASKS] MKC_UNUSED = {0, 1};

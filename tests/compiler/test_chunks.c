@@ -130,6 +130,52 @@ Test(chunks, a_prompt_in_chunks_is_the_prompt_a_token_at_a_time, .timeout = 300)
 }
 
 /*
+ * A chunked file holds the one-token step compiled apart (S fixed at 1, the
+ * decode file's plan): a prompt fed a token at a time through chunk.c gives
+ * one.c's logits and caches to the bit, and its header names the two plans.
+ */
+Test(chunks, a_step_of_one_token_runs_the_decode_plan, .timeout = 300)
+{
+	static const char prog[] =
+		"#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+		"#include \"chunk.h\"\n#include \"one.h\"\n"
+		"static const int64_t prompt[9] = {3, 17, 250, 99, 4, 31, 200, 7, 64};\n"
+		"static float a[256], b[256];\n"
+		"int main(void) {\n"
+		"  chunk *m; one *d;\n"
+		"  if (chunk_create(&m, NULL) || chunk_load_weights(m, DIR) || one_create(&d, NULL) ||\n"
+		"      one_load_weights(d, DIR)) { printf(\"setup failed\\n\"); return 9; }\n"
+		"  int same = 1;\n"
+		"  for (int t = 0; t < 9; t++) {\n"
+		"    int64_t pos = t, dims[2];\n"
+		"    for (int i = 0; i < chunk_num_dims(); i++)\n"
+		"      dims[i] = strcmp(chunk_dim_name(i), \"seq_len\") ? -1 : 1;\n"
+		"    const void *in[2] = {prompt + t, &pos}; void *oa[1] = {a}, *ob[1] = {b};\n"
+		"    memset(a, 0xff, sizeof a);\n"
+		"    if (chunk_step(m, in, oa, dims) || one_step(d, in, ob, NULL)) return 1;\n"
+		"    same &= !memcmp(a, b, sizeof a);\n"
+		"  }\n"
+		"  enum { N = 9 * 2 * 32 };\n"
+		"  static float ca[N], cb[N];\n"
+		"  for (int c = 0; c < chunk_num_caches(); c++) {\n"
+		"    if (chunk_cache_read(m, c, ca) || one_cache_read(d, c, cb)) return 2;\n"
+		"    same &= !memcmp(ca, cb, sizeof ca);\n"
+		"  }\n"
+		"  printf(\"one token at a time: %s\\n\", same ? \"the same bits\" : \"differs\");\n"
+		"  chunk_destroy(m); one_destroy(d); return 0;\n"
+		"}\n";
+	run_beside_decode("chunk", "--max-chunk 4", prog);
+	cr_expect(strstr(out, "one token at a time: the same bits\n"), "%s", out);
+	cr_expect_null(strstr(out, "runtime error"), "%s", out);
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s " CHUNK "qwen3_tiny --max-chunk 4 -o $d/m.c "
+		 "2>/dev/null && grep -c -e '^ \\* a step of one token: its own plan' -e "
+		 "'^#define MKC_NPLANS 2$' $d/m.c; rc=$?; rm -rf $d; exit $rc", mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_expect_str_eq(out, "2\n", "the header names both plans");
+}
+
+/*
  * mkc --all-logits: every.c gives each new token's logits [1, S, vocab]. A
  * 9-token prompt in chunks of 4, 4 and 1 gives, row by row, the logits of
  * the same prompt a token at a time through the decode file (to float

@@ -118,7 +118,7 @@ Test(hf_graph, interface_of_the_op23_export)
 	char s[64];
 	cr_expect_str_eq(mkc_shape_str(hf, mkc_graph_find(hf, "present.0.key"), s, sizeof s),
 			 "[1,2,seq_len+past_len,32]");
-	mkc_graph_fix_sym(hf, 0, 1);
+	mkc_graph_fix_sym(hf, 0, 1, false);
 	cr_assert_eq(hf->syms.n, 1);
 	cr_expect_str_eq(MKC_SYM(hf, 0), "past_len");
 	same_io(hf, onnx, &hf->inputs, &onnx->inputs);
