@@ -407,13 +407,13 @@ def ttft(a, torch, model, cfg, folder, work, logf, refs, n_new, row, plain_ms):
     rows = []
     for n, r in refs.items():
         tok, ms = got.get(n, (None, None))
-        row = {"prompt": n, "mkc_ms": ms, "mkc_token": tok, "ref_token": r["token"],
-               "ref_margin": r["margin"], "same": tok == r["token"],
-               "flops": 2 * sum(p.numel() for p in model.parameters()) * n}
-        row["eager_ms"], row["eager_token"] = time_prefill(torch, model, r["ids"], a.device)
-        rows.append(row)
+        pr = {"prompt": n, "mkc_ms": ms, "mkc_token": tok, "ref_token": r["token"],
+              "ref_margin": r["margin"], "same": tok == r["token"],
+              "flops": 2 * sum(p.numel() for p in model.parameters()) * n}
+        pr["eager_ms"], pr["eager_token"] = time_prefill(torch, model, r["ids"], a.device)
+        rows.append(pr)
         log(f"{a.shape}: prompt {n}: mkc {ms} ms (token {tok}, transformers float32 {r['token']}, "
-            f"margin {r['margin']:.3g}), transformers bf16 eager {row['eager_ms']:.2f} ms")
+            f"margin {r['margin']:.3g}), transformers bf16 eager {pr['eager_ms']:.2f} ms")
     res = {"max_chunk": a.max_chunk, "mkc_compile_s": t_mkc, "cc_compile_s": t_cc, "rows": rows}
     res["decode"] = []
     for ctx, ms, plain in zip(a.contexts, mkc_time(csub, folder, a.contexts, n_new, row, logf),
