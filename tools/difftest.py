@@ -393,8 +393,11 @@ def op_variadic(op):
         a = operand(b, MINMAX)
         xs = [a]
         for _ in range(int(b.rng.integers(0, 3))):
-            xs.append(b.pick(lambda t: t.dt == a.dt and _bc(t.shape, a.shape),
-                             lambda: b.fresh(a.dt, partner(b, a.shape))))
+            # against the shape of all so far: [2, 1, 5] and [3, 1] each go with [2, 3, 5]
+            # alone, not together
+            sh = bshape(*[x.shape for x in xs])
+            xs.append(b.pick(lambda t: t.dt == a.dt and _bc(t.shape, sh),
+                             lambda: b.fresh(a.dt, partner(b, sh))))
         b.node(op, xs, [(a.dt, bshape(*[x.shape for x in xs]))])
     return make
 
@@ -1232,6 +1235,12 @@ def undefined(case, vals):
                r.min(initial=0) < info.min or r.max(initial=0) > info.max:
                 raise Undefined("integer Pow: a result that does not fit (onnxruntime goes "
                                 "through double)")
+        if n.op_type in ("ReduceSum", "ReduceMean") and np.asarray(ins[0]).dtype.kind in "iu":
+            x = np.asarray(ins[0]).astype(np.float64)
+            if x.size and np.abs(x).max() * x.size >= 2.0**53:
+                # seen: onnxruntime's int64 ReduceSum of INT64_MAX, -2 and 1 is INT64_MAX
+                raise Undefined(f"integer {n.op_type}: a sum past 2^53 or the type (onnxruntime "
+                                "goes through double)")
         if n.op_type == "GroupQueryAttention" and \
            any(not np.all(np.isfinite(np.asarray(v))) for v in ins[:5] if v is not None):
             # onnxruntime's kernel is this op's only definition, and it treats
