@@ -1,6 +1,8 @@
 /* driver.c - the pass pipeline. See driver.h. */
 #include "driver.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /*
@@ -118,5 +120,33 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 			return -1;
 	}
 	*plan = p;
+	return 0;
+}
+
+int
+mkc_fix_dims(mkc_graph *g, const char *const *dims, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const char *eq = strchr(dims[i], '=');
+		char *end = NULL;
+		long long v = eq ? strtoll(eq + 1, &end, 10) : -1;
+		if (!eq || eq == dims[i] || !end || *end || end == eq + 1 || v < 1 || v > 1LL << 40)
+			return mkc_error(g->ctx, "%s: --dim %s: NAME=N with N from 1 to 2^40", g->path,
+					 dims[i]);
+		int s = 0;
+		while (s < g->syms.n && (strlen(MKC_SYM(g, s)) != (size_t)(eq - dims[i]) ||
+					 strncmp(MKC_SYM(g, s), dims[i], (size_t)(eq - dims[i]))))
+			s++;
+		if (s == g->syms.n) {
+			char names[512] = "";
+			for (int k = 0; k < g->syms.n; k++)
+				snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+					 k ? ", " : "", MKC_SYM(g, k));
+			return mkc_error(g->ctx, "%s: --dim %s: the model has no symbolic dimension of "
+					 "that name (it has: %s)", g->path, dims[i],
+					 g->syms.n ? names : "none");
+		}
+		mkc_graph_fix_sym(g, s, v, false);
+	}
 	return 0;
 }

@@ -30,6 +30,12 @@ bool mkc_pass_known(const char *name);   /* "load" and every pass */
 
 /* Runs every pass on g; *plan gets the verified task plan. 0 or -1. */
 int mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan);
+/*
+ * --dim NAME=N: the model's symbolic dimension NAME is N, fixed at compile
+ * time (onnxruntime-genai's batch_size=1, say); an error names the symbols
+ * there are when the model has no NAME, or N is no size.
+ */
+int mkc_fix_dims(mkc_graph *g, const char *const *dims, int n);
 
 /* `mkc test DIR...` (compiler/test.c); returns the exit status. */
 int mkc_test_main(int argc, char **argv);

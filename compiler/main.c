@@ -14,6 +14,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
 	"usage: mkc MODEL [-o OUT] [options]   compile a model\n"
@@ -25,7 +26,9 @@ static const char usage[] =
 	"\n"
 	"options:\n"
 	"  -o OUT             output file; its extension picks the target\n"
-	"                     (.cu: cuda, .hip: hip, .c: c)\n"
+	"                     (.cu: cuda, .hip: hip, .c: c); without it, every\n"
+	"                     pass runs and the target (default c) is checked to\n"
+	"                     take every node, and nothing is written\n"
 	"  --target T         cuda, hip or c, whatever OUT is called\n"
 	"  --arch A           hip: the AMD architecture the file is for, gfx942\n"
 	"                     (MI300, the default) or gfx90a (MI200); a device\n"
@@ -39,6 +42,9 @@ static const char usage[] =
 	"                     graph with each node's kernel description after\n"
 	"                     lower; the task plan after tile, views, memory, deps,\n"
 	"                     events, schedule or verify\n"
+	"  --dim NAME=N       the model's symbolic dimension NAME is N, fixed at\n"
+	"                     compile time (batch_size=1 for onnxruntime-genai's\n"
+	"                     exports: mkc steps one sequence)\n"
 	"  --const NAME=FILE  make graph input NAME a constant: the serialised\n"
 	"                     TensorProto in FILE (shapes and axes that arrive as\n"
 	"                     inputs must be known at compile time)\n"
@@ -97,6 +103,8 @@ typedef struct {
 	long long embed_limit;
 	int profile_steps;        /* --profile: steps the timeline keeps (0: none) */
 	int nconsts;
+	const char *dims[64];
+	int ndims;
 } options;
 
 
@@ -194,6 +202,10 @@ parse_args(int argc, char **argv, int from, options *o)
 			if (i + 1 >= argc || !strchr(argv[i + 1], '=') || o->nconsts == 64)
 				return bad_usage("%s needs NAME=FILE.pb", a);
 			o->consts[o->nconsts++] = argv[++i];
+		} else if (strcmp(a, "--dim") == 0) {
+			if (i + 1 >= argc || !strchr(argv[i + 1], '=') || o->ndims == 64)
+				return bad_usage("%s needs NAME=N", a);
+			o->dims[o->ndims++] = argv[++i];
 		} else if (strcmp(a, "--dump-format") == 0) {
 			if (i + 1 >= argc || (strcmp(argv[i + 1], "text") && strcmp(argv[i + 1], "dot")))
 				return bad_usage("%s takes text or dot", a);
@@ -257,7 +269,7 @@ report(mkc_ctx *c)
 		fputs(c->errors, stderr);
 }
 
-/* --const NAME=FILE.pb: graph inputs that become constants. */
+/* --const NAME=FILE.pb: graph inputs that become constants; --dim NAME=N. */
 static int
 bind_consts(mkc_graph *g, const options *o)
 {
@@ -269,7 +281,7 @@ bind_consts(mkc_graph *g, const options *o)
 		    mkc_graph_bind_input(g, name, v) != 0)
 			return -1;
 	}
-	return 0;
+	return mkc_fix_dims(g, o->dims, o->ndims);
 }
 
 static int
@@ -282,7 +294,8 @@ compile(const options *o)
 	if (g && bind_consts(g, o) != 0)
 		goto out;
 	mkc_plan *p = NULL;
-	const mkc_target *tt = o->out ? mkc_target_find(o->target) : NULL;
+	/* without -o or --target, the plan and the check are the c target's */
+	const mkc_target *tt = mkc_target_find(o->target ? o->target : "c");
 	mkc_driver_options d = {
 		.workers = o->workers,
 		.dump_after = o->dump_after,
@@ -293,7 +306,7 @@ compile(const options *o)
 		.max_seq = o->max_seq,
 		.kv_io = o->kv_io,
 		.no_fuse = o->no_fuse,
-		.wide_target = tt && tt->warp > 0,
+		.wide_target = tt->warp > 0,
 		.kv_dtype = (mkc_dtype)o->kv_dtype,
 		.max_chunk = o->max_chunk,
 	};
@@ -326,9 +339,9 @@ compile(const options *o)
 			.profile_steps = o->profile_steps,
 			.arch = o->arch,
 		};
-		if (p->arena_bytes > (1LL << 36))
+		if (p->arena_bytes > (1LL << 33))
 			fprintf(stderr, "mkc: %s: warning: the emitted code takes a %.0f GiB arena, sized for "
-				"every symbolic dimension at %lld (--max-dim)\n",
+				"every symbolic dimension at %lld (--max-dim; --dim NAME=N fixes one)\n",
 				mkc_cstr(c->arena, o->model, false), (double)p->arena_bytes / (1 << 30),
 				(long long)eo.max_dim);
 		if (mkc_emit(p, p1, t, &eo) != 0)
@@ -337,9 +350,29 @@ compile(const options *o)
 		rc = 0;
 		goto out;
 	}
+	/* no output: the target's emitter still sees every node, into a scratch folder */
+	const mkc_target *t = tt;
+	if (!t->unwritten) {
+		char dir[4096];
+		snprintf(dir, sizeof dir, "%s/mkc_check_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+		if (!mkdtemp(dir)) {
+			mkc_error(c, "%s: cannot make a scratch folder in %s", o->model, dir);
+			goto out;
+		}
+		char *file = mkc_arena_printf(c->arena, "%s/check.%s", dir, t->ext);
+		mkc_emit_options eo = {.out_path = file, .prefix = "checked_model", .max_dim = 4096,
+				       .embed_limit = o->embed_limit};
+		int erc = mkc_emit(p, NULL, t, &eo);
+		unlink(file);
+		unlink(mkc_arena_printf(c->arena, "%s/check.h", dir));
+		rmdir(dir);
+		if (erc != 0)
+			goto out;
+	}
 	fprintf(stderr, "mkc: %s: %d nodes, %d tasks, %d events, %lld edges on %d workers; "
-		"schedule verified; no output requested\n", mkc_cstr(c->arena, o->model, false), g->nodes.n,
-		p->tasks.n, p->events.n, (long long)p->nedges, p->tp.nworkers);
+		"schedule verified; the %s target takes every node; no output requested\n",
+		mkc_cstr(c->arena, o->model, false), g->nodes.n, p->tasks.n, p->events.n,
+		(long long)p->nedges, p->tp.nworkers, t->name);
 	rc = 0;
 out:
 	report(c);

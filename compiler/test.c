@@ -59,6 +59,8 @@ typedef struct {
 	int kv_dtype;      /* mkc --kv: MKC_DT_BFLOAT16, or float32 (MKC_DT_FLOAT or 0) */
 	int64_t max_seq;
 	int64_t max_dim;
+	const char *dims[64];
+	int ndims;
 	int64_t max_chunk; /* mkc --max-chunk */
 	const char *profile;   /* --profile FILE: the last step's timeline */
 	const char *edit;      /* testing the tests: a command that breaks the emitted file */
@@ -735,6 +737,7 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 			outputs[i] = MKC_OUTPUT(g, i);
 		if (o->bind_consts)
 			ok = bind_consts(c, g, dir, inputs, ninputs) == 0;
+		ok = ok && mkc_fix_dims(g, o->dims, o->ndims) == 0;
 	}
 	ok = ok && mkc_run_passes(g, &d, &p) == 0;
 	/* a chunked file's step of one token: the model compiled again with S at 1 */
@@ -749,6 +752,7 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 				in1[i] = MKC_INPUT(g1, i);
 			ok = bind_consts(c, g1, dir, in1, g1->inputs.n) == 0;
 		}
+		ok = ok && mkc_fix_dims(g1, o->dims, o->ndims) == 0;
 		d.max_chunk = 1;
 		d.one_token_twin = true;
 		ok = ok && mkc_run_passes(g1, &d, &p1) == 0;
@@ -818,6 +822,7 @@ static const char test_usage[] =
 	"  --kv-io         keep past/present as inputs and outputs (by default the\n"
 	"                  model keeps its KV caches; the harness loads the test\n"
 	"                  data's past into them and reads them back after a step)\n"
+	"  --dim NAME=N    fix the symbolic dimension NAME at N, as mkc --dim\n"
 	"  --max-dim N     largest value of every symbolic dimension, as mkc\n"
 	"                  --max-dim (default 4096)\n"
 	"  --max-seq N     positions each KV cache holds (default 4096)\n"
@@ -884,6 +889,8 @@ mkc_test_main(int argc, char **argv)
 			o.edit = argv[++i];
 		else if (!strcmp(a, "--max-seq") && has)
 			o.max_seq = strtoll(argv[++i], &end, 10);
+		else if (!strcmp(a, "--dim") && has && o.ndims < 64)
+			o.dims[o.ndims++] = argv[++i];
 		else if (!strcmp(a, "--max-dim") && has)
 			o.max_dim = strtoll(argv[++i], &end, 10);
 		else if (!strcmp(a, "--max-chunk") && has)

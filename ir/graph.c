@@ -587,41 +587,71 @@ mkc_graph_chunk_sym(const mkc_graph *g)
 	return -1;
 }
 
-static void
-fix_dim(mkc_dim *d, int s, int64_t v, bool keep)
+/* by's symbols as they are numbered once s is dropped (keep: as before) */
+static mkc_dim
+renumbered(mkc_dim by, int s, bool keep)
+{
+	for (int i = 0; i < MKC_DIM_TERMS; i++)
+		if (by.k[i] && !keep && by.sym[i] > s)
+			by.sym[i]--;
+	return by;
+}
+
+bool
+mkc_dim_subst(mkc_dim *d, int s, mkc_dim by, bool keep)
 {
 	if (mkc_dim_is_unknown(*d))
-		return;
-	mkc_dim r = mkc_dim_const(d->c);
+		return true;
+	mkc_dim r = mkc_dim_const(d->c), b = renumbered(by, s, keep);
 	for (int i = 0; i < MKC_DIM_TERMS; i++) {
 		if (!d->k[i])
 			continue;
-		mkc_dim t = mkc_dim_const(d->k[i] * v);
-		if (d->sym[i] != s) {
+		mkc_dim t;
+		if (d->sym[i] == s) {
+			if (!mkc_dim_mul(b, mkc_dim_const(d->k[i]), &t))
+				return false;
+		} else {
 			t = mkc_dim_sym(d->sym[i] - (!keep && d->sym[i] > s));
 			t.k[0] = d->k[i];
 		}
-		bool ok = mkc_dim_add(r, t, &r);
-		MKC_ASSERT(ok);
+		if (!mkc_dim_add(r, t, &r))
+			return false;
 	}
 	*d = r;
+	return true;
+}
+
+bool
+mkc_graph_subst_sym(mkc_graph *g, int s, mkc_dim by, bool keep)
+{
+	MKC_ASSERT(!mkc_dim_uses(by, s, NULL));
+	/* every dimension first, so that a failure changes nothing */
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < g->tensors.n; i++) {
+			mkc_tensor *t = MKC_TENSOR(g, i);
+			for (int d = 0; d < t->rank + (int)t->nsymval; d++) {
+				mkc_dim *x = d < t->rank ? &t->shape[d] : &t->symval[d - t->rank];
+				mkc_dim y = *x;
+				if (!mkc_dim_subst(&y, s, by, keep))
+					return false;
+				if (pass)
+					*x = y;
+			}
+		}
+	}
+	if (!keep) {
+		for (int i = s + 1; i < g->syms.n; i++)
+			g->syms.v[i - 1] = g->syms.v[i];
+		g->syms.n--;
+	}
+	return true;
 }
 
 void
 mkc_graph_fix_sym(mkc_graph *g, int s, int64_t v, bool keep)
 {
-	for (int i = 0; i < g->tensors.n; i++) {
-		mkc_tensor *t = MKC_TENSOR(g, i);
-		for (int d = 0; d < t->rank; d++)
-			fix_dim(&t->shape[d], s, v, keep);
-		for (int64_t k = 0; k < t->nsymval; k++)
-			fix_dim(&t->symval[k], s, v, keep);
-	}
-	if (keep)
-		return;
-	for (int i = s + 1; i < g->syms.n; i++)
-		g->syms.v[i - 1] = g->syms.v[i];
-	g->syms.n--;
+	bool ok = mkc_graph_subst_sym(g, s, mkc_dim_const(v), keep);
+	MKC_ASSERT(ok);
 }
 
 int64_t

@@ -261,6 +261,14 @@ int mkc_graph_chunk_sym(const mkc_graph *g);
  * one. (keep: the symbols stay numbered as before, unused s among them.)
  */
 void mkc_graph_fix_sym(mkc_graph *g, int s, int64_t v, bool keep);
+/*
+ * Symbol s becomes the dimension by (in other symbols) everywhere, as
+ * mkc_graph_fix_sym; false, and nothing changed, where a dimension would
+ * then need more than MKC_DIM_TERMS symbols. mkc_dim_subst does it to one
+ * dimension that is not in the graph's tensors.
+ */
+bool mkc_graph_subst_sym(mkc_graph *g, int s, mkc_dim by, bool keep);
+bool mkc_dim_subst(mkc_dim *d, int s, mkc_dim by, bool keep);
 int64_t mkc_graph_opset(const mkc_graph *g, const char *domain); /* 0: absent */
 int mkc_graph_sort(mkc_graph *g);
 

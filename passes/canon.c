@@ -879,6 +879,65 @@ match_transposed_weight(mkc_graph *g, mkc_node *n)
 	return 1;
 }
 
+/* t, a weight [a, b] or the weight widened from bf16: the node reading it transposed may read it. */
+static bool
+is_weight_2d(const mkc_tensor *t)
+{
+	const mkc_node *c = def(t, MKC_OP_CAST);
+	return t->rank == 2 && (t->kind == MKC_TK_WEIGHT || (c && c->in[0]->kind == MKC_TK_WEIGHT));
+}
+
+/*
+ * Gather(Transpose(w), ids) on axis 0, w a weight [hidden, vocab]: the
+ * embedding of an export that ties it to the output layer's weight
+ * (onnxruntime-genai's builder writes this). The Transpose would copy the
+ * whole table every step; Gather(w, ids) on axis 1 reads the hidden values
+ * of each token (a column of w), and a Transpose of that [hidden, ids...]
+ * puts hidden last: only the rows asked for move.
+ */
+static int
+match_gather_transposed(mkc_graph *g, mkc_node *n)
+{
+	mkc_node *t = def(n->in[0], MKC_OP_TRANSPOSE);
+	static const int swap[2] = {1, 0};
+	mkc_tensor *ids = n->in[1];
+	int64_t axis = mkc_node_attr_int(n, "axis", 0);
+	if (!t || !is_perm(t, 2, swap) || !is_weight_2d(t->in[0]) || (axis != 0 && axis != -2) ||
+	    ids->rank < 0 || ids->rank + 1 > MKC_MAX_RANK)
+		return 0;
+	mkc_arena *a = g->ctx->arena;
+	mkc_tensor *w = t->in[0];
+	mkc_node *cols = mkc_graph_add_node(g, mkc_arena_printf(a, "%s_columns", n->name), "",
+					    "Gather", 2, 1, 1);
+	cols->attr[0] = (mkc_attr){.name = "axis", .type = MKC_AT_INT, .i = 1};
+	cols->in[0] = w;
+	cols->in[1] = ids;
+	const char *base = mkc_arena_printf(a, "%s_columns", n->out[0]->name), *name = base;
+	for (int k = 1; mkc_graph_find(g, name); k++)
+		name = mkc_arena_printf(a, "%s_%d", base, k);
+	mkc_tensor *y = mkc_graph_tensor(g, name);
+	y->dtype = w->dtype;
+	y->rank = ids->rank + 1;
+	y->shape[0] = w->shape[0];
+	for (int d = 0; d < ids->rank; d++)
+		y->shape[d + 1] = ids->shape[d];
+	y->producer = cols;
+	cols->out[0] = y;
+	mkc_node_count_reads(cols, 1);
+	move_before(g, cols, n);
+	int64_t *perm = mkc_arena_alloc(a, (size_t)y->rank * sizeof *perm);
+	for (int d = 0; d < ids->rank; d++)
+		perm[d] = d + 1;
+	perm[ids->rank] = 0;
+	mkc_attr at = {.name = "perm", .type = MKC_AT_INTS, .ints = perm, .n = y->rank};
+	match m;
+	start(&m, n);
+	replace(g, &m, MKC_OP_TRANSPOSE, 1, &y, 1, &at);
+	if (t->out[0]->nconsumers == 0)
+		kill(t);
+	return 1;
+}
+
 /*
  * A Transpose that moves only axes of length 1 (the other axes keep their
  * order), or a Slice that keeps every element in order, only renames the
@@ -936,10 +995,57 @@ match_same_order(mkc_graph *g, mkc_node *n)
 	return 1;
 }
 
+/*
+ * GroupQueryAttention with packed QKV (onnxruntime-genai's builder writes
+ * the query, key and value of a step as one [B, S, (heads + 2 kv_heads) *
+ * D], with no key and value inputs): a Split on the last axis before it
+ * gives it the three, which is what the bodies and the fusions read.
+ */
+static int
+split_packed_qkv(mkc_graph *g, mkc_node *n)
+{
+	if (n->nin < 3 || n->in[1] || n->in[2])
+		return 0;
+	mkc_tensor *x = n->in[0];
+	int64_t hq = mkc_node_attr_int(n, "num_heads", 0), hk = mkc_node_attr_int(n, "kv_num_heads", 0);
+	int64_t d = x->shape[2].c / (hq + 2 * hk);   /* infer_gqa checked it */
+	mkc_arena *a = g->ctx->arena;
+	mkc_node *sp = mkc_graph_add_node(g, mkc_arena_printf(a, "%s_split_qkv", n->name), "",
+					  "Split", 1, 3, 2);
+	int64_t *parts = mkc_arena_alloc(a, 3 * sizeof *parts);
+	parts[0] = hq * d;
+	parts[1] = parts[2] = hk * d;
+	sp->attr[0] = (mkc_attr){.name = "axis", .type = MKC_AT_INT, .i = 2};
+	sp->attr[1] = (mkc_attr){.name = "split", .type = MKC_AT_INTS, .ints = parts, .n = 3};
+	sp->in[0] = x;
+	static const char *const what[3] = {"q", "k", "v"};
+	for (int i = 0; i < 3; i++) {
+		const char *base = mkc_arena_printf(a, "%s_%s", n->name, what[i]), *name = base;
+		for (int k = 1; mkc_graph_find(g, name); k++)
+			name = mkc_arena_printf(a, "%s_%d", base, k);
+		mkc_tensor *t = mkc_graph_tensor(g, name);
+		t->dtype = x->dtype;
+		t->rank = 3;
+		t->shape[0] = x->shape[0];
+		t->shape[1] = x->shape[1];
+		t->shape[2] = mkc_dim_const(parts[i]);
+		t->producer = sp;
+		sp->out[i] = t;
+	}
+	mkc_node_count_reads(sp, 1);
+	move_before(g, sp, n);
+	mkc_node_count_reads(n, -1);
+	n->in[0] = sp->out[0];
+	n->in[1] = sp->out[1];
+	n->in[2] = sp->out[2];
+	mkc_node_count_reads(n, 1);
+	return 1;
+}
+
 int
 mkc_pass_canon(mkc_graph *g)
 {
-	int rms = 0, rope = 0, attn = 0, grouped = 0;
+	int rms = 0, rope = 0, attn = 0, grouped = 0, packed = 0;
 	mkc_graph_count_live_uses(g);
 	for (int i = 0; i < g->nodes.n; i++) {
 		mkc_node *n = MKC_NODE(g, i);
@@ -949,6 +1055,7 @@ mkc_pass_canon(mkc_graph *g)
 		case MKC_OP_MUL: rms += match_rmsnorm(g, n); break;
 		case MKC_OP_ADD: rope += match_rope(g, n); break;
 		case MKC_OP_MATMUL: attn += match_attention(g, n); break;
+		case MKC_OP_MS_GQA: packed += split_packed_qkv(g, n); break;
 		default: break;
 		}
 	}
@@ -965,13 +1072,15 @@ mkc_pass_canon(mkc_graph *g)
 		mkc_node *n = MKC_NODE(g, i);
 		if (!n->dead && n->op == MKC_OP_MATMUL)
 			transposed += match_transposed_weight(g, n);
+		if (!n->dead && n->op == MKC_OP_GATHER)
+			transposed += match_gather_transposed(g, n);
 		if (!n->dead && (n->op == MKC_OP_TRANSPOSE || n->op == MKC_OP_SLICE))
 			reshaped += match_same_order(g, n);
 	}
 	int merged = merge_duplicates(g);
 	mkc_progress(g->ctx, "canon: %d RMSNorm, %d RoPE, %d attention, %d reading grouped heads, "
-		     "%d causal masks, %d reading a transposed weight, %d transposes or slices as "
-		     "reshapes, %d duplicate nodes merged", rms, rope, attn, grouped, causal, transposed,
-		     reshaped, merged);
+		     "%d causal masks, %d reading a transposed weight (products, embeddings), %d transposes or slices as "
+		     "reshapes, %d duplicate nodes merged, %d packed QKV split", rms, rope, attn, grouped,
+		     causal, transposed, reshaped, merged, packed);
 	return 0;
 }

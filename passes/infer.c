@@ -1080,25 +1080,83 @@ infer_attention(mkc_graph *g, mkc_node *n)
 }
 
 /*
+ * The output declarations infer_node holds for the node being inferred:
+ * a rule that binds a symbol (bind_sym) binds it there too.
+ */
+static mkc_tensor *declared_now;
+static int ndeclared_now;
+
+/* The symbol d is, alone (1 * s), or -1. */
+static int
+bare_sym(mkc_dim d)
+{
+	if (d.c || mkc_dim_is_unknown(d))
+		return -1;
+	int s = -1;
+	for (int i = 0; i < MKC_DIM_TERMS; i++) {
+		if (!d.k[i])
+			continue;
+		if (d.k[i] != 1 || s >= 0)
+			return -1;
+		s = d.sym[i];
+	}
+	return s;
+}
+
+/*
+ * Symbol s of the model becomes by everywhere (an export that names a
+ * dimension the graph fixes or computes: onnxruntime-genai's kv_cache_dim
+ * is the head size, its total_sequence_length past + new). *d, a
+ * dimension of the caller's, is rewritten too. Says so with -v.
+ */
+static int
+bind_sym(mkc_graph *g, const mkc_node *n, int s, mkc_dim by, mkc_dim *d)
+{
+	char b1[64], b2[64];
+	snprintf(b1, sizeof b1, "%s", MKC_SYM(g, s));
+	dstr(g, by, b2);
+	if (!mkc_graph_subst_sym(g, s, by, false))
+		return mkc_node_error(g, n, "the symbol '%s' is %s here, which some dimension cannot "
+				      "take (more than %d symbols in one dimension)", b1, b2,
+				      MKC_DIM_TERMS);
+	for (int i = 0; i < ndeclared_now; i++)
+		for (int k = 0; k < declared_now[i].rank; k++) {
+			bool ok = mkc_dim_subst(&declared_now[i].shape[k], s, by, false);
+			MKC_ASSERT(ok);
+		}
+	if (d) {
+		bool ok = mkc_dim_subst(d, s, by, false);
+		MKC_ASSERT(ok);
+	}
+	mkc_progress(g->ctx, "%s: the symbol '%s' is %s (node '%s')", g->path, b1, b2, n->name);
+	return 0;
+}
+
+/*
  * GroupQueryAttention (com.microsoft), as onnxruntime-genai exports use it:
- * query, key, value [B, S, heads * D]; past_key/value [B, kv_heads, P, D];
- * seqlens_k [B] (int32, the last valid position); total_sequence_length
- * (int32 scalar); cos_cache, sin_cache with do_rotary. Output [B, S, heads *
- * D], present_key/value [B, kv_heads, P + S, D]. What mkc reads is a cache
- * that is not padded and not shared with the past (present is past with the
- * new positions after it); the forms it does not compute are refused here.
+ * query, key, value [B, S, heads * D], or the three packed in the query
+ * [B, S, (heads + 2 kv_heads) * D] with no key and value (the builder's
+ * default; canon splits it); past_key/value [B, kv_heads, P, D]; seqlens_k
+ * [B] (int32, the last valid position); total_sequence_length (int32
+ * scalar); cos_cache, sin_cache with do_rotary. Output [B, S, heads * D],
+ * present_key/value [B, kv_heads, P + S, D]. A past whose head size is a
+ * symbol of its own binds it to D; a present declared with a symbol of its
+ * own for P + S binds it to P + S. What mkc reads is a cache that is not
+ * padded and not shared with the past (present is past with the new
+ * positions after it); the forms it does not compute are refused here.
  */
 static int
 infer_gqa(mkc_graph *g, mkc_node *n)
 {
-	const mkc_tensor *q = n->in[0], *k = n->in[1], *v = n->nin > 2 ? n->in[2] : NULL;
+	const mkc_tensor *q = n->in[0], *k = n->nin > 1 ? n->in[1] : NULL;
+	const mkc_tensor *v = n->nin > 2 ? n->in[2] : NULL;
 	const mkc_tensor *pk = n->nin > 3 ? n->in[3] : NULL, *pv = n->nin > 4 ? n->in[4] : NULL;
 	int64_t hq = mkc_node_attr_int(n, "num_heads", 0), hk = mkc_node_attr_int(n, "kv_num_heads", 0);
-	if (!k || !v)
-		return mkc_node_error(g, n, "packed QKV (no key and value inputs) is not supported");
 	if (hq <= 0 || hk <= 0 || hq % hk)
 		return mkc_node_error(g, n, "num_heads %lld must be a positive multiple of kv_num_heads %lld",
 				      (long long)hq, (long long)hk);
+	if (!k != !v)
+		return mkc_node_error(g, n, "key and value must both be given, or neither (packed QKV)");
 	if (mkc_node_attr_int(n, "local_window_size", -1) != -1 ||
 	    mkc_node_attr_int(n, "smooth_softmax", 0) || mkc_node_attr_int(n, "qk_output", 0) ||
 	    (n->nout > 3 && n->out[3]))
@@ -1110,26 +1168,49 @@ infer_gqa(mkc_graph *g, mkc_node *n)
 					      "is not supported", i);
 	if (mkc_node_attr_int(n, "do_rotary", 0) && (n->nin < 9 || !n->in[7] || !n->in[8]))
 		return mkc_node_error(g, n, "do_rotary = 1 needs cos_cache and sin_cache");
-	if (q->rank != 3 || k->rank != 3 || v->rank != 3 || !mkc_dim_is_const(q->shape[2]) ||
-	    !mkc_dim_is_const(k->shape[2]) || q->shape[2].c % hq ||
-	    k->shape[2].c != hk * (q->shape[2].c / hq) || !mkc_dim_eq(k->shape[2], v->shape[2]) ||
-	    !mkc_dim_eq(q->shape[1], k->shape[1]))
-		return mkc_node_error(g, n, "query, key and value must be [batch, sequence, heads * "
-				      "head_size] with the same head_size and sequence");
-	mkc_dim d = mkc_dim_const(q->shape[2].c / hq), total = q->shape[1];
+	int64_t width = hq + (k ? 0 : 2 * hk);   /* heads in the query's last axis */
+	if (q->rank != 3 || !mkc_dim_is_const(q->shape[2]) || q->shape[2].c % width)
+		return mkc_node_error(g, n, "the query must be [batch, sequence, %s * head_size]",
+				      k ? "num_heads" : "(num_heads + 2 kv_num_heads)");
+	mkc_dim d = mkc_dim_const(q->shape[2].c / width), total = q->shape[1];
+	if (k && (k->rank != 3 || v->rank != 3 || !mkc_dim_eq(k->shape[2], mkc_dim_const(hk * d.c)) ||
+		  !mkc_dim_eq(k->shape[2], v->shape[2]) || !mkc_dim_eq(q->shape[1], k->shape[1]) ||
+		  !mkc_dim_eq(q->shape[1], v->shape[1])))
+		return mkc_node_error(g, n, "key and value must be [batch, sequence, kv_num_heads * "
+				      "head_size] with the query's head_size (%lld) and sequence",
+				      (long long)d.c);
 	if (pk || pv) {
+		static const char *const axis[4] = {"batch", "kv_num_heads", "past", "head_size"};
 		mkc_dim want[4] = {q->shape[0], mkc_dim_const(hk), pk ? pk->shape[2] : pv->shape[2], d};
 		for (int i = 0; i < 2; i++) {
 			const mkc_tensor *p = i ? pv : pk;
-			if (!p || p->rank != 4 || !mkc_dim_eq(p->shape[1], want[1]) ||
-			    !mkc_dim_eq(p->shape[2], want[2]) || !mkc_dim_eq(p->shape[3], d))
-				return mkc_node_error(g, n, "past_key and past_value must both be [batch, "
-						      "kv_num_heads, past, head_size]");
+			if (!p || p->rank != 4)
+				return mkc_node_error(g, n, "past_key and past_value must both be given, "
+						      "[batch, kv_num_heads, past, head_size]");
+			int s = bare_sym(p->shape[3]);
+			if (s >= 0 && bind_sym(g, n, s, d, &want[2]) != 0)
+				return -1;
+			for (int a = 1; a < 4; a++)
+				if (!mkc_dim_eq(p->shape[a], want[a])) {
+					char b1[64], b2[64];
+					return mkc_node_error(g, n, "%s '%s': axis %d (%s) is %s where %s", i ?
+							      "past_value" : "past_key", p->name, a,
+							      axis[a], dstr(g, p->shape[a], b1),
+							      dstr(g, want[a], b2));
+				}
 		}
 		if (!mkc_dim_add(want[2], q->shape[1], &total))
-			return mkc_node_error(g, n, "past and new lengths mix two symbols");
+			return mkc_node_error(g, n, "past and new lengths cannot be added");
 	}
-	set_out(n, 0, q->dtype, 3, q->shape);
+	/* a present declared [..., T, ...] with T a symbol of its own: T = P + S */
+	for (int i = 1; i < 3 && i < n->nout; i++) {
+		const mkc_tensor *o = n->out[i];
+		int s = o && o->kind == MKC_TK_OUTPUT && o->rank == 4 ? bare_sym(o->shape[2]) : -1;
+		if (s >= 0 && !mkc_dim_eq(o->shape[2], total) && !mkc_dim_uses(total, s, NULL) &&
+		    bind_sym(g, n, s, total, &total) != 0)
+			return -1;
+	}
+	set_out(n, 0, q->dtype, 3, (mkc_dim[]){q->shape[0], q->shape[1], mkc_dim_const(hq * d.c)});
 	mkc_dim present[4] = {q->shape[0], mkc_dim_const(hk), total, d};
 	for (int i = 1; i < 3 && i < n->nout; i++)
 		set_out(n, i, q->dtype, 4, present);
@@ -1208,7 +1289,12 @@ infer_node(mkc_graph *g, mkc_node *n)
 	for (int i = 0; i < n->nout && ndecl < 4; i++)
 		if (n->out[i] && n->out[i]->kind == MKC_TK_OUTPUT)
 			declared[ndecl++] = *n->out[i];
-	if (rules[n->op](g, n) != 0)
+	declared_now = declared;
+	ndeclared_now = ndecl;
+	int rc = rules[n->op](g, n);
+	declared_now = NULL;
+	ndeclared_now = 0;
+	if (rc != 0)
 		return -1;
 	/* folding first: a float Range learns its length only there */
 	int folded = mkc_fold_node(g, n);

@@ -1,6 +1,6 @@
 /*
- * reduce.h - ReduceSum, ReduceMean and ReduceMax of a float32 tensor as
- * a tile body in plain C over the lanes of a tile (runtime/common.h:
+ * reduce.h - ReduceSum, ReduceMean and ReduceMax of a float32 tensor
+ * (ReduceSum and ReduceMax of an int32 or int64 one too) as a tile body in plain C over the lanes of a tile (runtime/common.h:
  * MKC_LANE of MKC_NLANES), embedded by every target after scalar.h
  * (ReduceMax is Max folded over the row: one NaN makes it NaN).
  *
@@ -12,12 +12,15 @@
 
 enum { MKC_REDUCE_SUM, MKC_REDUCE_MEAN, MKC_REDUCE_MAX };
 
-/* op over the axes d of x where red[d] is 1, into y (dense). */
+/*
+ * op over the axes d of x where red[d] is 1, into y (dense). esize 0: x
+ * and y float32; 4 or 8: int32 or int64 (ReduceSum and ReduceMax), the sum
+ * in 64 bits, wrapping as two's complement (an overflow is undefined in
+ * ONNX; this one is at least not undefined in C), then cut to the type.
+ */
 static inline MKC_BODY void MKC_UNUSED
-mkc_reduce(int op, const mkc_view *y, const mkc_view *x, const int *red)
+mkc_reduce(int op, const mkc_view *y, const mkc_view *x, const int *red, int esize)
 {
-	float *MKC_RESTRICT py = (float *)y->p;
-	const float *MKC_RESTRICT px = (const float *)x->p;
 	const int r = x->rank;
 	int64_t kd[MKC_RANK + 1], rd[MKC_RANK + 1], idx[MKC_RANK + 1], ridx[MKC_RANK + 1];
 	const int64_t zero[MKC_RANK + 1] = {0};
@@ -32,11 +35,27 @@ mkc_reduce(int op, const mkc_view *y, const mkc_view *x, const int *red)
 		mkc_rt_unflat(o, zero, kd, r, idx);
 		const int64_t base = mkc_rt_dot(idx, x->s, r);
 		float acc = op == MKC_REDUCE_MAX ? -INFINITY : 0;
+		uint64_t iacc = op == MKC_REDUCE_MAX ? (uint64_t)INT64_MIN : 0;
 		for (int64_t k = 0; k < rn; k++) {
 			mkc_rt_unflat(k, zero, rd, r, ridx);
-			const float v = px[base + mkc_rt_dot(ridx, x->s, r)];
-			acc = op == MKC_REDUCE_MAX ? (float)mkc_rt_fmax(acc, v) : acc + v;
+			const int64_t at = base + mkc_rt_dot(ridx, x->s, r);
+			if (!esize) {
+				const float v = ((const float *)x->p)[at];
+				acc = op == MKC_REDUCE_MAX ? (float)mkc_rt_fmax(acc, v) : acc + v;
+				continue;
+			}
+			const int64_t v = esize == 8 ? ((const int64_t *)x->p)[at]
+						     : ((const int32_t *)x->p)[at];
+			if (op != MKC_REDUCE_MAX)
+				iacc += (uint64_t)v;
+			else if (v > (int64_t)iacc)
+				iacc = (uint64_t)v;
 		}
-		py[o] = op == MKC_REDUCE_MEAN ? acc / (float)rn : acc;
+		if (!esize)
+			((float *)y->p)[o] = op == MKC_REDUCE_MEAN ? acc / (float)rn : acc;
+		else if (esize == 8)
+			((int64_t *)y->p)[o] = (int64_t)iacc;
+		else
+			((int32_t *)y->p)[o] = (int32_t)(uint32_t)iacc;
 	}
 }

@@ -1043,16 +1043,21 @@ static int
 emit_reduce(mkc_emitter *e, const mkc_node *n)
 {
 	const mkc_tensor *x = n->in[0];
-	if (!all_float(n))
-		return unsupported(e, n, "a reduction of a non-float tensor");
+	mkc_dtype dt = x->dtype;
+	bool ints = (dt == MKC_DT_INT64 || dt == MKC_DT_INT32) && n->out[0]->dtype == dt;
+	if (ints && n->op == MKC_OP_REDUCE_MEAN)
+		return unsupported(e, n, "ReduceMean of an integer tensor");
+	if (!ints && !all_float(n))
+		return unsupported(e, n, "a reduction of a tensor that is not float32, int32 or int64");
 	int64_t red[MKC_MAX_RANK] = {0};
 	for (int i = 0; i < n->kern->naxes; i++)
 		red[n->kern->axes[i]] = 1;
 	decl_all(e, n);
 	emit_ints(e->f, "int", "red", red, x->rank);
-	fprintf(e->f, "\tmkc_reduce(%s, &y, &x0, red);\n\t(void)lo; (void)hi;\n",
-		n->op == MKC_OP_REDUCE_MAX ? "MKC_REDUCE_MAX"
-		: n->op == MKC_OP_REDUCE_MEAN ? "MKC_REDUCE_MEAN" : "MKC_REDUCE_SUM");
+	const char *op = n->op == MKC_OP_REDUCE_MAX ? "MKC_REDUCE_MAX"
+			 : n->op == MKC_OP_REDUCE_MEAN ? "MKC_REDUCE_MEAN" : "MKC_REDUCE_SUM";
+	fprintf(e->f, "\tmkc_reduce(%s, &y, &x0, red, %d);\n\t(void)lo; (void)hi;\n", op,
+		ints ? (int)mkc_dtype_size(dt) : 0);
 	return 0;
 }
 
@@ -1156,6 +1161,8 @@ mkc_emit_node(mkc_emitter *e, const mkc_node *n)
 		return emit_gqa(e, n);
 	default: break;
 	}
+	if (k->kind == MKC_KERN_REDUCE)
+		return emit_reduce(e, n);
 	if (!all_float(n))
 		return unsupported(e, n, "float32 is the only type it takes on this target");
 	switch (k->kind) {

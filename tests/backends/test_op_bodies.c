@@ -741,10 +741,39 @@ Test(op_bodies, reduce_max_propagates_nan_from_any_position)
 	const mkc_view xv = view_dense(x, MKC_T_FLOAT, 2, xd), yv = view_dense(y, MKC_T_FLOAT, 2, yd);
 	const int red[2] = {0, 1};
 	memset(y, 0, sizeof y);
-	mkc_reduce(MKC_REDUCE_MAX, &yv, &xv, red);
+	mkc_reduce(MKC_REDUCE_MAX, &yv, &xv, red, 0);
 	for (int r = 0; r < 3; r++)
 		cr_expect(isnan(y[r]), "row %d holds a NaN: %g", r, (double)y[r]);
 	cr_expect_eq(y[3], 3.0f);
+}
+
+/*
+ * Integer ReduceSum and ReduceMax: int64 rows summed in 64 bits and
+ * wrapping (INT64_MAX + 1 is INT64_MIN, no trap under UBSan), int32 rows
+ * summed in 64 bits then cut, and the max of negative values.
+ */
+Test(op_bodies, reduce_of_integers)
+{
+	const int64_t d2[2] = {2, 3}, d1[2] = {2, 1};
+	const int64_t x[6] = {INT64_MAX, 1, 0, -5, -7, 2};
+	int64_t y[2];
+	const mkc_view xv = view_dense(x, MKC_T_INT64, 2, d2), yv = view_dense(y, MKC_T_INT64, 2, d1);
+	const int red[2] = {0, 1};
+	mkc_reduce(MKC_REDUCE_SUM, &yv, &xv, red, 8);
+	cr_expect_eq(y[0], INT64_MIN);
+	cr_expect_eq(y[1], -10);
+	mkc_reduce(MKC_REDUCE_MAX, &yv, &xv, red, 8);
+	cr_expect_eq(y[0], INT64_MAX);
+	cr_expect_eq(y[1], 2);
+	const int32_t x32[6] = {INT32_MAX, 1, 0, -5, -7, -2};
+	int32_t y32[2];
+	const mkc_view xv32 = view_dense(x32, MKC_T_INT32, 2, d2),
+		       yv32 = view_dense(y32, MKC_T_INT32, 2, d1);
+	mkc_reduce(MKC_REDUCE_SUM, &yv32, &xv32, red, 4);
+	cr_expect_eq(y32[0], INT32_MIN);
+	cr_expect_eq(y32[1], -14);
+	mkc_reduce(MKC_REDUCE_MAX, &yv32, &xv32, red, 4);
+	cr_expect_eq(y32[1], -2);
 }
 
 /* Sum, Mean and Max of x [3, 4, 5] over each set of axes, against float64 (Max exactly). */
@@ -764,7 +793,7 @@ Test(op_bodies, reduce_sum_mean_and_max_over_any_axes)
 			/* y of the kept dims, 1 where reduced */
 			const mkc_view yv = view_dense(y, MKC_T_FLOAT, 3, kd);
 			memset(y, 0xff, sizeof y);
-			mkc_reduce(op, &yv, &xv, red);
+			mkc_reduce(op, &yv, &xv, red, 0);
 			for (int64_t o = 0; o < on; o++) {
 				int64_t ko[3];
 				coords(o, kd, 3, ko);

@@ -25,6 +25,26 @@ Test(cli, help_and_version)
 	cr_assert_str_eq(r->out, "mkc " MKC_VERSION "\n");
 }
 
+/*
+ * Without -o the target's emitter still sees every node (into a scratch
+ * folder it removes): a node the target cannot compile fails the command,
+ * as with -o, and the summary names the target that took the rest.
+ */
+Test(cli, no_output_still_checks_the_target)
+{
+	mkc_result *r = mkc_run(MODEL("hand/storage.onnx"), NULL);
+	cr_assert_eq(r->status, 1, "%s", r->err);
+	cr_assert(strstr(r->err, "tensor 'w_f16_raw_out' is float16, which the c target does not "
+				 "handle yet"), "%s", r->err);
+	r = mkc_run(MODEL("hand/small_mlp/model.onnx"), NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	cr_assert(strstr(r->err, "schedule verified; the c target takes every node; no output "
+				 "requested"), "%s", r->err);
+	r = mkc_run(MODEL("hand/small_mlp/model.onnx"), "--target", "cuda", NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	cr_assert(strstr(r->err, "the cuda target takes every node"), "%s", r->err);
+}
+
 Test(cli, bad_command_lines)
 {
 	cr_assert_eq(mkc_run(NULL)->status, 2);

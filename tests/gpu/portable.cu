@@ -851,7 +851,7 @@ struct reduce_call {
 	const int *red;
 	MKC_HD void operator()(int) const
 	{
-		mkc_reduce(op, mine(y), x, red);
+		mkc_reduce(op, mine(y), x, red, 0);
 	}
 };
 

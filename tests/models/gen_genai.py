@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Writes onnxruntime-genai exports of two small random Hugging Face models,
+as its model builder writes them, with references from onnxruntime (issue 34):
+
+    python3 tests/models/gen_genai.py [OUTDIR]      (default: tests/models/genai)
+
+Needs torch, transformers, onnxruntime-genai and onnx_ir, which CI does not
+have: the outputs are committed. For each model, OUTDIR/<model>/ holds the
+builder's default fp32 CPU export (`python3 -m onnxruntime_genai.models.builder
+-i HF -o OUT -p fp32 -e cpu`: packed QKV into GroupQueryAttention, the head
+size the symbol kv_cache_dim, the mask's length total_sequence_length, the
+embedding the transpose of lm_head's weight where they are tied),
+model.onnx and model.onnx.data, and test sets whose outputs onnxruntime
+computes from the same inputs (attention_mask all ones):
+
+    test_data_set_0: 1 new token after a past of 5
+    test_data_set_1: 4 new tokens after a past of 3
+    test_data_set_2: 3 new tokens, no past
+
+The Hugging Face folder each is built from (random weights, seeded; a
+word-level tokenizer of the vocabulary, which the builder insists on) is
+made in a scratch folder and not kept.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+import transformers
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = {
+    # tied embeddings: the builder gathers from the transpose of lm_head's weight, whose
+    # 1040 x 64 values are more than mkc folds at compile time (passes.h's MKC_FOLD_MAX)
+    "llama_tiny": dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=64,
+                       intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                       num_key_value_heads=2, head_dim=16, vocab_size=1040, rms_norm_eps=1e-5,
+                       rope_theta=10000.0, max_position_embeddings=256,
+                       tie_word_embeddings=True),
+    # per-head q/k norms, heads x head size != hidden, untied lm_head
+    "qwen3_tiny": dict(model_type="qwen3", architectures=["Qwen3ForCausalLM"], hidden_size=64,
+                       intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                       num_key_value_heads=2, head_dim=32, vocab_size=256, rms_norm_eps=1e-6,
+                       rope_theta=1000000.0, max_position_embeddings=256,
+                       tie_word_embeddings=False),
+}
+SETS = [(5, 1), (3, 4), (0, 3)]   # (past, new) per test set
+
+def hf_folder(name, cfg, path):
+    torch.manual_seed(sum(map(ord, name)))
+    config = transformers.AutoConfig.for_model(**cfg)
+    model = transformers.AutoModelForCausalLM.from_config(config).float().eval()
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if n.endswith("norm.weight"):
+                p.copy_(1 + 0.1 * torch.randn_like(p))
+            else:
+                p.copy_(0.08 * torch.randn_like(p))
+    model.save_pretrained(path)
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    vocab = {f"t{i}": i for i in range(cfg["vocab_size"])}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="t0"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="t0", bos_token="t1",
+                                         eos_token="t2").save_pretrained(path)
+
+def write(path, arr, name):
+    t = numpy_helper.from_array(arr, name)
+    with open(path, "wb") as f:
+        f.write(t.SerializeToString())
+
+def test_sets(out, rng, vocab):
+    m = onnx.load(os.path.join(out, "model.onnx"), load_external_data=False)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    s = ort.InferenceSession(os.path.join(out, "model.onnx"), so,
+                             providers=["CPUExecutionProvider"])
+    for k, (past, new) in enumerate(SETS):
+        d = os.path.join(out, f"test_data_set_{k}")
+        os.makedirs(d, exist_ok=True)
+        feeds = {}
+        for i, inp in enumerate(m.graph.input):
+            dims = [x.dim_value for x in inp.type.tensor_type.shape.dim]
+            if inp.name == "input_ids":
+                a = rng.integers(0, vocab, (1, new)).astype(np.int64)
+            elif inp.name == "attention_mask":
+                a = np.ones((1, past + new), np.int64)
+            else:   # past_key_values.L.key/value [batch, kv heads, past, head size]
+
+                a = rng.standard_normal((1, dims[1], past, head_size(m))).astype(np.float32)
+            feeds[inp.name] = a
+            write(os.path.join(d, f"input_{i}.pb"), a, inp.name)
+        for i, (o, a) in enumerate(zip(s.get_outputs(), s.run(None, feeds))):
+            write(os.path.join(d, f"output_{i}.pb"), a, o.name)
+
+def head_size(m):
+    for n in m.graph.node:
+        if n.op_type == "GroupQueryAttention":
+            inits = {t.name: t for t in m.graph.initializer}
+            cos = inits.get(n.input[7])
+            if cos is not None:
+                return 2 * cos.dims[1]
+    raise SystemExit("gen_genai: no GroupQueryAttention with a cos cache")
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "genai")
+    rng = np.random.default_rng(34)
+    for name, cfg in MODELS.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            hf = os.path.join(tmp, "hf")
+            hf_folder(name, cfg, hf)
+            built = os.path.join(tmp, "onnx")
+            subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", hf,
+                            "-o", built, "-p", "fp32", "-e", "cpu", "-c",
+                            os.path.join(tmp, "cache")], check=True, capture_output=True)
+            dst = os.path.join(out, name)
+            shutil.rmtree(dst, ignore_errors=True)
+            os.makedirs(dst)
+            for f in ("model.onnx", "model.onnx.data"):
+                shutil.copyfile(os.path.join(built, f), os.path.join(dst, f))
+        test_sets(dst, rng, cfg["vocab_size"])
+        print(f"gen_genai: wrote {dst}")
+
+if __name__ == "__main__":
+    main()
