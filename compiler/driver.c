@@ -123,6 +123,37 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 	return 0;
 }
 
+/*
+ * A batch that is a symbol (onnxruntime-genai's exports: input_ids
+ * [batch_size, sequence_length]) is 1: the compiled step takes one
+ * sequence. Only a symbol that is axis 0 of input_ids and appears in the
+ * graph's inputs and outputs as nothing but a whole axis 0; --dim fixes
+ * another value first.
+ */
+static void
+fix_batch(mkc_graph *g)
+{
+	const mkc_tensor *ids = mkc_graph_find(g, "input_ids");
+	if (!ids || ids->kind != MKC_TK_INPUT || ids->rank != 2)
+		return;
+	mkc_dim b = ids->shape[0];
+	int s = b.sym[0];
+	if (b.c || !b.k[0] || b.k[0] != 1 || b.k[1] || s < 0)
+		return;
+	for (int io = 0; io < 2; io++) {
+		const mkc_vec *v = io ? &g->outputs : &g->inputs;
+		for (int i = 0; i < v->n; i++) {
+			const mkc_tensor *t = v->v[i];
+			for (int d = 0; d < t->rank; d++)
+				if (mkc_dim_uses(t->shape[d], s, NULL) && (d || !mkc_dim_eq(t->shape[d], b)))
+					return;
+		}
+	}
+	mkc_progress(g->ctx, "%s: the batch '%s' is 1 (mkc steps one sequence; --dim %s=N "
+		     "fixes another)", g->path, MKC_SYM(g, s), MKC_SYM(g, s));
+	mkc_graph_fix_sym(g, s, 1, false);
+}
+
 int
 mkc_fix_dims(mkc_graph *g, const char *const *dims, int n)
 {
@@ -148,5 +179,6 @@ mkc_fix_dims(mkc_graph *g, const char *const *dims, int n)
 		}
 		mkc_graph_fix_sym(g, s, v, false);
 	}
+	fix_batch(g);
 	return 0;
 }

@@ -32,8 +32,9 @@ bool mkc_pass_known(const char *name);   /* "load" and every pass */
 int mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan);
 /*
  * --dim NAME=N: the model's symbolic dimension NAME is N, fixed at compile
- * time (onnxruntime-genai's batch_size=1, say); an error names the symbols
- * there are when the model has no NAME, or N is no size.
+ * time; an error names the symbols there are when the model has no NAME,
+ * or N is no size. Then a symbolic batch (axis 0 of input_ids, nothing
+ * but axis 0 of every graph input and output) is 1: one sequence a step.
  */
 int mkc_fix_dims(mkc_graph *g, const char *const *dims, int n);
 

@@ -1187,8 +1187,10 @@ infer_gqa(mkc_graph *g, mkc_node *n)
 			if (!p || p->rank != 4)
 				return mkc_node_error(g, n, "past_key and past_value must both be given, "
 						      "[batch, kv_num_heads, past, head_size]");
+			/* a symbol of its own: not the batch's, the past's or the step's */
 			int s = bare_sym(p->shape[3]);
-			if (s >= 0 && bind_sym(g, n, s, d, &want[2]) != 0)
+			if (s >= 0 && !mkc_dim_uses(want[0], s, NULL) && !mkc_dim_uses(want[2], s, NULL) &&
+			    !mkc_dim_uses(q->shape[1], s, NULL) && bind_sym(g, n, s, d, &want[2]) != 0)
 				return -1;
 			for (int a = 1; a < 4; a++)
 				if (!mkc_dim_eq(p->shape[a], want[a])) {

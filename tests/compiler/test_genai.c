@@ -18,27 +18,29 @@ static char out[1 << 16];
 
 Test(genai, builder_exports_match_onnxruntime, .timeout = 300)
 {
-	cr_assert_eq(mkc_test_run("--dim batch_size=1 " GENAI "llama_tiny " GENAI "qwen3_tiny", out,
-				  sizeof out), 0, "%s", out);
+	cr_assert_eq(mkc_test_run(GENAI "llama_tiny " GENAI "qwen3_tiny", out, sizeof out), 0, "%s",
+		     out);
 	cr_expect(strstr(out, "6 passed, 0 failed"), "%s", out);
 	/* the same on the shuffled queue, and without the fusions */
-	cr_assert_eq(mkc_test_run("--dim batch_size=1 --shuffle 7 --threads 3 --no-fuse " GENAI
+	cr_assert_eq(mkc_test_run("--shuffle 7 --threads 3 --no-fuse " GENAI
 				  "llama_tiny", out, sizeof out), 0, "%s", out);
 	cr_expect(strstr(out, "3 passed, 0 failed"), "%s", out);
 }
 
 /*
  * What mkc makes of the export, in its -v report and the lowered graph:
- * the head size and the total length are bound, packed QKV is split, the
- * embedding reads lm_head's weight by columns (no Transpose of the table),
- * and the mask's int64 ReduceSum stays a node the C target computes.
+ * the batch is 1, the head size and the total length are bound, packed QKV
+ * is split, the embedding reads lm_head's weight by columns (no Transpose
+ * of the table), and the mask's int64 ReduceSum stays a node the C target
+ * computes.
  */
 Test(genai, free_symbols_bound_and_packed_qkv_split, .timeout = 120)
 {
 	char cmd[512];
-	snprintf(cmd, sizeof cmd, "%s " GENAI "llama_tiny --dim batch_size=1 -v --dump-after=lower "
-		 "2>&1", mkc_bin());
+	snprintf(cmd, sizeof cmd, "%s " GENAI "llama_tiny -v --dump-after=lower 2>&1", mkc_bin());
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "the batch 'batch_size' is 1 (mkc steps one sequence; --dim "
+			      "batch_size=N fixes another)"), "%s", out);
 	cr_expect(strstr(out, "the symbol 'kv_cache_dim' is 16 (node "
 			      "'/model/layers.0/attn/GroupQueryAttention')"), "%s", out);
 	cr_expect(strstr(out, "the symbol 'total_sequence_length' is "
@@ -65,9 +67,9 @@ Test(genai, dim_errors_name_the_symbols, .timeout = 60)
 	snprintf(cmd, sizeof cmd, "%s " GENAI "llama_tiny --dim batch_size=0 2>&1", mkc_bin());
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 1, "%s", out);
 	cr_expect(strstr(out, "--dim batch_size=0: NAME=N with N from 1 to 2^40"), "%s", out);
-	/* without --dim the batch is a symbol up to --max-dim: the arena says so */
-	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s " GENAI "llama_tiny -o $d/m.c 2>&1; rc=$?; "
-		 "rm -rf $d; exit $rc", mkc_bin());
+	/* 4096 sequences a step: the arena says what that costs */
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s " GENAI "llama_tiny --dim batch_size=4096 "
+		 "-o $d/m.c 2>&1; rc=$?; rm -rf $d; exit $rc", mkc_bin());
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
 	cr_expect(strstr(out, "warning: the emitted code takes a 40 GiB arena, sized for every "
 			      "symbolic dimension at 4096 (--max-dim; --dim NAME=N fixes one)"),
