@@ -41,7 +41,7 @@ static const char *const float_models[] = {
 	"tiny_llama_decode_op18", "tiny_llama_decode_op23", "hand/small_mlp",
 	"hand/contrib_skip_simplified_ln", "hand/contrib_rotary", "hand/contrib_gqa_two_tokens",
 	"hf/qwen2_tiny", "hf/qwen3_tiny", "qwen3_tiny_onnx/model.onnx", "export/qwen3_tiny_op18",
-	"hand/elementwise_tiles"};
+	"hand/elementwise_tiles", "hf_chunk/qwen3_tiny --max-chunk 8" /* two plans */};
 
 ParameterizedTestParameters(golden, emitted_cuda_builds_for_sm_90a)
 {
