@@ -137,8 +137,8 @@ fix_batch(mkc_graph *g)
 	if (!ids || ids->kind != MKC_TK_INPUT || ids->rank != 2)
 		return;
 	mkc_dim b = ids->shape[0];
-	int s = b.sym[0];
-	if (b.c || !b.k[0] || b.k[0] != 1 || b.k[1] || s < 0)
+	int s = mkc_dim_bare_sym(b);
+	if (s < 0)
 		return;
 	for (int io = 0; io < 2; io++) {
 		const mkc_vec *v = io ? &g->outputs : &g->inputs;
@@ -164,11 +164,8 @@ mkc_fix_dims(mkc_graph *g, const char *const *dims, int n)
 		if (!eq || eq == dims[i] || !end || *end || end == eq + 1 || v < 1 || v > 1LL << 40)
 			return mkc_error(g->ctx, "%s: --dim %s: NAME=N with N from 1 to 2^40", g->path,
 					 dims[i]);
-		int s = 0;
-		while (s < g->syms.n && (strlen(MKC_SYM(g, s)) != (size_t)(eq - dims[i]) ||
-					 strncmp(MKC_SYM(g, s), dims[i], (size_t)(eq - dims[i]))))
-			s++;
-		if (s == g->syms.n) {
+		int s = mkc_graph_find_sym(g, dims[i], (size_t)(eq - dims[i]));
+		if (s < 0) {
 			char names[512] = "";
 			for (int k = 0; k < g->syms.n; k++)
 				snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",

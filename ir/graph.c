@@ -156,6 +156,13 @@ mkc_dim_uses(mkc_dim d, int sym, int64_t *k)
 	return false;
 }
 
+int
+mkc_dim_bare_sym(mkc_dim d)
+{
+	d = norm(d);
+	return d.sym[0] >= 0 && mkc_dim_eq(d, mkc_dim_sym(d.sym[0])) ? d.sym[0] : -1;
+}
+
 bool
 mkc_dim_negative(mkc_dim d)
 {
@@ -536,11 +543,20 @@ mkc_graph_add_node(mkc_graph *g, const char *name, const char *domain,
 }
 
 int
-mkc_graph_sym(mkc_graph *g, const char *name)
+mkc_graph_find_sym(const mkc_graph *g, const char *name, size_t len)
 {
 	for (int i = 0; i < g->syms.n; i++)
-		if (strcmp(MKC_SYM(g, i), name) == 0)
+		if (strlen(MKC_SYM(g, i)) == len && strncmp(MKC_SYM(g, i), name, len) == 0)
 			return i;
+	return -1;
+}
+
+int
+mkc_graph_sym(mkc_graph *g, const char *name)
+{
+	int s = mkc_graph_find_sym(g, name, strlen(name));
+	if (s >= 0)
+		return s;
 	mkc_vec_push(g->ctx->arena, &g->syms, mkc_arena_strdup(g->ctx->arena, name));
 	return g->syms.n - 1;
 }

@@ -89,6 +89,7 @@ bool mkc_dim_is_unknown(mkc_dim d);
 bool mkc_dim_is_const(mkc_dim d);
 int mkc_dim_nterms(mkc_dim d);   /* symbols it depends on */
 bool mkc_dim_uses(mkc_dim d, int sym, int64_t *k);   /* k: its coefficient */
+int mkc_dim_bare_sym(mkc_dim d);   /* the symbol d is alone (1 * s), or -1 */
 bool mkc_dim_eq(mkc_dim a, mkc_dim b);
 /* no size: a negative constant, or one that shrinks as a symbol grows */
 bool mkc_dim_negative(mkc_dim d);
@@ -244,6 +245,7 @@ mkc_node *mkc_graph_find_node(const mkc_graph *g, const char *name);   /* NULL i
 mkc_node *mkc_graph_add_node(mkc_graph *g, const char *name, const char *domain,
 			     const char *op_type, int nin, int nout, int nattr);
 int mkc_graph_sym(mkc_graph *g, const char *name);   /* find or add */
+int mkc_graph_find_sym(const mkc_graph *g, const char *name, size_t len);   /* -1 if none */
 /*
  * The largest value symbol s takes at run time: dflt, but a symbol that
  * counts cache positions stops where the cache is full.

@@ -277,6 +277,23 @@ move_before(mkc_graph *g, mkc_node *n, const mkc_node *at)
 }
 
 /*
+ * A new tensor named base_suffix (base_suffix_1, _2, ... where that is
+ * taken) that output i of node p is; its type and shape are the caller's.
+ */
+static mkc_tensor *
+new_output(mkc_graph *g, mkc_node *p, int i, const char *base, const char *suffix)
+{
+	mkc_arena *a = g->ctx->arena;
+	const char *first = mkc_arena_printf(a, "%s_%s", base, suffix), *name = first;
+	for (int k = 1; mkc_graph_find(g, name); k++)
+		name = mkc_arena_printf(a, "%s_%d", first, k);
+	mkc_tensor *t = mkc_graph_tensor(g, name);
+	t->producer = p;
+	p->out[i] = t;
+	return t;
+}
+
+/*
  * A new node op(x) just before `root`, named after it, whose output has x's
  * type and shape.
  */
@@ -284,18 +301,13 @@ static mkc_tensor *
 new_unary(mkc_graph *g, mkc_op op, mkc_tensor *x, const mkc_node *root, const char *suffix)
 {
 	mkc_arena *a = g->ctx->arena;
-	const char *base = mkc_arena_printf(a, "%s_%s", root->out[0]->name, suffix), *name = base;
-	for (int k = 1; mkc_graph_find(g, name); k++)
-		name = mkc_arena_printf(a, "%s_%d", base, k);
 	mkc_node *n = mkc_graph_add_node(g, mkc_arena_printf(a, "%s_%s", root->name, suffix), "",
 					 mkc_op_info_of(op)->name, 1, 1, 0);
-	mkc_tensor *t = mkc_graph_tensor(g, name);
+	mkc_tensor *t = new_output(g, n, 0, root->out[0]->name, suffix);
 	t->dtype = x->dtype;
 	t->rank = x->rank;
 	memcpy(t->shape, x->shape, sizeof t->shape);
-	t->producer = n;
 	n->in[0] = x;
-	n->out[0] = t;
 	mkc_node_count_reads(n, 1);
 	move_before(g, n, root);
 	return t;
@@ -912,17 +924,12 @@ match_gather_transposed(mkc_graph *g, mkc_node *n)
 	cols->attr[0] = (mkc_attr){.name = "axis", .type = MKC_AT_INT, .i = 1};
 	cols->in[0] = w;
 	cols->in[1] = ids;
-	const char *base = mkc_arena_printf(a, "%s_columns", n->out[0]->name), *name = base;
-	for (int k = 1; mkc_graph_find(g, name); k++)
-		name = mkc_arena_printf(a, "%s_%d", base, k);
-	mkc_tensor *y = mkc_graph_tensor(g, name);
+	mkc_tensor *y = new_output(g, cols, 0, n->out[0]->name, "columns");
 	y->dtype = w->dtype;
 	y->rank = ids->rank + 1;
 	y->shape[0] = w->shape[0];
 	for (int d = 0; d < ids->rank; d++)
 		y->shape[d + 1] = ids->shape[d];
-	y->producer = cols;
-	cols->out[0] = y;
 	mkc_node_count_reads(cols, 1);
 	move_before(g, cols, n);
 	int64_t *perm = mkc_arena_alloc(a, (size_t)y->rank * sizeof *perm);
@@ -1020,17 +1027,12 @@ split_packed_qkv(mkc_graph *g, mkc_node *n)
 	sp->in[0] = x;
 	static const char *const what[3] = {"q", "k", "v"};
 	for (int i = 0; i < 3; i++) {
-		const char *base = mkc_arena_printf(a, "%s_%s", n->name, what[i]), *name = base;
-		for (int k = 1; mkc_graph_find(g, name); k++)
-			name = mkc_arena_printf(a, "%s_%d", base, k);
-		mkc_tensor *t = mkc_graph_tensor(g, name);
+		mkc_tensor *t = new_output(g, sp, i, n->name, what[i]);
 		t->dtype = x->dtype;
 		t->rank = 3;
 		t->shape[0] = x->shape[0];
 		t->shape[1] = x->shape[1];
 		t->shape[2] = mkc_dim_const(parts[i]);
-		t->producer = sp;
-		sp->out[i] = t;
 	}
 	mkc_node_count_reads(sp, 1);
 	move_before(g, sp, n);

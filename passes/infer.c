@@ -1086,23 +1086,6 @@ infer_attention(mkc_graph *g, mkc_node *n)
 static mkc_tensor *declared_now;
 static int ndeclared_now;
 
-/* The symbol d is, alone (1 * s), or -1. */
-static int
-bare_sym(mkc_dim d)
-{
-	if (d.c || mkc_dim_is_unknown(d))
-		return -1;
-	int s = -1;
-	for (int i = 0; i < MKC_DIM_TERMS; i++) {
-		if (!d.k[i])
-			continue;
-		if (d.k[i] != 1 || s >= 0)
-			return -1;
-		s = d.sym[i];
-	}
-	return s;
-}
-
 /*
  * Symbol s of the model becomes by everywhere (an export that names a
  * dimension the graph fixes or computes: onnxruntime-genai's kv_cache_dim
@@ -1188,7 +1171,7 @@ infer_gqa(mkc_graph *g, mkc_node *n)
 				return mkc_node_error(g, n, "past_key and past_value must both be given, "
 						      "[batch, kv_num_heads, past, head_size]");
 			/* a symbol of its own: not the batch's, the past's or the step's */
-			int s = bare_sym(p->shape[3]);
+			int s = mkc_dim_bare_sym(p->shape[3]);
 			if (s >= 0 && !mkc_dim_uses(want[0], s, NULL) && !mkc_dim_uses(want[2], s, NULL) &&
 			    !mkc_dim_uses(q->shape[1], s, NULL) && bind_sym(g, n, s, d, &want[2]) != 0)
 				return -1;
@@ -1207,7 +1190,7 @@ infer_gqa(mkc_graph *g, mkc_node *n)
 	/* a present declared [..., T, ...] with T a symbol of its own: T = P + S */
 	for (int i = 1; i < 3 && i < n->nout; i++) {
 		const mkc_tensor *o = n->out[i];
-		int s = o && o->kind == MKC_TK_OUTPUT && o->rank == 4 ? bare_sym(o->shape[2]) : -1;
+		int s = o && o->kind == MKC_TK_OUTPUT && o->rank == 4 ? mkc_dim_bare_sym(o->shape[2]) : -1;
 		if (s >= 0 && !mkc_dim_eq(o->shape[2], total) && !mkc_dim_uses(total, s, NULL) &&
 		    bind_sym(g, n, s, total, &total) != 0)
 			return -1;

@@ -331,15 +331,12 @@ static int rt_kind(const mkc_tensor *t);
 static int
 twin(const mkc_emitter *e, const mkc_tensor *t)
 {
-	const mkc_graph *g0 = e->plans[0]->g;
-	for (int i = 0; i < g0->tensors.n; i++) {
-		const mkc_tensor *u = MKC_TENSOR(g0, i);
-		if (e->indexes[0][i] < 0 || u->kind != t->kind || strcmp(u->name, t->name) != 0)
-			continue;
-		if (t->kind == MKC_TK_INPUT || t->kind == MKC_TK_OUTPUT || t->kind == MKC_TK_STATE ||
-		    (rt_kind(t) == 3 && rt_kind(u) == 3 && rt_same_weight(u, t)))
-			return e->indexes[0][i];
-	}
+	const mkc_tensor *u = mkc_graph_find(e->plans[0]->g, t->name);
+	if (!u || e->indexes[0][u->id] < 0 || u->kind != t->kind)
+		return -1;
+	if (t->kind == MKC_TK_INPUT || t->kind == MKC_TK_OUTPUT || t->kind == MKC_TK_STATE ||
+	    (rt_kind(t) == 3 && rt_kind(u) == 3 && rt_same_weight(u, t)))
+		return e->indexes[0][u->id];
 	return -1;
 }
 
@@ -646,6 +643,41 @@ emit_syms(mkc_emitter *e, const mkc_emit_options *o)
  * its node n node0[k] + n; plan k's queue of worker w is queue
  * k * MKC_NWORKERS + w.
  */
+
+/* The plan whose start in starts (task0, event0 or node0) is at or before c, the last such. */
+static int
+plan_of(const mkc_emitter *e, const int *starts, int c)
+{
+	int k = 0;
+	while (k + 1 < e->nplans && c >= starts[k + 1])
+		k++;
+	return k;
+}
+
+/* Task c of the file; *k: its plan. */
+static const mkc_task *
+file_task(const mkc_emitter *e, int c, int *k)
+{
+	*k = plan_of(e, e->task0, c);
+	return MKC_TASK(e->plans[*k], c - e->task0[*k]);
+}
+
+/* Node c of the file. */
+static const mkc_node *
+file_node(const mkc_emitter *e, int c)
+{
+	int k = plan_of(e, e->node0, c);
+	return MKC_NODE(e->plans[k]->g, c - e->node0[k]);
+}
+
+/* The emitter writes plan k's nodes from now on (their tensor numbers). */
+static void
+use_plan(mkc_emitter *e, int k)
+{
+	e->p = e->plans[k];
+	e->index = e->indexes[k];
+}
+
 /* List i of plan k's lists of ints (a task's signals, ...): its length, and item j. */
 typedef int (*plan_list)(const mkc_emitter *e, int k, int i, int j, int *len);
 
@@ -730,33 +762,28 @@ emit_schedule(mkc_emitter *e)
 	/* the workers' tables live where the workers run; the event producer
 	 * lists serve the C target's shuffled queue, on the host */
 	const char *q = e->t->table_qual, *hq = "static const";
+	mkc_arena *a = e->plans[0]->g->ctx->arena;
+	const int ntasks = e->task0[e->nplans], nnodes = e->node0[e->nplans];
 	fprintf(f, "\nstatic const char *const mkc_task_name[MKC_NTASKS] MKC_UNUSED = {\n");
-	for (int k = 0; k < e->nplans; k++)
-		for (int i = 0; i < e->plans[k]->tasks.n; i++) {
-			const mkc_task *t = MKC_TASK(e->plans[k], i);
-			mkc_arena *a = e->plans[k]->g->ctx->arena;
-			fprintf(f, "\t\"%s (%s) tile %d/%d%s\",\n", mkc_cstr(a, t->node->name, false),
-				mkc_cstr(a, t->node->op_type, false), t->tile, t->ntiles,
-				k ? ", one-token plan" : "");
-		}
+	for (int c = 0, k; c < ntasks; c++) {
+		const mkc_task *t = file_task(e, c, &k);
+		fprintf(f, "\t\"%s (%s) tile %d/%d%s\",\n", mkc_cstr(a, t->node->name, false),
+			mkc_cstr(a, t->node->op_type, false), t->tile, t->ntiles,
+			k ? ", one-token plan" : "");
+	}
 	/* what a step that fails in a node names (MKC_FAIL_INDEX), on the host */
-	fprintf(f, "};\nstatic const char *const mkc_node_desc[%d] MKC_UNUSED = {\n",
-		e->node0[e->nplans] + 1);
-	for (int k = 0; k < e->nplans; k++)
-		for (int i = 0; i < e->plans[k]->g->nodes.n; i++) {
-			const mkc_node *n = MKC_NODE(e->plans[k]->g, i);
-			mkc_arena *a = e->plans[k]->g->ctx->arena;
-			fprintf(f, "\t\"node '%s' (%s)\",\n", mkc_cstr(a, n->name, false),
-				mkc_cstr(a, n->op_type, false));
-		}
+	fprintf(f, "};\nstatic const char *const mkc_node_desc[%d] MKC_UNUSED = {\n", nnodes + 1);
+	for (int c = 0; c < nnodes; c++) {
+		const mkc_node *n = file_node(e, c);
+		fprintf(f, "\t\"node '%s' (%s)\",\n", mkc_cstr(a, n->name, false),
+			mkc_cstr(a, n->op_type, false));
+	}
 	fprintf(f, "\tNULL\n};\n%s int mkc_task_wait[MKC_NTASKS] MKC_UNUSED = {", q);
-	for (int k = 0, c = 0; k < e->nplans; k++)
-		for (int i = 0; i < e->plans[k]->tasks.n; i++, c++) {
-			const mkc_task *t = MKC_TASK(e->plans[k], i);
-			MKC_ASSERT(t->nwaits <= 1);
-			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t",
-				t->nwaits ? e->event0[k] + t->waits[0] : -1);
-		}
+	for (int c = 0, k; c < ntasks; c++) {
+		const mkc_task *t = file_task(e, c, &k);
+		MKC_ASSERT(t->nwaits <= 1);
+		fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", t->nwaits ? e->event0[k] + t->waits[0] : -1);
+	}
 	fputs("\n};\n", f);
 	put_lists(e, q, "mkc_task_sig_start", "MKC_NTASKS", "mkc_task_sig", count_tasks,
 		  task_signals);
@@ -788,57 +815,50 @@ emit_profile(mkc_emitter *e, const mkc_emit_options *o)
 	mkc_arena *a = e->plans[0]->g->ctx->arena;
 	if (o->profile_steps <= 0)
 		return;
+	const int ntasks = e->task0[e->nplans], nnodes = e->node0[e->nplans];
 	fprintf(f, "\n#define MKC_PROFILE 1\n#define MKC_PROFILE_STEPS %d\n"
-		"static const char *const mkc_prof_node_name[%d] = {", o->profile_steps,
-		e->node0[e->nplans] + 1);
-	for (int k = 0; k < e->nplans; k++)
-		for (int i = 0; i < e->plans[k]->g->nodes.n; i++)
-			fprintf(f, "\n\t\"%s\",", mkc_cstr(a, MKC_NODE(e->plans[k]->g, i)->name, false));
-	fprintf(f, " NULL\n};\nstatic const char *const mkc_prof_node_op[%d] = {",
-		e->node0[e->nplans] + 1);
-	for (int k = 0, c = 0; k < e->nplans; k++)
-		for (int i = 0; i < e->plans[k]->g->nodes.n; i++, c++) {
-			const mkc_node *n = MKC_NODE(e->plans[k]->g, i);
-			fprintf(f, "%s\"%s%s%s\",", c % 8 ? " " : "\n\t", mkc_cstr(a, n->domain, false),
-				*n->domain ? "." : "", mkc_cstr(a, n->op_type, false));
-		}
+		"static const char *const mkc_prof_node_name[%d] = {", o->profile_steps, nnodes + 1);
+	for (int c = 0; c < nnodes; c++)
+		fprintf(f, "\n\t\"%s\",", mkc_cstr(a, file_node(e, c)->name, false));
+	fprintf(f, " NULL\n};\nstatic const char *const mkc_prof_node_op[%d] = {", nnodes + 1);
+	for (int c = 0; c < nnodes; c++) {
+		const mkc_node *n = file_node(e, c);
+		fprintf(f, "%s\"%s%s%s\",", c % 8 ? " " : "\n\t", mkc_cstr(a, n->domain, false),
+			*n->domain ? "." : "", mkc_cstr(a, n->op_type, false));
+	}
 	fputs(" NULL\n};\nstatic const mkc_rt_prof_task mkc_prof_task[MKC_NTASKS + 1] = {", f);
 	int nr = 0, nd = 0;
-	for (int k = 0, c = 0; k < e->nplans; k++)
-		for (int i = 0; i < e->plans[k]->tasks.n; i++, c++) {
-			const mkc_task *t = MKC_TASK(e->plans[k], i);
-			fprintf(f, "%s{%d, %d, %d, %d, %d},", c % 4 ? " " : "\n\t",
-				e->node0[k] + t->node->id, t->tile, t->ntiles,
-				t->nwaits ? e->event0[k] + t->waits[0] : -1, nr);
-			nr += t->nreads + t->nwrites;
-		}
+	for (int c = 0, k; c < ntasks; c++) {
+		const mkc_task *t = file_task(e, c, &k);
+		fprintf(f, "%s{%d, %d, %d, %d, %d},", c % 4 ? " " : "\n\t", e->node0[k] + t->node->id,
+			t->tile, t->ntiles, t->nwaits ? e->event0[k] + t->waits[0] : -1, nr);
+		nr += t->nreads + t->nwrites;
+	}
 	fprintf(f, "\n\t{-1, 0, 0, -1, %d}\n};\nstatic const mkc_rt_prof_region mkc_prof_region[%d] = {",
 		nr, nr + 1);
-	for (int k = 0, c = 0; k < e->nplans; k++)
-		for (int i = 0; i < e->plans[k]->tasks.n; i++) {
-			const mkc_task *t = MKC_TASK(e->plans[k], i);
-			for (int j = 0; j < t->nreads + t->nwrites; j++, c++) {
-				const mkc_region *r = j < t->nreads ? &t->reads[j] : &t->writes[j - t->nreads];
-				fprintf(f, "%s{%d, %d, %d},", c % 6 ? " " : "\n\t",
-					e->indexes[k][r->t->id], j >= t->nreads, nd);
-				nd += 2 * r->t->rank;
-			}
+	for (int c = 0, k, x = 0; c < ntasks; c++) {
+		const mkc_task *t = file_task(e, c, &k);
+		for (int j = 0; j < t->nreads + t->nwrites; j++, x++) {
+			const mkc_region *r = j < t->nreads ? &t->reads[j] : &t->writes[j - t->nreads];
+			fprintf(f, "%s{%d, %d, %d},", x % 6 ? " " : "\n\t", e->indexes[k][r->t->id],
+				j >= t->nreads, nd);
+			nd += 2 * r->t->rank;
 		}
+	}
 	fprintf(f, "\n\t{-1, 0, %d}\n};\nstatic const mkc_rt_dim mkc_prof_dim[%d] = {", nd, nd + 1);
-	for (int k = 0; k < e->nplans; k++)
-		for (int i = 0; i < e->plans[k]->tasks.n; i++) {
-			const mkc_task *t = MKC_TASK(e->plans[k], i);
-			for (int j = 0; j < t->nreads + t->nwrites; j++) {
-				const mkc_region *r = j < t->nreads ? &t->reads[j] : &t->writes[j - t->nreads];
-				fputs("\n\t", f);
-				for (int d = 0; d < r->t->rank; d++) {
-					put_dim(f, r->box.lo[d]);
-					fputs(", ", f);
-					put_dim(f, r->box.hi[d]);
-					fputs(", ", f);
-				}
+	for (int c = 0, k; c < ntasks; c++) {
+		const mkc_task *t = file_task(e, c, &k);
+		for (int j = 0; j < t->nreads + t->nwrites; j++) {
+			const mkc_region *r = j < t->nreads ? &t->reads[j] : &t->writes[j - t->nreads];
+			fputs("\n\t", f);
+			for (int d = 0; d < r->t->rank; d++) {
+				put_dim(f, r->box.lo[d]);
+				fputs(", ", f);
+				put_dim(f, r->box.hi[d]);
+				fputs(", ", f);
 			}
 		}
+	}
 	fputs("\n\t{0, {0, 0}, {-1, -1}}\n};\n", f);
 }
 
@@ -857,52 +877,49 @@ emit_boxes(mkc_emitter *e)
 	 * anyone should wait.
 	 */
 	const char *q = e->t->table_qual;
+	const int ntasks = e->task0[e->nplans];
 	fprintf(f, "\n%s int mkc_task_node[MKC_NTASKS] MKC_UNUSED = {", q);
-	for (int k = 0, c = 0; k < e->nplans; k++)
-		for (int i = 0; i < e->plans[k]->tasks.n; i++, c++)
-			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t",
-				e->node0[k] + MKC_TASK(e->plans[k], i)->node->id);
+	for (int c = 0, k; c < ntasks; c++) {
+		const mkc_task *t = file_task(e, c, &k);
+		fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", e->node0[k] + t->node->id);
+	}
 	fprintf(f, "\n};\n%s int mkc_task_box_start[MKC_NTASKS + 1] MKC_UNUSED = {", q);
 	int nb = 0;
-	for (int k = 0, c = 0; k < e->nplans; k++)
-		for (int i = 0; i < e->plans[k]->tasks.n; i++, c++) {
-			const mkc_task *t = MKC_TASK(e->plans[k], i);
-			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", nb);
-			nb += 2 * (t->node->out[0] ? t->node->out[0]->rank : 0);
-		}
+	for (int c = 0, k; c < ntasks; c++) {
+		const mkc_task *t = file_task(e, c, &k);
+		fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", nb);
+		nb += 2 * (t->node->out[0] ? t->node->out[0]->rank : 0);
+	}
 	fprintf(f, " %d\n};\n%s mkc_rt_dim mkc_task_box[%d] MKC_UNUSED = {", nb, q, nb + 1);
-	for (int k = 0; k < e->nplans; k++)
-		for (int i = 0; i < e->plans[k]->tasks.n; i++) {
-			const mkc_task *t = MKC_TASK(e->plans[k], i);
-			int rank = t->node->out[0] ? t->node->out[0]->rank : 0;
-			fputs("\n\t", f);
-			for (int d = 0; d < rank; d++) {
-				put_dim(f, t->out.lo[d]);
-				fputs(", ", f);
-				put_dim(f, t->out.hi[d]);
-				fputs(", ", f);
-			}
+	for (int c = 0, k; c < ntasks; c++) {
+		const mkc_task *t = file_task(e, c, &k);
+		int rank = t->node->out[0] ? t->node->out[0]->rank : 0;
+		fputs("\n\t", f);
+		for (int d = 0; d < rank; d++) {
+			put_dim(f, t->out.lo[d]);
+			fputs(", ", f);
+			put_dim(f, t->out.hi[d]);
+			fputs(", ", f);
 		}
+	}
 	fputs("\n\t{0, {0, 0}, {-1, -1}}\n};\n", f);
 	/* a clamped task's output extent (task.h's clamp): where in mkc_task_ext, or -1 */
 	fprintf(f, "%s int mkc_task_clamp[MKC_NTASKS] MKC_UNUSED = {", q);
 	int ne = 0;
-	for (int k = 0, c = 0; k < e->nplans; k++)
-		for (int i = 0; i < e->plans[k]->tasks.n; i++, c++) {
-			const mkc_task *t = MKC_TASK(e->plans[k], i);
-			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", t->clamp ? ne : -1);
-			ne += t->clamp ? t->node->out[0]->rank : 0;
-		}
+	for (int c = 0, k; c < ntasks; c++) {
+		const mkc_task *t = file_task(e, c, &k);
+		fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", t->clamp ? ne : -1);
+		ne += t->clamp ? t->node->out[0]->rank : 0;
+	}
 	fprintf(f, "\n};\n%s mkc_rt_dim mkc_task_ext[%d] MKC_UNUSED = {", q, ne + 1);
-	for (int k = 0; k < e->nplans; k++)
-		for (int i = 0; i < e->plans[k]->tasks.n; i++) {
-			const mkc_task *t = MKC_TASK(e->plans[k], i);
-			for (int d = 0; t->clamp && d < t->node->out[0]->rank; d++) {
-				fputs(d ? " " : "\n\t", f);
-				put_dim(f, t->node->out[0]->shape[d]);
-				fputs(",", f);
-			}
+	for (int c = 0, k; c < ntasks; c++) {
+		const mkc_task *t = file_task(e, c, &k);
+		for (int d = 0; t->clamp && d < t->node->out[0]->rank; d++) {
+			fputs(d ? " " : "\n\t", f);
+			put_dim(f, t->node->out[0]->shape[d]);
+			fputs(",", f);
 		}
+	}
 	fputs("\n\t{0, {0, 0}, {-1, -1}}\n};\n", f);
 }
 
@@ -935,13 +952,8 @@ emit_nodes(mkc_emitter *e)
 	int *nslots = mkc_arena_alloc(a, sizeof *nslots * (size_t)(total + 1));
 	int nbody = 0;
 	for (int i = 0; i < total; i++) {
-		int k = 0;
-		while (i >= e->node0[k + 1])
-			k++;
-		e->p = e->plans[k];
-		e->index = e->indexes[k];
-		mkc_graph *g = e->p->g;
-		const mkc_node *n = MKC_NODE(g, i - e->node0[k]);
+		use_plan(e, plan_of(e, e->node0, i));
+		const mkc_node *n = file_node(e, i);
 		char *text = NULL;
 		size_t len = 0;
 		form[i] = -1;
@@ -949,7 +961,7 @@ emit_nodes(mkc_emitter *e)
 			continue;   /* no task: its readers read the base's buffer */
 		FILE *m = open_memstream(&text, &len);
 		if (!m)
-			return mkc_error(g->ctx, "cannot write a tile function: out of memory");
+			return mkc_error(e->p->g->ctx, "cannot write a tile function: out of memory");
 		e->f = m;
 		e->slot = mkc_arena_alloc(a, sizeof *e->slot * (size_t)(n->nin + n->nout + 1));
 		e->nslot = 0;
@@ -972,8 +984,7 @@ emit_nodes(mkc_emitter *e)
 		bodies[b].count++;
 		form[i] = b;
 	}
-	e->p = e->plans[0];
-	e->index = e->indexes[0];
+	use_plan(e, 0);
 	for (int k = 0; k < nbody; k++) {
 		const mkc_node *n = bodies[k].first;
 		fprintf(f, "\n/* ONNX node '%s' (%s%s%s) */\n", mkc_ccomment(a, n->name),
@@ -1085,8 +1096,7 @@ number_plans(mkc_emitter *e)
 		if ((n = number_tensors(e, k, n)) < 0)
 			return -1;
 	}
-	e->p = e->plans[0];
-	e->index = e->indexes[0];
+	use_plan(e, 0);
 	return n;
 }
 
@@ -1131,22 +1141,17 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 	else
 		fprintf(f, "#define MKC_STEP_PLAN(sym) 0\n");
 	fprintf(f, "#define MKC_DECODE_PLAN %d\n", e->nplans - 1);
-	bool dyn = false;
-	for (int k = 0; k < e->nplans; k++) {
-		e->p = e->plans[k];
-		e->index = e->indexes[k];
-		for (int i = 0; i < e->p->g->nodes.n && !e->mma; i++)
-			e->mma = mkc_emit_mma(e, MKC_NODE(e->p->g, i));
+	const int nnodes = e->node0[e->nplans];
+	for (int c = 0; c < nnodes && !e->mma; c++) {
+		use_plan(e, plan_of(e, e->node0, c));
+		e->mma = mkc_emit_mma(e, file_node(e, c));
 	}
-	dyn = e->mma;
-	for (int k = 0; k < e->nplans && !dyn; k++) {
-		e->p = e->plans[k];
-		e->index = e->indexes[k];
-		for (int i = 0; i < e->p->g->nodes.n && !dyn; i++)
-			dyn = mkc_emit_attn_mma(e, MKC_NODE(e->p->g, i));
+	bool dyn = e->mma;
+	for (int c = 0; c < nnodes && !dyn; c++) {
+		use_plan(e, plan_of(e, e->node0, c));
+		dyn = mkc_emit_attn_mma(e, file_node(e, c));
 	}
-	e->p = e->plans[0];
-	e->index = e->indexes[0];
+	use_plan(e, 0);
 	fprintf(f, "#define MKC_DYN_SMEM %s\n", dyn ? "MKC_MM_SMEM" : "0");
 	emit_schedule(e);
 	emit_boxes(e);
