@@ -18,6 +18,7 @@ typedef struct {
 
 static const pass passes[] = {
 	{"infer", mkc_pass_infer, NULL},
+	{"gqa", mkc_pass_gqa, NULL},
 	{"canon", mkc_pass_canon, NULL},
 	{"fuse", mkc_pass_fuse, NULL},
 	{"dce", mkc_pass_dce, NULL},
@@ -82,6 +83,7 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 	g->kv_dtype = o->kv_dtype;
 	g->nworkers = tp.nworkers;
 	g->kv_cap = o->kv_io ? 0 : o->max_seq ? o->max_seq : o->max_dim ? o->max_dim : 4096;
+	g->kv_cap_default = !o->kv_io && !o->max_seq && !o->max_dim;
 	/* a step of one token unless chunks are asked for: the decode step's graph */
 	int chunk = mkc_graph_chunk_sym(g);
 	if (chunk >= 0 && o->max_chunk > 1) {

@@ -36,7 +36,7 @@ static const char usage[] =
 	"  --name NAME        prefix of the emitted API, a C identifier that is no\n"
 	"                     keyword and no name the emitted code uses (default:\n"
 	"                     OUT's stem, with _model after it where it would be)\n"
-	"  --dump-after=PASS  print the IR after PASS: the graph after load, infer,\n"
+	"  --dump-after=PASS  print the IR after PASS: the graph after load, infer, gqa,\n"
 	"                     canon, fuse, dce, state, weights, fuse_norm,\n"
 	"                     fuse_glu, fuse_rope, fuse_qkv, split_attn or kv; the\n"
 	"                     graph with each node's kernel description after\n"

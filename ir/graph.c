@@ -542,6 +542,31 @@ mkc_graph_add_node(mkc_graph *g, const char *name, const char *domain,
 	return n;
 }
 
+/* See graph.h. */
+const char *
+mkc_graph_fresh_name(mkc_graph *g, const char *base, const char *suffix)
+{
+	mkc_arena *a = g->ctx->arena;
+	const char *first = mkc_arena_printf(a, "%s_%s", base, suffix), *name = first;
+	for (int k = 1; mkc_graph_find(g, name); k++)
+		name = mkc_arena_printf(a, "%s_%d", first, k);
+	return name;
+}
+
+/* See graph.h. */
+void
+mkc_graph_move_before(mkc_graph *g, mkc_node *n, const mkc_node *at)
+{
+	int pos = at->id;
+	MKC_ASSERT(n->id == g->nodes.n - 1 && pos < n->id);
+	for (int i = n->id; i > pos; i--) {
+		g->nodes.v[i] = g->nodes.v[i - 1];
+		MKC_NODE(g, i)->id = i;
+	}
+	g->nodes.v[pos] = n;
+	n->id = pos;
+}
+
 int
 mkc_graph_find_sym(const mkc_graph *g, const char *name, size_t len)
 {
@@ -579,14 +604,25 @@ mkc_graph_sym_max(const mkc_graph *g, int s, int64_t dflt)
 	return mx;
 }
 
+/* The symbol of input_ids' second axis, when it is [B, S] with S a symbol; else -1. */
+static int
+ids_sym(const mkc_graph *g)
+{
+	const mkc_tensor *ids = mkc_graph_find(g, "input_ids");
+	return ids && ids->kind == MKC_TK_INPUT && ids->rank == 2 ? mkc_dim_bare_sym(ids->shape[1])
+								  : -1;
+}
+
 int
 mkc_graph_chunk_sym(const mkc_graph *g)
 {
+	int own = -1;   /* the S of a present whose length is a symbol of its own */
 	for (int o = 0; o < g->outputs.n; o++) {
 		const mkc_tensor *y = MKC_OUTPUT(g, o);
 		for (int d = 0; d < y->rank; d++) {
 			mkc_dim x = y->shape[d];
-			if (mkc_dim_nterms(x) != 2 || x.c || x.k[0] != 1 || x.k[1] != 1)
+			int t0 = mkc_dim_bare_sym(x);
+			if (t0 < 0 && (mkc_dim_nterms(x) != 2 || x.c || x.k[0] != 1 || x.k[1] != 1))
 				continue;
 			/* the past: an input shaped as y but P along d */
 			for (int i = 0; i < g->inputs.n; i++) {
@@ -594,13 +630,19 @@ mkc_graph_chunk_sym(const mkc_graph *g)
 				bool same = in->rank == y->rank;
 				for (int e = 0; same && e < y->rank; e++)
 					same = e == d || mkc_dim_eq(in->shape[e], y->shape[e]);
+				int p = same ? mkc_dim_bare_sym(in->shape[d]) : -1;
+				if (t0 >= 0) {
+					if (p >= 0 && p != t0 && ids_sym(g) != p && ids_sym(g) != t0)
+						own = ids_sym(g);
+					continue;
+				}
 				for (int t = 0; same && t < 2; t++)
 					if (mkc_dim_eq(in->shape[d], mkc_dim_sym(x.sym[t])))
 						return x.sym[1 - t];
 			}
 		}
 	}
-	return -1;
+	return own;
 }
 
 /* by's symbols as they are numbered once s is dropped (keep: as before) */

@@ -137,6 +137,13 @@ typedef struct mkc_tensor {
 	 */
 	const char *ext_file;
 	uint64_t ext_offset;
+	/*
+	 * A weight stored transposed (passes/canon.c): the file holds a [xk,
+	 * xn] matrix at ext_file/ext_offset, of which this tensor [rows, xk]
+	 * is the transpose of columns xc0 .. xc0 + rows - 1; the loader makes
+	 * it at load time. xk 0: the bytes as the file holds them.
+	 */
+	int64_t xk, xn, xc0;
 
 	/* Integer values that may be symbolic (folded shape arithmetic). */
 	mkc_dim *symval;
@@ -228,6 +235,7 @@ struct mkc_graph {
 	/* passes/state.c: positions a KV cache holds (0: keep past and present
 	 * as inputs and outputs), and the caches it made (mkc_state *) */
 	int64_t kv_cap;
+	bool kv_cap_default;       /* kv_cap is the default, no flag's: a pass may lower it */
 	/* the driver: the symbol counting a step's new tokens (-1: none, or
 	 * fixed at 1) and its largest value */
 	int chunk_sym;
@@ -244,6 +252,10 @@ mkc_tensor *mkc_graph_find(const mkc_graph *g, const char *name);
 mkc_node *mkc_graph_find_node(const mkc_graph *g, const char *name);   /* NULL if none */
 mkc_node *mkc_graph_add_node(mkc_graph *g, const char *name, const char *domain,
 			     const char *op_type, int nin, int nout, int nattr);
+/* base_suffix, or base_suffix_1, _2, ... where that names a tensor already */
+const char *mkc_graph_fresh_name(mkc_graph *g, const char *base, const char *suffix);
+/* n, the last node, just before node at (ids follow) */
+void mkc_graph_move_before(mkc_graph *g, mkc_node *n, const mkc_node *at);
 int mkc_graph_sym(mkc_graph *g, const char *name);   /* find or add */
 int mkc_graph_find_sym(const mkc_graph *g, const char *name, size_t len);   /* -1 if none */
 /*
@@ -254,7 +266,10 @@ int64_t mkc_graph_sym_max(const mkc_graph *g, int s, int64_t dflt);
 /*
  * The symbol that counts a step's new positions (a prompt chunk's length),
  * or -1: the S of a graph output's dimension P + S where a graph input has
- * the output's shape but P there (the past and present of a KV cache).
+ * the output's shape but P there (the past and present of a KV cache); or,
+ * where the present's length is a symbol of its own T beside the past's P
+ * (onnxruntime-genai's total_sequence_length, which inference binds to P +
+ * S), the symbol of input_ids' second axis.
  */
 int mkc_graph_chunk_sym(const mkc_graph *g);
 /*

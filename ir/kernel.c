@@ -16,6 +16,7 @@ mkc_kernel_kind_name(mkc_kernel_kind k)
 		[MKC_KERN_ROWS] = "rows", [MKC_KERN_REDUCE] = "reduce",
 		[MKC_KERN_ROTARY] = "rotary", [MKC_KERN_ATTENTION] = "attention",
 		[MKC_KERN_CACHE_APPEND] = "cache_append", [MKC_KERN_HEAD_PROJ] = "head_proj",
+		[MKC_KERN_CHECK] = "check",
 		[MKC_KERN_OTHER] = "other",
 	};
 	return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";

@@ -33,6 +33,7 @@ typedef enum {
 	MKC_KERN_ATTENTION,    /* Attention, AttnPart, AttnMerge, GroupQueryAttention */
 	MKC_KERN_CACHE_APPEND,
 	MKC_KERN_HEAD_PROJ,    /* HeadProj: alpha, eps, rotary, interleaved */
+	MKC_KERN_CHECK,        /* LengthCheck: values from the caller checked, nothing computed */
 	MKC_KERN_OTHER,        /* an op no kind above describes (the backend refuses it) */
 } mkc_kernel_kind;
 

@@ -262,20 +262,6 @@ replace(mkc_graph *g, match *m, mkc_op op, int nin, mkc_tensor *const *in, int n
 	mkc_node_count_reads(r, 1);
 }
 
-/* Moves n, the last node, to just before node `at`. */
-static void
-move_before(mkc_graph *g, mkc_node *n, const mkc_node *at)
-{
-	int pos = at->id;
-	MKC_ASSERT(n->id == g->nodes.n - 1 && pos < n->id);
-	for (int i = n->id; i > pos; i--) {
-		g->nodes.v[i] = g->nodes.v[i - 1];
-		MKC_NODE(g, i)->id = i;
-	}
-	g->nodes.v[pos] = n;
-	n->id = pos;
-}
-
 /*
  * A new tensor named base_suffix (base_suffix_1, _2, ... where that is
  * taken) that output i of node p is; its type and shape are the caller's.
@@ -283,11 +269,7 @@ move_before(mkc_graph *g, mkc_node *n, const mkc_node *at)
 static mkc_tensor *
 new_output(mkc_graph *g, mkc_node *p, int i, const char *base, const char *suffix)
 {
-	mkc_arena *a = g->ctx->arena;
-	const char *first = mkc_arena_printf(a, "%s_%s", base, suffix), *name = first;
-	for (int k = 1; mkc_graph_find(g, name); k++)
-		name = mkc_arena_printf(a, "%s_%d", first, k);
-	mkc_tensor *t = mkc_graph_tensor(g, name);
+	mkc_tensor *t = mkc_graph_tensor(g, mkc_graph_fresh_name(g, base, suffix));
 	t->producer = p;
 	p->out[i] = t;
 	return t;
@@ -309,7 +291,7 @@ new_unary(mkc_graph *g, mkc_op op, mkc_tensor *x, const mkc_node *root, const ch
 	memcpy(t->shape, x->shape, sizeof t->shape);
 	n->in[0] = x;
 	mkc_node_count_reads(n, 1);
-	move_before(g, n, root);
+	mkc_graph_move_before(g, n, root);
 	return t;
 }
 
@@ -931,7 +913,7 @@ match_gather_transposed(mkc_graph *g, mkc_node *n)
 	for (int d = 0; d < ids->rank; d++)
 		y->shape[d + 1] = ids->shape[d];
 	mkc_node_count_reads(cols, 1);
-	move_before(g, cols, n);
+	mkc_graph_move_before(g, cols, n);
 	int64_t *perm = mkc_arena_alloc(a, (size_t)y->rank * sizeof *perm);
 	for (int d = 0; d < ids->rank; d++)
 		perm[d] = d + 1;
@@ -1002,52 +984,10 @@ match_same_order(mkc_graph *g, mkc_node *n)
 	return 1;
 }
 
-/*
- * GroupQueryAttention with packed QKV (onnxruntime-genai's builder writes
- * the query, key and value of a step as one [B, S, (heads + 2 kv_heads) *
- * D], with no key and value inputs): a Split on the last axis before it
- * gives it the three, which is what the bodies and the fusions read.
- */
-static int
-split_packed_qkv(mkc_graph *g, mkc_node *n)
-{
-	if (n->nin < 3 || n->in[1] || n->in[2])
-		return 0;
-	mkc_tensor *x = n->in[0];
-	int64_t hq = mkc_node_attr_int(n, "num_heads", 0), hk = mkc_node_attr_int(n, "kv_num_heads", 0);
-	int64_t d = x->shape[2].c / (hq + 2 * hk);   /* infer_gqa checked it */
-	mkc_arena *a = g->ctx->arena;
-	mkc_node *sp = mkc_graph_add_node(g, mkc_arena_printf(a, "%s_split_qkv", n->name), "",
-					  "Split", 1, 3, 2);
-	int64_t *parts = mkc_arena_alloc(a, 3 * sizeof *parts);
-	parts[0] = hq * d;
-	parts[1] = parts[2] = hk * d;
-	sp->attr[0] = (mkc_attr){.name = "axis", .type = MKC_AT_INT, .i = 2};
-	sp->attr[1] = (mkc_attr){.name = "split", .type = MKC_AT_INTS, .ints = parts, .n = 3};
-	sp->in[0] = x;
-	static const char *const what[3] = {"q", "k", "v"};
-	for (int i = 0; i < 3; i++) {
-		mkc_tensor *t = new_output(g, sp, i, n->name, what[i]);
-		t->dtype = x->dtype;
-		t->rank = 3;
-		t->shape[0] = x->shape[0];
-		t->shape[1] = x->shape[1];
-		t->shape[2] = mkc_dim_const(parts[i]);
-	}
-	mkc_node_count_reads(sp, 1);
-	move_before(g, sp, n);
-	mkc_node_count_reads(n, -1);
-	n->in[0] = sp->out[0];
-	n->in[1] = sp->out[1];
-	n->in[2] = sp->out[2];
-	mkc_node_count_reads(n, 1);
-	return 1;
-}
-
 int
 mkc_pass_canon(mkc_graph *g)
 {
-	int rms = 0, rope = 0, attn = 0, grouped = 0, packed = 0;
+	int rms = 0, rope = 0, attn = 0, grouped = 0;
 	mkc_graph_count_live_uses(g);
 	for (int i = 0; i < g->nodes.n; i++) {
 		mkc_node *n = MKC_NODE(g, i);
@@ -1057,7 +997,6 @@ mkc_pass_canon(mkc_graph *g)
 		case MKC_OP_MUL: rms += match_rmsnorm(g, n); break;
 		case MKC_OP_ADD: rope += match_rope(g, n); break;
 		case MKC_OP_MATMUL: attn += match_attention(g, n); break;
-		case MKC_OP_MS_GQA: packed += split_packed_qkv(g, n); break;
 		default: break;
 		}
 	}
@@ -1082,7 +1021,7 @@ mkc_pass_canon(mkc_graph *g)
 	int merged = merge_duplicates(g);
 	mkc_progress(g->ctx, "canon: %d RMSNorm, %d RoPE, %d attention, %d reading grouped heads, "
 		     "%d causal masks, %d reading a transposed weight (products, embeddings), %d transposes or slices as "
-		     "reshapes, %d duplicate nodes merged, %d packed QKV split", rms, rope, attn, grouped,
-		     causal, transposed, reshaped, merged, packed);
+		     "reshapes, %d duplicate nodes merged", rms, rope, attn, grouped,
+		     causal, transposed, reshaped, merged);
 	return 0;
 }

@@ -3,8 +3,9 @@
  *
  * requires: infer (folded nodes are marked dead).
  * provides: only live nodes, each with at least one output that a live node
- *           or the graph's outputs read; folded tensors lose their producer
- *           (they are weights now); use counts are current.
+ *           or the graph's outputs read, or a check (LengthCheck: it fails
+ *           the step, which is its effect); folded tensors lose their
+ *           producer (they are weights now); use counts are current.
  *
  * Walks the nodes backwards so that a chain feeding only dead nodes goes in
  * one sweep.
@@ -17,7 +18,7 @@ mkc_pass_dce(mkc_graph *g)
 	mkc_graph_count_uses(g);
 	for (int i = g->nodes.n - 1; i >= 0; i--) {
 		mkc_node *n = MKC_NODE(g, i);
-		bool used = false;
+		bool used = n->op == MKC_OP_LENGTH_CHECK && !n->dead;
 		for (int j = 0; j < n->nout; j++)
 			used |= n->out[j] && n->out[j]->nconsumers > 0;
 		if (!used)

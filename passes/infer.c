@@ -1263,8 +1263,8 @@ check_shape(mkc_graph *g, const mkc_node *n, const mkc_tensor *t)
 	return 0;
 }
 
-static int
-infer_node(mkc_graph *g, mkc_node *n)
+int
+mkc_infer_node(mkc_graph *g, mkc_node *n)
 {
 	for (int i = 0; i < n->nin; i++)
 		if (n->in[i] && n->in[i]->rank < 0)
@@ -1320,7 +1320,7 @@ mkc_pass_infer(mkc_graph *g)
 		if (check_shape(g, NULL, MKC_INPUT(g, i)) != 0)
 			return -1;
 	for (int i = 0; i < g->nodes.n; i++)
-		if (infer_node(g, MKC_NODE(g, i)) != 0)
+		if (mkc_infer_node(g, MKC_NODE(g, i)) != 0)
 			return -1;
 	return 0;
 }

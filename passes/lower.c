@@ -258,7 +258,7 @@ lower_node(mkc_graph *g, const mkc_node *n, mkc_kernel *k)
 			lower_rotary(n, k);
 		}
 		return 0;
-	default:   /* copy, range, other: no attributes */
+	default:   /* copy, range, check, other: no attributes */
 		return 0;
 	}
 }

@@ -45,6 +45,7 @@
 #include "../ir/task.h"
 
 int mkc_pass_infer(mkc_graph *g);
+int mkc_pass_gqa(mkc_graph *g);            /* passes/gqa.c: GroupQueryAttention taken apart */
 int mkc_pass_canon(mkc_graph *g);
 int mkc_pass_fuse(mkc_graph *g);           /* passes/fuse.c: exact fusions */
 int mkc_pass_dce(mkc_graph *g);
@@ -80,6 +81,13 @@ int64_t mkc_softmax_axis_attr(const mkc_graph *g, const mkc_node *n, bool *one_a
  * evaluated at compile time, -1 on an error in the model.
  */
 int mkc_fold_node(mkc_graph *g, mkc_node *n);
+
+/*
+ * Shape and type inference of one node whose inputs have theirs, as the
+ * infer pass does it (folding included): for the nodes a later pass makes
+ * from ONNX ops. 0, or -1 with the error reported.
+ */
+int mkc_infer_node(mkc_graph *g, mkc_node *n);
 
 /* Largest tensor the evaluator computes, in elements. */
 enum { MKC_FOLD_MAX = 1 << 16 };

@@ -35,8 +35,9 @@
  * tokens (host memory) to out_tokens; on a GPU target all one-token steps
  * run in one kernel launch. It needs inputs input_ids [1,1] (int64; [1,S]
  * with --max-chunk), optionally position_ids likewise (given the
- * positions), only cache-counted symbols and the chunk's, and an output
- * logits [1,1,vocab].
+ * positions) and attention_mask [1, past + new] (given ones: every
+ * position attended), only cache-counted symbols and the chunk's, and an
+ * output logits [1,1,vocab].
  *
  * $P_profile_write writes a per-task timeline of the last $P_step or
  * $P_generate (its last steps, as many as mkc --profile-steps kept) as

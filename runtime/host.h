@@ -612,9 +612,10 @@ mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
 	return -1;
 #else
 	for (int i = 0; i < MKC_NINPUTS; i++)
-		if (i != MKC_GEN_IDS && i != MKC_GEN_POS) {
-			mkc_seterr(m, "this model cannot generate: its input '%s' is neither input_ids "
-				   "nor position_ids", mkc_tensors[mkc_inputs[i]].name);
+		if (i != MKC_GEN_IDS && i != MKC_GEN_POS && i != MKC_GEN_MASK) {
+			mkc_seterr(m, "this model cannot generate: its input '%s' is neither input_ids, "
+				   "position_ids nor attention_mask [1, past + new]",
+				   mkc_tensors[mkc_inputs[i]].name);
 			return -1;
 		}
 	for (int s = 0; s < MKC_NSYMS; s++)
@@ -667,6 +668,29 @@ mkc_gen_dims(int64_t *dims, int64_t s)
 		dims[i] = i == MKC_GEN_CHUNK_SYM ? s : -1;
 }
 
+/*
+ * generate's attention_mask (MKC_GEN_MASK): ones for every position the
+ * caches hold, in a new buffer of the target's memory at *buf, which a
+ * step's mask [1, past + new] reads the start of. 0, or -1 with err set.
+ */
+static int MKC_UNUSED
+mkc_gen_mask(mkc_host *m, void **buf)
+{
+	size_t n = MKC_NCACHES ? (size_t)mkc_tensors[mkc_caches[0].tensor].cap : 1;
+	int64_t *ones = (int64_t *)malloc(n * sizeof *ones);
+	if (!ones) {
+		mkc_seterr(m, "out of memory for generate's attention_mask");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		ones[i] = 1;
+	int rc = mkc_alloc_buf(m, n * sizeof *ones, buf);
+	if (rc == 0)
+		rc = mkc_store(m, *buf, ones, n * sizeof *ones);
+	free(ones);
+	return rc;
+}
+
 #if MKC_CAN_GENERATE && MKC_GEN_CHUNK_SYM >= 0
 /*
  * The first n prompt tokens in steps of up to the compiled chunk (their
@@ -684,7 +708,8 @@ mkc_prefill(mkc_host *m, const int64_t *prompt, int n)
 	if (!pos)
 		mkc_seterr(m, "out of memory for the positions of a prompt chunk");
 	for (int i = 0; i < MKC_NINPUTS && rc == 0 && n > 0; i++)
-		rc = mkc_alloc_buf(m, (size_t)most * sizeof(int64_t), &in[i]);
+		rc = i == MKC_GEN_MASK ? mkc_gen_mask(m, &in[i])
+				       : mkc_alloc_buf(m, (size_t)most * sizeof(int64_t), &in[i]);
 	for (int o = 0; o < MKC_NOUTPUTS && rc == 0 && n > 0; o++) {
 		size_t bytes = (size_t)mkc_numel(m, mkc_outputs[o], 1) *
 			       (size_t)mkc_tensors[mkc_outputs[o]].esize;

@@ -40,7 +40,8 @@ typedef struct {
  * position of every sequence), row pos[0] + s. Positions come from the
  * caller: each row's is checked against the caches' rows before any pair
  * is rotated; one outside returns 1 with it in *bad (runtime/common.h's
- * mkc_rt_check_index; the caller says which node), else 0.
+ * mkc_rt_check_index; the caller says which node), else 0. Without
+ * positions nothing is checked, and bad may be NULL.
  */
 static inline MKC_BODY int MKC_UNUSED
 mkc_rotary(const mkc_view *y, const mkc_view *x, const mkc_view *cos, const mkc_view *sin,

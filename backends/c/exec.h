@@ -344,6 +344,7 @@ static int64_t mkc_next_position(const mkc_host *m);
 static void mkc_end_step(mkc_host *m);
 static void mkc_gen_dims(int64_t *dims, int64_t s);
 static int mkc_prefill(mkc_host *m, const int64_t *prompt, int n);
+static int mkc_gen_mask(mkc_host *m, void **buf);
 
 /* The index of the largest of n floats (the first of equals, as torch.argmax). */
 static int64_t MKC_UNUSED
@@ -379,9 +380,14 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	int64_t ids = prompt[0], pos = 0, dims[MKC_NSYMS + 1];
 	mkc_gen_dims(dims, 1);
 	const void *in[MKC_NINPUTS + 1] = {0};
-	void *outs[MKC_NOUTPUTS + 1] = {0};
+	void *outs[MKC_NOUTPUTS + 1] = {0}, *mask = NULL;
 	for (int i = 0; i < MKC_NINPUTS; i++)
 		in[i] = i == MKC_GEN_IDS ? &ids : &pos;
+#if MKC_GEN_MASK >= 0
+	if (mkc_gen_mask(m, &mask))
+		return -1;
+	in[MKC_GEN_MASK] = mask;
+#endif
 	for (int o = 0; o < MKC_NOUTPUTS && rc == 0; o++) {
 		size_t bytes = (size_t)mkc_numel(m, mkc_outputs[o], 1) *
 			       (size_t)mkc_tensors[mkc_outputs[o]].esize;
@@ -404,6 +410,7 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	}
 	for (int o = 0; o < MKC_NOUTPUTS; o++)
 		free(outs[o]);
+	free(mask);
 	return rc;
 #endif
 }

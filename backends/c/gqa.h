@@ -53,6 +53,24 @@ typedef struct {
 } mkc_gqa_args;
 
 /*
+ * The lengths the caller gives against L = P + S, the past and new
+ * positions: seqlens_k [B] must hold L - 1 for every batch entry and
+ * total_sequence_length (NULL: not given) L. 0, or 1 with what was found
+ * in *bad.
+ */
+static inline MKC_BODY int MKC_UNUSED
+mkc_gqa_lengths(const mkc_view *seqlens_k, const mkc_view *total, int64_t L, mkc_rt_bad *bad)
+{
+	const int32_t *sl = (const int32_t *)seqlens_k->p;
+	for (int64_t b = 0; b < seqlens_k->d[0]; b++)
+		if (mkc_rt_check_index(sl[b * seqlens_k->s[0]], L - 1, L - 1, MKC_IX_SEQLEN, b, bad))
+			return 1;
+	if (total && mkc_rt_check_index(*(const int32_t *)total->p, L, L, MKC_IX_TOTAL, 0, bad))
+		return 1;
+	return 0;
+}
+
+/*
  * The lengths the caller gives, against the past it gives: present is the
  * past then the new positions, so seqlens_k[b] must be P + S - 1 for every
  * batch entry and total_sequence_length P + S (a right-padded or shared
@@ -65,18 +83,28 @@ typedef struct {
 static inline MKC_BODY int MKC_UNUSED
 mkc_gqa_check(const mkc_gqa_args *a, mkc_rt_bad *bad)
 {
-	const int64_t B = a->q->d[0], S = a->q->d[1], P = a->pk ? a->pk->d[2] : 0;
-	const int32_t *sl = (const int32_t *)a->seqlens_k->p;
-	for (int64_t b = 0; b < B; b++)
-		if (mkc_rt_check_index(sl[b * a->seqlens_k->s[0]], P + S - 1, P + S - 1, MKC_IX_SEQLEN,
-				       b, bad))
-			return 1;
-	if (a->total && mkc_rt_check_index(*(const int32_t *)a->total->p, P + S, P + S, MKC_IX_TOTAL,
-					   0, bad))
+	const int64_t S = a->q->d[1], P = a->pk ? a->pk->d[2] : 0;
+	if (mkc_gqa_lengths(a->seqlens_k, a->total, P + S, bad))
 		return 1;
 	if (a->cos && mkc_rt_check_index(P + S - 1, 0, mkc_rt_imin(a->cos->d[0], a->sin->d[0]) - 1,
 					 MKC_IX_NEW_POSITION, 0, bad))
 		return 1;
+	return 0;
+}
+
+/*
+ * LengthCheck (passes/gqa.c), the lengths of the GroupQueryAttention nodes
+ * taken apart into the Hugging Face path's: want (int64 [1]) holds P + S;
+ * y (int32 [1]) is written 0. 0, or 1 with what was found in *bad.
+ */
+static inline MKC_BODY int MKC_UNUSED
+mkc_length_check(const mkc_view *y, const mkc_view *seqlens_k, const mkc_view *want,
+		 const mkc_view *total, mkc_rt_bad *bad)
+{
+	if (mkc_gqa_lengths(seqlens_k, total, *(const int64_t *)want->p, bad))
+		return 1;
+	if (MKC_LANE == 0)
+		*(int32_t *)y->p = 0;
 	return 0;
 }
 

@@ -600,9 +600,32 @@ find_io(const mkc_vec *v, const char *name, mkc_dtype dt, bool last_free, int ch
 }
 
 /*
- * What $P_generate needs: which input takes the token and which the
- * position, and which output holds the logits (-1: none, and generate
- * says so at run time).
+ * An input attention_mask [1, past + new] (int64) beside KV caches kept in
+ * place, which generate fills with ones (every position attended, as
+ * onnxruntime-genai gives a single sequence), or -1.
+ */
+static int
+find_mask(const mkc_graph *g)
+{
+	if (!g->states.n)
+		return -1;
+	const mkc_state *st = MKC_STATE(g, 0);
+	mkc_dim all;
+	if (!mkc_dim_add(mkc_dim_sym(st->sym), st->nnew, &all))
+		return -1;
+	for (int i = 0; i < g->inputs.n; i++) {
+		const mkc_tensor *t = MKC_INPUT(g, i);
+		if (!strcmp(t->name, "attention_mask") && t->dtype == MKC_DT_INT64 && t->rank == 2 &&
+		    mkc_dim_eq(t->shape[0], mkc_dim_const(1)) && mkc_dim_eq(t->shape[1], all))
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * What $P_generate needs: which input takes the token, which the position
+ * and which the mask, and which output holds the logits (-1: none, and
+ * generate says so at run time).
  */
 static void
 emit_generate_io(mkc_emitter *e)
@@ -614,9 +637,9 @@ emit_generate_io(mkc_emitter *e)
 	/* every token's logits (mkc --all-logits): generate's one-token steps give one row */
 	int lg = find_io(&g->outputs, "logits", MKC_DT_FLOAT, true, chunk, 2);
 	int64_t vocab = lg >= 0 ? MKC_OUTPUT(g, lg)->shape[MKC_OUTPUT(g, lg)->rank - 1].c : 0;
-	fprintf(e->f, "\n#define MKC_GEN_IDS %d\n#define MKC_GEN_POS %d\n#define MKC_GEN_LOGITS %d\n"
-		"#define MKC_GEN_VOCAB %lldLL\n#define MKC_CAN_GENERATE %d\n", ids, pos, lg,
-		(long long)vocab, ids >= 0 && lg >= 0);
+	fprintf(e->f, "\n#define MKC_GEN_IDS %d\n#define MKC_GEN_POS %d\n#define MKC_GEN_MASK %d\n"
+		"#define MKC_GEN_LOGITS %d\n#define MKC_GEN_VOCAB %lldLL\n#define MKC_CAN_GENERATE %d\n",
+		ids, pos, find_mask(g), lg, (long long)vocab, ids >= 0 && lg >= 0);
 	/* the symbol of a step's token count: generate feeds the prompt in chunks */
 	fprintf(e->f, "#define MKC_GEN_CHUNK_SYM %d\n", chunk);
 }

@@ -774,9 +774,12 @@ emit_rotary(mkc_emitter *e, const mkc_node *n)
 	fprintf(e->f, "\tconst mkc_rotary_opt o = {.heads = %lldLL, .rot = %lldLL, .inter = %d, "
 		".lo = lo, .hi = hi};\n", (long long)(x->rank == 3 ? k->heads : 0),
 		(long long)k->rot_dim, k->interleaved);
-	snprintf(call, sizeof call, "mkc_rotary(&y, &x0, &x%d, &x%d, %s, &o, &bad)", ic, is,
-		 view_in(p, n, ip));
-	emit_checked(e, call);
+	snprintf(call, sizeof call, "mkc_rotary(&y, &x0, &x%d, &x%d, %s, &o, %s)", ic, is,
+		 view_in(p, n, ip), pos ? "&bad" : "NULL");
+	if (pos)
+		emit_checked(e, call);
+	else   /* no positions from the caller: nothing to check, nothing to fail */
+		fprintf(e->f, "	(void)%s;\n", call);
 	return 0;
 }
 
@@ -1038,6 +1041,25 @@ emit_gqa(mkc_emitter *e, const mkc_node *n)
 	return 0;
 }
 
+/*
+ * LengthCheck (passes/gqa.c): the lengths the caller gave a
+ * GroupQueryAttention taken apart, checked (backends/c/gqa.h).
+ */
+static int
+emit_length_check(mkc_emitter *e, const mkc_node *n)
+{
+	const mkc_tensor *sl = n->in[0], *want = n->in[1], *tot = n->nin > 2 ? n->in[2] : NULL;
+	if (sl->dtype != MKC_DT_INT32 || sl->rank != 1 || want->dtype != MKC_DT_INT64 ||
+	    (tot && (tot->dtype != MKC_DT_INT32 || mkc_tensor_numel(tot) != 1)))
+		return unsupported(e, n, "int32 seqlens_k [batch] and total length are what it takes");
+	char tl[16], call[96];
+	decl_all(e, n);
+	snprintf(call, sizeof call, "mkc_length_check(&y, &x0, &x1, %s, &bad)", view_in(tl, n, 2));
+	emit_checked(e, call);
+	fputs("	(void)lo; (void)hi;\n", e->f);
+	return 0;
+}
+
 /* ReduceMean, ReduceSum, ReduceMax: one whole tile (backends/c/reduce.h). */
 static int
 emit_reduce(mkc_emitter *e, const mkc_node *n)
@@ -1159,6 +1181,7 @@ mkc_emit_node(mkc_emitter *e, const mkc_node *n)
 			return unsupported(e, n, "float32 query and int32 seqlens_k and total length are "
 					   "what it takes");
 		return emit_gqa(e, n);
+	case MKC_KERN_CHECK: return emit_length_check(e, n);
 	default: break;
 	}
 	if (k->kind == MKC_KERN_REDUCE)

@@ -625,6 +625,7 @@ static int mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, 
 static int64_t mkc_next_position(const mkc_host *m);
 static void mkc_gen_dims(int64_t *dims, int64_t s);
 static int mkc_prefill(mkc_host *m, const int64_t *prompt, int n);
+static int mkc_gen_mask(mkc_host *m, void **buf);
 
 /*
  * Greedy decoding: the prompt but its last token in chunks, a launch each
@@ -653,9 +654,10 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	struct mkc_gen_io io;
 	memset(&io, 0, sizeof io);
 	for (int i = 0; i < MKC_NINPUTS; i++)
-		if (MKC_GPU(m, cudaMalloc(&in[i], sizeof(int64_t))) ||
-		    MKC_GPU(m, cudaMemcpy(in[i], &first[i == MKC_GEN_IDS ? 0 : 1], sizeof(int64_t),
-					   cudaMemcpyHostToDevice)))
+		if (i == MKC_GEN_MASK ? mkc_gen_mask(m, &in[i])
+				      : MKC_GPU(m, cudaMalloc(&in[i], sizeof(int64_t))) ||
+					MKC_GPU(m, cudaMemcpy(in[i], &first[i == MKC_GEN_IDS ? 0 : 1],
+							       sizeof(int64_t), cudaMemcpyHostToDevice)))
 			goto out;
 	for (int o = 0; o < MKC_NOUTPUTS; o++) {
 		size_t bytes = (size_t)mkc_numel(m, mkc_outputs[o], 1) *

@@ -18,11 +18,15 @@ static char out[1 << 16];
 
 Test(genai, builder_exports_match_onnxruntime, .timeout = 300)
 {
-	cr_assert_eq(mkc_test_run(GENAI "llama_tiny " GENAI "qwen3_tiny", out, sizeof out), 0, "%s",
-		     out);
+	/* steps of 4 and 3 tokens: a chunked file */
+	cr_assert_eq(mkc_test_run("--max-chunk 4 " GENAI "llama_tiny " GENAI "qwen3_tiny", out,
+				  sizeof out), 0, "%s", out);
 	cr_expect(strstr(out, "6 passed, 0 failed"), "%s", out);
+	/* the node whole, the caches given and returned */
+	cr_assert_eq(mkc_test_run("--kv-io --max-chunk 4 " GENAI "qwen3_tiny", out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "3 passed, 0 failed"), "%s", out);
 	/* the same on the shuffled queue, and without the fusions */
-	cr_assert_eq(mkc_test_run("--shuffle 7 --threads 3 --no-fuse " GENAI
+	cr_assert_eq(mkc_test_run("--max-chunk 4 --shuffle 7 --threads 3 --no-fuse " GENAI
 				  "llama_tiny", out, sizeof out), 0, "%s", out);
 	cr_expect(strstr(out, "3 passed, 0 failed"), "%s", out);
 }
@@ -43,15 +47,19 @@ Test(genai, free_symbols_bound_and_packed_qkv_split, .timeout = 120)
 			      "batch_size=N fixes another)"), "%s", out);
 	cr_expect(strstr(out, "the symbol 'kv_cache_dim' is 16 (node "
 			      "'/model/layers.0/attn/GroupQueryAttention')"), "%s", out);
-	cr_expect(strstr(out, "the symbol 'total_sequence_length' is "
-			      "sequence_length+past_sequence_length"), "%s", out);
+	/* a step of one token (no --max-chunk): total is the past and one */
+	cr_expect(strstr(out, "the symbol 'total_sequence_length' is past_sequence_length+1"), "%s",
+		  out);
 	cr_expect(strstr(out, "1 reading a transposed weight (products, embeddings)"), "%s", out);
-	cr_expect(strstr(out, "2 packed QKV split"), "%s", out);
-	cr_expect(strstr(out, "input  attention_mask: int64[1,sequence_length+past_sequence_length]"),
-		  "%s", out);
+	cr_expect(strstr(out, "gqa: 2 GroupQueryAttention nodes with packed QKV split; 2 taken "
+			      "apart into the nodes of the Hugging Face path, 0 kept whole"), "%s", out);
+	cr_expect(strstr(out, "the KV caches hold 256 positions, the rows of 'cos_cache'"), "%s",
+		  out);
+	cr_expect(strstr(out, "state: 4 KV caches of 256 positions kept in place; "
+			      "past_sequence_length counts them"), "%s", out);
+	cr_expect(strstr(out, "input  attention_mask: int64[1,past_sequence_length+1]"), "%s", out);
 	cr_expect(strstr(out, "Gather(lm_head.MatMul.weight, input_ids) -> "
-			      "/model/embed_tokens/Gather/output_0_columns: float32[64,1,sequence_length]"),
-		  "%s", out);
+			      "/model/embed_tokens/Gather/output_0_columns: float32[64,1,1]"), "%s", out);
 	cr_expect_null(strstr(out, "Transpose(lm_head"), "the table is not copied: %s", out);
 	cr_expect(strstr(out, "ReduceSum(attention_mask"), "%s", out);
 }
@@ -67,11 +75,77 @@ Test(genai, dim_errors_name_the_symbols, .timeout = 60)
 	snprintf(cmd, sizeof cmd, "%s " GENAI "llama_tiny --dim batch_size=0 2>&1", mkc_bin());
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 1, "%s", out);
 	cr_expect(strstr(out, "--dim batch_size=0: NAME=N with N from 1 to 2^40"), "%s", out);
-	/* 4096 sequences a step: the arena says what that costs */
+	/* 4096 sequences of up to 4096 tokens a step: the arena says what that costs */
 	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s " GENAI "llama_tiny --dim batch_size=4096 "
-		 "-o $d/m.c 2>&1; rc=$?; rm -rf $d; exit $rc", mkc_bin());
+		 "--dim sequence_length=4096 -o $d/m.c 2>&1; rc=$?; rm -rf $d; exit $rc", mkc_bin());
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
 	cr_expect(strstr(out, "warning: the emitted code takes a 40 GiB arena, sized for every "
 			      "symbolic dimension at 4096 (--max-dim; --dim NAME=N fixes one)"),
 		  "%s", out);
+}
+
+/*
+ * The caches kept in place: a step of 3 tokens, then one whose
+ * attention_mask has a hole (seqlens_k from it is one short) is refused by
+ * the LengthCheck with a sentence naming the node, the cache left at 3;
+ * the same token with a full mask steps; generate after a reset runs
+ * (--max-chunk 4: its prompt in chunks) and gives onnxruntime's tokens
+ * (test generate's check, through tools/ort_decode.py, for this file).
+ */
+Test(genai, caches_in_place_and_a_padded_mask_refused, .timeout = 300)
+{
+	static const char prog[] =
+		"#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include \"genai.h\"\n"
+		"static float logits[4 * 1040];\n"
+		"static int step(genai *x, const int64_t *ids, const int64_t *mask, int n) {\n"
+		"  int64_t dims[8];\n"
+		"  for (int i = 0; i < genai_num_dims(); i++)\n"
+		"    dims[i] = strcmp(genai_dim_name(i), \"sequence_length\") ? -1 : n;\n"
+		"  const void *in[2] = {ids, mask}; void *o[1] = {logits};\n"
+		"  return genai_step(x, in, o, dims);\n"
+		"}\n"
+		"int main(void) {\n"
+		"  genai *x;\n"
+		"  if (genai_create(&x, NULL) || genai_load_weights(x, DIR)) return 9;\n"
+		"  printf(\"inputs %d: %s %s, caches %d\\n\", genai_num_inputs(), genai_input_name(0),\n"
+		"         genai_input_name(1), genai_num_caches());\n"
+		"  static const int64_t ids[4] = {5, 9, 13, 17}, ones[4] = {1, 1, 1, 1};\n"
+		"  static const int64_t holed[4] = {1, 1, 0, 1};\n"
+		"  int rc = step(x, ids, ones, 3);\n"
+		"  printf(\"three: %d, len %lld\\n\", rc, (long long)genai_cache_len(x));\n"
+		"  rc = step(x, ids + 3, holed, 1);\n"
+		"  printf(\"holed: %d %s, len %lld\\n\", rc, genai_last_error(x),\n"
+		"         (long long)genai_cache_len(x));\n"
+		"  rc = step(x, ids + 3, ones, 1);\n"
+		"  printf(\"one: %d, len %lld\\n\", rc, (long long)genai_cache_len(x));\n"
+		"  int64_t prompt[40], toks[16];\n"
+		"  for (int i = 0; i < 40; i++) prompt[i] = (7 + 13 * i) % 256;\n"
+		"  genai_cache_reset(x);\n"
+		"  if (genai_generate(x, prompt, 40, 16, toks)) return 8;\n"
+		"  printf(\"tokens:\");\n"
+		"  for (int i = 0; i < 16; i++) printf(\" %lld\", (long long)toks[i]);\n"
+		"  printf(\"\\n\");\n"
+		"  genai_destroy(x);\n"
+		"  return 0;\n"
+		"}\n";
+	static char cmd[1 << 14];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && %s " GENAI "llama_tiny --max-chunk 4 -o $d/genai.c && "
+		 "cat > $d/t.c <<'EOF'\n%sEOF\n"
+		 "cc -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined "
+		 "-fno-sanitize-recover=all -DDIR=\\\"" GENAI "llama_tiny\\\" -pthread -I$d -o $d/t "
+		 "$d/t.c $d/genai.c -lm && timeout 120 $d/t && python3 tools/ort_decode.py "
+		 GENAI "llama_tiny/model.onnx 16 --prompt seq:40; rc=$?; rm -rf $d; exit $rc",
+		 mkc_bin(), prog);
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "inputs 2: input_ids attention_mask, caches 4\n"), "%s", out);
+	cr_expect(strstr(out, "three: 0, len 3\n"), "%s", out);
+	cr_expect(strstr(out, "holed: -1 node '/model/layers.0/attn/GroupQueryAttention/lengths' "
+			      "(LengthCheck): seqlens_k[0] is 2, not 3"), "%s", out);
+	cr_expect(strstr(out, ", len 3\none: 0, len 4\n"), "%s", out);
+	char *a = strstr(out, "tokens:"), *b = a ? strstr(a + 1, "tokens:") : NULL;
+	cr_assert(a && b, "%s", out);
+	size_t la = strcspn(a, "\n");
+	cr_expect(la == strcspn(b, "\n") && !strncmp(a, b, la), "mkc and onnxruntime differ: %s",
+		  out);
 }
