@@ -19,7 +19,9 @@ typedef struct {
 static const pass passes[] = {
 	{"infer", mkc_pass_infer, NULL},
 	{"gqa", mkc_pass_gqa, NULL},
+	{"layout", mkc_pass_layout, NULL},
 	{"canon", mkc_pass_canon, NULL},
+	{"flat", mkc_pass_flat, NULL},
 	{"fuse", mkc_pass_fuse, NULL},
 	{"dce", mkc_pass_dce, NULL},
 	{"state", mkc_pass_state, NULL},

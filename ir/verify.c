@@ -16,8 +16,9 @@ broken(mkc_graph *g, const mkc_node *n, const char *what, const char *name)
 static bool
 defined_before(const mkc_tensor *t, int id)
 {
-	/* a folded node's outputs are weights: known whether or not it runs */
-	if (t->kind == MKC_TK_INPUT || (t->kind == MKC_TK_WEIGHT && mkc_tensor_is_const(t)))
+	/* a folded node's outputs are weights: known whether or not it runs; a
+	 * weight stored transposed (passes/layout.c) is made by the loader */
+	if (t->kind == MKC_TK_INPUT || (t->kind == MKC_TK_WEIGHT && (mkc_tensor_is_const(t) || t->xk)))
 		return true;
 	return t->producer && t->producer->id < id && !t->producer->dead;
 }

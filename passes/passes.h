@@ -46,6 +46,8 @@
 
 int mkc_pass_infer(mkc_graph *g);
 int mkc_pass_gqa(mkc_graph *g);            /* passes/gqa.c: GroupQueryAttention taken apart */
+int mkc_pass_layout(mkc_graph *g);         /* passes/layout.c: weights stored as products read them */
+int mkc_pass_flat(mkc_graph *g);           /* passes/flat.c: hidden states as rows [S, X] */
 int mkc_pass_canon(mkc_graph *g);
 int mkc_pass_fuse(mkc_graph *g);           /* passes/fuse.c: exact fusions */
 int mkc_pass_dce(mkc_graph *g);

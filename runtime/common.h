@@ -33,6 +33,7 @@
 #define MKC_LANES_SYNC() ((void)0)
 #define MKC_RESTRICT
 #define mkc_rt_block_sum(v) (v)   /* one lane: its own sum */
+#define mkc_rt_block_sum_u64(v) (v)
 #define mkc_rt_warp_sum(v) (v)
 #define mkc_rt_dot8_bf16 mkc_rt_dot8_bf16_c
 #define mkc_rt_dot4 mkc_rt_dot4_c
@@ -370,6 +371,9 @@ typedef struct {
 	int64_t cap;        /* cap_axis (cap 0: dense as the dims say) */
 	int safetensors;    /* file is a safetensors file (runtime/files.h checks its header) */
 	int check;          /* embedded bytes of an initializer: compared with the file's at load */
+	/* stored transposed (passes/layout.c): the file holds [xk, xn] at offset, and this
+	 * weight [rows, xk] is the transpose of its columns xc0 .. xc0 + rows - 1; xk 0: not */
+	int64_t xk, xn, xc0;
 } mkc_rt_tensor_info;
 
 /* A KV cache the model keeps (passes/state.c). */
@@ -431,6 +435,24 @@ mkc_rt_block_sum(float v)
 	for (int w = 0; w < (int)(blockDim.x + MKC_WARP - 1) / MKC_WARP; w++)
 		s += part[w];
 	return s;
+}
+
+/*
+ * The wrapping sum of every lane's v over the block, in every lane; every
+ * lane of the block must call it. Integers add in any order alike, so an
+ * atomic add on one shared word does.
+ */
+static __device__ inline uint64_t MKC_UNUSED
+mkc_rt_block_sum_u64(uint64_t v)
+{
+	__shared__ unsigned long long total;
+	__syncthreads();   /* the last call's total has been read */
+	if (threadIdx.x == 0)
+		total = 0;
+	__syncthreads();
+	atomicAdd(&total, (unsigned long long)v);
+	__syncthreads();
+	return (uint64_t)total;
 }
 
 /*

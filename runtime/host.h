@@ -247,6 +247,31 @@ mkc_load_file(mkc_host *m, const mkc_rt_tensor_info *ti, const char *dir, void *
 }
 
 /*
+ * A weight stored transposed (passes/layout.c): tmp holds the file's [xk,
+ * xn] matrix of elements of fe bytes; its columns xc0 .. xc0 + n / xk - 1,
+ * transposed, take its place (n elements, [n / xk, xk]). 0, or -1 with err
+ * set.
+ */
+static int
+mkc_take_columns(mkc_host *m, const mkc_rt_tensor_info *ti, void *tmp, size_t fe, int64_t n)
+{
+	const int64_t k = ti->xk, rows = n / k;
+	unsigned char *out = (unsigned char *)malloc((size_t)n * fe + 1);
+	if (!out) {
+		mkc_seterr(m, "out of memory transposing weight '%s'", ti->name);
+		return -1;
+	}
+	const unsigned char *in = (const unsigned char *)tmp;
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t i = 0; i < k; i++)
+			memcpy(out + (size_t)(r * k + i) * fe,
+			       in + (size_t)(i * ti->xn + ti->xc0 + r) * fe, fe);
+	memcpy(tmp, out, (size_t)n * fe);
+	free(out);
+	return 0;
+}
+
+/*
  * Reads one initializer into host memory and stores it in its buffer; a
  * float32 weight kept as bf16 is narrowed on the way. An initializer
  * compiled into the file (ti->check) is compared with it instead: the
@@ -260,7 +285,10 @@ mkc_load_one(mkc_host *m, int t, const mkc_rt_tensor *pt, const char *dir, const
 	const mkc_rt_tensor_info *ti = &mkc_tensors[t];
 	int64_t n = mkc_numel(m, t, 0);
 	int narrow = ti->fdtype == 1 && ti->dtype == 16;
-	size_t want = (size_t)n * (size_t)ti->esize, read = narrow ? (size_t)n * 4 : want;
+	const size_t fe = narrow ? 4 : (size_t)ti->esize;   /* an element in the file */
+	/* stored transposed: the whole [xk, xn] matrix is read, then its columns taken */
+	const size_t nf = ti->xk ? (size_t)(ti->xk * ti->xn) : (size_t)n;
+	size_t want = (size_t)n * (size_t)ti->esize, read = nf * fe;
 	void *tmp = malloc(read ? read : 1);
 	if (!tmp) {
 		mkc_seterr(m, "out of memory reading weight '%s'", ti->name);
@@ -269,8 +297,10 @@ mkc_load_one(mkc_host *m, int t, const mkc_rt_tensor *pt, const char *dir, const
 	mkc_rt_tensor_info file = *ti;   /* as the file holds it */
 	if (narrow)
 		file.esize = 4;
-	int rc = pt ? mkc_load_bytes(m, &file, pt, dir, tmp, n)
+	int rc = pt ? mkc_load_bytes(m, &file, pt, dir, tmp, (int64_t)nf)
 		    : mkc_load_file(m, &file, dir, tmp, read);
+	if (rc == 0 && ti->xk && mkc_take_columns(m, ti, tmp, fe, n))
+		rc = -1;
 	if (rc == 0 && narrow)
 		for (int64_t i = 0; i < n; i++)
 			((uint16_t *)tmp)[i] = mkc_rt_to_bf16(((const float *)tmp)[i]);

@@ -7,7 +7,7 @@
  * The node is one whole tile: output element o is the o-th combination of
  * the kept axes (row-major), so the output is written densely, a lane an
  * element, each summing its elements in row-major order of the reduced
- * axes.
+ * axes; on a GPU a sum to one value is the block's.
  */
 
 enum { MKC_REDUCE_SUM, MKC_REDUCE_MEAN, MKC_REDUCE_MAX };
@@ -31,6 +31,40 @@ mkc_reduce(int op, const mkc_view *y, const mkc_view *x, const int *red, int esi
 		on *= kd[d];
 		rn *= rd[d];
 	}
+#if defined(__CUDACC__) || defined(__HIPCC__)
+	/*
+	 * One output (every axis reduced: a mask's length) on a GPU: the
+	 * block's lanes share it, each summing every MKC_NLANES-th element,
+	 * then the block adds the partial sums (floats in mkc_rt_block_sum's
+	 * order; integers, whose wrapping sum has no order, by
+	 * mkc_rt_block_sum_u64). One lane summing 1025 int64 took 260 us on an
+	 * H200.
+	 */
+	if (on == 1 && op != MKC_REDUCE_MAX) {
+		float acc = 0;
+		uint64_t iacc = 0;
+		for (int64_t k = MKC_LANE; k < rn; k += MKC_NLANES) {
+			mkc_rt_unflat(k, zero, rd, r, ridx);
+			const int64_t at = mkc_rt_dot(ridx, x->s, r);
+			if (!esize)
+				acc += ((const float *)x->p)[at];
+			else
+				iacc += (uint64_t)(esize == 8 ? ((const int64_t *)x->p)[at]
+							    : ((const int32_t *)x->p)[at]);
+		}
+		if (!esize)
+			acc = mkc_rt_block_sum(acc);
+		else
+			iacc = mkc_rt_block_sum_u64(iacc);
+		if (MKC_LANE == 0 && !esize)
+			((float *)y->p)[0] = op == MKC_REDUCE_MEAN ? acc / (float)rn : acc;
+		else if (MKC_LANE == 0 && esize == 8)
+			((int64_t *)y->p)[0] = (int64_t)iacc;
+		else if (MKC_LANE == 0)
+			((int32_t *)y->p)[0] = (int32_t)(uint32_t)iacc;
+		return;
+	}
+#endif
 	for (int64_t o = MKC_LANE; o < on; o += MKC_NLANES) {
 		mkc_rt_unflat(o, zero, kd, r, idx);
 		const int64_t base = mkc_rt_dot(idx, x->s, r);

@@ -182,6 +182,24 @@ mkc_norm_row4(float *MKC_RESTRICT py, const float *MKC_RESTRICT px, int64_t len,
 #endif
 
 /*
+ * The lanes that share a row of a box of cnt rows: on a GPU a warp when
+ * every warp gets a row (*by_warp 1, a warp's shuffles sum it), else the
+ * whole block; on the C target the one lane.
+ */
+static inline MKC_BODY int64_t MKC_UNUSED
+mkc_rows_lanes(int64_t cnt, int *by_warp)
+{
+#if defined(__CUDACC__) || defined(__HIPCC__)
+	*by_warp = MKC_NLANES % MKC_WARP == 0 && cnt >= MKC_NLANES / MKC_WARP;
+	return *by_warp ? (int64_t)MKC_WARP : MKC_NLANES;
+#else
+	(void)cnt;
+	*by_warp = 0;
+	return 1;
+#endif
+}
+
+/*
  * RMSNormalization and LayerNormalization over the axes from o->axis on:
  * y = (x - mean) / sqrt(mean of squares + eps) * scale (+ bias), the mean
  * 0 for RMS. On a GPU the lanes share each row: a decode step's norms are
@@ -202,13 +220,8 @@ mkc_norm(const mkc_view *y, const mkc_view *x, const mkc_view *scale, const mkc_
 	const int64_t cnt = mkc_rows_box(y, o->axis, 0, lo, hi, ext, &len, &st);
 	const int sk = mkc_rows_wkind(scale, y, o->axis, len);
 	const int bk = bias ? mkc_rows_wkind(bias, y, o->axis, len) : MKC_ROWS_W_ONE;
-#if defined(__CUDACC__) || defined(__HIPCC__)
-	const int by_warp = MKC_NLANES % MKC_WARP == 0 && cnt >= MKC_NLANES / MKC_WARP;
-	const int64_t g = by_warp ? (int64_t)MKC_WARP : MKC_NLANES;
-#else
-	const int by_warp = 0;
-	const int64_t g = 1;
-#endif
+	int by_warp;
+	const int64_t g = mkc_rows_lanes(cnt, &by_warp);
 	const int64_t lane = MKC_LANE % g;
 	for (int64_t f = MKC_LANE / g; f < cnt; f += MKC_NLANES / g) {
 		mkc_rt_unflat(f, lo, ext, r, idx);
@@ -242,11 +255,13 @@ mkc_norm(const mkc_view *y, const mkc_view *x, const mkc_view *scale, const mkc_
 }
 
 /*
- * SkipSimplifiedLayerNormalization over the last axis, a lane a row:
- * t = a + b (+ bias), kept in sum when it is wanted (else in y), then
- * y = t / sqrt(mean(t^2) + eps) * gamma; per-row outputs y2 = 1 / deviation
- * and y1 = 0 (the mean output onnxruntime leaves empty). Views that are
- * NULL are outputs the node does not have.
+ * SkipSimplifiedLayerNormalization over the last axis: t = a + b (+ bias),
+ * kept in sum when it is wanted (else in y), then y = t / sqrt(mean(t^2) +
+ * eps) * gamma; per-row outputs y2 = 1 / deviation and y1 = 0 (the mean
+ * output onnxruntime leaves empty). Views that are NULL are outputs the
+ * node does not have. The lanes share rows as mkc_norm's do (a warp a row,
+ * or the block for fewer rows than warps: a decode step's one row took 172
+ * us on one lane of an H200); each lane reads back only the t it wrote.
  */
 static inline MKC_BODY void MKC_UNUSED
 mkc_skip_norm(const mkc_view *y, const mkc_view *a, const mkc_view *b, const mkc_view *gamma,
@@ -256,21 +271,28 @@ mkc_skip_norm(const mkc_view *y, const mkc_view *a, const mkc_view *b, const mkc
 	int64_t ext[MKC_RANK + 1], idx[MKC_RANK + 1], len, st;
 	const int r = y->rank;
 	const int64_t cnt = mkc_rows_box(y, r - 1, 0, lo, hi, ext, &len, &st);
-	for (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {
+	int by_warp;
+	const int64_t g = mkc_rows_lanes(cnt, &by_warp);
+	const int64_t lane = MKC_LANE % g;
+	for (int64_t f = MKC_LANE / g; f < cnt; f += MKC_NLANES / g) {
 		mkc_rt_unflat(f, lo, ext, r, idx);
 		const float *pa = (const float *)a->p + mkc_rt_dot(idx, a->s, r);
 		const float *pb = (const float *)b->p + mkc_rt_dot(idx, b->s, r);
 		float *py = (float *)y->p + mkc_rt_dot(idx, y->s, r);
 		float *ps = sum ? (float *)sum->p + mkc_rt_dot(idx, sum->s, r) : py;
 		float ss = 0;
-		for (int64_t j = 0; j < len; j++) {
+		for (int64_t j = lane; j < len; j += g) {
 			ps[j] = bias ? pa[j] + pb[j] + mkc_rows_at(bias, j) : pa[j] + pb[j];
 			ss += ps[j] * ps[j];
 		}
+		if (g > 1)
+			ss = by_warp ? mkc_rt_warp_sum(ss) : mkc_rt_block_sum(ss);
 		float inv = 1.0f / sqrtf(ss / (float)len + eps);
-		for (int64_t j = 0; j < len; j++)
+		for (int64_t j = lane; j < len; j += g)
 			py[j] = ps[j] * inv * mkc_rows_at(gamma, j);
-		mkc_rows_put(y2, idx, inv);
-		mkc_rows_put(y1, idx, 0);
+		if (lane == 0) {
+			mkc_rows_put(y2, idx, inv);
+			mkc_rows_put(y1, idx, 0);
+		}
 	}
 }

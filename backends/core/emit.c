@@ -413,8 +413,8 @@ rt_kind(const mkc_tensor *t)
 		return 1;
 	if (t->kind == MKC_TK_OUTPUT)
 		return 2;
-	if (t->kind == MKC_TK_WEIGHT && t->data)
-		return 3;
+	if (t->kind == MKC_TK_WEIGHT && (t->data || t->xk))
+		return 3;   /* bytes, or a transpose the loader makes (passes/layout.c) */
 	if (t->kind == MKC_TK_WEIGHT && t->symval)
 		return 4;
 	if (t->kind == MKC_TK_WEIGHT && t->nbytes == 0)
@@ -438,6 +438,8 @@ rt_same_weight(const mkc_tensor *a, const mkc_tensor *b)
 	for (int d = 0; d < a->rank; d++)
 		if (!mkc_dim_eq(a->shape[d], b->shape[d]))
 			return false;
+	if (a->xk != b->xk || a->xn != b->xn || a->xc0 != b->xc0)
+		return false;
 	if (a->ext_file || b->ext_file)
 		return a->ext_file && b->ext_file && strcmp(a->ext_file, b->ext_file) == 0 &&
 		       a->ext_offset == b->ext_offset;
@@ -452,8 +454,10 @@ rt_same_weight(const mkc_tensor *a, const mkc_tensor *b)
 static bool
 embedded(const mkc_graph *g, const mkc_tensor *t, const mkc_emit_options *o)
 {
-	return rt_kind(t) == 3 && (!t->initializer || (int64_t)t->nbytes <= o->embed_limit ||
-				   (!t->ext_file && !g->protobuf_weights));
+	/* one stored transposed (passes/layout.c) is made by the loader, always */
+	return rt_kind(t) == 3 && !t->xk &&
+	       (!t->initializer || (int64_t)t->nbytes <= o->embed_limit ||
+		(!t->ext_file && !g->protobuf_weights));
 }
 
 static void
@@ -544,8 +548,9 @@ emit_tensors(mkc_emitter *e, int ntensors, const mkc_emit_options *o)
 			fprintf(f, "NULL, 0, %lld", emb ? -1 : at);
 		/* a Hugging Face weight: its safetensors header is checked at load */
 		bool sft = file && !g->protobuf_weights;
-		fprintf(f, ", %d, %lld, %d, %d},\n", t->cap ? t->cap_axis : -1, (long long)t->cap, sft,
-			check);
+		fprintf(f, ", %d, %lld, %d, %d, %lld, %lld, %lld},\n", t->cap ? t->cap_axis : -1,
+			(long long)t->cap, sft, check, (long long)t->xk, (long long)t->xn,
+			(long long)t->xc0);
 	}
 	fputs("};\n", f);
 	fprintf(f, "\nstatic const mkc_rt_cache mkc_caches[MKC_NCACHES + 1] MKC_UNUSED = {\n");

@@ -34,9 +34,10 @@ Test(genai, builder_exports_match_onnxruntime, .timeout = 300)
 /*
  * What mkc makes of the export, in its -v report and the lowered graph:
  * the batch is 1, the head size and the total length are bound, packed QKV
- * is split, the embedding reads lm_head's weight by columns (no Transpose
- * of the table), and the mask's int64 ReduceSum stays a node the C target
- * computes.
+ * is split into three products, each reading its rows of the weight stored
+ * transposed, the embedding and the output layer read lm_head's weight
+ * stored transposed (no Transpose of the table), and the mask's int64
+ * ReduceSum stays a node the C target computes.
  */
 Test(genai, free_symbols_bound_and_packed_qkv_split, .timeout = 120)
 {
@@ -50,7 +51,9 @@ Test(genai, free_symbols_bound_and_packed_qkv_split, .timeout = 120)
 	/* a step of one token (no --max-chunk): total is the past and one */
 	cr_expect(strstr(out, "the symbol 'total_sequence_length' is past_sequence_length+1"), "%s",
 		  out);
-	cr_expect(strstr(out, "1 reading a transposed weight (products, embeddings)"), "%s", out);
+	/* every MatMul weight [K, N] and the tied embedding's Transpose stored transposed */
+	cr_expect(strstr(out, "layout: weights stored transposed, read by rows: 1 embeddings (their "
+			      "Transpose gone), 2 split products, 9 other products"), "%s", out);
 	cr_expect(strstr(out, "gqa: 2 GroupQueryAttention nodes with packed QKV split; 2 taken "
 			      "apart into the nodes of the Hugging Face path, 0 kept whole"), "%s", out);
 	cr_expect(strstr(out, "the KV caches hold 256 positions, the rows of 'cos_cache'"), "%s",
@@ -58,8 +61,26 @@ Test(genai, free_symbols_bound_and_packed_qkv_split, .timeout = 120)
 	cr_expect(strstr(out, "state: 4 KV caches of 256 positions kept in place; "
 			      "past_sequence_length counts them"), "%s", out);
 	cr_expect(strstr(out, "input  attention_mask: int64[1,past_sequence_length+1]"), "%s", out);
-	cr_expect(strstr(out, "Gather(lm_head.MatMul.weight, input_ids) -> "
-			      "/model/embed_tokens/Gather/output_0_columns: float32[64,1,1]"), "%s", out);
+	cr_expect(strstr(out, "Gather(lm_head.MatMul.weight_T, input_ids) -> "
+			      "/model/embed_tokens/Gather/output_0: float32[1,1,64]"), "%s", out);
+	cr_expect(strstr(out, "MatMul(/model/layers.2/final_norm_layernorm/output_0, "
+			      "lm_head.MatMul.weight_T) -> logits: float32[1,1,1040]\n"
+			      "       kernel matmul trans_a=0 trans_b=1"), "%s", out);
+	/* as a folder's graph: the key's norm, product, rotary and append one node
+	 * (passes/flat.c makes the builder's [1, S, hidden] rows and norms the
+	 * fusions take), the norm and SwiGLU with theirs, residuals in Gemm */
+	cr_expect(strstr(out, "flat: 25 row-wise nodes over [S, X] rows (4 skip norms into Add "
+			      "and RMSNormalization), 10 views joining them to other nodes"), "%s",
+		  out);
+	cr_expect(strstr(out, "HeadProj(/model/embed_tokens/Gather/output_0_rows, "
+			      "model.layers.0.input_layernorm.weight, "
+			      "model.layers.0.attn.qkv_proj.MatMul.weight_T_64_96, cos_cache_new_rows, "
+			      "sin_cache_new_rows) -> present.0.key"), "%s", out);
+	cr_expect(strstr(out, "NormGlu(/model/layers.0/post_attention_layernorm/output_3, "
+			      "model.layers.0.post_attention_layernorm.weight, "
+			      "model.layers.0.mlp.gate_proj.MatMul.weight_T, "
+			      "model.layers.0.mlp.up_proj.MatMul.weight_T)"), "%s", out);
+	cr_expect(strstr(out, "fuse: 4 residual adds into Gemm, 2 SwiGLU"), "%s", out);
 	cr_expect_null(strstr(out, "Transpose(lm_head"), "the table is not copied: %s", out);
 	cr_expect(strstr(out, "ReduceSum(attention_mask"), "%s", out);
 }
@@ -148,4 +169,30 @@ Test(genai, caches_in_place_and_a_padded_mask_refused, .timeout = 300)
 	size_t la = strcspn(a, "\n");
 	cr_expect(la == strcspn(b, "\n") && !strncmp(a, b, la), "mkc and onnxruntime differ: %s",
 		  out);
+}
+
+/*
+ * onnxruntime-genai's own generator (greedy, gen_genai.py: greedy.txt, 32
+ * tokens after the prompt seq:39) against examples/generate.c on the C
+ * output: Llama's decode file, Qwen3's chunked file (the prompt in chunks
+ * of 8).
+ */
+Test(genai, greedy_tokens_are_the_generators, .timeout = 300)
+{
+	static const char *const runs[][2] = {{"llama_tiny", ""}, {"qwen3_tiny", "--max-chunk 8"}};
+	for (int i = 0; i < 2; i++) {
+		char cmd[2048];
+		snprintf(cmd, sizeof cmd,
+			 "d=$(mktemp -d) && %s " GENAI "%s %s -o $d/llama.c --workers 2 && "
+			 "cc -std=c11 -O2 -Wall -Wextra -Werror -pthread $MKC_TEST_CFLAGS -I$d -o $d/gen "
+			 "examples/generate.c $d/llama.c -lm && $d/gen " GENAI "%s/model.onnx 32 seq:39 "
+			 "&& grep '^tokens:' " GENAI "%s/greedy.txt; rc=$?; rm -rf $d; exit $rc",
+			 mkc_bin(), runs[i][0], runs[i][1], runs[i][0], runs[i][0]);
+		cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+		char *a = strstr(out, "tokens:"), *b = a ? strstr(a + 1, "tokens:") : NULL;
+		cr_assert(a && b, "%s", out);
+		size_t la = strcspn(a, "\n");
+		cr_expect(la == strcspn(b, "\n") && !strncmp(a, b, la),
+			  "%s: mkc and onnxruntime-genai's generator differ: %s", runs[i][0], out);
+	}
 }

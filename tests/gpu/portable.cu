@@ -67,6 +67,12 @@ lanes_block_sum(float v)
 	return ON_GPU(mkc_rt_block_sum(v), v);
 }
 
+static MKC_HD inline uint64_t
+lanes_block_sum_u64(uint64_t v)
+{
+	return ON_GPU(mkc_rt_block_sum_u64(v), v);
+}
+
 static MKC_HD inline float
 lanes_warp_sum(float v)
 {
@@ -87,6 +93,7 @@ lanes_dot4(const float *x, const float *w)
 }
 
 #define mkc_rt_block_sum lanes_block_sum
+#define mkc_rt_block_sum_u64 lanes_block_sum_u64
 #define mkc_rt_warp_sum lanes_warp_sum
 #define mkc_rt_dot8_bf16 lanes_dot8_bf16
 #define mkc_rt_dot4 lanes_dot4

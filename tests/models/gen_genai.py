@@ -17,6 +17,10 @@ computes from the same inputs (attention_mask all ones):
     test_data_set_1: 4 new tokens after a past of 3
     test_data_set_2: 3 new tokens, no past
 
+and greedy.txt: the 32 tokens onnxruntime-genai's own generator picks
+greedily (Generator with do_sample off, on the builder's folder) after the
+39-token prompt examples/generate.c calls seq:39.
+
 The Hugging Face folder each is built from (random weights, seeded; a
 word-level tokenizer of the vocabulary, which the builder insists on) is
 made in a scratch folder and not kept.
@@ -108,6 +112,30 @@ def head_size(m):
                 return 2 * cos.dims[1]
     raise SystemExit("gen_genai: no GroupQueryAttention with a cos cache")
 
+# examples/generate.c's seq:39: seq:40 would end in token 2, the tokenizer's end token, which
+# the generator takes as padding (its position masked out of the attention)
+GREEDY_PROMPT = [(7 + 13 * i) % 256 for i in range(39)]
+GREEDY_NEW = 32
+
+def greedy(built, dst):
+    """onnxruntime-genai's own generator, greedy, on the builder's folder:
+    GREEDY_NEW tokens after GREEDY_PROMPT, into dst/greedy.txt as
+    examples/generate.c prints them ("tokens: ...")."""
+    import onnxruntime_genai as og
+    model = og.Model(built)
+    params = og.GeneratorParams(model)
+    params.set_search_options(do_sample=False, max_length=len(GREEDY_PROMPT) + GREEDY_NEW)
+    gen = og.Generator(model, params)
+    gen.append_tokens(GREEDY_PROMPT)
+    while not gen.is_done():
+        gen.generate_next_token()
+    new = list(gen.get_sequence(0))[len(GREEDY_PROMPT):]
+    if len(new) != GREEDY_NEW:
+        raise SystemExit(f"gen_genai: the generator stopped after {len(new)} tokens (an end token)")
+    with open(os.path.join(dst, "greedy.txt"), "w") as f:
+        f.write(f"# onnxruntime-genai {og.__version__} greedy generator, prompt seq:39\n")
+        f.write("tokens: " + " ".join(map(str, new)) + "\n")
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "genai")
     rng = np.random.default_rng(34)
@@ -124,6 +152,7 @@ def main():
             os.makedirs(dst)
             for f in ("model.onnx", "model.onnx.data"):
                 shutil.copyfile(os.path.join(built, f), os.path.join(dst, f))
+            greedy(built, dst)
         test_sets(dst, rng, cfg["vocab_size"])
         print(f"gen_genai: wrote {dst}")
 
