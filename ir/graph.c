@@ -554,6 +554,42 @@ mkc_graph_fresh_name(mkc_graph *g, const char *base, const char *suffix)
 }
 
 /* See graph.h. */
+mkc_tensor *
+mkc_graph_ints(mkc_graph *g, const char *name, int n, const mkc_dim *v)
+{
+	mkc_arena *a = g->ctx->arena;
+	mkc_tensor *t = mkc_graph_tensor(g, name);
+	t->kind = MKC_TK_WEIGHT;
+	t->dtype = MKC_DT_INT64;
+	t->rank = 1;
+	t->shape[0] = mkc_dim_const(n);
+	t->symval = mkc_arena_alloc(a, (size_t)n * sizeof *t->symval);
+	t->nsymval = n;
+	memcpy(t->symval, v, (size_t)n * sizeof *v);
+	int64_t *c = mkc_arena_alloc(a, (size_t)n * sizeof *c);
+	for (int i = 0; i < n; i++) {
+		if (!mkc_dim_is_const(v[i]))
+			return t;
+		c[i] = v[i].c;
+	}
+	t->data = c;
+	t->nbytes = (size_t)n * sizeof *c;
+	return t;
+}
+
+/* See graph.h. */
+void
+mkc_node_add_attr(mkc_graph *g, mkc_node *n, mkc_attr a)
+{
+	mkc_attr *at = mkc_arena_alloc(g->ctx->arena, (size_t)(n->nattr + 1) * sizeof *at);
+	if (n->nattr)
+		memcpy(at, n->attr, (size_t)n->nattr * sizeof *at);
+	at[n->nattr] = a;
+	n->attr = at;
+	n->nattr++;
+}
+
+/* See graph.h. */
 void
 mkc_graph_move_before(mkc_graph *g, mkc_node *n, const mkc_node *at)
 {
@@ -1019,7 +1055,7 @@ mkc_graph_readers_all(const mkc_graph *g, const mkc_tensor *t,
 {
 	for (int i = 0; i < g->nodes.n; i++) {
 		const mkc_node *n = MKC_NODE(g, i);
-		for (int j = 0; j < n->nin; j++)
+		for (int j = 0; !n->dead && j < n->nin; j++)
 			if (n->in[j] == t && !ok(n, j))
 				return false;
 	}

@@ -254,6 +254,8 @@ mkc_node *mkc_graph_add_node(mkc_graph *g, const char *name, const char *domain,
 			     const char *op_type, int nin, int nout, int nattr);
 /* base_suffix, or base_suffix_1, _2, ... where that names a tensor already */
 const char *mkc_graph_fresh_name(mkc_graph *g, const char *base, const char *suffix);
+/* a new int64 [n] weight of values v, symbolic ones (with no bytes then) computed at run time */
+mkc_tensor *mkc_graph_ints(mkc_graph *g, const char *name, int n, const mkc_dim *v);
 /* n, the last node, just before node at (ids follow) */
 void mkc_graph_move_before(mkc_graph *g, mkc_node *n, const mkc_node *at);
 int mkc_graph_sym(mkc_graph *g, const char *name);   /* find or add */
@@ -300,7 +302,7 @@ int mkc_graph_bind_input(mkc_graph *g, const char *name, const mkc_tensor *value
 /* True if some node reads t where its op needs a compile-time value. */
 bool mkc_graph_needs_const(const mkc_graph *g, const mkc_tensor *t);
 
-/* True if every node that reads t reads it as an input i with ok(node, i). */
+/* True if every live node that reads t reads it as an input i with ok(node, i). */
 bool mkc_graph_readers_all(const mkc_graph *g, const mkc_tensor *t,
 			   bool (*ok)(const mkc_node *n, int input));
 void mkc_graph_count_uses(mkc_graph *g);
@@ -330,7 +332,8 @@ bool mkc_op_input_required(const mkc_op_info *oi, int i);
 int mkc_node_check_schema(const mkc_graph *g, const mkc_node *n);
 int64_t mkc_node_attr_int(const mkc_node *n, const char *name, int64_t dflt);
 float mkc_node_attr_float(const mkc_node *n, const char *name, float dflt);
-float mkc_node_epsilon(const mkc_node *n);   /* a norm's, or its op's default */
+float mkc_node_epsilon(const mkc_node *n);
+void mkc_node_add_attr(mkc_graph *g, mkc_node *n, mkc_attr a);   /* a after n's attributes */   /* a norm's, or its op's default */
 int mkc_node_error(const mkc_graph *g, const mkc_node *n, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));   /* returns -1 */
 

@@ -830,12 +830,7 @@ match_causal_mask(mkc_graph *g, mkc_node *n)
 			n->attr[i].i = causal;
 			return 1;
 		}
-	mkc_attr *at = mkc_arena_alloc(g->ctx->arena, (size_t)(n->nattr + 1) * sizeof *at);
-	if (n->nattr)
-		memcpy(at, n->attr, (size_t)n->nattr * sizeof *at);
-	at[n->nattr] = (mkc_attr){.name = "is_causal", .type = MKC_AT_INT, .i = causal};
-	n->attr = at;
-	n->nattr++;
+	mkc_node_add_attr(g, n, (mkc_attr){.name = "is_causal", .type = MKC_AT_INT, .i = causal});
 	return 1;
 }
 
@@ -858,13 +853,7 @@ match_transposed_weight(mkc_graph *g, mkc_node *n)
 	mkc_node *c = def(t->in[0], MKC_OP_CAST);
 	if (t->in[0]->kind != MKC_TK_WEIGHT && !(c && c->in[0]->kind == MKC_TK_WEIGHT))
 		return 0;
-	mkc_arena *a = g->ctx->arena;
-	mkc_attr *at = mkc_arena_alloc(a, (size_t)(n->nattr + 2) * sizeof *at);
-	if (n->nattr)
-		memcpy(at, n->attr, (size_t)n->nattr * sizeof *at);
-	at[n->nattr] = (mkc_attr){.name = "mkc_trans_b", .type = MKC_AT_INT, .i = 1};
-	n->attr = at;
-	n->nattr++;
+	mkc_node_add_attr(g, n, (mkc_attr){.name = "mkc_trans_b", .type = MKC_AT_INT, .i = 1});
 	n->in[1]->nconsumers--;
 	n->in[1] = t->in[0];
 	n->in[1]->nconsumers++;

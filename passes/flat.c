@@ -117,15 +117,10 @@ reshape(mkc_graph *g, mkc_node *at, mkc_tensor *x, int rank, const int64_t *shap
 	mkc_tensor *out)
 {
 	mkc_arena *a = g->ctx->arena;
-	mkc_tensor *s = mkc_graph_tensor(g, mkc_graph_fresh_name(g, x->name, "rows_shape"));
-	int64_t *v = mkc_arena_alloc(a, (size_t)rank * sizeof *v);
-	memcpy(v, shape, (size_t)rank * sizeof *v);
-	s->kind = MKC_TK_WEIGHT;
-	s->dtype = MKC_DT_INT64;
-	s->rank = 1;
-	s->shape[0] = mkc_dim_const(rank);
-	s->data = v;
-	s->nbytes = (size_t)rank * sizeof *v;
+	mkc_dim v[3];
+	for (int d = 0; d < rank; d++)
+		v[d] = mkc_dim_const(shape[d]);
+	mkc_tensor *s = mkc_graph_ints(g, mkc_graph_fresh_name(g, x->name, "rows_shape"), rank, v);
 	mkc_node *r = mkc_graph_add_node(g, mkc_arena_printf(a, "%s/rows", x->name), "", "Reshape",
 					 2, 1, 0);
 	r->in[0] = x;

@@ -76,13 +76,8 @@ fuse_into(mkc_graph *g, const mkc_node *norm, mkc_node *n)
 	in[3] = n->nin > 2 ? n->in[2] : NULL;
 	n->in = in;
 	n->nin = in[3] ? 4 : 3;
-	mkc_attr *at = mkc_arena_alloc(a, sizeof *at * (size_t)(n->nattr + 1));
-	if (n->nattr)
-		memcpy(at, n->attr, sizeof *at * (size_t)n->nattr);
-	at[n->nattr] = (mkc_attr){.name = "epsilon", .type = MKC_AT_FLOAT,
-				  .f = mkc_node_epsilon(norm)};
-	n->attr = at;
-	n->nattr++;
+	mkc_node_add_attr(g, n, (mkc_attr){.name = "epsilon", .type = MKC_AT_FLOAT,
+					   .f = mkc_node_epsilon(norm)});
 	n->op = MKC_OP_NORM_GEMM;
 	n->op_type = "NormGemm";
 	n->domain = "mkc.internal";

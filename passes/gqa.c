@@ -44,30 +44,6 @@
 
 #include <string.h>
 
-/* A new int64 [n] constant of values v; symbolic ones are computed at run time. */
-static mkc_tensor *
-ints(mkc_graph *g, const char *name, int n, const mkc_dim *v)
-{
-	mkc_arena *a = g->ctx->arena;
-	mkc_tensor *t = mkc_graph_tensor(g, name);
-	t->kind = MKC_TK_WEIGHT;
-	t->dtype = MKC_DT_INT64;
-	t->rank = 1;
-	t->shape[0] = mkc_dim_const(n);
-	t->symval = mkc_arena_alloc(a, (size_t)n * sizeof *t->symval);
-	t->nsymval = n;
-	memcpy(t->symval, v, (size_t)n * sizeof *v);
-	int64_t *c = mkc_arena_alloc(a, (size_t)n * sizeof *c);
-	for (int i = 0; i < n; i++) {
-		if (!mkc_dim_is_const(v[i]))
-			return t;
-		c[i] = v[i].c;
-	}
-	t->data = c;
-	t->nbytes = (size_t)n * sizeof *c;
-	return t;
-}
-
 /*
  * A new node op_type (ai.onnx) named at's name/what, just before at,
  * reading in, with the given attributes; its one output is out (NULL: a new
@@ -111,7 +87,7 @@ to_heads(mkc_graph *g, mkc_node *at, const char *what, mkc_tensor *x, int64_t h,
 {
 	mkc_arena *a = g->ctx->arena;
 	mkc_dim s[4] = {mkc_dim_const(0), mkc_dim_const(0), mkc_dim_const(h), mkc_dim_const(d)};
-	mkc_tensor *in[2] = {x, ints(g, mkc_graph_fresh_name(g, at->name, mkc_arena_printf(a, "%s_shape", what)),
+	mkc_tensor *in[2] = {x, mkc_graph_ints(g, mkc_graph_fresh_name(g, at->name, mkc_arena_printf(a, "%s_shape", what)),
 				    4, s)};
 	mkc_tensor *split = add(g, at, mkc_arena_printf(a, "%s_split", what), "Reshape", 2, in, 0,
 				NULL, NULL);
@@ -136,15 +112,15 @@ rows(mkc_graph *g, mkc_node *at, mkc_tensor *cache, mkc_dim p, mkc_dim s)
 	mkc_dim end, zero = mkc_dim_const(0);
 	if (!mkc_dim_add(p, s, &end))
 		return NULL;   /* infer_gqa added them */
-	mkc_tensor *in[4] = {cache, ints(g, mkc_graph_fresh_name(g, cache->name, "starts"), 1, &p),
-			     ints(g, mkc_graph_fresh_name(g, cache->name, "ends"), 1, &end),
-			     ints(g, mkc_graph_fresh_name(g, cache->name, "axes"), 1, &zero)};
+	mkc_tensor *in[4] = {cache, mkc_graph_ints(g, mkc_graph_fresh_name(g, cache->name, "starts"), 1, &p),
+			     mkc_graph_ints(g, mkc_graph_fresh_name(g, cache->name, "ends"), 1, &end),
+			     mkc_graph_ints(g, mkc_graph_fresh_name(g, cache->name, "axes"), 1, &zero)};
 	mkc_tensor *sl = add(g, at, mkc_arena_printf(a, "%s_slice", cache->name), "Slice", 4, in, 0,
 			     NULL, NULL);
 	if (!sl)
 		return NULL;
 	mkc_dim shape[3] = {mkc_dim_const(1), mkc_dim_const(-1), cache->shape[1]};
-	mkc_tensor *rin[2] = {sl, ints(g, mkc_graph_fresh_name(g, cache->name, "rows_shape"), 3, shape)};
+	mkc_tensor *rin[2] = {sl, mkc_graph_ints(g, mkc_graph_fresh_name(g, cache->name, "rows_shape"), 3, shape)};
 	return add(g, at, mkc_arena_printf(a, "%s_rows", cache->name), "Reshape", 2, rin, 0, NULL,
 		   mkc_graph_tensor(g, name));
 }
@@ -161,7 +137,7 @@ check_lengths(mkc_graph *g, mkc_node *at, mkc_tensor *seqlens, mkc_tensor *total
 	mkc_node *n = mkc_graph_add_node(g, mkc_arena_printf(a, "%s/lengths", at->name),
 					 "mkc.internal", "LengthCheck", total ? 3 : 2, 1, 0);
 	n->in[0] = seqlens;
-	n->in[1] = ints(g, mkc_graph_fresh_name(g, at->name, "lengths_want"), 1, &l);
+	n->in[1] = mkc_graph_ints(g, mkc_graph_fresh_name(g, at->name, "lengths_want"), 1, &l);
 	if (total)
 		n->in[2] = total;
 	mkc_tensor *ok = mkc_graph_tensor(g, name);
@@ -269,7 +245,7 @@ take_apart(mkc_graph *g, mkc_node *n)
 	if (!pos)
 		return -1;
 	mkc_dim flat[3] = {mkc_dim_const(0), mkc_dim_const(0), mkc_dim_const(hq * d)};
-	mkc_tensor *fin[2] = {pos, ints(g, mkc_graph_fresh_name(g, n->name, "flat_shape"), 3, flat)};
+	mkc_tensor *fin[2] = {pos, mkc_graph_ints(g, mkc_graph_fresh_name(g, n->name, "flat_shape"), 3, flat)};
 	return add(g, n, "attn_flat", "Reshape", 2, fin, 0, NULL, y) ? 0 : -1;
 }
 

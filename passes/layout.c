@@ -79,21 +79,19 @@ is_swap(const mkc_node *t)
 	return p && p->type == MKC_AT_INTS && p->n == 2 && p->ints[0] == 1 && p->ints[1] == 0;
 }
 
-/* Every live reader of t is a Gather of its rows (input 0, axis 0). */
+/* n gathers rows of its input 0 (axis 0). */
 static bool
-gathered_by_rows(const mkc_graph *g, const mkc_tensor *t)
+row_gather(const mkc_node *n, int input)
 {
-	if (t->kind == MKC_TK_OUTPUT || !t->nconsumers)
-		return false;
-	for (int i = 0; i < g->nodes.n; i++) {
-		const mkc_node *n = MKC_NODE(g, i);
-		for (int k = 0; !n->dead && k < n->nin; k++)
-			if (n->in[k] == t && (n->op != MKC_OP_GATHER || k != 0 ||
-					      (mkc_node_attr_int(n, "axis", 0) != 0 &&
-					       mkc_node_attr_int(n, "axis", 0) != -2)))
-				return false;
-	}
-	return true;
+	int64_t axis = mkc_node_attr_int(n, "axis", 0);
+	return n->op == MKC_OP_GATHER && input == 0 && (axis == 0 || axis == -2);
+}
+
+/* n reads input 1 as a product's weight. */
+static bool
+product_weight(const mkc_node *n, int input)
+{
+	return n->op == MKC_OP_MATMUL && input == 1;
 }
 
 /* Transpose(W) read by Gathers of rows: its output is W^T as stored. */
@@ -101,7 +99,8 @@ static int
 embedding(mkc_graph *g, mkc_node *n)
 {
 	mkc_tensor *w = n->in[0], *y = n->out[0];
-	if (!transposable(w) || !is_swap(n) || !gathered_by_rows(g, y))
+	if (!transposable(w) || !is_swap(n) || y->kind == MKC_TK_OUTPUT || !y->nconsumers ||
+	    !mkc_graph_readers_all(g, y, row_gather))
 		return 0;
 	mkc_tensor *t = stored_t(g, w, 0, w->shape[1].c);
 	for (int i = 0; i < g->nodes.n; i++) {
@@ -122,12 +121,7 @@ embedding(mkc_graph *g, mkc_node *n)
 static void
 by_rows(mkc_graph *g, mkc_node *n, mkc_tensor *t)
 {
-	mkc_attr *at = mkc_arena_alloc(g->ctx->arena, (size_t)(n->nattr + 1) * sizeof *at);
-	if (n->nattr)
-		memcpy(at, n->attr, (size_t)n->nattr * sizeof *at);
-	at[n->nattr] = (mkc_attr){.name = "mkc_trans_b", .type = MKC_AT_INT, .i = 1};
-	n->attr = at;
-	n->nattr++;
+	mkc_node_add_attr(g, n, (mkc_attr){.name = "mkc_trans_b", .type = MKC_AT_INT, .i = 1});
 	n->in[1]->nconsumers--;
 	n->in[1] = t;
 	t->nconsumers++;
@@ -138,16 +132,9 @@ static bool
 product_by(const mkc_graph *g, const mkc_node *n)
 {
 	if (n->op != MKC_OP_MATMUL || n->dead || n->in[0]->rank < 2 || !transposable(n->in[1]) ||
-	    n->in[0] == n->in[1] || mkc_node_attr(n, "mkc_trans_b"))
+	    mkc_node_attr(n, "mkc_trans_b"))
 		return false;
-	const mkc_tensor *w = n->in[1];
-	for (int i = 0; i < g->nodes.n; i++) {
-		const mkc_node *r = MKC_NODE(g, i);
-		for (int k = 0; !r->dead && k < r->nin; k++)
-			if (r->in[k] == w && (r->op != MKC_OP_MATMUL || k != 1))
-				return false;
-	}
-	return true;
+	return mkc_graph_readers_all(g, n->in[1], product_weight);
 }
 
 /* The split sizes of Split s along its last axis, into part[] (its outputs'); false if not that. */
