@@ -33,6 +33,7 @@ static const pass passes[] = {
 	{"split_attn", mkc_pass_split_attn, NULL},
 	{"kv", mkc_pass_kv, NULL},
 	{"lower", mkc_pass_lower, NULL},
+	{"narrow", mkc_pass_narrow, NULL},
 	{"tile", NULL, mkc_pass_tile},
 	{"views", NULL, mkc_pass_views},
 	{"memory", NULL, mkc_pass_memory},
@@ -82,6 +83,7 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 	if (mkc_verify_graph(g, false) != 0)
 		return -1;
 	g->bf16_weights = o->bf16_weights;
+	g->tc_products = o->tc_products;
 	g->kv_dtype = o->kv_dtype;
 	g->nworkers = tp.nworkers;
 	g->kv_cap = o->kv_io ? 0 : o->max_seq ? o->max_seq : o->max_dim ? o->max_dim : 4096;

@@ -19,6 +19,7 @@ typedef struct {
 	bool kv_io;              /* keep past/present as inputs and outputs */
 	bool no_fuse;            /* skip the fuse and fuse_norm passes (exact rewrites) */
 	bool wide_target;        /* a GPU: a tile's lanes are a block's threads, not one */
+	bool tc_products;        /* a chunk's products run on tensor cores (passes/narrow.c) */
 	mkc_dtype kv_dtype;      /* KV caches: MKC_DT_BFLOAT16, or float32 (MKC_DT_FLOAT or 0) */
 	int64_t max_chunk;       /* most new positions a step takes (0 or 1: one) */
 	/* the one-token plan of a chunked file (max_chunk 1): its symbols keep

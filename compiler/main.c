@@ -41,7 +41,7 @@ static const char usage[] =
 	"                     fuse_norm, fuse_glu, fuse_rope, fuse_qkv, split_attn\n"
 	"                     or kv; the\n"
 	"                     graph with each node's kernel description after\n"
-	"                     lower; the task plan after tile, views, memory, deps,\n"
+	"                     lower or narrow; the task plan after tile, views, memory, deps,\n"
 	"                     events, schedule or verify\n"
 	"  --dim NAME=N       the model's symbolic dimension NAME is N, fixed at\n"
 	"                     compile time (a symbolic batch of input_ids is 1\n"
@@ -308,6 +308,7 @@ compile(const options *o)
 		.kv_io = o->kv_io,
 		.no_fuse = o->no_fuse,
 		.wide_target = tt->warp > 0,
+		.tc_products = tt->mma,
 		.kv_dtype = (mkc_dtype)o->kv_dtype,
 		.max_chunk = o->max_chunk,
 	};

@@ -718,6 +718,7 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 				.no_reuse = o->no_reuse, .max_seq = o->max_seq, .kv_io = o->kv_io,
 				.max_dim = o->max_dim,
 				.no_fuse = o->no_fuse, .wide_target = t->warp > 0,
+				.tc_products = t->mma,
 				.kv_dtype = (mkc_dtype)o->kv_dtype, .max_chunk = o->max_chunk};
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, t->ext),
 			       "model", "mkc test", o->max_dim ? o->max_dim : 4096, o->embed_limit, o->profile ? 1 : 0,

@@ -16,6 +16,8 @@ tensor_type(FILE *f, const mkc_graph *g, const mkc_tensor *t)
 {
 	char b[512];
 	fprintf(f, "%s%s", mkc_dtype_name(t->dtype), mkc_shape_str(g, t, b, sizeof b));
+	if (t->storage && t->storage != t->dtype)
+		fprintf(f, " stored %s", mkc_dtype_name(t->storage));
 }
 
 static void

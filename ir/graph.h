@@ -242,6 +242,7 @@ struct mkc_graph {
 	int64_t max_chunk;
 	mkc_vec states;
 	bool bf16_weights;         /* passes/weights.c: float32 weights stored as bf16 */
+	bool tc_products;          /* the target's chunk products run on tensor cores (passes/narrow.c) */
 	mkc_dtype kv_dtype;        /* passes/kv.c: the caches' storage (MKC_DT_BFLOAT16, or float32) */
 	int nworkers;              /* the plan's workers (split_attn sizes its chunks by them) */
 };

@@ -25,6 +25,8 @@
  *   lower   requires: the other graph passes. provides: every node's
  *           kernel description (ir/kernel.h), attributes resolved: what
  *           tile and the backends read instead of ONNX.
+ *   narrow  (passes/narrow.c) after it: a chunk's product inputs bf16
+ *           where the target's tensor-core tile reads them.
  *
  * Then, on a plan (ir/task.h) made from the graph:
  *   tile      nodes into tasks with the regions they read and write, by
@@ -60,6 +62,7 @@ int mkc_pass_fuse_qkv(mkc_graph *g);       /* passes/fuse_qkv.c: rotary and appe
 int mkc_pass_split_attn(mkc_graph *g);     /* passes/split_attn.c: attention over position chunks */
 int mkc_pass_kv(mkc_graph *g);             /* passes/kv.c: the KV caches' storage type */
 int mkc_pass_lower(mkc_graph *g);          /* passes/lower.c: kernel descriptions */
+int mkc_pass_narrow(mkc_graph *g);         /* passes/narrow.c: bf16 inputs of chunk products */
 
 int mkc_pass_tile(mkc_plan *p);
 int mkc_pass_views(mkc_plan *p);

@@ -25,7 +25,8 @@
 #define MKC_MM_TN 128
 #define MKC_MM_TK 64
 #define MKC_MM_STAGES 3
-#define MKC_MM_SMEM (MKC_MM_STAGES * (MKC_MM_TM + MKC_MM_TN) * MKC_MM_TK * 2)
+/* and 1 KB to start the ring on 1024 bytes, as wgmma's swizzle needs */
+#define MKC_MM_SMEM (MKC_MM_STAGES * (MKC_MM_TM + MKC_MM_TN) * MKC_MM_TK * 2 + 1024)
 
 /* the decode attention bodies (attention.cuh): the head size, a multiple
  * of the warp, at most this */

@@ -230,11 +230,14 @@ mkc_ew_elemi(int op, int nin, const mkc_ew_at *a)
 	return v;
 }
 
-/* Element oy of y: the float form when isf, else the integer form. */
+/* Element oy of y: the float form when isf (rounded to bf16 where y is
+ * stored so: passes/narrow.c), else the integer form. */
 static inline MKC_BODY void MKC_UNUSED
 mkc_ew_put(int op, int isf, int nin, const mkc_ew_at *a, const mkc_view *y, int64_t oy)
 {
-	if (isf)
+	if (isf && y->bf16)
+		mkc_rt_put(y->p, oy, 1, mkc_ew_elemf(op, nin, a));
+	else if (isf)
 		mkc_ew_storef(y->p, oy, y->type, mkc_ew_elemf(op, nin, a));
 	else
 		mkc_ew_storei(y->p, oy, y->type, mkc_ew_elemi(op, nin, a));
@@ -253,11 +256,12 @@ static inline MKC_BODY int MKC_UNUSED
 mkc_ew_vec4(int op, const mkc_view *y, int nin, const mkc_view *const *x, int64_t i0,
 	    int64_t cnt)
 {
-	if (y->type != MKC_T_FLOAT || op == MKC_EW_WHERE || nin > 3)
+	if (y->type != MKC_T_FLOAT || op == MKC_EW_WHERE || nin > 3 ||
+	    (uintptr_t)((char *)y->p + i0 * mkc_view_es(y)) % (y->bf16 ? 8 : 16))
 		return 0;
-	uintptr_t al = (uintptr_t)((float *)y->p + i0);
+	uintptr_t al = 0;
 	for (int k = 0; k < nin; k++) {
-		if (x[k]->type != MKC_T_FLOAT)
+		if (x[k]->type != MKC_T_FLOAT || x[k]->bf16)
 			return 0;
 		al |= (uintptr_t)((const float *)x[k]->p + i0);
 	}
@@ -266,7 +270,7 @@ mkc_ew_vec4(int op, const mkc_view *y, int nin, const mkc_view *const *x, int64_
 	const float4 *MKC_RESTRICT a = (const float4 *)((const float *)x[0]->p + i0);
 	const float4 *MKC_RESTRICT b = (const float4 *)((const float *)x[nin > 1]->p + i0);
 	const float4 *MKC_RESTRICT c = (const float4 *)((const float *)x[nin - 1]->p + i0);
-	float4 *MKC_RESTRICT py = (float4 *)((float *)y->p + i0);
+	void *MKC_RESTRICT py = (char *)y->p + i0 * mkc_view_es(y);
 	const int64_t n4 = cnt / 4;
 	MKC_EW_UNROLL
 	for (int64_t q = MKC_LANE; q < n4; q += MKC_NLANES) {
@@ -284,7 +288,7 @@ mkc_ew_vec4(int op, const mkc_view *y, int nin, const mkc_view *const *x, int64_
 			v = make_float4(mkc_ew_f(op, v.x, w.x), mkc_ew_f(op, v.y, w.y),
 					mkc_ew_f(op, v.z, w.z), mkc_ew_f(op, v.w, w.w));
 		}
-		py[q] = v;
+		mkc_rt_put4(py, q, y->bf16, v);
 	}
 	mkc_ew_at at = {x, NULL, 0, y->rank, 1};
 	for (int64_t i = i0 + 4 * n4 + MKC_LANE; i < i0 + cnt; i += MKC_NLANES) {

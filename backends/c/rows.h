@@ -140,14 +140,13 @@ mkc_rows_put(const mkc_view *v, const int64_t *idx, float val)
  * done); its mean and 1 / deviation into *mean and *inv.
  */
 static inline MKC_BODY int MKC_UNUSED
-mkc_norm_row4(float *MKC_RESTRICT py, const float *MKC_RESTRICT px, int64_t len,
+mkc_norm_row4(void *MKC_RESTRICT py, const float *MKC_RESTRICT px, int64_t len,
 	      const mkc_view *scale, int sk, const mkc_view *bias, int bk, const mkc_view *y,
 	      const int64_t *idx, const mkc_norm_opt *o, float *mean, float *inv)
 {
-	if (len % 4 || ((uintptr_t)px | (uintptr_t)py) % 16)
+	if (len % 4 || (uintptr_t)px % 16 || (uintptr_t)py % (y->bf16 ? 8 : 16))
 		return 0;
 	const float4 *MKC_RESTRICT x4 = (const float4 *)px;
-	float4 *MKC_RESTRICT y4 = (float4 *)py;
 	const int64_t n4 = len / 4, lane = MKC_LANE % MKC_WARP;
 	float m = 0, ss = 0;
 	if (o->layer) {
@@ -173,7 +172,7 @@ mkc_norm_row4(float *MKC_RESTRICT py, const float *MKC_RESTRICT px, int64_t len,
 			if (bias)
 				w[c] += mkc_rows_w(bias, bk, y, o->axis, idx, 4 * q + c);
 		}
-		y4[q] = make_float4(w[0], w[1], w[2], w[3]);
+		mkc_rt_put4(py, q, y->bf16, make_float4(w[0], w[1], w[2], w[3]));
 	}
 	*mean = m;
 	*inv = iv;
@@ -226,7 +225,7 @@ mkc_norm(const mkc_view *y, const mkc_view *x, const mkc_view *scale, const mkc_
 	for (int64_t f = MKC_LANE / g; f < cnt; f += MKC_NLANES / g) {
 		mkc_rt_unflat(f, lo, ext, r, idx);
 		const float *MKC_RESTRICT px = (const float *)x->p + mkc_rt_dot(idx, x->s, r);
-		float *MKC_RESTRICT py = (float *)y->p + mkc_rt_dot(idx, y->s, r);
+		void *MKC_RESTRICT py = (char *)y->p + mkc_rt_dot(idx, y->s, r) * mkc_view_es(y);
 		float mean = 0, ss = 0, inv = 0;
 		int done = 0;
 #if defined(__CUDACC__) || defined(__HIPCC__)
@@ -245,7 +244,7 @@ mkc_norm(const mkc_view *y, const mkc_view *x, const mkc_view *scale, const mkc_
 		}
 		for (int64_t j = lane; !done && j < len; j += g) {
 			float v = (px[j] - mean) * inv * mkc_rows_w(scale, sk, y, o->axis, idx, j);
-			py[j] = bias ? v + mkc_rows_w(bias, bk, y, o->axis, idx, j) : v;
+			mkc_rt_put(py, j, y->bf16, bias ? v + mkc_rows_w(bias, bk, y, o->axis, idx, j) : v);
 		}
 		if (lane == 0) {
 			mkc_rows_put(y1, idx, o->layer ? mean : inv);

@@ -553,25 +553,20 @@ emit_matmul(mkc_emitter *e, const mkc_node *n)
 /*
  * Whether Gemm n's tiles are blocks of a step's tokens (passes/tile.c's
  * clamped row blocks) that backends/cuda/mma.cuh computes: a target with
- * tensor-core tiles, x float32 [S, K], W a bf16 weight [N, K] (transB), K a
- * multiple of the tile's K step, alpha 1 (and beta 1 with C), C a residual
- * shaped as y or a bias [N], and every tile at most MKC_MM_TM rows by
- * MKC_MM_TN columns.
+ * tensor-core tiles, x [S, K] float32 (or written as bf16 by its producer:
+ * passes/narrow.c), W a bf16 weight [N, K] (transB), K a multiple of the
+ * tile's K step, alpha 1 (and beta 1 with C), C a residual shaped as y or a
+ * bias [N], and every tile at most MKC_MM_TM rows by MKC_MM_TN columns.
  */
 bool
 mkc_emit_mma(const mkc_emitter *e, const mkc_node *n)
 {
-	if (!e->t->mma || n->op != MKC_OP_GEMM || n->nout != 1 || !n->kern)
+	if (!e->t->mma || !mkc_kernel_tc_gemm(n))
 		return false;
-	const mkc_tensor *x = n->in[0], *w = n->in[1], *c = n->nin > 2 ? n->in[2] : NULL;
-	const mkc_tensor *y = n->out[0];
-	if (n->kern->trans_a || !n->kern->trans_b || x->rank != 2 || x->dtype != MKC_DT_FLOAT ||
-	    w->kind != MKC_TK_WEIGHT || !is_bf16(w) || w->rank != 2 || y->dtype != MKC_DT_FLOAT ||
-	    !mkc_dim_is_const(x->shape[1]) || x->shape[1].c % MKC_MM_TK || n->kern->alpha != 1.0f ||
-	    (c && n->kern->beta != 1.0f))
-		return false;
-	if (c && !(c->dtype == MKC_DT_FLOAT && (mkc_tensor_same_shape(c, y) ||
-						(c->rank == 1 && mkc_dim_eq(c->shape[0], y->shape[1])))))
+	const mkc_tensor *c = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
+	if (c && !(c->dtype == MKC_DT_FLOAT && !is_bf16(c) &&
+		   (mkc_tensor_same_shape(c, y) ||
+		    (c->rank == 1 && mkc_dim_eq(c->shape[0], y->shape[1])))))
 		return false;
 	int tiles = 0;
 	for (int i = 0; i < e->p->tasks.n; i++) {
@@ -597,12 +592,15 @@ emit_gemm(mkc_emitter *e, const mkc_node *n)
 	if (mkc_emit_mma(e, n)) {
 		/* C: a residual by rows, or a bias (ldc 0: the same row for every token) */
 		const mkc_tensor *cx = n->nin > 2 ? n->in[2] : NULL;
-		fprintf(e->f, "\tif (lo[0] < hi[0])\n\t\tmkc_mma_tile<false>((float *)y.p, y.s[0], x0.p, "
+		fprintf(e->f, "\tif (lo[0] < hi[0])\n\t\tmkc_mma_tile<%s>((float *)y.p, y.s[0], x0.p, "
 			"x0.s[0], (const uint16_t *)x1.p, x1.s[0], %s, %s, hi[0], hi[1], x0.d[1], "
-			"lo[0], lo[1], mkc_dyn_smem);\n",
+			"lo[0], lo[1], mkc_dyn_smem);\n", is_bf16(n->in[0]) ? "true" : "false",
 			cx ? "(const float *)x2.p" : "NULL", cx && cx->rank == 2 ? "x2.s[0]" : "0");
 		return 0;
 	}
+	if (is_bf16(n->in[0]))
+		return unsupported(e, n, "x written as bf16 for a tensor-core tile this product does "
+				   "not get (passes/narrow.c and mkc_emit_mma disagree)");
 	emit_mm_opt(e, n, 0);
 	if (!n->kern->trans_a && n->kern->trans_b && n->in[0]->rank == 2 &&
 	    rows_fit(e, n->in[1], n->in[0]->shape[1]))

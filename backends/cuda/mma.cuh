@@ -2,9 +2,9 @@
  * mma.cuh - products of many tokens on tensor cores, for prompt chunks
  * (issue 29): one tile of y[i, j] = sum_k x[i, k] * w[j, k] over
  * MKC_MM_TM tokens by MKC_MM_TN features, bf16 operands and float32 sums,
- * by the warp-level mma.sync.m16n8k16 of sm_80 and later. Hopper's wgmma
- * may follow as a second body if it measures faster; the HIP target will
- * need MFMA's own fragments, so this file is CUDA's alone for now.
+ * by the warp-level mma.sync.m16n8k16 of sm_80 and later; for a bf16 x,
+ * by Hopper's wgmma where the build is for sm_90a (below). The HIP target
+ * will need MFMA's own fragments, so this file is CUDA's alone for now.
  *
  * Operands. The weight is bf16 [n, k] row-major, as the matvec bodies take
  * it: a row is one feature, which is exactly the column-major B operand
@@ -32,6 +32,8 @@
 /* MKC_MM_TM, TN, TK, STAGES and SMEM: runtime/limits.h */
 
 static_assert(MKC_THREADS == 256, "mma.cuh's tile is eight warps");
+static_assert(MKC_MM_SMEM >= MKC_MM_STAGES * (MKC_MM_TM + MKC_MM_TN) * MKC_MM_TK * 2 + 1024,
+	      "the ring, and room to start it on 1024 bytes for wgmma");
 
 /* the bf16 element offset of chunk c (8 elements) of row r in a stage */
 static __device__ __forceinline__ int MKC_UNUSED
@@ -155,9 +157,9 @@ mkc_mm_step(float (&acc)[4][4][4], const uint16_t *xs, const uint16_t *ws, int w
  */
 template <bool XH>
 static __device__ __noinline__ void MKC_UNUSED
-mkc_mma_tile(float *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w, int64_t ldw,
-	     const float *c, int64_t ldc, int64_t m, int64_t n, int64_t k, int64_t m0, int64_t n0,
-	     void *smem)
+mkc_mma_sync_tile(float *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w,
+		  int64_t ldw, const float *c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+		  int64_t m0, int64_t n0, void *smem)
 {
 	const int nk = (int)(k / MKC_MM_TK);
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp >> 2, wn = warp & 3;
@@ -219,6 +221,146 @@ mkc_mma_tile(float *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *
 					if (j + e < n)
 						p[e] = (c ? c[i * ldc + j + e] : 0.f) + acc[mi][ni][h * 2 + e];
 			}
+}
+
+/*
+ * The same tile by Hopper's wgmma (sm_90a: nvcc's
+ * __CUDA_ARCH_FEAT_SM90_ALL) for a bf16 x (passes/narrow.c): the block's
+ * two warpgroups take 64 tokens each, all MKC_MM_TN features, one
+ * m64n128k16 a k16 slice with both operands read from shared memory by
+ * descriptor; the sums in 64 registers a thread laid out as mma.sync's
+ * (warp w of the group rows 16 w.., n8 block j in registers 4 j..4 j + 3).
+ * The stages are mkc_mm_load's, which are the 128-byte-swizzled K-major
+ * layout the instruction reads once a stage starts on 1024 bytes: 8-row
+ * groups 1024 bytes apart, a k16 slice 32 bytes further along the row.
+ * MKC_MM_STAGES steps in flight; the tensor cores are waited for at the
+ * end of each step, so a stage is free when the next barrier is passed.
+ *
+ * A float32 x stays on mma.sync: built from float32 rows staged by cp.async
+ * and rounded in registers, wgmma measured no faster than mma.sync, both
+ * bound by the twice as many bytes (tests/gpu/mma.cu on an H200, session
+ * 20: 113-181 TFLOPS against mma.sync's 129-191; a bf16 x 198-331).
+ *
+ * cp.async writes shared memory through the generic proxy and wgmma reads
+ * it through the async one: each thread fences its landed copies before
+ * the barrier that shows them to the block. ptxas serialises the wgmma
+ * instructions of a function that is called rather than inlined (its
+ * C7510 note; the megakernel's bodies are): about 10% of the tile's rate
+ * in tests/gpu/mma.cu.
+ */
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define MKC_WGMMA 1
+
+/* a K-major operand at p: 128-byte swizzle, 8-row groups 1024 bytes apart */
+static __device__ __forceinline__ uint64_t MKC_UNUSED
+mkc_wg_desc(const void *p)
+{
+	uint64_t a = mkc_mm_saddr(p);
+	return ((a & 0x3ffff) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+}
+
+/* d += A B^T over one k16 slice, both by descriptor */
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_wg_mma(float (&d)[64], uint64_t da, uint64_t db)
+{
+#define MKC_WG_D8(i)                                                                             \
+	"+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+		"+f"(d[i + 6]), "+f"(d[i + 7])
+	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+		     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+		     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+		     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+		     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+		     "%64, %65, p, 1, 1, 0, 0;\n}\n"
+		     : MKC_WG_D8(0), MKC_WG_D8(8), MKC_WG_D8(16), MKC_WG_D8(24), MKC_WG_D8(32),
+		       MKC_WG_D8(40), MKC_WG_D8(48), MKC_WG_D8(56)
+		     : "l"(da), "l"(db));
+#undef MKC_WG_D8
+}
+
+/* the sums stay where the instructions put them: nothing moves them in between */
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_wg_pin(float (&d)[64])
+{
+	for (int i = 0; i < 64; i++)
+		asm volatile("" : "+f"(d[i])::"memory");
+}
+
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_wgmma_tile(float *y, int64_t ldy, const uint16_t *x, int64_t ldx, const uint16_t *w,
+	       int64_t ldw, const float *c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+	       int64_t m0, int64_t n0, void *smem)
+{
+	constexpr int STAGE = MKC_MM_TM * MKC_MM_TK;   /* bf16 elements of an operand's stage */
+	const int nk = (int)(k / MKC_MM_TK);
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = warp >> 2;
+	uint16_t *ws = (uint16_t *)(((uintptr_t)smem + 1023) & ~(uintptr_t)1023);
+	uint16_t *xs = ws + MKC_MM_STAGES * STAGE;
+	float d[64];
+	for (int i = 0; i < 64; i++)
+		d[i] = 0.f;
+
+	for (int s = 0; s < MKC_MM_STAGES - 1; s++) {
+		if (s < nk) {
+			mkc_mm_load(ws + s * STAGE, w, ldw, n, n0, s * MKC_MM_TK);
+			mkc_mm_load(xs + s * STAGE, x, ldx, m, m0, s * MKC_MM_TK);
+		}
+		mkc_copy_commit();
+	}
+	for (int kt = 0; kt < nk; kt++) {
+		mkc_copy_wait_but<MKC_MM_STAGES - 2>();
+		asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+		__syncthreads();
+		int next = kt + MKC_MM_STAGES - 1, ns = next % MKC_MM_STAGES;
+		if (next < nk) {
+			mkc_mm_load(ws + ns * STAGE, w, ldw, n, n0, (int64_t)next * MKC_MM_TK);
+			mkc_mm_load(xs + ns * STAGE, x, ldx, m, m0, (int64_t)next * MKC_MM_TK);
+		}
+		mkc_copy_commit();
+		int cs = kt % MKC_MM_STAGES;
+		const uint16_t *wst = ws + cs * STAGE, *xst = xs + cs * STAGE + g * 64 * MKC_MM_TK;
+		mkc_wg_pin(d);
+		asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+		for (int kk = 0; kk < MKC_MM_TK / 16; kk++)
+			mkc_wg_mma(d, mkc_wg_desc(xst + kk * 16), mkc_wg_desc(wst + kk * 16));
+		asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+		asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+		mkc_wg_pin(d);
+	}
+	mkc_copy_wait();
+	__syncthreads();   /* the caller may reuse smem */
+
+	/* d[4 j + e]: row 16 (warp % 4) + lane / 4 (+ 8 for e >= 2), feature 8 j + 2 (lane % 4) + e % 2 */
+	for (int j = 0; j < MKC_MM_TN / 8; j++)
+		for (int h = 0; h < 2; h++) {
+			int64_t i = m0 + g * 64 + (warp & 3) * 16 + (lane >> 2) + h * 8;
+			int64_t jj = n0 + j * 8 + (lane & 3) * 2;
+			if (i >= m)
+				continue;
+			float *p = y + i * ldy + jj;
+			for (int e = 0; e < 2; e++)
+				if (jj + e < n)
+					p[e] = (c ? c[i * ldc + jj + e] : 0.f) + d[j * 4 + h * 2 + e];
+		}
+}
+#endif
+
+/* the tile: wgmma for a bf16 x where the build is for sm_90a, else mma.sync */
+template <bool XH>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_mma_tile(float *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w, int64_t ldw,
+	     const float *c, int64_t ldc, int64_t m, int64_t n, int64_t k, int64_t m0, int64_t n0,
+	     void *smem)
+{
+#if MKC_WGMMA
+	if (XH) {
+		mkc_wgmma_tile(y, ldy, (const uint16_t *)x, ldx, w, ldw, c, ldc, m, n, k, m0, n0,
+			       smem);
+		return;
+	}
+#endif
+	mkc_mma_sync_tile<XH>(y, ldy, x, ldx, w, ldw, c, ldc, m, n, k, m0, n0, smem);
 }
 
 /*

@@ -309,3 +309,28 @@ Test(chunks, max_chunk_on_a_fixed_step_is_refused, .timeout = 60)
 			      "tokens"), "%s", out);
 	cr_expect(strstr(out, "\n0\n"), "nothing written: %s", out);
 }
+
+/*
+ * passes/narrow.c: on the CUDA target a chunk's norms and SiLU products,
+ * read only by tensor-core products, are stored bf16 and those products
+ * take a bf16 x (mkc_mma_tile<true>); the C target's graph keeps float32
+ * (its results are tested bit for bit elsewhere), and so does the decode
+ * plan of the same file.
+ */
+Test(chunks, product_inputs_are_bf16_where_tensor_cores_read_them, .timeout = 120)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s " CHUNK "llama_tiny_d64 --max-chunk 16 "
+		 "--dump-after=narrow -o $d/m.cu | grep -c 'stored bfloat16'; grep -c "
+		 "'mkc_mma_tile<true>' $d/m.cu; grep -c 'mkc_mma_tile<false>' $d/m.cu; rm -rf $d",
+		 mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	/* two layers: each layer's two norms and its SiLU product; tile bodies (one a
+	 * shape) for the products they feed (q, k and v; gate and up; down) and one for
+	 * o_proj, which reads the attention's float32 rows */
+	cr_expect_str_eq(out, "6\n3\n1\n", "%s", out);
+	snprintf(cmd, sizeof cmd, "%s " CHUNK "llama_tiny_d64 --max-chunk 16 --dump-after=narrow "
+		 "2>/dev/null | grep -c 'stored bfloat16'", mkc_bin());
+	mkc_shell(cmd, out, sizeof out);
+	cr_expect_str_eq(out, "0\n", "the c target: %s", out);
+}

@@ -10,9 +10,10 @@
  * bf16-rounded operands (the body rounds x to bf16; what is left is float32
  * summation, so the tolerance is 1e-5 of the largest value). Shapes cover
  * partial tiles in both directions, a single token, ADD into a residual,
- * and bf16 x. Timing: the products of a 1024-token chunk of the
- * Llama-3.2-1B shape, each over every SM, median of 20, in TFLOPS; a
- * number for the plan, not a benchmark (bench/ times the model).
+ * and bf16 x, for each variant of the tile (below). Timing: the products
+ * of a 1024-token chunk of the Llama-3.2-1B shape, each over every SM,
+ * random operands, median of 20, in TFLOPS; a number for the plan, not a
+ * benchmark (bench/ times the model).
  *
  * The chunk's attention (mkc_attn_chunk_mma) likewise: random queries,
  * keys and values (float32 or bf16 caches with room past L), every block
@@ -32,16 +33,38 @@
 
 #include "../../backends/cuda/mma.cuh"
 
-template <bool XH, bool ADD>
+/*
+ * The tile a variant: 0 mma.sync, 1 mkc_mma_tile inlined into the kernel
+ * (wgmma for a bf16 x on sm_90a), 2 the same behind a call, as the
+ * megakernel's bodies are (ptxas then serialises the wgmma instructions:
+ * its C7510 note).
+ */
+template <bool XH>
+static __device__ __noinline__ void
+tile_call(float *y, const void *x, const uint16_t *w, const float *c, int64_t m, int64_t n,
+	  int64_t k, int64_t m0, int64_t n0, void *smem)
+{
+	mkc_mma_tile<XH>(y, n, x, k, w, k, c, n, m, n, k, m0, n0, smem);
+}
+
+template <int V, bool XH, bool ADD>
 static __global__ void __launch_bounds__(MKC_THREADS, 1)
 mma_kernel(float *y, const void *x, const uint16_t *w, int64_t m, int64_t n, int64_t k, int reps)
 {
 	extern __shared__ __align__(128) unsigned char smem[];
 	int64_t tm = (m + MKC_MM_TM - 1) / MKC_MM_TM, tn = (n + MKC_MM_TN - 1) / MKC_MM_TN;
 	for (int r = 0; r < reps; r++)
-		for (int64_t t = blockIdx.x; t < tm * tn; t += gridDim.x)
-			mkc_mma_tile<XH>(y, n, x, k, w, k, ADD ? y : NULL, n, m, n, k,
-					 t % tm * MKC_MM_TM, t / tm * MKC_MM_TN, smem);
+		for (int64_t t = blockIdx.x; t < tm * tn; t += gridDim.x) {
+			int64_t m0 = t % tm * MKC_MM_TM, n0 = t / tm * MKC_MM_TN;
+			if (V == 0)
+				mkc_mma_sync_tile<XH>(y, n, x, k, w, k, ADD ? y : NULL, n, m, n, k, m0,
+						      n0, smem);
+			else if (V == 1)
+				mkc_mma_tile<XH>(y, n, x, k, w, k, ADD ? y : NULL, n, m, n, k, m0, n0,
+						 smem);
+			else
+				tile_call<XH>(y, x, w, ADD ? y : NULL, m, n, k, m0, n0, smem);
+		}
 }
 
 static uint16_t
@@ -70,7 +93,7 @@ frand(void)
 
 static int failures;
 
-template <bool XH, bool ADD>
+template <int V, bool XH, bool ADD>
 static void
 check(int64_t m, int64_t n, int64_t k)
 {
@@ -92,9 +115,9 @@ check(int64_t m, int64_t n, int64_t k)
 	CHECK(cudaMemcpy(dx, XH ? (void *)xh : (void *)xf, XH ? nx * 2 : nx * 4, cudaMemcpyHostToDevice));
 	CHECK(cudaMemcpy(dw, wh, nw * 2, cudaMemcpyHostToDevice));
 	CHECK(cudaMemcpy(dy, y0, ny * 4, cudaMemcpyHostToDevice));
-	CHECK(cudaFuncSetAttribute(mma_kernel<XH, ADD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-				   MKC_MM_SMEM));
-	mma_kernel<XH, ADD><<<7, MKC_THREADS, MKC_MM_SMEM>>>((float *)dy, dx, (uint16_t *)dw, m, n, k, 1);
+	CHECK(cudaFuncSetAttribute(mma_kernel<V, XH, ADD>,
+				   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_MM_SMEM));
+	mma_kernel<V, XH, ADD><<<7, MKC_THREADS, MKC_MM_SMEM>>>((float *)dy, dx, (uint16_t *)dw, m, n, k, 1);
 	CHECK(cudaGetLastError());
 	CHECK(cudaMemcpy(y, dy, ny * 4, cudaMemcpyDeviceToHost));
 	double big = 0, err = 0;
@@ -109,7 +132,7 @@ check(int64_t m, int64_t n, int64_t k)
 		}
 	double rel = err / big;
 	char what[80];
-	snprintf(what, sizeof what, "mma %lld x %lld x %lld%s%s", (long long)m, (long long)n,
+	snprintf(what, sizeof what, "mma%d %lld x %lld x %lld%s%s", V, (long long)m, (long long)n,
 		 (long long)k, XH ? " bf16 x" : "", ADD ? " add" : "");
 	printf("%-44s %s  largest error %.2e of %.2e\n", what, rel <= 1e-5 ? "ok  " : "FAIL", rel, big);
 	failures += !(rel <= 1e-5);
@@ -118,26 +141,59 @@ check(int64_t m, int64_t n, int64_t k)
 }
 
 /* the median of 20 timed launches of every tile of an m x n x k product, in TFLOPS */
+template <int V, bool XH>
 static void
 timeit(const char *what, int64_t m, int64_t n, int64_t k)
 {
 	void *dx, *dw, *dy;
-	CHECK(cudaMalloc(&dx, (size_t)(m * k * 4)));
-	CHECK(cudaMalloc(&dw, (size_t)(n * k * 2)));
+	size_t nx = (size_t)(m * k), nw = (size_t)(n * k);
+	CHECK(cudaMalloc(&dx, nx * 4));
+	CHECK(cudaMalloc(&dw, nw * 2));
 	CHECK(cudaMalloc(&dy, (size_t)(m * n * 4)));
-	CHECK(cudaMemset(dx, 0, (size_t)(m * k * 4)));
-	CHECK(cudaMemset(dw, 0, (size_t)(n * k * 2)));
-	CHECK(cudaFuncSetAttribute(mma_kernel<false, false>,
+	/* random operands: the tensor cores' power, and so their clock, depends on the bits */
+	size_t nh = nx * 2 > nw ? nx * 2 : nw;
+	uint16_t *h = (uint16_t *)malloc(nh * 2);
+	for (size_t i = 0; i < nh; i++)
+		h[i] = to_bf16((float)frand() * 0.1f);
+	CHECK(cudaMemcpy(dx, h, nx * 4, cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy(dw, h, nw * 2, cudaMemcpyHostToDevice));
+	free(h);
+	CHECK(cudaFuncSetAttribute(mma_kernel<V, XH, false>,
 				   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_MM_SMEM));
 	int sms;
 	CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
 	double t = 1e-3 * median_ms([&] {
-		mma_kernel<false, false><<<sms, MKC_THREADS, MKC_MM_SMEM>>>((float *)dy, dx,
+		mma_kernel<V, XH, false><<<sms, MKC_THREADS, MKC_MM_SMEM>>>((float *)dy, dx,
 									    (uint16_t *)dw, m, n, k, 1);
 	});
-	printf("%-28s %5lld x %5lld x %5lld  %8.1f us  %6.1f TFLOPS\n", what, (long long)m,
-	       (long long)n, (long long)k, t * 1e6, 2.0 * m * n * k / t * 1e-12);
+	printf("mma%d%s %-20s %5lld x %5lld x %5lld  %8.1f us  %6.1f TFLOPS\n", V,
+	       XH ? " bf16 x" : "       ", what, (long long)m, (long long)n, (long long)k, t * 1e6,
+	       2.0 * m * n * k / t * 1e-12);
 	cudaFree(dx), cudaFree(dw), cudaFree(dy);
+}
+
+template <int V, bool XH>
+static void
+time_products(void)
+{
+	timeit<V, XH>("q/k/v (fused)", 1024, 3072, 2048);
+	timeit<V, XH>("o_proj", 1024, 2048, 2048);
+	timeit<V, XH>("gate/up (fused)", 1024, 16384, 2048);
+	timeit<V, XH>("down_proj", 1024, 2048, 8192);
+	timeit<V, XH>("lm head", 1024, 128256, 2048);
+}
+
+template <int V>
+static void
+check_products(void)
+{
+	check<V, false, false>(128, 128, 64);
+	check<V, false, false>(100, 200, 192);
+	check<V, false, false>(1, 128, 2048);
+	check<V, false, false>(300, 96, 128);
+	check<V, false, true>(130, 257, 256);
+	check<V, true, false>(77, 130, 320);
+	check<V, true, true>(256, 256, 1024);
 }
 
 template <int D, typename T>
@@ -263,18 +319,13 @@ int
 main(void)
 {
 	srand(7);
-	check<false, false>(128, 128, 64);
-	check<false, false>(100, 200, 192);
-	check<false, false>(1, 128, 2048);
-	check<false, false>(300, 96, 128);
-	check<false, true>(130, 257, 256);
-	check<true, false>(77, 130, 320);
-	check<true, true>(256, 256, 1024);
-	timeit("q/k/v (fused)", 1024, 3072, 2048);
-	timeit("o_proj", 1024, 2048, 2048);
-	timeit("gate/up (fused)", 1024, 16384, 2048);
-	timeit("down_proj", 1024, 2048, 8192);
-	timeit("lm head", 1024, 128256, 2048);
+	check_products<0>();
+	check_products<1>();
+	check_products<2>();
+	time_products<0, false>();
+	time_products<0, true>();
+	time_products<1, true>();
+	time_products<2, true>();
 	check_attn<64, float>(4, 2, 7, 12, 2);
 	check_attn<64, float>(2, 1, 200, 200, 2);
 	check_attn<64, float>(4, 4, 33, 100, 0);

@@ -1,0 +1,66 @@
+/*
+ * narrow.c - a prompt chunk's product inputs written as bf16 by their
+ * producers.
+ *
+ * requires: lower (the Gemm nodes' kernel descriptions), weights (bf16
+ *           storage decided), state.
+ * provides: on a target whose chunk products run on tensor cores
+ *           (g->tc_products: backends/cuda/mma.cuh) and in a chunked plan
+ *           (g->max_chunk > 1), t->storage = MKC_DT_BFLOAT16 for each
+ *           [S, K] float32 output t of an RMSNormalization or a SiluMul
+ *           whose every reader takes t as x of a product the tile computes
+ *           (mkc_kernel_tc_gemm, ir/kernel.c). Those producers then round to bf16 as
+ *           they store (backends/c/rows.h, backends/c/elementwise.h) and
+ *           the tile takes x by cp.async as it takes the weight.
+ *
+ * Why: the tile rounds x to bf16 on its way into shared memory anyway, so
+ * the results are the same bits; but a float32 x is twice the bytes that
+ * every feature tile re-reads from L2, and those bytes, not the tensor
+ * cores, bound the tile. On an H200 (tests/gpu/mma.cu, bench/RESULTS.md
+ * session 20) the products of a 1024-token chunk of the 1B shape ran at
+ * 113-181 TFLOPS with a float32 x and 198-331 with a bf16 one. The norms
+ * and the SiLU product feed the projections that hold about 93% of a
+ * layer's multiply-adds; their stores halve besides.
+ */
+#include "passes.h"
+#include "../ir/kernel.h"
+
+static bool
+narrowable(const mkc_graph *g, const mkc_node *p)
+{
+	if (p->op != MKC_OP_RMS_NORM && p->op != MKC_OP_SILU_MUL)
+		return false;
+	const mkc_tensor *t = p->out[0];
+	if (t->kind != MKC_TK_INTERMEDIATE || mkc_tensor_is_const(t) || t->storage || t->cap ||
+	    t->rank != 2 || t->dtype != MKC_DT_FLOAT)
+		return false;
+	int readers = 0;
+	for (int i = 0; i < g->nodes.n; i++) {
+		const mkc_node *n = MKC_NODE(g, i);
+		for (int k = 0; !n->dead && k < n->nin; k++) {
+			if (n->in[k] != t)
+				continue;
+			if (k != 0 || !mkc_kernel_tc_gemm(n))
+				return false;
+			readers++;
+		}
+	}
+	return readers > 0;
+}
+
+int
+mkc_pass_narrow(mkc_graph *g)
+{
+	if (!g->tc_products || g->max_chunk <= 1)
+		return 0;
+	int n = 0;
+	for (int i = 0; i < g->nodes.n; i++) {
+		mkc_node *p = MKC_NODE(g, i);
+		if (!p->dead && narrowable(g, p)) {
+			p->out[0]->storage = MKC_DT_BFLOAT16;
+			n++;
+		}
+	}
+	mkc_progress(g->ctx, "narrow: %d product inputs written as bf16", n);
+	return 0;
+}
