@@ -543,6 +543,17 @@ chunk_axis(const mkc_plan *p, const mkc_node *n, mapping m, int axis)
 	return -1;
 }
 
+/* The rows of a block of a step's tokens, and the blocks, for the chunk's maximum. */
+static int64_t
+chunk_blocks(const mkc_plan *p, int64_t *rows)
+{
+	int64_t most = mkc_graph_sym_max(p->g, p->g->chunk_sym, p->tp.max_dim ? p->tp.max_dim : 4096);
+	*rows = p->tp.chunk_rows > 0 ? p->tp.chunk_rows : 128;
+	if (*rows < (most + 15) / 16)
+		*rows = (most + 15) / 16;
+	return (most + *rows - 1) / *rows;
+}
+
 /*
  * Tiles across a block of rows of a step's tokens. A product's columns go
  * matmul_tile_cols at a time (a tensor-core tile's width on a GPU); with
@@ -571,6 +582,13 @@ chunk_tiles(const mkc_plan *p, const mkc_node *n, mapping m, int axis, int64_t r
 		if (mkc_dim_is_const(y->shape[d]))
 			elems *= y->shape[d].c;
 	int64_t t = elems / CHUNK_TILE_ELEMS;
+	if (m == MAP_COPY) {
+		/* a copy's tiles (the head transposes, the rotary) move a few GB/s a
+		 * worker: a block's 64K-element tiles kept 32 of 132 workers busy,
+		 * 80 us a tile on the 1B shape's critical path (H200, session 20) */
+		int64_t r, nblocks = chunk_blocks(p, &r), spread = (p->tp.nworkers + nblocks - 1) / nblocks;
+		t = t > spread ? t : spread;
+	}
 	return (int)(t < 1 ? 1 : t > len ? len : t);
 }
 
@@ -592,17 +610,6 @@ rows_tiles(const mkc_node *n, int64_t rows)
 			elems *= y->shape[d].c;
 	int64_t t = elems / CHUNK_ROWS_ELEMS;
 	return (int)(t < 1 ? 1 : t > rows ? rows : t);
-}
-
-/* The rows of a block of a step's tokens, and the blocks, for the chunk's maximum. */
-static int64_t
-chunk_blocks(const mkc_plan *p, int64_t *rows)
-{
-	int64_t most = mkc_graph_sym_max(p->g, p->g->chunk_sym, p->tp.max_dim ? p->tp.max_dim : 4096);
-	*rows = p->tp.chunk_rows > 0 ? p->tp.chunk_rows : 128;
-	if (*rows < (most + 15) / 16)
-		*rows = (most + 15) / 16;
-	return (most + *rows - 1) / *rows;
 }
 
 /*
