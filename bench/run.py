@@ -18,14 +18,20 @@ per command, each well under 10 minutes):
   5. times mkc per token at each context (the caches filled with random
      values by llama_cache_load; median of 3 runs of several tokens, one
      launch each), then in the same process PyTorch bf16: transformers eager
-     (DynamicCache prefilled to the context) and a static-cache decode step
+     (DynamicCache prefilled to the context), a static-cache decode step
      written here over the same weights, replayed as a CUDA graph (checked
-     against transformers first);
-  6. with --profile, builds a second file with mkc --profile, times it too
+     against transformers first), and the same step compiled by
+     torch.compile (inductor, no CUDA graphs of its own) and replayed as a
+     CUDA graph (gpt-fast's recipe; --no-compile skips it); the ratios are
+     against the fastest of them;
+  6. with --prompts, time to first token: mkc's chunked file against
+     transformers bf16 (one forward over the prompt, SDPA), eager and under
+     torch.compile, with mkc's TFLOPS (2 x parameters x prompt tokens);
+  7. with --profile, builds a second file with mkc --profile, times it too
      (the profiler's own cost) and writes the timeline of one step at the
      middle context; with --prompts, the timeline of the middle prompt's
      chunk instead (DIR/SHAPE_promptN.trace.json and .png);
-  7. with --old MKC (another mkc binary, e.g. a build of the commit before
+  8. with --old MKC (another mkc binary, e.g. a build of the commit before
      a change, carried to the GPU machine), builds the same folder with it
      too, checks its tokens, and times both in turns (--rounds rounds of
      step 5's runs, old and new alternately, so that both see the same
@@ -249,19 +255,19 @@ def check_static(torch, sd, ref_toks, ref_logits, dev):
     return worst, agree
 
 
-def time_graph(torch, sd, ctx, reps=3, per=20):
-    """ms per replay of the captured step at context ctx (median of reps)."""
+def time_graph(torch, step, ctx, reps=3, per=20):
+    """ms per replay of step(tok, pos, ctx) captured at context ctx (median of reps)."""
     tok = torch.tensor([[FIRST_TOKEN]], device="cuda")
     pos = torch.tensor([ctx], device="cuda")
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.no_grad(), torch.cuda.stream(s):
         for _ in range(3):
-            sd.step(tok, pos, ctx)
+            step(tok, pos, ctx)
     torch.cuda.current_stream().wait_stream(s)
     g = torch.cuda.CUDAGraph()
     with torch.no_grad(), torch.cuda.graph(g):
-        sd.step(tok, pos, ctx)
+        step(tok, pos, ctx)
     for _ in range(3):
         g.replay()
     out = []
@@ -275,6 +281,28 @@ def time_graph(torch, sd, ctx, reps=3, per=20):
         out.append(a.elapsed_time(b) / per)
     del g
     return statistics.median(out)
+
+
+def compiled(torch, fn, what):
+    """fn under torch.compile (inductor's own kernels, no CUDA graphs of its
+    own: the callers capture one), or None with a line in the log when it
+    cannot be compiled here."""
+    try:
+        return torch.compile(fn, fullgraph=True, dynamic=False)
+    except Exception as e:   # noqa: BLE001 - a baseline that fails is reported, not fatal
+        log(f"torch.compile of {what} failed: {e}")
+        return None
+
+
+def time_compiled_graph(torch, step, ctx):
+    """time_graph of a torch.compile'd step; None when it fails (logged)."""
+    if step is None:
+        return None
+    try:
+        return time_graph(torch, step, ctx)
+    except Exception as e:   # noqa: BLE001
+        log(f"torch.compile + CUDA graph at context {ctx} failed: {e}")
+        return None
 
 
 def time_eager(torch, model, ctx, dev, reps=3, per=8):
@@ -405,15 +433,23 @@ def ttft(a, torch, model, cfg, folder, work, logf, refs, n_new, row, plain_ms):
             n = int(line.split()[1].rstrip(":"))
             got[n] = (int(line.split("token ")[1].split(",")[0]), float(line.split("median ")[1]))
     rows = []
+    cmodel = None if a.no_compile else compiled(torch, model, "transformers' forward")
     for n, r in refs.items():
         tok, ms = got.get(n, (None, None))
         pr = {"prompt": n, "mkc_ms": ms, "mkc_token": tok, "ref_token": r["token"],
               "ref_margin": r["margin"], "same": tok == r["token"],
               "flops": 2 * sum(p.numel() for p in model.parameters()) * n}
         pr["eager_ms"], pr["eager_token"] = time_prefill(torch, model, r["ids"], a.device)
+        if cmodel is not None:
+            try:
+                pr["compiled_ms"], pr["compiled_token"] = time_prefill(torch, cmodel, r["ids"],
+                                                                       a.device)
+            except Exception as e:   # noqa: BLE001 - reported, not fatal
+                log(f"{a.shape}: prompt {n}: torch.compile failed: {e}")
         rows.append(pr)
         log(f"{a.shape}: prompt {n}: mkc {ms} ms (token {tok}, transformers float32 {r['token']}, "
-            f"margin {r['margin']:.3g}), transformers bf16 eager {pr['eager_ms']:.2f} ms")
+            f"margin {r['margin']:.3g}), transformers bf16 eager {pr['eager_ms']:.2f} ms, "
+            f"torch.compile {pr.get('compiled_ms', float('nan')):.2f} ms")
     res = {"max_chunk": a.max_chunk, "mkc_compile_s": t_mkc, "cc_compile_s": t_cc, "rows": rows}
     res["decode"] = []
     for ctx, ms, plain in zip(a.contexts, mkc_time(csub, folder, a.contexts, n_new, row, logf),
@@ -520,6 +556,7 @@ def run(a):
     del ref_logits
 
     rows = []
+    sd_compiled = None if a.no_compile or dev == "cpu" else compiled(torch, sd.step, "the static step")
     big = res["weights_bytes"] > 8e9
     n_new = [tokens_at(c, big) for c in a.contexts]
     res["tokens_per_run"] = n_new
@@ -541,11 +578,16 @@ def run(a):
         r["eager_ms"] = time_eager(torch, model, ctx, dev)
         if dev != "cpu":
             sd.fill(ctx)
-            r["graph_ms"] = time_graph(torch, sd, ctx)
+            r["graph_ms"] = time_graph(torch, sd.step, ctx)
+            if sd_compiled is not None:
+                ms_c = time_compiled_graph(torch, sd_compiled, ctx)
+                if ms_c is not None:
+                    r["compiled_ms"] = ms_c
         rows.append(r)
         log(f"{a.shape}: context {ctx}: mkc {r['mkc_ms']:.3f} ms" +
             (f" (old {oms:.3f} ms, new / old {ms / oms:.3f})" if oms else "") +
-            f", eager {r['eager_ms']:.3f} ms, graph {r.get('graph_ms', float('nan')):.3f} ms")
+            f", eager {r['eager_ms']:.3f} ms, graph {r.get('graph_ms', float('nan')):.3f} ms"
+            f", torch.compile + graph {r.get('compiled_ms', float('nan')):.3f} ms")
     res["rows"] = rows
     if a.prompts:
         res["ttft"] = ttft(a, torch, model, cfg, folder, work, logf, refs, n_new, row,
@@ -586,15 +628,31 @@ def table(res):
              f"transformers float32{' (its cache rounded to bf16 as mkc keeps it)' if res.get('kv') == 'bf16' else ''}; torch "
              f"{res['torch']}, transformers {res['transformers']}.", "",
              "| context | mkc ms/token | GB/s | % of read bw | floor ms | eager ms | graph ms "
-             "| mkc / eager | mkc / graph |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| compile + graph ms | mkc / fastest baseline |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    nan = float("nan")
     for r in res["rows"]:
         gbps = r["must_move_bytes"] / r["mkc_ms"] / 1e6
-        floor = r["must_move_bytes"] / bw / 1e6 if bw else float("nan")
-        g = r.get("graph_ms", float("nan"))
+        floor = r["must_move_bytes"] / bw / 1e6 if bw else nan
+        best = min(r.get(k, nan) for k in ("eager_ms", "graph_ms", "compiled_ms") if k in r)
         lines.append(f"| {r['context']} | {r['mkc_ms']:.3f} | {gbps:.0f} | "
-                     f"{100 * gbps / bw if bw else float('nan'):.1f}% | {floor:.3f} | "
-                     f"{r['eager_ms']:.3f} | {g:.3f} | {r['mkc_ms'] / r['eager_ms']:.2f}x | "
-                     f"{r['mkc_ms'] / g:.2f}x |")
+                     f"{100 * gbps / bw if bw else nan:.1f}% | {floor:.3f} | "
+                     f"{r['eager_ms']:.3f} | {r.get('graph_ms', nan):.3f} | "
+                     f"{r.get('compiled_ms', nan):.3f} | {r['mkc_ms'] / best:.2f}x |")
+    t = res.get("ttft")
+    if t:
+        lines += ["", f"Time to first token (`--max-chunk {t['max_chunk']}`: mkc "
+                  f"{t['mkc_compile_s']:.1f} s, nvcc {t['cc_compile_s']:.1f} s; transformers bf16, "
+                  "one forward over the prompt, SDPA):", "",
+                  "| prompt | mkc ms | mkc TFLOPS | eager ms | torch.compile ms "
+                  "| mkc / fastest baseline | first token = float32 reference |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for r in t["rows"]:
+            best = min(r.get(k, nan) for k in ("eager_ms", "compiled_ms") if k in r)
+            ms = r["mkc_ms"] or nan
+            lines.append(f"| {r['prompt']} | {ms:.2f} | {r['flops'] / ms * 1e-9:.1f} | "
+                         f"{r['eager_ms']:.2f} | {r.get('compiled_ms', nan):.2f} | "
+                         f"{ms / best:.2f}x | {'yes' if r['same'] else 'NO'} |")
     if "old_mkc_ms" in res["rows"][0]:
         lines += ["", f"The same run timed the old mkc build in turns with this one "
                   f"({len(res['ab_rounds']['new'])} rounds, medians): " +
@@ -631,7 +689,8 @@ def report(a):
         for ax, r in zip(axes[0], timed):
             ctx = [x["context"] for x in r["rows"]]
             for key, label in (("mkc_ms", "mkc"), ("eager_ms", "PyTorch eager (transformers)"),
-                               ("graph_ms", "PyTorch static cache + CUDA graph")):
+                               ("graph_ms", "PyTorch static cache + CUDA graph"),
+                               ("compiled_ms", "torch.compile + CUDA graph")):
                 ax.plot(ctx, [x.get(key, float("nan")) for x in r["rows"]], "o-", label=label)
             if r.get("read_GBps"):
                 ax.plot(ctx, [x["must_move_bytes"] / r["read_GBps"] / 1e6 for x in r["rows"]],
@@ -668,6 +727,8 @@ def main(argv):
     r.add_argument("--prompts", default="",
                    help="time to first token for prompts of these lengths (e.g. 128,1024,4000)")
     r.add_argument("--max-chunk", type=int, default=1024, help="with --prompts: mkc --max-chunk")
+    r.add_argument("--no-compile", action="store_true",
+                   help="leave out the torch.compile baselines (minutes of compiling)")
     p = sp.add_parser("report", help="append results to RESULTS.md and draw the picture")
     p.add_argument("dirs", nargs="+")
     p.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"))
