@@ -558,6 +558,8 @@ emit_matmul(mkc_emitter *e, const mkc_node *n)
  * tile's K step, alpha 1 (and beta 1 with C), C a residual shaped as y or a
  * bias [N], and every tile at most MKC_MM_TM rows by MKC_MM_TN columns.
  */
+_Static_assert(MKC_MM_TK == 64, "ir/kernel.c's mkc_kernel_tc_gemm asks for K a multiple of 64");
+
 bool
 mkc_emit_mma(const mkc_emitter *e, const mkc_node *n)
 {
