@@ -241,6 +241,9 @@ struct mkc_graph {
 	int chunk_sym;
 	int64_t max_chunk;
 	mkc_vec states;
+	/* passes/half.c: float16 past inputs and present outputs it made float32
+	 * with no Cast, which the state pass must keep in place (mkc_tensor *) */
+	mkc_vec half_caches;
 	bool bf16_weights;         /* passes/weights.c: float32 weights stored as bf16 */
 	mkc_dtype kv_dtype;        /* passes/kv.c: the caches' storage (MKC_DT_BFLOAT16, or float32) */
 	int nworkers;              /* the plan's workers (split_attn sizes its chunks by them) */
