@@ -47,11 +47,18 @@ widen(mkc_graph *g, const void *data, size_t nbytes, size_t *out)
 	return f;
 }
 
-/* A past input p and present output q: the same shape but one axis, p's a bare symbol there. */
+/*
+ * A past input p and present output q: q made by a node that reads p (a
+ * Concat, GroupQueryAttention, Attention), the same shape but one axis,
+ * p's a bare symbol there.
+ */
 static bool
 cache_pair(const mkc_tensor *p, const mkc_tensor *q)
 {
-	if (p->rank < 1 || p->rank != q->rank)
+	bool reads = false;
+	for (int i = 0; q->producer && i < q->producer->nin; i++)
+		reads |= q->producer->in[i] == p;
+	if (!reads || p->rank < 1 || p->rank != q->rank)
 		return false;
 	int differ = 0;
 	for (int d = 0; d < p->rank; d++)
