@@ -129,7 +129,9 @@ typedef struct mkc_tensor {
 	size_t nbytes;
 	bool initializer;          /* the model file holds the bytes (by name) */
 	mkc_dtype storage;         /* weights kept in another type (bf16); 0: dtype */
-	mkc_dtype file_dtype;      /* type of the bytes in data and the file; 0: dtype */
+	mkc_dtype file_dtype;      /* type of the bytes in the file, and in data but for a
+	                              float16 initializer's, widened to float32 at compile
+	                              time (passes/half.c); 0: dtype */
 	/*
 	 * A weight whose bytes sit in a file of their own (ONNX external data,
 	 * safetensors): the path as opened (below the model's folder) and the

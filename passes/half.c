@@ -15,8 +15,9 @@
  *             of x read instead; a float16 output y: its producer writes
  *             y_f32, and a Cast y_f32 -> y;
  *           - with the caches kept in place (g->kv_cap > 0), a past input
- *             and present output (float16, the same shape but for the past's
- *             symbolic positions) made float32 with no Cast: the state pass
+ *             and present output (float16, the present made by a node that
+ *             reads the past, the same shape but for the past's symbolic
+ *             positions) made float32 with no Cast: the state pass
  *             turns them into caches the model owns, float32 (or bf16 with
  *             --kv bf16), and fails the compile if it does not (listed in
  *             g->half_caches: a float32 interface would not be the model's).
@@ -27,6 +28,9 @@
  * arithmetic is then more precise than the model's own float16 (results
  * differ from onnxruntime's by its float16 rounding, not by mkc's). The
  * interface keeps the model's types: a caller passes and gets float16.
+ * (A float64 value cast to a float16 output is rounded twice, to float32,
+ * then to float16, as the Cast body always did: the two differ from one
+ * rounding only for a value within float32's rounding of a float16 tie.)
  * Storing the weights as 16-bit float16 in the bodies (half the bytes of a
  * float32 file, as --weights bf16 does) is not done yet.
  */
