@@ -945,6 +945,7 @@ static const struct {
 } attr_types[] = {
 	{"alpha", MKC_AT_FLOAT}, {"beta", MKC_AT_FLOAT}, {"epsilon", MKC_AT_FLOAT},
 	{"scale", MKC_AT_FLOAT}, {"softcap", MKC_AT_FLOAT}, {"value_float", MKC_AT_FLOAT},
+	{"qk_norm_epsilon", MKC_AT_FLOAT},
 	{"allowzero", MKC_AT_INT}, {"axis", MKC_AT_INT}, {"do_rotary", MKC_AT_INT},
 	{"end", MKC_AT_INT}, {"interleaved", MKC_AT_INT}, {"is_causal", MKC_AT_INT},
 	{"keepdims", MKC_AT_INT}, {"kv_num_heads", MKC_AT_INT}, {"q_num_heads", MKC_AT_INT},

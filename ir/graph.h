@@ -129,7 +129,9 @@ typedef struct mkc_tensor {
 	size_t nbytes;
 	bool initializer;          /* the model file holds the bytes (by name) */
 	mkc_dtype storage;         /* weights kept in another type (bf16); 0: dtype */
-	mkc_dtype file_dtype;      /* type of the bytes in data and the file; 0: dtype */
+	mkc_dtype file_dtype;      /* type of the bytes in the file, and in data but for a
+	                              float16 initializer's, widened to float32 at compile
+	                              time (passes/half.c); 0: dtype */
 	/*
 	 * A weight whose bytes sit in a file of their own (ONNX external data,
 	 * safetensors): the path as opened (below the model's folder) and the
@@ -241,6 +243,9 @@ struct mkc_graph {
 	int chunk_sym;
 	int64_t max_chunk;
 	mkc_vec states;
+	/* passes/half.c: float16 past inputs and present outputs it made float32
+	 * with no Cast, which the state pass must keep in place (mkc_tensor *) */
+	mkc_vec half_caches;
 	bool bf16_weights;         /* passes/weights.c: float32 weights stored as bf16 */
 	bool tc_products;          /* the target's chunk products run on tensor cores (passes/narrow.c) */
 	mkc_dtype kv_dtype;        /* passes/kv.c: the caches' storage (MKC_DT_BFLOAT16, or float32) */

@@ -6,45 +6,17 @@
 
 #include "../runtime/bf16.h"
 
+/* runtime/bf16.h's, so that mkc rounds as the emitted code does */
 float
 mkc_half_to_float(uint16_t h)
 {
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-	uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-	if (exp == 0x1f) {
-		bits = sign | 0x7f800000u | (man << 13);
-	} else if (exp) {
-		bits = sign | ((exp + 112) << 23) | (man << 13);
-	} else if (man) {
-		/* subnormal: value man * 2^-24 */
-		float f = ldexpf((float)man, -24);
-		return sign ? -f : f;
-	} else {
-		bits = sign;
-	}
-	float f;
-	memcpy(&f, &bits, 4);
-	return f;
+	return mkc_rt_half(h);
 }
 
 uint16_t
 mkc_float_to_half(float f)
 {
-	uint32_t x;
-	memcpy(&x, &f, 4);
-	uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-	uint32_t ax = x & 0x7fffffffu;
-	if (ax >= 0x7f800000u)   /* inf or nan */
-		return sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0);
-	if (ax >= 0x477ff000u)   /* rounds past the largest half */
-		return sign | 0x7c00;
-	if (ax < 0x38800000u) {  /* below the smallest normal: subnormal */
-		float v;
-		memcpy(&v, &ax, 4);
-		return sign | (uint16_t)lrintf(v * 16777216.0f);  /* * 2^24 */
-	}
-	uint32_t r = ax + 0xfffu + ((ax >> 13) & 1);   /* round to nearest even */
-	return sign | (uint16_t)((r - 0x38000000u) >> 13);
+	return mkc_rt_to_half(f);
 }
 
 /* runtime/bf16.h's, so that mkc rounds as the emitted code does */

@@ -8,6 +8,9 @@
  * provides: every GroupQueryAttention with packed QKV (query, key and
  *           value in its first input, no key and value inputs: the
  *           builder's default) reading them from a Split on the last axis;
+ *           every one with q/k norms (inputs 14 and 15) reading its query
+ *           and key through RMSNormalization nodes of their heads, the
+ *           inputs gone;
  *           then, with g->kv_cap > 0 (caches kept as state), every one that
  *           has a past and gives both presents as graph outputs replaced by
  *
@@ -81,16 +84,29 @@ perm_attr(void)
 	return (mkc_attr){.name = "perm", .type = MKC_AT_INTS, .ints = swap12, .n = 4};
 }
 
+/*
+ * x [B, S, ...] as [B, S, last] (rank 3) or [B, S, last / d, d] (d > 0),
+ * by a Reshape named at's name/what; into out (NULL: a new tensor). NULL
+ * on an error.
+ */
+static mkc_tensor *
+reshape(mkc_graph *g, mkc_node *at, const char *what, mkc_tensor *x, int64_t last, int64_t d,
+	mkc_tensor *out)
+{
+	mkc_arena *a = g->ctx->arena;
+	mkc_dim s[4] = {mkc_dim_const(0), mkc_dim_const(0), mkc_dim_const(d ? last / d : last),
+			mkc_dim_const(d)};
+	const char *sn = mkc_graph_fresh_name(g, at->name, mkc_arena_printf(a, "%s_shape", what));
+	mkc_tensor *in[2] = {x, mkc_graph_ints(g, sn, d ? 4 : 3, s)};
+	return add(g, at, what, "Reshape", 2, in, 0, NULL, out);
+}
+
 /* x [B, S, h * d] as heads [B, h, S, d]; NULL on an error. */
 static mkc_tensor *
 to_heads(mkc_graph *g, mkc_node *at, const char *what, mkc_tensor *x, int64_t h, int64_t d)
 {
 	mkc_arena *a = g->ctx->arena;
-	mkc_dim s[4] = {mkc_dim_const(0), mkc_dim_const(0), mkc_dim_const(h), mkc_dim_const(d)};
-	mkc_tensor *in[2] = {x, mkc_graph_ints(g, mkc_graph_fresh_name(g, at->name, mkc_arena_printf(a, "%s_shape", what)),
-				    4, s)};
-	mkc_tensor *split = add(g, at, mkc_arena_printf(a, "%s_split", what), "Reshape", 2, in, 0,
-				NULL, NULL);
+	mkc_tensor *split = reshape(g, at, mkc_arena_printf(a, "%s_split", what), x, h * d, d, NULL);
 	mkc_attr perm = perm_attr();
 	return split ? add(g, at, mkc_arena_printf(a, "%s_heads", what), "Transpose", 1, &split, 1,
 			   &perm, NULL)
@@ -244,9 +260,47 @@ take_apart(mkc_graph *g, mkc_node *n)
 			      : NULL;
 	if (!pos)
 		return -1;
-	mkc_dim flat[3] = {mkc_dim_const(0), mkc_dim_const(0), mkc_dim_const(hq * d)};
-	mkc_tensor *fin[2] = {pos, mkc_graph_ints(g, mkc_graph_fresh_name(g, n->name, "flat_shape"), 3, flat)};
-	return add(g, n, "attn_flat", "Reshape", 2, fin, 0, NULL, y) ? 0 : -1;
+	return reshape(g, n, "attn_flat", pos, hq * d, 0, y) ? 0 : -1;
+}
+
+/*
+ * The q/k norms inside the node (inputs 14 and 15, q_norm_weight and
+ * k_norm_weight: onnxruntime-genai's CUDA export of Qwen3 puts them there):
+ * an RMS norm of each head of the query and the key, before the rotation,
+ * taken out of the node as Reshape [B, S, H, D], RMSNormalization over D
+ * by the scale with qk_norm_epsilon, Reshape [B, S, H * D], which both the
+ * node taken apart and the whole node's body then read as their query and
+ * key. 1 when it took them out.
+ */
+static int
+take_qk_norms(mkc_graph *g, mkc_node *n)
+{
+	if (n->nin < 16 || !n->in[14])
+		return 0;
+	mkc_arena *a = g->ctx->arena;
+	int64_t heads[2] = {mkc_node_attr_int(n, "num_heads", 0),
+			    mkc_node_attr_int(n, "kv_num_heads", 0)};
+	int64_t d = n->in[0]->shape[2].c / heads[0];   /* split already: the query's heads */
+	mkc_attr eps = {.name = "epsilon", .type = MKC_AT_FLOAT,
+			.f = mkc_node_attr_float(n, "qk_norm_epsilon", 0)};
+	static const char *const what[2] = {"q_norm", "k_norm"};
+	mkc_node_count_reads(n, -1);
+	for (int i = 0; i < 2; i++) {
+		const char *w = what[i];
+		mkc_tensor *h = reshape(g, n, mkc_arena_printf(a, "%s_heads", w), n->in[i],
+					heads[i] * d, d, NULL);
+		mkc_tensor *nin[2] = {h, n->in[14 + i]};
+		mkc_tensor *y = h ? add(g, n, w, "RMSNormalization", 2, nin, 1, &eps, NULL) : NULL;
+		mkc_tensor *r = y ? reshape(g, n, mkc_arena_printf(a, "%s_flat", w), y, heads[i] * d,
+					    0, NULL) : NULL;
+		if (!r)
+			return -1;
+		n->in[i] = r;
+	}
+	n->in[14] = n->in[15] = NULL;
+	n->nin = 12;
+	mkc_node_count_reads(n, 1);
+	return 1;
 }
 
 /*
@@ -295,13 +349,17 @@ split_packed_qkv(mkc_graph *g, mkc_node *n)
 int
 mkc_pass_gqa(mkc_graph *g)
 {
-	int packed = 0, apart = 0, kept = 0;
+	int packed = 0, apart = 0, kept = 0, norms = 0;
 	mkc_graph_count_live_uses(g);
 	for (int i = 0; i < g->nodes.n; i++) {
 		mkc_node *n = MKC_NODE(g, i);
 		if (n->dead || n->op != MKC_OP_MS_GQA)
 			continue;
 		packed += split_packed_qkv(g, n);
+		int normed = take_qk_norms(g, n);
+		if (normed < 0)
+			return -1;
+		norms += normed;
 		if (g->kv_cap <= 0 || !has_caches(n)) {
 			kept++;
 			continue;
@@ -311,8 +369,8 @@ mkc_pass_gqa(mkc_graph *g)
 		apart++;
 	}
 	if (packed + apart + kept)
-		mkc_progress(g->ctx, "gqa: %d GroupQueryAttention nodes with packed QKV split; %d "
-			     "taken apart into the nodes of the Hugging Face path, %d kept whole",
-			     packed, apart, kept);
+		mkc_progress(g->ctx, "gqa: %d GroupQueryAttention nodes with packed QKV split, %d "
+			     "with q/k norms taken out; %d taken apart into the nodes of the Hugging "
+			     "Face path, %d kept whole", packed, norms, apart, kept);
 	return 0;
 }

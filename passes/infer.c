@@ -1145,10 +1145,15 @@ infer_gqa(mkc_graph *g, mkc_node *n)
 	    (n->nout > 3 && n->out[3]))
 		return mkc_node_error(g, n, "local_window_size, smooth_softmax and qk_output are not "
 				      "supported");
-	for (int i = 9; i < n->nin; i++)
+	for (int i = 9; i < n->nin && i < 14; i++)
 		if (n->in[i])
-			return mkc_node_error(g, n, "input %d (position_ids, attention_bias, head_sink) "
-					      "is not supported", i);
+			return mkc_node_error(g, n, "input %d (position_ids, attention_bias, head_sink, "
+					      "k_scale, v_scale) is not supported", i);
+	/* the q/k norms' scales (inputs 14, 15), which passes/gqa.c takes out of the node */
+	const mkc_tensor *qn = n->nin > 14 ? n->in[14] : NULL, *kn = n->nin > 15 ? n->in[15] : NULL;
+	if (!qn != !kn || ((qn || kn) && !mkc_node_attr(n, "qk_norm_epsilon")))
+		return mkc_node_error(g, n, "q_norm_weight and k_norm_weight (inputs 14 and 15) come "
+				      "together, with the attribute qk_norm_epsilon");
 	if (mkc_node_attr_int(n, "do_rotary", 0) && (n->nin < 9 || !n->in[7] || !n->in[8]))
 		return mkc_node_error(g, n, "do_rotary = 1 needs cos_cache and sin_cache");
 	int64_t width = hq + (k ? 0 : 2 * hk);   /* heads in the query's last axis */
@@ -1162,6 +1167,12 @@ infer_gqa(mkc_graph *g, mkc_node *n)
 		return mkc_node_error(g, n, "key and value must be [batch, sequence, kv_num_heads * "
 				      "head_size] with the query's head_size (%lld) and sequence",
 				      (long long)d.c);
+	for (int i = 0; qn && i < 2; i++) {
+		const mkc_tensor *w = i ? kn : qn;
+		if (w->rank != 1 || !mkc_dim_eq(w->shape[0], d))
+			return mkc_node_error(g, n, "%s '%s' must be [head_size], [%lld]", i ?
+					      "k_norm_weight" : "q_norm_weight", w->name, (long long)d.c);
+	}
 	if (pk || pv) {
 		static const char *const axis[4] = {"batch", "kv_num_heads", "past", "head_size"};
 		mkc_dim want[4] = {q->shape[0], mkc_dim_const(hk), pk ? pk->shape[2] : pv->shape[2], d};

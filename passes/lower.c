@@ -216,6 +216,13 @@ lower_node(mkc_graph *g, const mkc_node *n, mkc_kernel *k)
 	const mkc_op_kernel *ok = mkc_op_kernel_of(n->op);
 	k->kind = ok->kind;
 	k->known = all_known(n);
+	/* passes/half.c leaves float16 only at the boundary, its Casts' side: the
+	 * bodies compute float32, and no other reads float16's bits */
+	for (int i = 0; i < n->nin + n->nout && n->op != MKC_OP_CAST; i++) {
+		const mkc_tensor *t = i < n->nin ? n->in[i] : n->out[i - n->nin];
+		if (t && t->dtype == MKC_DT_FLOAT16)
+			k->refuse = "a float16 operand or result (only a Cast converts float16)";
+	}
 	switch (k->kind) {
 	case MKC_KERN_ELEMENTWISE:
 		k->operands = ok->one_operand ? 1 : n->nin;

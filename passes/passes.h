@@ -8,6 +8,9 @@
  *           of every tensor the constant evaluator can compute (bytes, or
  *           symbolic integers in terms of the input symbols); nodes whose
  *           outputs all became constant are marked dead.
+ *   half    requires: infer. provides: float16 only at the graph's
+ *           boundary, converted by Casts; everything else float32.
+ *   gqa, layout (each file's opening comment says what it does), then
  *   canon   requires: infer. provides: the decomposed RMSNorm, RoPE and
  *           attention of real exports as RMSNormalization, RotaryEmbedding
  *           and Attention (opset 23) nodes; Attention reading grouped
@@ -47,6 +50,7 @@
 #include "../ir/task.h"
 
 int mkc_pass_infer(mkc_graph *g);
+int mkc_pass_half(mkc_graph *g);           /* passes/half.c: float16 computed as float32 */
 int mkc_pass_gqa(mkc_graph *g);            /* passes/gqa.c: GroupQueryAttention taken apart */
 int mkc_pass_layout(mkc_graph *g);         /* passes/layout.c: weights stored as products read them */
 int mkc_pass_flat(mkc_graph *g);           /* passes/flat.c: hidden states as rows [S, X] */

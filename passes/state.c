@@ -7,7 +7,8 @@
  *           one cache tensor of kind MKC_TK_STATE that holds g->kv_cap
  *           positions, written in place by a CacheAppend node; the past
  *           input and present output gone from the graph's interface;
- *           g->states listing the caches.
+ *           g->states listing the caches; an error where a float16 pair
+ *           passes/half.c made float32 for it stays in the interface.
  *
  * A decode-step export takes the cache as inputs and gives it back one
  * position longer:
@@ -120,6 +121,25 @@ split_attention(mkc_graph *g, mkc_node *n)
 		causal->i = mkc_dim_eq(n->in[0]->shape[2], mkc_dim_const(1)) ? 0 : 2;
 }
 
+/*
+ * The float16 past and present tensors passes/half.c made float32 for this
+ * pass to keep in place: one still an input or output would be a float32
+ * interface where the model's is float16.
+ */
+static int
+check_half_caches(mkc_graph *g)
+{
+	for (int i = 0; i < g->half_caches.n; i++) {
+		const mkc_tensor *t = g->half_caches.v[i];
+		if (t->kind == MKC_TK_INPUT || t->kind == MKC_TK_OUTPUT)
+			return mkc_error(g->ctx, "%s: the float16 KV cache '%s' cannot be kept in place "
+					 "(every reader of the present must be an attention); compile "
+					 "with --kv-io, which keeps it as float16 inputs and outputs",
+					 g->path, t->name);
+	}
+	return 0;
+}
+
 int
 mkc_pass_state(mkc_graph *g)
 {
@@ -179,5 +199,5 @@ mkc_pass_state(mkc_graph *g)
 	if (g->states.n)
 		mkc_progress(g->ctx, "state: %d KV caches of %lld positions kept in place; %s counts them",
 			     g->states.n, (long long)g->kv_cap, MKC_SYM(g, sym));
-	return 0;
+	return check_half_caches(g);
 }

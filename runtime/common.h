@@ -51,11 +51,16 @@ mkc_rt_dimv(mkc_rt_dim d, const int64_t *sym)
 	return d.c + (d.s[0] >= 0 ? d.k[0] * sym[d.s[0]] : 0) + (d.s[1] >= 0 ? d.k[1] * sym[d.s[1]] : 0);
 }
 
-/* Element types, numbered as ONNX's (ir/dtypes.def), and their C types. */
+/*
+ * Element types, numbered as ONNX's (ir/dtypes.def), and their C types.
+ * MKC_T_FLOAT16 has none: float16 (uint16_t, runtime/bf16.h) is only what
+ * a Cast at a float16 model's boundary reads or writes (passes/half.c),
+ * so it is not among the typed bodies' cases below.
+ */
 enum {
 	MKC_T_FLOAT = 1, MKC_T_UINT8 = 2, MKC_T_INT8 = 3, MKC_T_UINT16 = 4, MKC_T_INT16 = 5,
-	MKC_T_INT32 = 6, MKC_T_INT64 = 7, MKC_T_BOOL = 9, MKC_T_DOUBLE = 11, MKC_T_UINT32 = 12,
-	MKC_T_UINT64 = 13
+	MKC_T_INT32 = 6, MKC_T_INT64 = 7, MKC_T_BOOL = 9, MKC_T_FLOAT16 = 10, MKC_T_DOUBLE = 11,
+	MKC_T_UINT32 = 12, MKC_T_UINT64 = 13
 };
 
 /* X(code, C type) for each of them: the typed bodies' cases */
@@ -72,6 +77,7 @@ mkc_t_size(int t)
 {
 	switch (t) {
 	MKC_T_EACH(MKC_T_SIZE)
+	case MKC_T_FLOAT16: return 2;
 	default: return 0;
 	}
 }

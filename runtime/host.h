@@ -273,7 +273,9 @@ mkc_take_columns(mkc_host *m, const mkc_rt_tensor_info *ti, void *tmp, size_t fe
 
 /*
  * Reads one initializer into host memory and stores it in its buffer; a
- * float32 weight kept as bf16 is narrowed on the way. An initializer
+ * float32 weight kept as bf16 is narrowed on the way, a float16 one
+ * (passes/half.c: a float32 weight the file holds as float16) widened to
+ * float32 exactly, and then narrowed if kept as bf16 (--weights bf16). An initializer
  * compiled into the file (ti->check) is compared with it instead: the
  * compiled code holds its old value, so a checkpoint changed there since
  * compiling is not the model compiled, and loading the rest would mix old
@@ -284,23 +286,30 @@ mkc_load_one(mkc_host *m, int t, const mkc_rt_tensor *pt, const char *dir, const
 {
 	const mkc_rt_tensor_info *ti = &mkc_tensors[t];
 	int64_t n = mkc_numel(m, t, 0);
-	int narrow = ti->fdtype == 1 && ti->dtype == 16;
-	const size_t fe = narrow ? 4 : (size_t)ti->esize;   /* an element in the file */
+	int half = ti->fdtype == 10, narrow = (ti->fdtype == 1 || half) && ti->dtype == 16;
+	/* an element in the file */
+	const size_t fe = half ? 2 : narrow ? 4 : (size_t)ti->esize;
 	/* stored transposed: the whole [xk, xn] matrix is read, then its columns taken */
 	const size_t nf = ti->xk ? (size_t)(ti->xk * ti->xn) : (size_t)n;
 	size_t want = (size_t)n * (size_t)ti->esize, read = nf * fe;
-	void *tmp = malloc(read ? read : 1);
+	/* float16 is widened in place: room for n float32s */
+	size_t room = half && (size_t)n * 4 > read ? (size_t)n * 4 : read;
+	void *tmp = malloc(room ? room : 1);
 	if (!tmp) {
 		mkc_seterr(m, "out of memory reading weight '%s'", ti->name);
 		return -1;
 	}
 	mkc_rt_tensor_info file = *ti;   /* as the file holds it */
-	if (narrow)
-		file.esize = 4;
+	file.esize = (int)fe;
 	int rc = pt ? mkc_load_bytes(m, &file, pt, dir, tmp, (int64_t)nf)
 		    : mkc_load_file(m, &file, dir, tmp, read);
 	if (rc == 0 && ti->xk && mkc_take_columns(m, ti, tmp, fe, n))
 		rc = -1;
+	/* from the last element down: float i overwrites halves 2i and 2i + 1, read already */
+	for (int64_t i = n - 1; rc == 0 && half && i >= 0; i--) {
+		float v = mkc_rt_half(((const uint16_t *)tmp)[i]);
+		memcpy((float *)tmp + i, &v, 4);
+	}
 	if (rc == 0 && narrow)
 		for (int64_t i = 0; i < n; i++)
 			((uint16_t *)tmp)[i] = mkc_rt_to_bf16(((const float *)tmp)[i]);
@@ -638,7 +647,7 @@ mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
 #if !MKC_CAN_GENERATE
 	(void)prompt, (void)n_prompt, (void)n_new, (void)out, (void)steps;
 	mkc_seterr(m, "this model cannot generate: it needs an input input_ids [1,1] (int64) "
-		   "and an output logits [1,1,vocab] (float32)");
+		   "and an output logits [1,1,vocab] (float32 or float16)");
 	return -1;
 #else
 	for (int i = 0; i < MKC_NINPUTS; i++)

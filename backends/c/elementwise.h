@@ -115,7 +115,11 @@ mkc_ew_i(int op, int64_t a, int64_t b)
 	}
 }
 
-/* Loads as float or int64 and stores from them, for every type (data.h's MKC_T_EACH). */
+/*
+ * Loads as float or int64 and stores from them, for every type (data.h's
+ * MKC_T_EACH); the float form also converts float16, which only a Cast at
+ * a float16 model's boundary reads or writes (passes/half.c).
+ */
 #define MKC_EW_LOADF(code, T) case code: return (float)((const T *)x)[i];
 #define MKC_EW_LOADI(code, T) case code: return (int64_t)((const T *)x)[i];
 #define MKC_EW_STORE(code, T) case code: ((T *)y)[i] = (T)v; break;
@@ -125,6 +129,7 @@ mkc_ew_loadf(const void *x, int64_t i, int t)
 {
 	switch (t) {
 	MKC_T_EACH(MKC_EW_LOADF)
+	case MKC_T_FLOAT16: return mkc_rt_half(((const uint16_t *)x)[i]);   /* a Cast's */
 	default: return 0;
 	}
 }
@@ -143,6 +148,7 @@ mkc_ew_storef(void *y, int64_t i, int t, float v)
 {
 	switch (t) {
 	MKC_T_EACH(MKC_EW_STORE)
+	case MKC_T_FLOAT16: ((uint16_t *)y)[i] = mkc_rt_to_half(v); break;   /* a Cast's */
 	default: break;
 	}
 }

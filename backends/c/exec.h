@@ -346,14 +346,22 @@ static void mkc_gen_dims(int64_t *dims, int64_t s);
 static int mkc_prefill(mkc_host *m, const int64_t *prompt, int n);
 static int mkc_gen_mask(mkc_host *m, void **buf);
 
-/* The index of the largest of n floats (the first of equals, as torch.argmax). */
+/*
+ * The index of the largest of n logits (the first of equals, as
+ * torch.argmax), float32 or a float16 model's float16.
+ */
 static int64_t MKC_UNUSED
-mkc_argmax(const float *x, int64_t n)
+mkc_argmax(const void *x, int64_t n)
 {
 	int64_t best = 0;
-	for (int64_t i = 1; i < n; i++)
-		if (x[i] > x[best])
+	float bv = mkc_rt_logit(x, 0, MKC_GEN_LOGITS_F16);
+	for (int64_t i = 1; i < n; i++) {
+		float v = mkc_rt_logit(x, i, MKC_GEN_LOGITS_F16);
+		if (v > bv) {
 			best = i;
+			bv = v;
+		}
+	}
 	return best;
 }
 
@@ -403,7 +411,7 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 			break;
 		}
 		mkc_end_step(m);
-		int64_t tok = mkc_argmax((const float *)outs[MKC_GEN_LOGITS], MKC_GEN_VOCAB);
+		int64_t tok = mkc_argmax(outs[MKC_GEN_LOGITS], MKC_GEN_VOCAB);
 		if (j >= n_prompt - 1)
 			out[j - (n_prompt - 1)] = tok;
 		ids = j + 1 < n_prompt ? prompt[j + 1] : tok;

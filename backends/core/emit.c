@@ -641,10 +641,13 @@ emit_generate_io(mkc_emitter *e)
 	int pos = find_io(&g->inputs, "position_ids", MKC_DT_INT64, false, chunk, 1);
 	/* every token's logits (mkc --all-logits): generate's one-token steps give one row */
 	int lg = find_io(&g->outputs, "logits", MKC_DT_FLOAT, true, chunk, 2);
+	/* a float16 model's logits (passes/half.c): generate's argmax widens them */
+	int half = lg < 0 && (lg = find_io(&g->outputs, "logits", MKC_DT_FLOAT16, true, chunk, 2)) >= 0;
 	int64_t vocab = lg >= 0 ? MKC_OUTPUT(g, lg)->shape[MKC_OUTPUT(g, lg)->rank - 1].c : 0;
 	fprintf(e->f, "\n#define MKC_GEN_IDS %d\n#define MKC_GEN_POS %d\n#define MKC_GEN_MASK %d\n"
-		"#define MKC_GEN_LOGITS %d\n#define MKC_GEN_VOCAB %lldLL\n#define MKC_CAN_GENERATE %d\n",
-		ids, pos, find_mask(g), lg, (long long)vocab, ids >= 0 && lg >= 0);
+		"#define MKC_GEN_LOGITS %d\n#define MKC_GEN_LOGITS_F16 %d\n#define MKC_GEN_VOCAB %lldLL\n"
+		"#define MKC_CAN_GENERATE %d\n", ids, pos, find_mask(g), lg, half, (long long)vocab,
+		ids >= 0 && lg >= 0);
 	/* the symbol of a step's token count: generate feeds the prompt in chunks */
 	fprintf(e->f, "#define MKC_GEN_CHUNK_SYM %d\n", chunk);
 }

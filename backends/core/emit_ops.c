@@ -47,6 +47,8 @@ mkc_ctype(const mkc_emitter *e, mkc_dtype t)
 	case MKC_DT_UINT32: return "uint32_t";
 	case MKC_DT_UINT64: return "uint64_t";
 	case MKC_DT_BOOL: return "uint8_t";
+	/* stored bits, converted by a Cast only (passes/half.c; emit_elementwise) */
+	case MKC_DT_FLOAT16: return "uint16_t";
 	default: return NULL;
 	}
 }
@@ -335,6 +337,12 @@ emit_elementwise(mkc_emitter *e, const mkc_node *n, int row)
 		typed = tcode(e, n->in[i]->dtype) != NULL;
 	if (!typed)
 		return unsupported(e, n, "an operand or result of a type it cannot read");
+	/* float16 is converted at a model's boundary, by a Cast alone (passes/half.c) */
+	bool half = y->dtype == MKC_DT_FLOAT16;
+	for (int i = 0; i < nin; i++)
+		half |= n->in[i]->dtype == MKC_DT_FLOAT16;
+	if (half && n->op != MKC_OP_CAST)
+		return unsupported(e, n, "a float16 operand or result (only a Cast converts float16)");
 	decl_all(e, n);
 	emit_views(f, "in", "x", nin);
 	fprintf(f, "\tmkc_elementwise(%s, %d, &y, %d, in, %d, lo, hi);\n", code, isf, nin,

@@ -378,19 +378,24 @@ mkc_grid_sync(struct mkc_model *m, unsigned long long *bar, unsigned long long t
 	return stop;
 }
 
-/* Block-wide argmax of the logits (the first of equals, as torch.argmax). */
+/*
+ * Block-wide argmax of the logits (the first of equals, as torch.argmax),
+ * float32 or a float16 model's float16.
+ */
 static __device__ int64_t
-mkc_block_argmax(const float *x, int64_t n)
+mkc_block_argmax(const void *x, int64_t n)
 {
 	__shared__ float bv[MKC_THREADS];
 	__shared__ int64_t bi[MKC_THREADS];
 	float v = -INFINITY;
 	int64_t at = -1;
-	for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-		if (at < 0 || x[i] > v) {   /* each thread walks upwards: ties keep the first */
-			v = x[i];
+	for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+		const float xi = mkc_rt_logit(x, i, MKC_GEN_LOGITS_F16);
+		if (at < 0 || xi > v) {   /* each thread walks upwards: ties keep the first */
+			v = xi;
 			at = i;
 		}
+	}
 	bv[threadIdx.x] = v;
 	bi[threadIdx.x] = at;
 	__syncthreads();
@@ -414,7 +419,7 @@ mkc_block_argmax(const float *x, int64_t n)
 /* Where generate's kernel finds the token, position and logits buffers. */
 struct mkc_gen_io {
 	int64_t *ids, *pos;          /* pos may be NULL */
-	const float *logits;
+	const void *logits;          /* float32, or float16 (MKC_GEN_LOGITS_F16) */
 	const int64_t *prompt;       /* device copy */
 	int64_t *out;                /* device buffer for the new tokens */
 	int n_prompt, steps;
@@ -673,7 +678,7 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 		goto out;
 	io.ids = (int64_t *)in[MKC_GEN_IDS];
 	io.pos = MKC_GEN_POS >= 0 ? (int64_t *)in[MKC_GEN_POS] : NULL;
-	io.logits = (const float *)outs[MKC_GEN_LOGITS];
+	io.logits = outs[MKC_GEN_LOGITS];
 	io.prompt = dprompt;
 	io.out = dout;
 	io.n_prompt = n_prompt;

@@ -51,6 +51,7 @@ static const int mkc_outputs[MKC_NOUTPUTS + 1] = {2, -1};
 #define MKC_GEN_POS 1
 #define MKC_GEN_MASK -1
 #define MKC_GEN_LOGITS 0
+#define MKC_GEN_LOGITS_F16 0
 #define MKC_GEN_VOCAB 4LL
 #define MKC_CAN_GENERATE 1
 #define MKC_STEP_PLAN(sym) 0

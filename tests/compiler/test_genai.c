@@ -32,6 +32,62 @@ Test(genai, builder_exports_match_onnxruntime, .timeout = 300)
 }
 
 /*
+ * The fp16 CUDA exports (-p fp16 -e cuda; Qwen3's q/k norms inside
+ * GroupQueryAttention), computed in float32, against onnxruntime's float16
+ * (tests/models/README.md: Qwen3's reference is the same weights' export
+ * with the norms outside the node, which onnxruntime's CPU runs). The
+ * tolerance, a relative L2 error of 2e-3, is four units of float16's
+ * rounding (2^-11): onnxruntime rounds every intermediate to float16, mkc
+ * none (measured: 5e-4 to 8e-4); a wrong rotation, norm or cache is off by
+ * far more. Steps of 1, 4 and 3 tokens, the caches in place and as float16
+ * inputs and outputs (--kv-io: the whole node, the norms outside it), and
+ * the weights rounded to bf16 as they load (their own rounding, 2^-9: 2e-2).
+ */
+Test(genai, fp16_exports_match_onnxruntime, .timeout = 300)
+{
+	cr_assert_eq(mkc_test_run("--tolerance 2e-3 --max-chunk 4 " GENAI "llama_tiny_fp16 " GENAI
+				  "qwen3_tiny_fp16", out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "6 passed, 0 failed"), "%s", out);
+	cr_assert_eq(mkc_test_run("--tolerance 2e-3 --kv-io --max-chunk 4 " GENAI "qwen3_tiny_fp16",
+				  out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "3 passed, 0 failed"), "%s", out);
+	cr_assert_eq(mkc_test_run("--tolerance 2e-2 --weights bf16 --max-chunk 4 --shuffle 5 "
+				  "--threads 3 " GENAI "llama_tiny_fp16", out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "3 passed, 0 failed"), "%s", out);
+}
+
+/*
+ * What mkc makes of an fp16 export: float16 only at the interface, the
+ * logits' Cast, the caches float32 state, the weights widened as they
+ * load; Qwen3's q/k norms as RMSNormalization nodes of the heads.
+ */
+Test(genai, fp16_export_is_float32_inside, .timeout = 120)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "%s " GENAI "qwen3_tiny_fp16 -v --dump-after=lower 2>&1",
+		 mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "half: float16 computed as float32: 23 initializers widened as they "
+			      "load, 0 inputs and 1 outputs cast at the boundary, 8 KV cache tensors "
+			      "float32 state"), "%s", out);
+	cr_expect(strstr(out, "gqa: 0 GroupQueryAttention nodes with packed QKV split, 2 with q/k "
+			      "norms taken out; 2 taken apart into the nodes of the Hugging Face path, "
+			      "0 kept whole"), "%s", out);
+	cr_expect(strstr(out, "output logits: float16[1,1,256]"), "%s", out);
+	cr_expect(strstr(out, "Cast(logits_f32) -> logits: float16[1,1,256]"), "%s", out);
+	cr_expect(strstr(out, "state: 4 KV caches of 256 positions kept in place"), "%s", out);
+	cr_expect(strstr(out, "/q_norm RMSNormalization(/model/layers.0/attn/"
+			      "GroupQueryAttention_q_norm_heads, model.layers.0.attn.q_norm.layernorm."
+			      "weight) -> /model/layers.0/attn/GroupQueryAttention_q_norm: "
+			      "float32[1,1,4,32]"), "%s", out);
+	/* no float16 anywhere else: the half line, the Cast (its name and output), the output */
+	int n = 0;
+	for (const char *p = out; (p = strstr(p, "float16")); p++)
+		n++;
+	cr_expect_eq(n, 4, "float16 where it should not be: %s", out);
+}
+
+/*
  * What mkc makes of the export, in its -v report and the lowered graph:
  * the batch is 1, the head size and the total length are bound, packed QKV
  * is split into three products, each reading its rows of the weight stored
@@ -54,8 +110,9 @@ Test(genai, free_symbols_bound_and_packed_qkv_split, .timeout = 120)
 	/* every MatMul weight [K, N] and the tied embedding's Transpose stored transposed */
 	cr_expect(strstr(out, "layout: weights stored transposed, read by rows: 1 embeddings (their "
 			      "Transpose gone), 2 split products, 9 other products"), "%s", out);
-	cr_expect(strstr(out, "gqa: 2 GroupQueryAttention nodes with packed QKV split; 2 taken "
-			      "apart into the nodes of the Hugging Face path, 0 kept whole"), "%s", out);
+	cr_expect(strstr(out, "gqa: 2 GroupQueryAttention nodes with packed QKV split, 0 with q/k "
+			      "norms taken out; 2 taken apart into the nodes of the Hugging Face path, "
+			      "0 kept whole"), "%s", out);
 	cr_expect(strstr(out, "the KV caches hold 256 positions, the rows of 'cos_cache'"), "%s",
 		  out);
 	cr_expect(strstr(out, "state: 4 KV caches of 256 positions kept in place; "
@@ -175,12 +232,16 @@ Test(genai, caches_in_place_and_a_padded_mask_refused, .timeout = 300)
  * onnxruntime-genai's own generator (greedy, gen_genai.py: greedy.txt, 32
  * tokens after the prompt seq:39) against examples/generate.c on the C
  * output: Llama's decode file, Qwen3's chunked file (the prompt in chunks
- * of 8).
+ * of 8); and the same for the fp16 exports, whose generate takes the argmax
+ * of the float16 logits (the generator's, on the fp16 file; Qwen3's on the
+ * same weights' export with the q/k norms outside the node).
  */
 Test(genai, greedy_tokens_are_the_generators, .timeout = 300)
 {
-	static const char *const runs[][2] = {{"llama_tiny", ""}, {"qwen3_tiny", "--max-chunk 8"}};
-	for (int i = 0; i < 2; i++) {
+	static const char *const runs[][2] = {{"llama_tiny", ""}, {"qwen3_tiny", "--max-chunk 8"},
+					      {"llama_tiny_fp16", ""},
+					      {"qwen3_tiny_fp16", "--max-chunk 8"}};
+	for (int i = 0; i < 4; i++) {
 		char cmd[2048];
 		snprintf(cmd, sizeof cmd,
 			 "d=$(mktemp -d) && %s " GENAI "%s %s -o $d/llama.c --workers 2 && "

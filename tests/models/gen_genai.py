@@ -21,6 +21,17 @@ and greedy.txt: the 32 tokens onnxruntime-genai's own generator picks
 greedily (Generator with do_sample off, on the builder's folder) after the
 39-token prompt examples/generate.c calls seq:39.
 
+OUTDIR/<model>_fp16/ holds the same weights' fp16 CUDA export (`-p fp16 -e
+cuda`, the builder's choice for a GPU): the same graph with every float
+tensor float16 (weights, pasts, presents, logits), and for Qwen3 the q/k
+norms inside GroupQueryAttention (its inputs 14 and 15, attribute
+qk_norm_epsilon). Its test sets (the same steps, float16 pasts) and
+greedy.txt come from onnxruntime and its generator (providers cleared: the
+CPU) running that file; for Qwen3, whose fused node onnxruntime's CPU
+refuses, from the same export with the norms outside the node (`--extra_options
+fuse_qk_norm_gqa=false`: the same weights and arithmetic, the norm a
+SimplifiedLayerNormalization of its own; not kept).
+
 The Hugging Face folder each is built from (random weights, seeded; a
 word-level tokenizer of the vocabulary, which the builder insists on) is
 made in a scratch folder and not kept.
@@ -79,11 +90,13 @@ def write(path, arr, name):
     with open(path, "wb") as f:
         f.write(t.SerializeToString())
 
-def test_sets(out, rng, vocab):
+def test_sets(out, rng, vocab, ref=None):
+    """The test sets of the model in out, their outputs from onnxruntime
+    running ref (a folder holding model.onnx; default out)."""
     m = onnx.load(os.path.join(out, "model.onnx"), load_external_data=False)
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    s = ort.InferenceSession(os.path.join(out, "model.onnx"), so,
+    s = ort.InferenceSession(os.path.join(ref or out, "model.onnx"), so,
                              providers=["CPUExecutionProvider"])
     for k, (past, new) in enumerate(SETS):
         d = os.path.join(out, f"test_data_set_{k}")
@@ -96,8 +109,8 @@ def test_sets(out, rng, vocab):
             elif inp.name == "attention_mask":
                 a = np.ones((1, past + new), np.int64)
             else:   # past_key_values.L.key/value [batch, kv heads, past, head size]
-
-                a = rng.standard_normal((1, dims[1], past, head_size(m))).astype(np.float32)
+                ty = onnx.helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type)
+                a = rng.standard_normal((1, dims[1], past, head_size(m))).astype(ty)
             feeds[inp.name] = a
             write(os.path.join(d, f"input_{i}.pb"), a, inp.name)
         for i, (o, a) in enumerate(zip(s.get_outputs(), s.run(None, feeds))):
@@ -120,9 +133,12 @@ GREEDY_NEW = 32
 def greedy(built, dst):
     """onnxruntime-genai's own generator, greedy, on the builder's folder:
     GREEDY_NEW tokens after GREEDY_PROMPT, into dst/greedy.txt as
-    examples/generate.c prints them ("tokens: ...")."""
+    examples/generate.c prints them ("tokens: ..."). A CUDA export runs on
+    the CPU (its providers cleared)."""
     import onnxruntime_genai as og
-    model = og.Model(built)
+    config = og.Config(built)
+    config.clear_providers()
+    model = og.Model(config)
     params = og.GeneratorParams(model)
     params.set_search_options(do_sample=False, max_length=len(GREEDY_PROMPT) + GREEDY_NEW)
     gen = og.Generator(model, params)
@@ -136,25 +152,39 @@ def greedy(built, dst):
         f.write(f"# onnxruntime-genai {og.__version__} greedy generator, prompt seq:39\n")
         f.write("tokens: " + " ".join(map(str, new)) + "\n")
 
+def build(hf, out, tmp, precision, ep, *extra):
+    subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", hf,
+                    "-o", out, "-p", precision, "-e", ep, "-c", os.path.join(tmp, "cache"),
+                    *extra], check=True, capture_output=True)
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "genai")
-    rng = np.random.default_rng(34)
-    for name, cfg in MODELS.items():
-        with tempfile.TemporaryDirectory() as tmp:
-            hf = os.path.join(tmp, "hf")
-            hf_folder(name, cfg, hf)
-            built = os.path.join(tmp, "onnx")
-            subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", hf,
-                            "-o", built, "-p", "fp32", "-e", "cpu", "-c",
-                            os.path.join(tmp, "cache")], check=True, capture_output=True)
-            dst = os.path.join(out, name)
-            shutil.rmtree(dst, ignore_errors=True)
-            os.makedirs(dst)
-            for f in ("model.onnx", "model.onnx.data"):
-                shutil.copyfile(os.path.join(built, f), os.path.join(dst, f))
-            greedy(built, dst)
-        test_sets(dst, rng, cfg["vocab_size"])
-        print(f"gen_genai: wrote {dst}")
+    # (folder suffix, precision, execution provider, random stream); the fp32 folders first,
+    # on the stream they had before the fp16 ones existed, so that they stay as they were
+    rngs = {"": np.random.default_rng(34), "_fp16": np.random.default_rng(3416)}
+    for suffix, precision, ep in (("", "fp32", "cpu"), ("_fp16", "fp16", "cuda")):
+        for name, cfg in MODELS.items():
+            dst = os.path.join(out, name + suffix)
+            with tempfile.TemporaryDirectory() as tmp:
+                hf = os.path.join(tmp, "hf")
+                hf_folder(name, cfg, hf)
+                built = os.path.join(tmp, "onnx")
+                build(hf, built, tmp, precision, ep)
+                shutil.rmtree(dst, ignore_errors=True)
+                os.makedirs(dst)
+                for f in ("model.onnx", "model.onnx.data"):
+                    shutil.copyfile(os.path.join(built, f), os.path.join(dst, f))
+                ref = built
+                if any(n.op_type == "GroupQueryAttention" and len(n.input) > 14
+                       for n in onnx.load(os.path.join(built, "model.onnx"),
+                                          load_external_data=False).graph.node):
+                    # the q/k norms in the node, which onnxruntime's CPU refuses
+                    ref = os.path.join(tmp, "ref")
+                    build(hf, ref, tmp, precision, ep, "--extra_options",
+                          "fuse_qk_norm_gqa=false")
+                greedy(ref, dst)
+                test_sets(dst, rngs[suffix], cfg["vocab_size"], ref)
+            print(f"gen_genai: wrote {dst}")
 
 if __name__ == "__main__":
     main()

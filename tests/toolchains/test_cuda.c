@@ -1,7 +1,7 @@
 /*
  * test_cuda.c - CI has nvcc but no GPU: the emitted CUDA must at least
  * build for sm_90a, warnings as errors: every golden model, the Hugging Face
- * families, bf16 weights (converted, stored in the file, or kept from
+ * families, onnxruntime-genai's fp16 exports, bf16 weights (converted, stored in the file, or kept from
  * safetensors) and the --profile timeline; and the GPU bodies' own tests
  * (run on the GPU by tools/gpu_check.sh) build here too.
  *
@@ -41,7 +41,9 @@ static const char *const float_models[] = {
 	"tiny_llama_decode_op18", "tiny_llama_decode_op23", "hand/small_mlp",
 	"hand/contrib_skip_simplified_ln", "hand/contrib_rotary", "hand/contrib_gqa_two_tokens",
 	"hf/qwen2_tiny", "hf/qwen3_tiny", "qwen3_tiny_onnx/model.onnx", "export/qwen3_tiny_op18",
-	"hand/elementwise_tiles", "hf_chunk/qwen3_tiny --max-chunk 8" /* two plans */};
+	"hand/elementwise_tiles", "hf_chunk/qwen3_tiny --max-chunk 8" /* two plans */,
+	/* float16 at the interface: its Casts and generate's argmax of float16 logits */
+	"genai/llama_tiny_fp16", "genai/qwen3_tiny_fp16 --max-chunk 4"};
 
 ParameterizedTestParameters(golden, emitted_cuda_builds_for_sm_90a)
 {
@@ -57,7 +59,7 @@ ParameterizedTest(int *i, golden, emitted_cuda_builds_for_sm_90a, .timeout = 600
 static const char *const bf16_models[] = {
 	"hf/llama_tiny_bf16", "hand/bf16_initializers", "tiny_llama_decode_op18 --weights bf16",
 	"tiny_llama_decode_op23 --weights bf16", "hf/qwen2_tiny --weights bf16",
-	"hf/qwen3_tiny --weights bf16"};
+	"hf/qwen3_tiny --weights bf16", "genai/llama_tiny_fp16 --weights bf16"};
 
 ParameterizedTestParameters(golden, emitted_cuda_builds_with_bf16_weights)
 {

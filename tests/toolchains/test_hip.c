@@ -23,14 +23,18 @@
 
 static char out[1 << 16];
 
-/* the Llama exports, the Qwen3 export and a Hugging Face folder in bf16 */
+/*
+ * the Llama exports, the Qwen3 export, a Hugging Face folder in bf16, and
+ * onnxruntime-genai's fp16 Qwen3 export in chunks (float16 at the interface)
+ */
 static const char *const models[] = {"tiny_llama_decode_op18", "tiny_llama_decode_op23",
-				     "qwen3_tiny_onnx/model.onnx", "hf/llama_tiny_bf16"};
+				     "qwen3_tiny_onnx/model.onnx", "hf/llama_tiny_bf16",
+				     "genai/qwen3_tiny_fp16 --max-chunk 4"};
 
 #define NMODELS (sizeof models / sizeof *models)
 
 /* Parameters are indices into models: the test instances run in processes of their own. */
-static int indices[NMODELS] = {0, 1, 2, 3};
+static int indices[NMODELS] = {0, 1, 2, 3, 4};
 
 #define HIPCC "${HIPCC:-hipcc} --offload-arch=gfx90a -O2 -Wall -Wextra -Werror"
 #define CLANG "${CLANG19:-clang-19} -x hip --offload-arch=gfx942 -nogpulib -O2 -Wall -Wextra -Werror"
