@@ -140,18 +140,22 @@ mkc_kernel_print(FILE *f, const mkc_graph *g, const mkc_node *n)
 /*
  * Whether Gemm n is the product a tensor-core tile (backends/cuda/mma.cuh)
  * can take: x [S, K] float32 by a bf16 weight [N, K] (transB), K a
- * multiple of the tile's K step (64), alpha 1 (and beta 1 with C).
+ * multiple of the tile's K step (64), alpha 1 (and beta 1 with C); or Glu
+ * n on those terms (its up weight is the gate's twin: passes/fuse_glu.c).
  * passes/narrow.c and backends/core/emit_ops.c's mkc_emit_mma ask alike.
  */
 bool
 mkc_kernel_tc_gemm(const mkc_node *n)
 {
-	if (n->op != MKC_OP_GEMM || !n->kern || n->nout != 1 || n->nin < 2)
+	if ((n->op != MKC_OP_GEMM && n->op != MKC_OP_GLU) || !n->kern || n->nout != 1 || n->nin < 2)
+		return false;
+	if (n->op == MKC_OP_GLU && n->in[2]->storage != n->in[1]->storage)
 		return false;
 	const mkc_tensor *x = n->in[0], *w = n->in[1], *y = n->out[0];
 	return !n->kern->trans_a && n->kern->trans_b && x->rank == 2 &&
 	       x->dtype == MKC_DT_FLOAT && y->dtype == MKC_DT_FLOAT &&
 	       mkc_dim_is_const(x->shape[1]) && x->shape[1].c % 64 == 0 &&
 	       w->kind == MKC_TK_WEIGHT && w->storage == MKC_DT_BFLOAT16 && w->rank == 2 &&
-	       n->kern->alpha == 1.0f && (n->nin < 3 || n->kern->beta == 1.0f);
+	       n->kern->alpha == 1.0f &&
+	       (n->op == MKC_OP_GLU || n->nin < 3 || n->kern->beta == 1.0f);
 }

@@ -7,11 +7,13 @@
  * provides: on a target whose chunk products run on tensor cores
  *           (g->tc_products: backends/cuda/mma.cuh) and in a chunked plan
  *           (g->max_chunk > 1), t->storage = MKC_DT_BFLOAT16 for each
- *           [S, K] float32 output t of an RMSNormalization or a SiluMul
- *           whose every reader takes t as x of a product the tile computes
- *           (mkc_kernel_tc_gemm, ir/kernel.c). Those producers then round to bf16 as
- *           they store (backends/c/rows.h, backends/c/elementwise.h) and
- *           the tile takes x by cp.async as it takes the weight.
+ *           [S, K] float32 output t of an RMSNormalization, a SiluMul or
+ *           a Glu the tile computes itself, whose every reader takes t as
+ *           x of a product the tile computes (mkc_kernel_tc_gemm,
+ *           ir/kernel.c). Those producers then round to bf16 as they store
+ *           (backends/c/rows.h, backends/c/elementwise.h, the tile's own
+ *           epilogue) and the tile takes x by cp.async as it takes the
+ *           weight.
  *
  * Why: the tile rounds x to bf16 on its way into shared memory anyway, so
  * the results are the same bits; but a float32 x is twice the bytes that
@@ -28,7 +30,8 @@
 static bool
 narrowable(const mkc_graph *g, const mkc_node *p)
 {
-	if (p->op != MKC_OP_RMS_NORM && p->op != MKC_OP_SILU_MUL)
+	if (p->op != MKC_OP_RMS_NORM && p->op != MKC_OP_SILU_MUL &&
+	    !(p->op == MKC_OP_GLU && mkc_kernel_tc_gemm(p)))
 		return false;
 	const mkc_tensor *t = p->out[0];
 	if (t->kind != MKC_TK_INTERMEDIATE || mkc_tensor_is_const(t) || t->storage || t->cap ||

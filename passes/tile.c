@@ -15,9 +15,10 @@
  *   - elementwise ops (with broadcasting): the outermost constant axis of
  *     size > 1; an input is read in the output box aligned from the right,
  *     with its broadcast axes (size 1) read whole;
- *   - MatMul or Gemm by a weight matrix (NormGemm, NormGlu): the output
- *     columns, matmul_tile_cols at a time (NormGlu's tiles half as many,
- *     reading those rows of both its weights), so each tile streams its
+ *   - MatMul or Gemm by a weight matrix (NormGemm, NormGlu, Glu): the
+ *     output columns, matmul_tile_cols at a time (NormGlu's and Glu's
+ *     tiles half as many, reading those rows of both their weights), so
+ *     each tile streams its
  *     own slice; the
  *     products that read the same activations share the workers by their
  *     columns (a tile a worker while a tile keeps matmul_min_cols
@@ -93,7 +94,7 @@ mapping_of(const mkc_node *n)
 			return n->in[0]->rank >= 2 && n->in[1]->rank >= 2 ? MAP_MATMUL : MAP_WHOLE;
 		if (n->op == MKC_OP_GEMM)
 			return n->in[1]->kind == MKC_TK_WEIGHT ? MAP_GEMM : MAP_WHOLE;
-		return MAP_GEMM;   /* NormGemm, NormGlu: made only for products by weights */
+		return MAP_GEMM;   /* NormGemm, NormGlu, Glu: made only for products by weights */
 	case MKC_KERN_HEAD_PROJ:
 		return MAP_HEAD_PROJ;
 	case MKC_KERN_ROTARY:   /* a 4-D x by heads and positions; a 3-D one whole */
@@ -112,6 +113,13 @@ mapping_of(const mkc_node *n)
 	default:
 		return MAP_WHOLE;
 	}
+}
+
+/* A product whose output column takes a row of two weights (NormGlu, Glu). */
+static bool
+two_weights(const mkc_node *n)
+{
+	return n->op == MKC_OP_NORM_GLU || n->op == MKC_OP_GLU;
 }
 
 /* A product cut by its output columns, each tile streaming its slice of a weight. */
@@ -153,7 +161,7 @@ static int64_t
 product_tiles(const mkc_plan *p, const mkc_node *n, int64_t cols)
 {
 	/* a NormGlu tile reads its columns' rows of two weights */
-	int64_t tc = p->tp.matmul_tile_cols / (n->op == MKC_OP_NORM_GLU ? 2 : 1);
+	int64_t tc = p->tp.matmul_tile_cols / (two_weights(n) ? 2 : 1);
 	int64_t t = (cols + tc - 1) / tc, w = p->tp.nworkers;
 	/* a weight too small for a tile a worker at matmul_tile_cols is
 	 * still spread over the workers (down to matmul_min_cols a tile):
@@ -300,7 +308,7 @@ matmul_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
  * Gemm: A by output rows, B by output columns (its rows when transB), C
  * broadcast. NormGemm (x, scale, W, C) reads its one row x and the scale
  * whole, then W and C as Gemm reads B and C; NormGlu (x, scale, Wg, Wu)
- * reads Wu as it reads Wg.
+ * reads Wu as it reads Wg, and so does Glu (x, Wg, Wu), x as Gemm's A.
  */
 static void
 gemm_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
@@ -323,8 +331,8 @@ gemm_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 	b.hi[!tb] = ob->hi[1];
 	mkc_task_add_region(p, t, false, n->in[0], &a);
 	mkc_task_add_region(p, t, false, n->in[w], &b);
-	if (n->op == MKC_OP_NORM_GLU) {   /* the up weight, read as the gate's */
-		mkc_task_add_region(p, t, false, n->in[3], &b);
+	if (two_weights(n)) {   /* the up weight, read as the gate's */
+		mkc_task_add_region(p, t, false, n->in[w + 1], &b);
 		return;
 	}
 	if (n->nin > w + 1 && n->in[w + 1]) {
@@ -529,7 +537,8 @@ chunk_axis(const mkc_plan *p, const mkc_node *n, mapping m, int axis)
 	const mkc_graph *g = p->g;
 	const mkc_tensor *y = n->out[0];
 	bool rows_apart = m == MAP_ELEMENTWISE || m == MAP_ROWS || m == MAP_COPY ||
-			  (m == MAP_GEMM && n->op == MKC_OP_GEMM) || (m == MAP_MATMUL && y->rank == 2) ||
+			  (m == MAP_GEMM && (n->op == MKC_OP_GEMM || n->op == MKC_OP_GLU)) ||
+			  (m == MAP_MATMUL && y->rank == 2) ||
 			  (m == MAP_HEADS && y->rank == 4);
 	if (g->chunk_sym < 0 || !y || !rows_apart)
 		return -1;
@@ -575,7 +584,8 @@ chunk_tiles(const mkc_plan *p, const mkc_node *n, mapping m, int axis, int64_t r
 		return k;
 	int64_t len = y->shape[axis].c, elems = rows;
 	if (by_columns(n, m)) {
-		int64_t t = (len + p->tp.matmul_tile_cols - 1) / p->tp.matmul_tile_cols;
+		int64_t tc = p->tp.matmul_tile_cols / (two_weights(n) ? 2 : 1);
+		int64_t t = (len + tc - 1) / tc;
 		return (int)(t < 1 ? 1 : t);
 	}
 	for (int d = 0; d < y->rank; d++)

@@ -33,6 +33,7 @@ takes_bf16(const mkc_node *n, int input)
 	case MKC_OP_NORM_GEMM:
 		return input == 1 || input == 2;
 	case MKC_OP_NORM_GLU:
+	case MKC_OP_GLU:
 		return input >= 1;
 	case MKC_OP_RMS_NORM:
 	case MKC_OP_LAYER_NORM:

@@ -1,5 +1,5 @@
 /*
- * matmul.h - MatMul, Gemm, NormGemm, NormGlu and HeadProj as tile bodies
+ * matmul.h - MatMul, Gemm, NormGemm, NormGlu, Glu and HeadProj as tile bodies
  * in plain C over the lanes of a tile (runtime/common.h: MKC_LANE of
  * MKC_NLANES), embedded by every target. A GPU target calls
  * backends/cuda/matvec.cuh's body where a tile is one row of activations;
@@ -222,6 +222,37 @@ mkc_norm_gemm(const mkc_view *y, const mkc_view *x, const mkc_view *scale, const
 }
 
 /*
+ * Glu (passes/fuse_glu.c): rows x [S, K] by the rows of two weights w and
+ * u [N, K], output (i, j) SiluMul's of alpha times the products of row i
+ * by rows j of w and of u (mkc_glu_out), a lane an output element. Each
+ * product sums over k in ascending order as mkc_matmul does, so the
+ * result is that of the two Gemm nodes and the SiluMul, bit for bit.
+ */
+static inline MKC_BODY float MKC_UNUSED
+mkc_row_dot(const mkc_view *x, int64_t i, const mkc_view *w, int64_t j)
+{
+	const float *px = (const float *)x->p + i * x->s[0];
+	float acc = 0;
+	for (int64_t k = 0; k < x->d[1]; k++)
+		acc += px[k * x->s[1]] * mkc_mm_ld(w, j * w->s[0] + k * w->s[1]);
+	return acc;
+}
+
+static inline MKC_BODY void MKC_UNUSED
+mkc_glu(const mkc_view *y, const mkc_view *x, const mkc_view *w, const mkc_view *u,
+	const mkc_mm_opt *o, const int64_t *lo, const int64_t *hi)
+{
+	int64_t ext[2], idx[2];
+	const int64_t cnt = mkc_rt_extents(lo, hi, 2, ext);
+	for (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {
+		mkc_rt_unflat(f, lo, ext, 2, idx);
+		const float acc = mkc_row_dot(x, idx[0], w, idx[1]);
+		((float *)y->p)[mkc_rt_dot(idx, y->s, 2)] =
+			mkc_glu_out(acc, mkc_row_dot(x, idx[0], u, idx[1]), o);
+	}
+}
+
+/*
  * HeadProj's output (passes/fuse_qkv.c) for one unit of a tile: the
  * product a of a row, stored at o1 of y (float32, or a bf16 cache); or,
  * with cs and sn (the pair's cos and sin), the pair (a, b) rotated as
@@ -319,7 +350,10 @@ mkc_head_proj(const mkc_view *y, const mkc_view *x, const mkc_view *scale, const
  * contiguous rows, the activations' and the weight's row idx[r - 1], with
  * 16-byte loads (8 bf16 or 4 float32 weights a lane; K a multiple of
  * them, and both rows 16-byte aligned), and a shuffle reduction sums the
- * lanes; lane 0 of the group stores the epilogue. Lanes past the last
+ * lanes; lane 0 of the group stores the epilogue. With a second weight u
+ * (Glu, passes/fuse_glu.c: y takes one column of two products) the lanes
+ * walk row idx[r - 1] of u beside it, and the epilogue is mkc_glu_out's.
+ * Lanes past the last
  * whole group (a block that is not a multiple of the warp) idle. K is a
  * constant in the tile function this is inlined into, so the walk unrolls
  * and a lane has several loads in flight (one block per SM holds few warps
@@ -328,8 +362,8 @@ mkc_head_proj(const mkc_view *y, const mkc_view *x, const mkc_view *scale, const
  * an output.
  */
 static inline MKC_BODY void MKC_UNUSED
-mkc_dot_rows(const mkc_view *y, const mkc_view *a, const mkc_view *b, const mkc_view *c,
-	     const mkc_mm_opt *o, const int64_t *lo, const int64_t *hi)
+mkc_dot_rows(const mkc_view *y, const mkc_view *a, const mkc_view *b, const mkc_view *u,
+	     const mkc_view *c, const mkc_mm_opt *o, const int64_t *lo, const int64_t *hi)
 {
 	const int r = y->rank;
 	const int64_t g = MKC_DOT_GROUP, lane = MKC_LANE % g, wp = MKC_LANE / g;
@@ -341,21 +375,33 @@ mkc_dot_rows(const mkc_view *y, const mkc_view *a, const mkc_view *b, const mkc_
 	for (int64_t f = wp; wp < ngroup && f < cnt; f += ngroup) {
 		mkc_rt_unflat(f, lo, ext, r, idx);
 		const float *pa = (const float *)a->p + mkc_rt_dot(idx, as, r);
-		float acc = 0;
+		float acc = 0, acc2 = 0;
 		if (b->bf16) {
 			const uint16_t *pb = (const uint16_t *)b->p + idx[r - 1] * b->s[0];
+			const uint16_t *pu = u ? (const uint16_t *)u->p + idx[r - 1] * u->s[0] : NULL;
 			MKC_MM_UNROLL
-			for (int64_t k = lane * 8; k < K; k += 8 * g)
+			for (int64_t k = lane * 8; k < K; k += 8 * g) {
 				acc += mkc_rt_dot8_bf16(pa + k, pb + k);
+				if (pu)
+					acc2 += mkc_rt_dot8_bf16(pa + k, pu + k);
+			}
 		} else {
 			const float *pb = (const float *)b->p + idx[r - 1] * b->s[0];
+			const float *pu = u ? (const float *)u->p + idx[r - 1] * u->s[0] : NULL;
 			MKC_MM_UNROLL
-			for (int64_t k = lane * 4; k < K; k += 4 * g)
+			for (int64_t k = lane * 4; k < K; k += 4 * g) {
 				acc += mkc_rt_dot4(pa + k, pb + k);
+				if (pu)
+					acc2 += mkc_rt_dot4(pa + k, pu + k);
+			}
 		}
-		if (g > 1)   /* the same in every lane of the block: a whole warp sums, or none */
+		if (g > 1) {   /* the same in every lane of the block: a whole warp sums, or none */
 			acc = mkc_rt_warp_sum(acc);
+			if (u)
+				acc2 = mkc_rt_warp_sum(acc2);
+		}
 		if (lane == 0)
-			((float *)y->p)[mkc_rt_dot(idx, y->s, r)] = mkc_mm_out(acc, idx, &e);
+			((float *)y->p)[mkc_rt_dot(idx, y->s, r)] =
+				u ? mkc_glu_out(acc, acc2, o) : mkc_mm_out(acc, idx, &e);
 	}
 }

@@ -498,8 +498,9 @@ gemv_fits(const mkc_emitter *e, const mkc_node *n, int r, int wi)
 	for (int d = 0; d < r - 1; d++)
 		if (!mkc_dim_eq(y->shape[d], mkc_dim_const(1)))
 			return false;
-	/* MKC_GEMV_ROWS dot products a tile; NormGlu's two an output */
-	const int64_t most = n->op == MKC_OP_NORM_GLU ? MKC_GEMV_ROWS / 2 : MKC_GEMV_ROWS;
+	/* MKC_GEMV_ROWS dot products a tile; NormGlu's and Glu's two an output */
+	const int64_t most = n->op == MKC_OP_NORM_GLU || n->op == MKC_OP_GLU ? MKC_GEMV_ROWS / 2
+										 : MKC_GEMV_ROWS;
 	const mkc_plan *p = e->p;
 	for (int i = 0; i < p->tasks.n; i++) {
 		const mkc_task *t = MKC_TASK(p, i);
@@ -523,18 +524,20 @@ gemv_args(char *buf, int64_t k, const mkc_tensor *w, const mkc_tensor *scale)
 /*
  * A product whose b is a weight [N, K] read by rows (rows_fit): on a GPU
  * the matvec body where every tile fits it, else a warp an output
- * (matmul.h's mkc_dot_rows). c is C's view, "&x2", or "NULL".
+ * (matmul.h's mkc_dot_rows). c is C's view, "&x2", or "NULL"; u Glu's up
+ * weight, "&x2", or "NULL".
  */
 static void
-emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *c)
+emit_dot_rows(mkc_emitter *e, const mkc_node *n, int r, const char *u, const char *c)
 {
 	char ga[96];
 	const mkc_tensor *a = n->in[0];
 	if (gemv_fits(e, n, r, 1))
-		fprintf(e->f, "\tmkc_gemv_tile<%s, MKC_EPI_MM>(&y, &x0, &x1, NULL, NULL, %s, &o, lo, "
-			"hi);\n", gemv_args(ga, a->shape[a->rank - 1].c, n->in[1], NULL), c);
+		fprintf(e->f, "\tmkc_gemv_tile<%s, %s>(&y, &x0, &x1, %s, NULL, %s, &o, lo, hi);\n",
+			gemv_args(ga, a->shape[a->rank - 1].c, n->in[1], NULL),
+			strcmp(u, "NULL") ? "MKC_EPI_GLU" : "MKC_EPI_MM", u, c);
 	else
-		fprintf(e->f, "\tmkc_dot_rows(&y, &x0, &x1, %s, &o, lo, hi);\n", c);
+		fprintf(e->f, "\tmkc_dot_rows(&y, &x0, &x1, %s, %s, &o, lo, hi);\n", u, c);
 }
 
 static int
@@ -548,7 +551,7 @@ emit_matmul(mkc_emitter *e, const mkc_node *n)
 	emit_mm_opt(e, n, 0);
 	/* canon's mkc_trans_b: b is stored [N, K] and read by rows */
 	if (n->kern->trans_b && rows_fit(e, b, a->shape[a->rank - 1]))
-		emit_dot_rows(e, n, r, "NULL");
+		emit_dot_rows(e, n, r, "NULL", "NULL");
 	else if (e->t->warp && b->kind == MKC_TK_WEIGHT && b->rank == 2)
 		/* a weight [K, N]: the lanes split the K axis (matmul.h's mkc_matmul_split_k) */
 		fputs("\t__shared__ float part[MKC_THREADS];\n"
@@ -564,7 +567,9 @@ emit_matmul(mkc_emitter *e, const mkc_node *n)
  * tensor-core tiles, x [S, K] float32 (or written as bf16 by its producer:
  * passes/narrow.c), W a bf16 weight [N, K] (transB), K a multiple of the
  * tile's K step, alpha 1 (and beta 1 with C), C a residual shaped as y or a
- * bias [N], and every tile at most MKC_MM_TM rows by MKC_MM_TN columns.
+ * bias [N], and every tile at most MKC_MM_TM rows by MKC_MM_TN columns; or
+ * Glu n on those terms, its tiles half as many columns (each takes a row
+ * of both weights).
  */
 _Static_assert(MKC_MM_TK == 64, "ir/kernel.c's mkc_kernel_tc_gemm asks for K a multiple of 64");
 
@@ -573,7 +578,7 @@ mkc_emit_mma(const mkc_emitter *e, const mkc_node *n)
 {
 	if (!e->t->mma || !mkc_kernel_tc_gemm(n))
 		return false;
-	const mkc_tensor *c = n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
+	const mkc_tensor *c = n->op == MKC_OP_GEMM && n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
 	if (c && !(c->dtype == MKC_DT_FLOAT && !is_bf16(c) &&
 		   (mkc_tensor_same_shape(c, y) ||
 		    (c->rank == 1 && mkc_dim_eq(c->shape[0], y->shape[1])))))
@@ -586,35 +591,48 @@ mkc_emit_mma(const mkc_emitter *e, const mkc_node *n)
 		mkc_dim rows, cols;
 		if (!t->clamp || !mkc_dim_sub(t->out.hi[0], t->out.lo[0], &rows) ||
 		    !mkc_dim_sub(t->out.hi[1], t->out.lo[1], &cols) || !mkc_dim_is_const(rows) ||
-		    !mkc_dim_is_const(cols) || rows.c > MKC_MM_TM || cols.c > MKC_MM_TN)
+		    !mkc_dim_is_const(cols) || rows.c > MKC_MM_TM ||
+		    cols.c > MKC_MM_TN / (n->op == MKC_OP_GLU ? 2 : 1))
 			return false;
 		tiles++;
 	}
 	return tiles > 0;
 }
 
+/*
+ * Gemm, and Glu (passes/fuse_glu.c): the tensor-core tile where
+ * mkc_emit_mma takes it (Glu's up weight beside the gate's, y in float32
+ * or, narrowed, bf16), else a product by rows on a GPU, else the general
+ * bodies (matmul.h's mkc_matmul and mkc_glu).
+ */
 static int
 emit_gemm(mkc_emitter *e, const mkc_node *n)
 {
-	char c[16];
-	view_in(c, n, 2);
+	const bool glu = n->op == MKC_OP_GLU;
+	char c[16], u[16];
+	view_in(c, n, glu ? 3 : 2);
+	view_in(u, n, glu ? 2 : 3);
 	decl_all(e, n);
 	if (mkc_emit_mma(e, n)) {
 		/* C: a residual by rows, or a bias (ldc 0: the same row for every token) */
-		const mkc_tensor *cx = n->nin > 2 ? n->in[2] : NULL;
-		fprintf(e->f, "\tif (lo[0] < hi[0])\n\t\tmkc_mma_tile<%s>((float *)y.p, y.s[0], x0.p, "
-			"x0.s[0], (const uint16_t *)x1.p, x1.s[0], %s, %s, hi[0], hi[1], x0.d[1], "
+		const mkc_tensor *cx = !glu && n->nin > 2 ? n->in[2] : NULL;
+		fprintf(e->f, "\tif (lo[0] < hi[0])\n\t\tmkc_mma_tile<%s, %s, %s>(y.p, y.s[0], x0.p, "
+			"x0.s[0], (const uint16_t *)x1.p, %s, x1.s[0], %s, %s, hi[0], hi[1], x0.d[1], "
 			"lo[0], lo[1], mkc_dyn_smem);\n", is_bf16(n->in[0]) ? "true" : "false",
-			cx ? "(const float *)x2.p" : "NULL", cx && cx->rank == 2 ? "x2.s[0]" : "0");
+			glu ? "true" : "false", is_bf16(n->out[0]) ? "true" : "false",
+			glu ? "(const uint16_t *)x2.p" : "NULL", cx ? "(const float *)x2.p" : "NULL",
+			cx && cx->rank == 2 ? "x2.s[0]" : "0");
 		return 0;
 	}
-	if (is_bf16(n->in[0]))
-		return unsupported(e, n, "x written as bf16 for a tensor-core tile this product does "
-				   "not get (passes/narrow.c and mkc_emit_mma disagree)");
+	if (is_bf16(n->in[0]) || is_bf16(n->out[0]))
+		return unsupported(e, n, "x or y written as bf16 for a tensor-core tile this product "
+				   "does not get (passes/narrow.c and mkc_emit_mma disagree)");
 	emit_mm_opt(e, n, 0);
 	if (!n->kern->trans_a && n->kern->trans_b && n->in[0]->rank == 2 &&
 	    rows_fit(e, n->in[1], n->in[0]->shape[1]))
-		emit_dot_rows(e, n, 2, c);
+		emit_dot_rows(e, n, 2, u, c);
+	else if (glu)
+		fputs("\tmkc_glu(&y, &x0, &x1, &x2, &o, lo, hi);\n", e->f);
 	else
 		fprintf(e->f, "\tmkc_matmul(&y, &x0, &x1, %s, &o, lo, hi);\n", c);
 	return 0;
@@ -1199,7 +1217,8 @@ mkc_emit_node(mkc_emitter *e, const mkc_node *n)
 	switch (k->kind) {
 	case MKC_KERN_MATMUL:
 		return n->op == MKC_OP_MATMUL ? emit_matmul(e, n)
-		       : n->op == MKC_OP_GEMM ? emit_gemm(e, n) : emit_norm_gemm(e, n);
+		       : n->op == MKC_OP_GEMM || n->op == MKC_OP_GLU ? emit_gemm(e, n)
+							       : emit_norm_gemm(e, n);
 	case MKC_KERN_ROWS:
 		return n->op == MKC_OP_SOFTMAX ? emit_softmax(e, n)
 		       : n->op == MKC_OP_MS_SKIP_SIMPLIFIED_LN ? emit_skip_norm(e, n) : emit_norm(e, n);

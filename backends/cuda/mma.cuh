@@ -3,7 +3,9 @@
  * (issue 29): one tile of y[i, j] = sum_k x[i, k] * w[j, k] over
  * MKC_MM_TM tokens by MKC_MM_TN features, bf16 operands and float32 sums,
  * by the warp-level mma.sync.m16n8k16 of sm_80 and later; for a bf16 x,
- * by Hopper's wgmma where the build is for sm_90a (below). The HIP target
+ * by Hopper's wgmma where the build is for sm_90a (below). A Glu tile
+ * (passes/fuse_glu.c) takes MKC_MM_TN / 2 features of two weights, the
+ * gate's and the up's, and stores silu(gate) * up. The HIP target
  * will need MFMA's own fragments, so this file is CUDA's alone for now.
  *
  * Operands. The weight is bf16 [n, k] row-major, as the matvec bodies take
@@ -27,6 +29,10 @@
  * for the largest chunk costs only its loads for a smaller one; k must be
  * a multiple of MKC_MM_TK and the rows 16-byte aligned (the emitter
  * checks, the body asserts).
+ *
+ * Output. y is float32, plus c where there is one; or bf16 (YH: a
+ * product's output that only tensor-core tiles read, passes/narrow.c),
+ * rounded to nearest even as the C bodies round (runtime/bf16.h).
  */
 
 /* MKC_MM_TM, TN, TK, STAGES and SMEM: runtime/limits.h */
@@ -77,17 +83,66 @@ mkc_mm_pack(float lo, float hi)
 /*
  * K step k0.. of rows r0.. of a bf16 operand (the weight's features, or a
  * bf16 x's tokens) into stage buffer s by cp.async: 1024 chunks of 16
- * bytes, four a thread; rows past nrows come as zeros.
+ * bytes, four a thread; rows past nrows come as zeros. GLU: the stage's
+ * rows are features r0.. of src and of u in turns of 8 (stage rows 16 q ..
+ * 16 q + 7 are src's rows r0 + 8 q.., the next 8 u's same rows), so that
+ * a lane's sums of a gate feature and of its up twin are in n8 blocks
+ * 2 q and 2 q + 1, which both instructions give the same lane.
  */
+template <bool GLU>
 static __device__ __forceinline__ void MKC_UNUSED
-mkc_mm_load(uint16_t *s, const uint16_t *src, int64_t ld, int64_t nrows, int64_t r0, int64_t k0)
+mkc_mm_load(uint16_t *s, const uint16_t *src, const uint16_t *u, int64_t ld, int64_t nrows,
+	    int64_t r0, int64_t k0)
 {
 	static_assert(MKC_MM_TM == MKC_MM_TN, "one loader for both operands");
 	for (int i = 0; i < MKC_MM_TN * MKC_MM_TK / 8 / MKC_THREADS; i++) {
 		int idx = threadIdx.x + i * MKC_THREADS, r = idx >> 3, c = idx & 7;
-		bool ok = r0 + r < nrows;
-		mkc_copy16_or_zero(s + mkc_mm_swz(r, c), ok ? src + (r0 + r) * ld + k0 + c * 8 : src, ok);
+		const int64_t f = GLU ? r0 + ((r >> 4) << 3) + (r & 7) : r0 + r;
+		const uint16_t *from = GLU && (r >> 3) & 1 ? u : src;
+		bool ok = f < nrows;
+		mkc_copy16_or_zero(s + mkc_mm_swz(r, c), ok ? from + f * ld + k0 + c * 8 : from, ok);
 	}
+}
+
+/*
+ * Outputs j and j + 1 of row i (those at n and past dropped), c's added
+ * where there is a c (ldc 0: a bias), stored as float32 or, YH, bf16.
+ */
+template <bool YH>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_mm_put2(void *y, int64_t ldy, const float *c, int64_t ldc, int64_t i, int64_t j, int64_t n,
+	    float v0, float v1)
+{
+	if (c && j < n)
+		v0 = c[i * ldc + j] + v0;
+	if (c && j + 1 < n)
+		v1 = c[i * ldc + j + 1] + v1;
+	const int64_t at = i * ldy + j;
+	if (YH) {
+		uint16_t *p = (uint16_t *)y + at;
+		const uint32_t h = mkc_mm_pack(v0, v1);
+		if (j + 1 < n && !(at & 1)) {
+			*(uint32_t *)p = h;
+			return;
+		}
+		if (j < n)
+			p[0] = (uint16_t)h;
+		if (j + 1 < n)
+			p[1] = (uint16_t)(h >> 16);
+		return;
+	}
+	float *p = (float *)y + at;
+	if (j < n)
+		p[0] = v0;
+	if (j + 1 < n)
+		p[1] = v1;
+}
+
+/* SiluMul's expression (backends/c/elementwise.h) of a gate sum and its up twin's */
+static __device__ __forceinline__ float MKC_UNUSED
+mkc_mm_glu(float g, float u)
+{
+	return g * mkc_ew_sigmoid(g) * u;
 }
 
 /* a float32 x's K step into registers: four chunks of 8 a thread */
@@ -153,13 +208,14 @@ mkc_mm_step(float (&acc)[4][4][4], const uint16_t *xs, const uint16_t *ws, int w
  * The tile at tokens m0.. and features n0.. of y [m, ldy] = x [m, ldx] *
  * w [n, ldw]^T over k (+ c [m, ldc]: a residual, which may be y itself, or
  * with ldc 0 a bias a feature; NULL: none), in smem (MKC_MM_SMEM bytes,
- * 16-aligned). XH: x is bf16.
+ * 16-aligned). XH: x is bf16; YH: y is. GLU: y = silu(x w^T) * (x u^T),
+ * u [n, ldw] the up weight, features n0 .. n0 + MKC_MM_TN / 2 (no c).
  */
-template <bool XH>
+template <bool XH, bool GLU, bool YH>
 static __device__ __noinline__ void MKC_UNUSED
-mkc_mma_sync_tile(float *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w,
-		  int64_t ldw, const float *c, int64_t ldc, int64_t m, int64_t n, int64_t k,
-		  int64_t m0, int64_t n0, void *smem)
+mkc_mma_sync_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w,
+		  const uint16_t *u, int64_t ldw, const float *c, int64_t ldc, int64_t m, int64_t n,
+		  int64_t k, int64_t m0, int64_t n0, void *smem)
 {
 	const int nk = (int)(k / MKC_MM_TK);
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp >> 2, wn = warp & 3;
@@ -171,10 +227,11 @@ mkc_mma_sync_tile(float *y, int64_t ldy, const void *x, int64_t ldx, const uint1
 	/* the first stages: a float32 x is stored at once, the weight in flight */
 	for (int s = 0; s < MKC_MM_STAGES - 1; s++) {
 		if (s < nk) {
-			mkc_mm_load(ws + s * MKC_MM_TN * MKC_MM_TK, w, ldw, n, n0, s * MKC_MM_TK);
+			mkc_mm_load<GLU>(ws + s * MKC_MM_TN * MKC_MM_TK, w, u, ldw, n, n0,
+					 s * MKC_MM_TK);
 			if (XH) {
-				mkc_mm_load(xs + s * MKC_MM_TM * MKC_MM_TK, (const uint16_t *)x, ldx, m,
-					    m0, s * MKC_MM_TK);
+				mkc_mm_load<false>(xs + s * MKC_MM_TM * MKC_MM_TK, (const uint16_t *)x,
+						   NULL, ldx, m, m0, s * MKC_MM_TK);
 			} else {
 				mkc_mm_fetch_xf(xv, (const float *)x, ldx, m, m0, s * MKC_MM_TK);
 				mkc_mm_store_xf(xs + s * MKC_MM_TM * MKC_MM_TK, xv);
@@ -188,11 +245,11 @@ mkc_mma_sync_tile(float *y, int64_t ldy, const void *x, int64_t ldx, const uint1
 		__syncthreads();
 		int next = kt + MKC_MM_STAGES - 1, ns = next % MKC_MM_STAGES;
 		if (next < nk) {
-			mkc_mm_load(ws + ns * MKC_MM_TN * MKC_MM_TK, w, ldw, n, n0,
-				    (int64_t)next * MKC_MM_TK);
+			mkc_mm_load<GLU>(ws + ns * MKC_MM_TN * MKC_MM_TK, w, u, ldw, n, n0,
+					 (int64_t)next * MKC_MM_TK);
 			if (XH)
-				mkc_mm_load(xs + ns * MKC_MM_TM * MKC_MM_TK, (const uint16_t *)x, ldx, m,
-					    m0, (int64_t)next * MKC_MM_TK);
+				mkc_mm_load<false>(xs + ns * MKC_MM_TM * MKC_MM_TK, (const uint16_t *)x,
+						   NULL, ldx, m, m0, (int64_t)next * MKC_MM_TK);
 			else
 				mkc_mm_fetch_xf(xv, (const float *)x, ldx, m, m0,
 						(int64_t)next * MKC_MM_TK);
@@ -210,16 +267,19 @@ mkc_mma_sync_tile(float *y, int64_t ldy, const void *x, int64_t ldx, const uint1
 
 	/* c0, c1 at row lane / 4, features 2 (lane % 4) and one more; c2, c3 eight rows down */
 	for (int mi = 0; mi < 4; mi++)
-		for (int ni = 0; ni < 4; ni++)
+		for (int ni = 0; ni < 4; ni += GLU ? 2 : 1)
 			for (int h = 0; h < 2; h++) {
 				int64_t i = m0 + wm * 64 + mi * 16 + (lane >> 2) + h * 8;
-				int64_t j = n0 + wn * 32 + ni * 8 + (lane & 3) * 2;
 				if (i >= m)
 					continue;
-				float *p = y + i * ldy + j;
-				for (int e = 0; e < 2; e++)
-					if (j + e < n)
-						p[e] = (c ? c[i * ldc + j + e] : 0.f) + acc[mi][ni][h * 2 + e];
+				const float *a = &acc[mi][ni][h * 2], *b = &acc[mi][ni + GLU][h * 2];
+				if (GLU)
+					mkc_mm_put2<YH>(y, ldy, NULL, 0, i,
+							n0 + (wn * 2 + ni / 2) * 8 + (lane & 3) * 2, n,
+							mkc_mm_glu(a[0], b[0]), mkc_mm_glu(a[1], b[1]));
+				else
+					mkc_mm_put2<YH>(y, ldy, c, ldc, i, n0 + wn * 32 + ni * 8 + (lane & 3) * 2,
+							n, a[0], a[1]);
 			}
 }
 
@@ -287,10 +347,11 @@ mkc_wg_pin(float (&d)[64])
 		asm volatile("" : "+f"(d[i])::"memory");
 }
 
+template <bool GLU, bool YH>
 static __device__ __forceinline__ void MKC_UNUSED
-mkc_wgmma_tile(float *y, int64_t ldy, const uint16_t *x, int64_t ldx, const uint16_t *w,
-	       int64_t ldw, const float *c, int64_t ldc, int64_t m, int64_t n, int64_t k,
-	       int64_t m0, int64_t n0, void *smem)
+mkc_wgmma_tile(void *y, int64_t ldy, const uint16_t *x, int64_t ldx, const uint16_t *w,
+	       const uint16_t *u, int64_t ldw, const float *c, int64_t ldc, int64_t m, int64_t n,
+	       int64_t k, int64_t m0, int64_t n0, void *smem)
 {
 	constexpr int STAGE = MKC_MM_TM * MKC_MM_TK;   /* bf16 elements of an operand's stage */
 	const int nk = (int)(k / MKC_MM_TK);
@@ -303,8 +364,8 @@ mkc_wgmma_tile(float *y, int64_t ldy, const uint16_t *x, int64_t ldx, const uint
 
 	for (int s = 0; s < MKC_MM_STAGES - 1; s++) {
 		if (s < nk) {
-			mkc_mm_load(ws + s * STAGE, w, ldw, n, n0, s * MKC_MM_TK);
-			mkc_mm_load(xs + s * STAGE, x, ldx, m, m0, s * MKC_MM_TK);
+			mkc_mm_load<GLU>(ws + s * STAGE, w, u, ldw, n, n0, s * MKC_MM_TK);
+			mkc_mm_load<false>(xs + s * STAGE, x, NULL, ldx, m, m0, s * MKC_MM_TK);
 		}
 		mkc_copy_commit();
 	}
@@ -314,8 +375,9 @@ mkc_wgmma_tile(float *y, int64_t ldy, const uint16_t *x, int64_t ldx, const uint
 		__syncthreads();
 		int next = kt + MKC_MM_STAGES - 1, ns = next % MKC_MM_STAGES;
 		if (next < nk) {
-			mkc_mm_load(ws + ns * STAGE, w, ldw, n, n0, (int64_t)next * MKC_MM_TK);
-			mkc_mm_load(xs + ns * STAGE, x, ldx, m, m0, (int64_t)next * MKC_MM_TK);
+			mkc_mm_load<GLU>(ws + ns * STAGE, w, u, ldw, n, n0, (int64_t)next * MKC_MM_TK);
+			mkc_mm_load<false>(xs + ns * STAGE, x, NULL, ldx, m, m0,
+					   (int64_t)next * MKC_MM_TK);
 		}
 		mkc_copy_commit();
 		int cs = kt % MKC_MM_STAGES;
@@ -332,35 +394,37 @@ mkc_wgmma_tile(float *y, int64_t ldy, const uint16_t *x, int64_t ldx, const uint
 	__syncthreads();   /* the caller may reuse smem */
 
 	/* d[4 j + e]: row 16 (warp % 4) + lane / 4 (+ 8 for e >= 2), feature 8 j + 2 (lane % 4) + e % 2 */
-	for (int j = 0; j < MKC_MM_TN / 8; j++)
+	for (int j = 0; j < MKC_MM_TN / 8; j += GLU ? 2 : 1)
 		for (int h = 0; h < 2; h++) {
 			int64_t i = m0 + g * 64 + (warp & 3) * 16 + (lane >> 2) + h * 8;
-			int64_t jj = n0 + j * 8 + (lane & 3) * 2;
 			if (i >= m)
 				continue;
-			float *p = y + i * ldy + jj;
-			for (int e = 0; e < 2; e++)
-				if (jj + e < n)
-					p[e] = (c ? c[i * ldc + jj + e] : 0.f) + d[j * 4 + h * 2 + e];
+			const float *a = &d[j * 4 + h * 2], *b = &d[(j + GLU) * 4 + h * 2];
+			if (GLU)
+				mkc_mm_put2<YH>(y, ldy, NULL, 0, i, n0 + j / 2 * 8 + (lane & 3) * 2, n,
+						mkc_mm_glu(a[0], b[0]), mkc_mm_glu(a[1], b[1]));
+			else
+				mkc_mm_put2<YH>(y, ldy, c, ldc, i, n0 + j * 8 + (lane & 3) * 2, n, a[0],
+						a[1]);
 		}
 }
 #endif
 
 /* the tile: wgmma for a bf16 x where the build is for sm_90a, else mma.sync */
-template <bool XH>
+template <bool XH, bool GLU, bool YH>
 static __device__ __forceinline__ void MKC_UNUSED
-mkc_mma_tile(float *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w, int64_t ldw,
-	     const float *c, int64_t ldc, int64_t m, int64_t n, int64_t k, int64_t m0, int64_t n0,
-	     void *smem)
+mkc_mma_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w,
+	     const uint16_t *u, int64_t ldw, const float *c, int64_t ldc, int64_t m, int64_t n,
+	     int64_t k, int64_t m0, int64_t n0, void *smem)
 {
 #if MKC_WGMMA
 	if (XH) {
-		mkc_wgmma_tile(y, ldy, (const uint16_t *)x, ldx, w, ldw, c, ldc, m, n, k, m0, n0,
-			       smem);
+		mkc_wgmma_tile<GLU, YH>(y, ldy, (const uint16_t *)x, ldx, w, u, ldw, c, ldc, m, n, k,
+					m0, n0, smem);
 		return;
 	}
 #endif
-	mkc_mma_sync_tile<XH>(y, ldy, x, ldx, w, ldw, c, ldc, m, n, k, m0, n0, smem);
+	mkc_mma_sync_tile<XH, GLU, YH>(y, ldy, x, ldx, w, u, ldw, c, ldc, m, n, k, m0, n0, smem);
 }
 
 /*

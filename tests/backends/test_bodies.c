@@ -549,7 +549,7 @@ matmul_case(int tb, int bh, int how)
 		if (how == MM_SPLIT_K)
 			mkc_matmul_split_k(&yv, &av, &bv, &o, lo, hi, part);
 		else if (how == MM_DOT_ROWS)
-			mkc_dot_rows(&yv, &av, &bv, NULL, &o, lo, hi);
+			mkc_dot_rows(&yv, &av, &bv, NULL, NULL, &o, lo, hi);
 		else
 			mkc_matmul(&yv, &av, &bv, NULL, &o, lo, hi);
 	}
@@ -646,8 +646,8 @@ Test(bodies, gemm_transposes_alpha_beta_and_c)
 				continue;
 			/* b stored [N, K]: the rows' form takes it too, with the epilogue */
 			poison(y, MM_M * MM_N);
-			mkc_dot_rows(&yv, &av, &bv, c ? &cvv : NULL, &o, lo0, hi0);
-			mkc_dot_rows(&yv, &av, &bv, c ? &cvv : NULL, &o, lo1, hi1);
+			mkc_dot_rows(&yv, &av, &bv, NULL, c ? &cvv : NULL, &o, lo0, hi0);
+			mkc_dot_rows(&yv, &av, &bv, NULL, c ? &cvv : NULL, &o, lo1, hi1);
 			err = rel_err(y, want, MM_M * MM_N);
 			cr_expect(err < 1e-5, "mkc_dot_rows c %d: relative error %g", c, err);
 		}

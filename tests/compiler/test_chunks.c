@@ -311,24 +311,27 @@ Test(chunks, max_chunk_on_a_fixed_step_is_refused, .timeout = 60)
 }
 
 /*
- * passes/narrow.c: on the CUDA target a chunk's norms and SiLU products,
+ * passes/narrow.c: on the CUDA target a chunk's norms and SwiGLU products,
  * read only by tensor-core products, are stored bf16 and those products
- * take a bf16 x (mkc_mma_tile<true>); the C target's graph keeps float32
+ * take a bf16 x (mkc_mma_tile<true, ...>); a SwiGLU is one Glu tile with
+ * its gate and up products (passes/fuse_glu.c), storing bf16 itself
+ * (mkc_mma_tile<true, true, true>). The C target's graph keeps float32
  * (its results are tested bit for bit elsewhere), and so does the decode
  * plan of the same file.
  */
 Test(chunks, product_inputs_are_bf16_where_tensor_cores_read_them, .timeout = 120)
 {
-	char cmd[512];
+	char cmd[1024];
 	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s " CHUNK "llama_tiny_d64 --max-chunk 16 "
-		 "--dump-after=narrow -o $d/m.cu | grep -c 'stored bfloat16'; grep -c "
-		 "'mkc_mma_tile<true>' $d/m.cu; grep -c 'mkc_mma_tile<false>' $d/m.cu; rm -rf $d",
+		 "--dump-after=narrow -o $d/m.cu > $d/dump && grep -c 'stored bfloat16' $d/dump; for t in "
+		 "'<true, false, false>' '<true, true, true>' '<false, false, false>' '<false, true'; do "
+		 "grep -c \"mkc_mma_tile$t\" $d/m.cu; done; grep -c 'SiluMul(' $d/dump; rm -rf $d",
 		 mkc_bin());
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
-	/* two layers: each layer's two norms and its SiLU product; tile bodies (one a
-	 * shape) for the products they feed (q, k and v; gate and up; down) and one for
-	 * o_proj, which reads the attention's float32 rows */
-	cr_expect_str_eq(out, "6\n3\n1\n", "%s", out);
+	/* two layers: each layer's two norms and its Glu; tile bodies (one a shape)
+	 * for the products they feed (q, k and v: two shapes; down), the Glu, and
+	 * o_proj, which reads the attention's float32 rows; no SwiGLU apart */
+	cr_expect_str_eq(out, "6\n3\n1\n1\n0\n0\n", "%s", out);
 	snprintf(cmd, sizeof cmd, "%s " CHUNK "llama_tiny_d64 --max-chunk 16 --dump-after=narrow "
 		 "2>/dev/null | grep -c 'stored bfloat16'", mkc_bin());
 	mkc_shell(cmd, out, sizeof out);

@@ -10,7 +10,10 @@
  * bf16-rounded operands (the body rounds x to bf16; what is left is float32
  * summation, so the tolerance is 1e-5 of the largest value). Shapes cover
  * partial tiles in both directions, a single token, ADD into a residual,
- * and bf16 x, for each variant of the tile (below). Timing: the products
+ * bf16 x, and Glu tiles (silu(x w^T) * (x u^T), half as many features a
+ * tile) with float32 or bf16 y, for each variant of the tile (below); a
+ * bf16 y may differ from the reference by its rounding too (2^-8 of the
+ * value), and a Glu's sums go through the SiLU (1e-4). Timing: the products
  * of a 1024-token chunk of the Llama-3.2-1B shape, each over every SM,
  * random operands, median of 20, in TFLOPS; a number for the plan, not a
  * benchmark (bench/ times the model).
@@ -31,6 +34,8 @@
 
 #include "rt_stub.cuh"
 
+#include "../../backends/c/scalar.h"
+#include "../../backends/c/elementwise.h"
 #include "../../backends/cuda/mma.cuh"
 
 /*
@@ -39,31 +44,34 @@
  * megakernel's bodies are (ptxas then serialises the wgmma instructions:
  * its C7510 note).
  */
-template <bool XH>
+template <bool XH, bool GLU, bool YH>
 static __device__ __noinline__ void
-tile_call(float *y, const void *x, const uint16_t *w, const float *c, int64_t m, int64_t n,
-	  int64_t k, int64_t m0, int64_t n0, void *smem)
+tile_call(void *y, const void *x, const uint16_t *w, const uint16_t *u, const float *c, int64_t m,
+	  int64_t n, int64_t k, int64_t m0, int64_t n0, void *smem)
 {
-	mkc_mma_tile<XH>(y, n, x, k, w, k, c, n, m, n, k, m0, n0, smem);
+	mkc_mma_tile<XH, GLU, YH>(y, n, x, k, w, u, k, c, n, m, n, k, m0, n0, smem);
 }
 
-template <int V, bool XH, bool ADD>
+template <int V, bool XH, bool ADD, bool GLU, bool YH>
 static __global__ void __launch_bounds__(MKC_THREADS, 1)
-mma_kernel(float *y, const void *x, const uint16_t *w, int64_t m, int64_t n, int64_t k, int reps)
+mma_kernel(void *y, const void *x, const uint16_t *w, const uint16_t *u, int64_t m, int64_t n,
+	   int64_t k, int reps)
 {
 	extern __shared__ __align__(128) unsigned char smem[];
-	int64_t tm = (m + MKC_MM_TM - 1) / MKC_MM_TM, tn = (n + MKC_MM_TN - 1) / MKC_MM_TN;
+	const int64_t tw = GLU ? MKC_MM_TN / 2 : MKC_MM_TN;   /* a tile's features */
+	const int64_t tm = (m + MKC_MM_TM - 1) / MKC_MM_TM, tn = (n + tw - 1) / tw;
+	const float *c = ADD ? (const float *)y : NULL;
 	for (int r = 0; r < reps; r++)
 		for (int64_t t = blockIdx.x; t < tm * tn; t += gridDim.x) {
-			int64_t m0 = t % tm * MKC_MM_TM, n0 = t / tm * MKC_MM_TN;
+			int64_t m0 = t % tm * MKC_MM_TM, n0 = t / tm * tw;
 			if (V == 0)
-				mkc_mma_sync_tile<XH>(y, n, x, k, w, k, ADD ? y : NULL, n, m, n, k, m0,
-						      n0, smem);
+				mkc_mma_sync_tile<XH, GLU, YH>(y, n, x, k, w, u, k, c, n, m, n, k, m0,
+							       n0, smem);
 			else if (V == 1)
-				mkc_mma_tile<XH>(y, n, x, k, w, k, ADD ? y : NULL, n, m, n, k, m0, n0,
-						 smem);
+				mkc_mma_tile<XH, GLU, YH>(y, n, x, k, w, u, k, c, n, m, n, k, m0, n0,
+							  smem);
 			else
-				tile_call<XH>(y, x, w, ADD ? y : NULL, m, n, k, m0, n0, smem);
+				tile_call<XH, GLU, YH>(y, x, w, u, c, m, n, k, m0, n0, smem);
 		}
 }
 
@@ -93,60 +101,76 @@ frand(void)
 
 static int failures;
 
-template <int V, bool XH, bool ADD>
+template <int V, bool XH, bool ADD, bool GLU = false, bool YH = false>
 static void
 check(int64_t m, int64_t n, int64_t k)
 {
-	size_t nx = (size_t)(m * k), nw = (size_t)(n * k), ny = (size_t)(m * n);
-	float *xf = (float *)malloc(nx * 4), *y = (float *)malloc(ny * 4), *y0 = (float *)malloc(ny * 4);
-	uint16_t *xh = (uint16_t *)malloc(nx * 2), *wh = (uint16_t *)malloc(nw * 2);
+	size_t nx = (size_t)(m * k), nw = (size_t)(n * k), ny = (size_t)(m * n), ys = YH ? 2 : 4;
+	float *xf = (float *)malloc(nx * 4), *y0 = (float *)malloc(ny * 4);
+	unsigned char *y = (unsigned char *)malloc(ny * ys);
+	uint16_t *xh = (uint16_t *)malloc(nx * 2), *wh = (uint16_t *)malloc(nw * 2 * 2);
+	uint16_t *uh = wh + nw;   /* GLU's up weight */
 	for (size_t i = 0; i < nx; i++) {
 		xf[i] = (float)frand();
 		xh[i] = to_bf16(xf[i]);
 	}
-	for (size_t i = 0; i < nw; i++)
+	for (size_t i = 0; i < 2 * nw; i++)
 		wh[i] = to_bf16((float)frand());
 	for (size_t i = 0; i < ny; i++)
 		y0[i] = ADD ? (float)frand() : NAN;
 	void *dx, *dw, *dy;
 	CHECK(cudaMalloc(&dx, XH ? nx * 2 : nx * 4));
-	CHECK(cudaMalloc(&dw, nw * 2));
-	CHECK(cudaMalloc(&dy, ny * 4));
+	CHECK(cudaMalloc(&dw, nw * 2 * 2));
+	CHECK(cudaMalloc(&dy, ny * ys));
 	CHECK(cudaMemcpy(dx, XH ? (void *)xh : (void *)xf, XH ? nx * 2 : nx * 4, cudaMemcpyHostToDevice));
-	CHECK(cudaMemcpy(dw, wh, nw * 2, cudaMemcpyHostToDevice));
-	CHECK(cudaMemcpy(dy, y0, ny * 4, cudaMemcpyHostToDevice));
-	CHECK(cudaFuncSetAttribute(mma_kernel<V, XH, ADD>,
+	CHECK(cudaMemcpy(dw, wh, nw * 2 * 2, cudaMemcpyHostToDevice));
+	if (YH)
+		CHECK(cudaMemset(dy, 0xff, ny * 2));   /* bf16 NaNs */
+	else
+		CHECK(cudaMemcpy(dy, y0, ny * 4, cudaMemcpyHostToDevice));
+	CHECK(cudaFuncSetAttribute(mma_kernel<V, XH, ADD, GLU, YH>,
 				   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_MM_SMEM));
-	mma_kernel<V, XH, ADD><<<7, MKC_THREADS, MKC_MM_SMEM>>>((float *)dy, dx, (uint16_t *)dw, m, n, k, 1);
+	mma_kernel<V, XH, ADD, GLU, YH><<<7, MKC_THREADS, MKC_MM_SMEM>>>(dy, dx, (uint16_t *)dw,
+									 (uint16_t *)dw + nw, m, n, k, 1);
 	CHECK(cudaGetLastError());
-	CHECK(cudaMemcpy(y, dy, ny * 4, cudaMemcpyDeviceToHost));
+	CHECK(cudaMemcpy(y, dy, ny * ys, cudaMemcpyDeviceToHost));
 	double big = 0, err = 0;
 	for (int64_t i = 0; i < m; i++)
 		for (int64_t j = 0; j < n; j++) {
-			double s = ADD ? y0[i * n + j] : 0;
-			for (int64_t q = 0; q < k; q++)
+			double s = ADD ? y0[i * n + j] : 0, su = 0;
+			for (int64_t q = 0; q < k; q++) {
 				s += (double)from_bf16(xh[i * k + q]) * from_bf16(wh[j * k + q]);
+				su += (double)from_bf16(xh[i * k + q]) * from_bf16(uh[j * k + q]);
+			}
+			if (GLU)
+				s = s / (1 + exp(-s)) * su;
 			big = fmax(big, fabs(s));
-			float g = y[i * n + j];
-			err = isnan(g) ? INFINITY : fmax(err, fabs(g - s));
+			float g = YH ? from_bf16(((uint16_t *)y)[i * n + j]) : ((float *)y)[i * n + j];
+			/* a bf16 y: its own rounding off the float32 sum, then the sum's error */
+			double e = fabs(g - s) - (YH ? fabs(s) / 256 : 0);
+			err = isnan(g) ? INFINITY : fmax(err, e);
 		}
-	double rel = err / big;
+	const double rel = err / big, tol = GLU ? 1e-4 : 1e-5;
 	char what[80];
-	snprintf(what, sizeof what, "mma%d %lld x %lld x %lld%s%s", V, (long long)m, (long long)n,
-		 (long long)k, XH ? " bf16 x" : "", ADD ? " add" : "");
-	printf("%-44s %s  largest error %.2e of %.2e\n", what, rel <= 1e-5 ? "ok  " : "FAIL", rel, big);
-	failures += !(rel <= 1e-5);
+	snprintf(what, sizeof what, "mma%d %lld x %lld x %lld%s%s%s%s", V, (long long)m, (long long)n,
+		 (long long)k, XH ? " bf16 x" : "", ADD ? " add" : "", GLU ? " glu" : "",
+		 YH ? " bf16 y" : "");
+	printf("%-44s %s  largest error %.2e of %.2e\n", what, rel <= tol ? "ok  " : "FAIL", rel, big);
+	failures += !(rel <= tol);
 	cudaFree(dx), cudaFree(dw), cudaFree(dy);
 	free(xf), free(y), free(y0), free(xh), free(wh);
 }
 
-/* the median of 20 timed launches of every tile of an m x n x k product, in TFLOPS */
-template <int V, bool XH>
+/*
+ * The median of 20 timed launches of every tile of an m x n x k product, in
+ * TFLOPS; GLU: of two (n features of two weights), y in bf16.
+ */
+template <int V, bool XH, bool GLU = false>
 static void
 timeit(const char *what, int64_t m, int64_t n, int64_t k)
 {
 	void *dx, *dw, *dy;
-	size_t nx = (size_t)(m * k), nw = (size_t)(n * k);
+	size_t nx = (size_t)(m * k), nw = (size_t)(n * k) * (GLU ? 2 : 1);
 	CHECK(cudaMalloc(&dx, nx * 4));
 	CHECK(cudaMalloc(&dw, nw * 2));
 	CHECK(cudaMalloc(&dy, (size_t)(m * n * 4)));
@@ -158,17 +182,17 @@ timeit(const char *what, int64_t m, int64_t n, int64_t k)
 	CHECK(cudaMemcpy(dx, h, nx * 4, cudaMemcpyHostToDevice));
 	CHECK(cudaMemcpy(dw, h, nw * 2, cudaMemcpyHostToDevice));
 	free(h);
-	CHECK(cudaFuncSetAttribute(mma_kernel<V, XH, false>,
+	CHECK(cudaFuncSetAttribute(mma_kernel<V, XH, false, GLU, GLU>,
 				   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_MM_SMEM));
 	int sms;
 	CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
 	double t = 1e-3 * median_ms([&] {
-		mma_kernel<V, XH, false><<<sms, MKC_THREADS, MKC_MM_SMEM>>>((float *)dy, dx,
-									    (uint16_t *)dw, m, n, k, 1);
+		mma_kernel<V, XH, false, GLU, GLU><<<sms, MKC_THREADS, MKC_MM_SMEM>>>(
+			dy, dx, (uint16_t *)dw, (uint16_t *)dw + (GLU ? nw / 2 : 0), m, n, k, 1);
 	});
 	printf("mma%d%s %-20s %5lld x %5lld x %5lld  %8.1f us  %6.1f TFLOPS\n", V,
 	       XH ? " bf16 x" : "       ", what, (long long)m, (long long)n, (long long)k, t * 1e6,
-	       2.0 * m * n * k / t * 1e-12);
+	       (GLU ? 4.0 : 2.0) * m * n * k / t * 1e-12);
 	cudaFree(dx), cudaFree(dw), cudaFree(dy);
 }
 
@@ -179,6 +203,7 @@ time_products(void)
 	timeit<V, XH>("q/k/v (fused)", 1024, 3072, 2048);
 	timeit<V, XH>("o_proj", 1024, 2048, 2048);
 	timeit<V, XH>("gate/up (fused)", 1024, 16384, 2048);
+	timeit<V, XH, true>("gate/up glu, bf16 y", 1024, 8192, 2048);
 	timeit<V, XH>("down_proj", 1024, 2048, 8192);
 	timeit<V, XH>("lm head", 1024, 128256, 2048);
 }
@@ -194,6 +219,10 @@ check_products(void)
 	check<V, false, true>(130, 257, 256);
 	check<V, true, false>(77, 130, 320);
 	check<V, true, true>(256, 256, 1024);
+	check<V, false, false, true, false>(100, 200, 192);
+	check<V, true, false, true, true>(130, 72, 256);
+	check<V, true, false, true, false>(1, 64, 128);
+	check<V, false, false, false, true>(77, 130, 320);
 }
 
 template <int D, typename T>

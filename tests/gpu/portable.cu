@@ -891,7 +891,7 @@ struct mm_call {
 #ifdef __CUDA_ARCH__
 		__shared__ float part[MKC_THREADS];   /* emit_matmul's split-K */
 		if (how == MM_ROWS) {
-			mkc_dot_rows(py, a, b, c, &o, bx.lo(t), bx.hi(t));
+			mkc_dot_rows(py, a, b, NULL, c, &o, bx.lo(t), bx.hi(t));
 			return;
 		}
 #else

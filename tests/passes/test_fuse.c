@@ -178,17 +178,18 @@ kept_dir(const char *err)
 }
 
 static void
-expect_same_bits(const char *model, const char *weights, const char *want_fused)
+expect_same_bits_chunk(const char *model, const char *weights, const char *want_fused,
+		       const char *chunk)
 {
 	/* bf16 weights move the results off the float32 reference; the bits are the test */
 	const char *tol = strcmp(weights, "bf16") ? "1e-5" : "1e-2";
-	mkc_result *r = mkc_run("test", "--keep", "-v", "--weights", weights, "--tolerance", tol,
-				model, NULL);
+	mkc_result *r = mkc_run("test", "--keep", "-v", "--max-chunk", chunk, "--weights", weights,
+				"--tolerance", tol, model, NULL);
 	cr_assert_eq(r->status, 0, "%s%s", r->out, r->err);
 	cr_assert(strstr(r->err, want_fused), "%s: no '%s' in\n%s", model, want_fused, r->err);
 	const char *fused = kept_dir(r->err);
-	r = mkc_run("test", "--keep", "-v", "--no-fuse", "--weights", weights, "--tolerance", tol,
-		    model, NULL);
+	r = mkc_run("test", "--keep", "-v", "--max-chunk", chunk, "--no-fuse", "--weights", weights,
+		    "--tolerance", tol, model, NULL);
 	cr_assert_eq(r->status, 0, "%s%s", r->out, r->err);
 	cr_assert_null(strstr(r->err, "fuse: "), "--no-fuse ran the pass:\n%s", r->err);
 	cr_assert_null(strstr(r->err, "fuse_glu: "), "--no-fuse ran fuse_glu:\n%s", r->err);
@@ -204,6 +205,13 @@ expect_same_bits(const char *model, const char *weights, const char *want_fused)
 	cr_expect_eq(rc, 0, "%s: fused and unfused results differ: %s", model, out);
 	snprintf(cmd, sizeof cmd, "rm -rf %s %s", fused, plain);
 	cr_expect_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+}
+
+/* one token a step (--max-chunk 1 is the decode step's graph) */
+static void
+expect_same_bits(const char *model, const char *weights, const char *want_fused)
+{
+	expect_same_bits_chunk(model, weights, want_fused, "1");
 }
 
 Test(fuse, fused_models_give_the_same_bits, .timeout = 300)
@@ -234,6 +242,21 @@ Test(fuse, fused_models_give_the_same_bits, .timeout = 300)
 	expect_same_bits("tests/models/tiny_llama_hf", "f32", qkv);
 	expect_same_bits("tests/models/tiny_llama_hf", "bf16", qkv);
 	expect_same_bits("tests/models/hf/llama_tiny_llama3_rope", "f32", qkv);
+}
+
+/*
+ * Steps of up to 8 tokens: no norm goes into the [S, K] rows' products, so
+ * each SwiGLU and its two products become Glu (passes/fuse_glu.c) and
+ * compute the same bits (the golden chunks: past 5 + 7 new, 6 + 1, 0 + 4).
+ */
+Test(fuse, fused_chunks_give_the_same_bits, .timeout = 300)
+{
+	expect_same_bits_chunk("tests/models/hf_chunk/llama_tiny_bf16", "f32",
+			       "fuse_glu: 2 SwiGLU with the products that feed them (2 on rows no "
+			       "norm went into: Glu)", "8");
+	expect_same_bits_chunk("tests/models/hf_chunk/qwen3_tiny", "bf16",
+			       "fuse_glu: 2 SwiGLU with the products that feed them (2 on rows no "
+			       "norm went into: Glu)", "8");
 }
 
 /*

@@ -330,20 +330,27 @@ Test(fuse_norm, normed_products_run_the_same, .timeout = 300)
 	same_bits(norm_graph, NORM_BIASED, 1);
 }
 
-/* fuse_glu.c: SiluMul(NormGemm(x, s, Wg), NormGemm(x, s, Wu)), after fuse and fuse_norm. */
+/*
+ * fuse_glu.c: SiluMul(NormGemm(x, s, Wg), NormGemm(x, s, Wu)), after fuse
+ * and fuse_norm; GLU_NO_NORM: SiluMul(Gemm(x, Wg), Gemm(x, Wu)) of rows x
+ * [3, 16] that no norm goes into (a prompt chunk's are [S, 16]).
+ */
 
 typedef enum {
 	GLU_FUSED, GLU_UP_ALPHA, GLU_GATE_READ_ELSEWHERE, GLU_TWO_NORMS, GLU_GATE_BIASED,
+	GLU_NO_NORM,
 } glu_form;
 
 static mkc_graph *
 glu_graph(int form)
 {
 	mkc_graph *g = gb_graph(ctx, "glu.onnx", 23);
-	mkc_tensor *x = gb_input(g, "x", MKC_DT_FLOAT, 2, (const int64_t[]){1, 16});
+	mkc_tensor *x = gb_input(g, "x", MKC_DT_FLOAT, 2,
+				 (const int64_t[]){form == GLU_NO_NORM ? 3 : 1, 16});
 	mkc_tensor *h[2];
-	h[0] = h[1] = gb_op(g, "RMSNormalization", "h",
-			    x, weight(g, "scale", 1, (const int64_t[]){16}, 1.0f));
+	h[0] = h[1] = form == GLU_NO_NORM
+			      ? x : gb_op(g, "RMSNormalization", "h",
+					  x, weight(g, "scale", 1, (const int64_t[]){16}, 1.0f));
 	if (form == GLU_TWO_NORMS)
 		h[1] = gb_op(g, "RMSNormalization", "h_up",
 			     x, weight(g, "scale_up", 1, (const int64_t[]){16}, 1.5f));
@@ -404,9 +411,24 @@ Test(fuse_glu, near_misses_keep_two_products)
 	}
 }
 
+Test(fuse_glu, rows_without_a_norm_are_one_glu_node)
+{
+	mkc_graph *g = glued(GLU_NO_NORM);
+	cr_assert_eq(g->nodes.n, 1);
+	mkc_node *n = MKC_NODE(g, 0);
+	cr_assert_eq(n->op, MKC_OP_GLU, "%s", n->op_type);
+	cr_expect_str_eq(n->op_type, "Glu");
+	cr_assert_eq(n->nin, 3);
+	const char *want[] = {"x", "wg", "wu"};
+	for (int i = 0; i < 3; i++)
+		cr_expect_str_eq(n->in[i]->name, want[i]);
+	cr_expect_eq(mkc_node_attr_int(n, "transB", 0), 1, "the gate's attributes");
+}
+
 Test(fuse_glu, fused_swiglu_runs_the_same, .timeout = 300)
 {
 	same_bits(glu_graph, GLU_FUSED, 1);
+	same_bits(glu_graph, GLU_NO_NORM, 1);
 }
 
 /*
