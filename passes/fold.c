@@ -279,6 +279,26 @@ pow_fits(int64_t a, int64_t b)
 }
 
 /*
+ * The sign of d where its form alone decides it, else 0: a symbol is a
+ * length (0 or more), so c plus symbols by factors all 0 or more is at
+ * least c, and with factors all 0 or less at most c. An export's "a -1 in
+ * this shape means 1" (Where(Equal(shape, -1), 1, shape), onnxruntime-genai's
+ * mask) compares a length with -1.
+ */
+static int
+dim_sign(mkc_dim d)
+{
+	bool up = true, down = true;
+	for (int i = 0; i < MKC_DIM_TERMS; i++) {
+		if (d.sym[i] == MKC_DIM_UNKNOWN)
+			return 0;
+		up = up && d.k[i] >= 0;
+		down = down && d.k[i] <= 0;
+	}
+	return up && d.c > 0 ? 1 : down && d.c < 0 ? -1 : 0;
+}
+
+/*
  * One integer result: 1, 0 when it is not known at compile time (a product
  * of two symbols), -1 when it does not fit in int64 (an error: the same
  * arithmetic at run time would be undefined).
@@ -289,6 +309,13 @@ binary_int(mkc_op op, mkc_dim a, mkc_dim b, mkc_dim *r)
 	mkc_dim d;
 	bool known = mkc_dim_sub(a, b, &d) && mkc_dim_is_const(d);
 	bool consts = mkc_dim_is_const(a) && mkc_dim_is_const(b);
+	if (!known && mkc_dim_sub(a, b, &d) && dim_sign(d) != 0) {
+		/* a - b's sign, not its value: comparisons only */
+		known = op == MKC_OP_EQUAL || op == MKC_OP_LESS || op == MKC_OP_LESS_EQUAL ||
+			op == MKC_OP_GREATER || op == MKC_OP_GREATER_EQUAL;
+		if (known)
+			d = mkc_dim_const(dim_sign(d));
+	}
 	int64_t x;
 	switch (op) {
 	case MKC_OP_ADD:
@@ -710,6 +737,28 @@ fold_expand(mkc_graph *g, mkc_node *n)
 	vals r = out_vals(g, cnt, v.isint);
 	for (int64_t i = 0; i < cnt; i++)
 		copy_elem(&r, i, &v, bcast_index(n->out[0], n->in[0], i));
+	return store(g, n, 0, &r);
+}
+
+/* Tile: element idx of y is x's at idx mod x's shape. */
+static int
+fold_tile(mkc_graph *g, mkc_node *n)
+{
+	int64_t cnt = out_numel(n, 0);
+	const mkc_tensor *x = n->in[0], *y = n->out[0];
+	vals v;
+	if (cnt < 0 || mkc_tensor_numel(x) < 0 || !load(g, x, &v))
+		return 0;
+	vals r = out_vals(g, cnt, v.isint);
+	for (int64_t i = 0; i < cnt; i++) {
+		int64_t flat = i, at = 0, stride = 1;
+		for (int d = y->rank - 1; d >= 0; d--) {
+			at += flat % y->shape[d].c % x->shape[d].c * stride;
+			flat /= y->shape[d].c;
+			stride *= x->shape[d].c;
+		}
+		copy_elem(&r, i, &v, at);
+	}
 	return store(g, n, 0, &r);
 }
 

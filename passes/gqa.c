@@ -25,6 +25,12 @@
  *           and, once for every seqlens_k and total_sequence_length, a
  *           LengthCheck of them against P + S. Any other keeps the node
  *           (one whole tile: backends/c/gqa.h).
+ *           And every Attention with 3-D inputs [B, S, H * D] (ONNX's
+ *           3-D form; a MultiHeadAttention of onnxruntime-genai's fp16
+ *           CPU export, which infer made one) reading each of them as
+ *           heads, [B, S, H * D] -> Reshape -> Transpose [B, H, S, D],
+ *           and giving its output [B, S, H * D] from [B, H, S, D] by
+ *           Transpose and Reshape, as above.
  *
  * Why. onnxruntime's node gives its caches back as outputs, a whole new
  * present every step; the Concat and Attention form is what the state pass
@@ -264,6 +270,42 @@ take_apart(mkc_graph *g, mkc_node *n)
 }
 
 /*
+ * Attention n with 3-D inputs: each of them as heads before it, its output
+ * as rows after it (the comment at the top). 1 when it did, 0 when n is
+ * not that, -1 on an error.
+ */
+static int
+inputs_as_heads(mkc_graph *g, mkc_node *n)
+{
+	mkc_tensor *y = n->out[0];
+	if (n->op != MKC_OP_ATTENTION || n->nout != 1 || !y || y->rank != 3)
+		return 0;
+	static const char *const what[3] = {"q", "k", "v"};
+	mkc_tensor *in[6];
+	memcpy(in, n->in, (size_t)n->nin * sizeof *in);
+	int64_t h = 0, dv = 0;
+	for (int i = 0; i < 3; i++) {
+		const int64_t heads = mkc_node_attr_int(n, i ? "kv_num_heads" : "q_num_heads", 0);
+		const mkc_tensor *x = in[i];
+		const int64_t d = x->rank == 3 ? x->shape[2].c / heads : x->shape[3].c;
+		if (i == 0)
+			h = x->rank == 3 ? heads : x->shape[1].c;
+		if (i == 2)
+			dv = d;
+		if (x->rank == 3 && !(in[i] = to_heads(g, n, what[i], in[i], heads, d)))
+			return -1;
+	}
+	/* the dead node no longer writes y: the new ones do */
+	mkc_node_count_reads(n, -1);
+	n->dead = true;
+	n->out[0] = NULL;
+	mkc_attr perm = perm_attr();
+	mkc_tensor *att = add(g, n, "heads", "Attention", n->nin, in, n->nattr, n->attr, NULL);
+	mkc_tensor *pos = att ? add(g, n, "positions", "Transpose", 1, &att, 1, &perm, NULL) : NULL;
+	return pos && reshape(g, n, "flat", pos, h * dv, 0, y) ? 1 : -1;
+}
+
+/*
  * The q/k norms inside the node (inputs 14 and 15, q_norm_weight and
  * k_norm_weight: onnxruntime-genai's CUDA export of Qwen3 puts them there):
  * an RMS norm of each head of the query and the key, before the rotation,
@@ -349,10 +391,16 @@ split_packed_qkv(mkc_graph *g, mkc_node *n)
 int
 mkc_pass_gqa(mkc_graph *g)
 {
-	int packed = 0, apart = 0, kept = 0, norms = 0;
+	int packed = 0, apart = 0, kept = 0, norms = 0, heads = 0;
 	mkc_graph_count_live_uses(g);
 	for (int i = 0; i < g->nodes.n; i++) {
 		mkc_node *n = MKC_NODE(g, i);
+		if (!n->dead && n->op == MKC_OP_ATTENTION) {
+			int r = inputs_as_heads(g, n);
+			if (r < 0)
+				return -1;
+			heads += r;
+		}
 		if (n->dead || n->op != MKC_OP_MS_GQA)
 			continue;
 		packed += split_packed_qkv(g, n);
@@ -372,5 +420,7 @@ mkc_pass_gqa(mkc_graph *g)
 		mkc_progress(g->ctx, "gqa: %d GroupQueryAttention nodes with packed QKV split, %d "
 			     "with q/k norms taken out; %d taken apart into the nodes of the Hugging "
 			     "Face path, %d kept whole", packed, norms, apart, kept);
+	if (heads)
+		mkc_progress(g->ctx, "gqa: %d Attention nodes read 3-D inputs as heads", heads);
 	return 0;
 }

@@ -129,6 +129,19 @@ infer_rotary(mkc_graph *g, mkc_node *n)
 	if (!mkc_dim_is_const(last))
 		return mkc_node_error(g, n, "the last dimension must be a constant");
 	int64_t d = last.c;
+	const mkc_dim half = cs[0]->rank >= 1 ? cs[0]->shape[cs[0]->rank - 1] : mkc_dim_const(0);
+	if (ms && x->rank == 3 && heads == 0 && rot == 0 && mkc_dim_is_const(half) && half.c > 0 &&
+	    d % (2 * half.c) == 0) {
+		/* onnxruntime's rule: the head size is twice the cos row, all of it rotated
+		 * (onnxruntime-genai's fp16 CPU export leaves num_heads 0); lower reads it */
+		heads = d / (2 * half.c);
+		for (int i = 0; i < n->nattr; i++)
+			if (strcmp(n->attr[i].name, "num_heads") == 0)
+				n->attr[i].i = heads;
+		if (!mkc_node_attr(n, "num_heads"))
+			mkc_node_add_attr(g, n, (mkc_attr){.name = "num_heads", .type = MKC_AT_INT,
+							   .i = heads});
+	}
 	if (x->rank == 3 && (heads == 0 || d % heads))
 		return mkc_node_error(g, n, "a 3-D input needs num_heads, dividing its last dimension %lld",
 				      (long long)d);
@@ -182,11 +195,26 @@ infer_castlike(mkc_graph *g, mkc_node *n)
 }
 
 /* Broadcasts b into the shape s of rank *rank (numpy rules). */
+static int bind_sym(mkc_graph *g, const mkc_node *n, int s, mkc_dim by, mkc_dim *d);
+
+/*
+ * Broadcasting a bare symbol x against a length y (neither 1) that does not
+ * use it: the two are equal, and x is y from here on (onnxruntime-genai's
+ * total_sequence_length, the attention mask's length, against the past
+ * plus the step's tokens its causal mask is built from). x's symbol, or -1.
+ */
+static int
+unify_sym(mkc_dim x, mkc_dim y)
+{
+	int sym = mkc_dim_bare_sym(x);
+	return sym >= 0 && !mkc_dim_uses(y, sym, NULL) && !mkc_dim_is_unknown(y) ? sym : -1;
+}
+
 static int
 broadcast_into(mkc_graph *g, mkc_node *n, mkc_dim *s, int *rank,
 	       const mkc_dim *b, int brank)
 {
-	int r = *rank > brank ? *rank : brank;
+	int r = *rank > brank ? *rank : brank, sym;
 	mkc_dim out[MKC_MAX_RANK] = {{0}};
 	for (int i = 0; i < r; i++) {
 		int ia = i - (r - *rank), ib = i - (r - brank);
@@ -198,6 +226,20 @@ broadcast_into(mkc_graph *g, mkc_node *n, mkc_dim *s, int *rank,
 			out[i] = y;
 		} else if (mkc_dim_is_const(x) != mkc_dim_is_const(y)) {
 			out[i] = mkc_dim_is_const(x) ? x : y;
+		} else if ((sym = unify_sym(x, y)) >= 0 || (sym = unify_sym(y, x)) >= 0) {
+			/* the symbol goes, and those after it are renumbered: in the
+			 * graph by bind_sym, in what is held here by mkc_dim_subst */
+			const mkc_dim by = mkc_dim_bare_sym(x) == sym ? y : x;
+			if (bind_sym(g, n, sym, by, NULL) != 0)
+				return -1;
+			bool ok = true;
+			for (int k = 0; k < i; k++)
+				ok = ok && mkc_dim_subst(&out[k], sym, by, false);
+			for (int k = 0; k < *rank; k++)
+				ok = ok && mkc_dim_subst(&s[k], sym, by, false);
+			out[i] = by;
+			ok = ok && mkc_dim_subst(&out[i], sym, by, false);
+			MKC_ASSERT(ok);
 		} else {
 			char bx[64], by[64];
 			return mkc_node_error(g, n, "cannot broadcast dimension %s against %s",
@@ -668,6 +710,22 @@ infer_concat(mkc_graph *g, mkc_node *n)
 				if (!mkc_dim_add(s[k], y->shape[k], &s[k]))
 					return mkc_node_error(g, n, "concatenated length mixes more than two symbols");
 			} else if (!mkc_dim_eq(s[k], y->shape[k])) {
+				/* a symbol of its own against a length: onnxruntime-genai's past
+				 * head size kv_cache_dim against the new keys' */
+				int sym = unify_sym(s[k], y->shape[k]);
+				mkc_dim by = y->shape[k];
+				if (sym < 0 && (sym = unify_sym(y->shape[k], s[k])) >= 0)
+					by = s[k];
+				if (sym >= 0) {
+					/* s renumbered as bind_sym renumbers the graph */
+					if (bind_sym(g, n, sym, by, NULL) != 0)
+						return -1;
+					for (int j = 0; j < x->rank; j++) {
+						bool ok = mkc_dim_subst(&s[j], sym, by, false);
+						MKC_ASSERT(ok);
+					}
+					continue;
+				}
 				char b1[64], b2[64];
 				return mkc_node_error(g, n, "dimension %d differs: %s and %s", k,
 						      dstr(g, s[k], b1), dstr(g, y->shape[k], b2));
@@ -856,6 +914,29 @@ infer_expand(mkc_graph *g, mkc_node *n)
 	if (broadcast_into(g, n, s, &r, x->shape, x->rank) != 0)
 		return -1;
 	set_out(n, 0, x->dtype, r, s);
+	return 0;
+}
+
+/* Tile: axis d of y is axis d of x repeats[d] times over. */
+static int
+infer_tile(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *x = n->in[0];
+	mkc_dim r[MKC_MAX_RANK], s[MKC_MAX_RANK];
+	int64_t rank = mkc_const_dims(g, n, 1, r, MKC_MAX_RANK, false);
+	if (rank < 0)
+		return -1;
+	if (rank != x->rank)
+		return mkc_node_error(g, n, "repeats has %lld values for an input of rank %d",
+				      (long long)rank, x->rank);
+	for (int d = 0; d < x->rank; d++) {
+		if (r[d].c < 0)
+			return mkc_node_error(g, n, "repeats[%d] is %lld: a count of 0 or more", d,
+					      (long long)r[d].c);
+		if (!mkc_dim_mul(x->shape[d], r[d], &s[d]))
+			return mkc_node_error(g, n, "axis %d's length times its repeats is not affine", d);
+	}
+	set_out(n, 0, x->dtype, x->rank, s);
 	return 0;
 }
 
@@ -1051,9 +1132,14 @@ infer_attention(mkc_graph *g, mkc_node *n)
 			mkc_dim d = mask->shape[mask->rank - 1 - i];
 			ok = mkc_dim_eq(d, full[3 - i]) || mkc_dim_eq(d, mkc_dim_const(1));
 		}
-		if (!ok)
-			return mkc_node_error(g, n, "the mask must broadcast to [batch, heads, sequence, "
-					      "total length]");
+		if (!ok) {
+			char ms[256], ds[4][64];
+			return mkc_node_error(g, n, "the mask %s must broadcast to [batch, heads, "
+					      "sequence, total length], [%s,%s,%s,%s]",
+					      mkc_shape_str(g, mask, ms, sizeof ms), dstr(g, full[0], ds[0]),
+					      dstr(g, full[1], ds[1]), dstr(g, full[2], ds[2]),
+					      dstr(g, full[3], ds[3]));
+		}
 	}
 	mkc_dtype dt = n->in[0]->dtype;
 	if (n->in[0]->rank == 4) {
@@ -1077,6 +1163,59 @@ infer_attention(mkc_graph *g, mkc_node *n)
 	if (n->nout > 3)
 		set_out(n, 3, dt, 4, qk);
 	return 0;
+}
+
+/*
+ * MultiHeadAttention (com.microsoft), as onnxruntime-genai's fp16 CPU export
+ * writes it: query [B, S, N * H]; key and value [B, N, L, H] (or [B, L, N *
+ * H]); attention_bias (input 5) added to the scaled scores, broadcast to
+ * [B, N, S, L]; past_key and past_value (inputs 6, 7) [B, N, P, H] with the
+ * present outputs. That is ONNX Attention (opset 23) with q_num_heads =
+ * kv_num_heads = num_heads and MultiHeadAttention's scale (0 or none:
+ * 1 / sqrt(H) in both): the node becomes that Attention here and is
+ * inferred as one, so every later pass (canon's grouped heads, the
+ * caches as state) takes it as it takes an exporter's Attention. Refused:
+ * packed query/key/value (no key and value, or 5-D), the bias added to
+ * q, k and v (input 3), key_padding_mask (input 4), inputs past 7 and the
+ * fourth output, and unidirectional (its causal rule with a past is not
+ * Attention's is_causal).
+ */
+static int
+infer_mha(mkc_graph *g, mkc_node *n)
+{
+	int64_t heads = mkc_node_attr_int(n, "num_heads", 0);
+	if (heads <= 0)
+		return mkc_node_error(g, n, "num_heads must be positive");
+	if (!n->in[1] || !n->in[2] || n->in[1]->rank == 5)
+		return mkc_node_error(g, n, "packed query, key and value are not supported");
+	if ((n->nin > 3 && n->in[3]) || (n->nin > 4 && n->in[4]))
+		return mkc_node_error(g, n, "the bias of q, k and v (input 3) and key_padding_mask "
+				      "(input 4) are not supported");
+	for (int i = 8; i < n->nin; i++)
+		if (n->in[i])
+			return mkc_node_error(g, n, "input %d (past_sequence_length, cache_indirection) "
+					      "is not supported", i);
+	if ((n->nout > 3 && n->out[3]) || mkc_node_attr_int(n, "unidirectional", 0))
+		return mkc_node_error(g, n, "unidirectional and the fourth output are not supported");
+	mkc_tensor **in = mkc_arena_alloc(g->ctx->arena, sizeof *in * 6);
+	for (int i = 0; i < 3; i++)
+		in[i] = n->in[i];
+	for (int i = 5; i < 8; i++)   /* attention_bias, past_key, past_value */
+		in[i - 2] = i < n->nin ? n->in[i] : NULL;
+	int nin = in[4] || in[5] ? 6 : in[3] ? 4 : 3;
+	const mkc_attr *sc = mkc_node_attr(n, "scale");
+	const float scale = sc ? sc->f : 0;
+	n->in = in;
+	n->nin = nin;
+	n->nattr = 0;
+	n->op = MKC_OP_ATTENTION;
+	n->op_type = mkc_op_info_of(MKC_OP_ATTENTION)->name;
+	n->domain = "";
+	mkc_node_add_attr(g, n, (mkc_attr){.name = "q_num_heads", .type = MKC_AT_INT, .i = heads});
+	mkc_node_add_attr(g, n, (mkc_attr){.name = "kv_num_heads", .type = MKC_AT_INT, .i = heads});
+	if (scale != 0)
+		mkc_node_add_attr(g, n, (mkc_attr){.name = "scale", .type = MKC_AT_FLOAT, .f = scale});
+	return infer_attention(g, n);
 }
 
 /*

@@ -226,6 +226,12 @@ lower_node(mkc_graph *g, const mkc_node *n, mkc_kernel *k)
 	switch (k->kind) {
 	case MKC_KERN_ELEMENTWISE:
 		k->operands = ok->one_operand ? 1 : n->nin;
+		/* Tile as a broadcast: every axis of x its length in y, or 1 */
+		for (int d = 0; n->op == MKC_OP_TILE && d < n->in[0]->rank; d++)
+			if (!mkc_dim_eq(n->in[0]->shape[d], n->out[0]->shape[d]) &&
+			    !mkc_dim_eq(n->in[0]->shape[d], mkc_dim_const(1)))
+				k->refuse = "Tile repeating an axis longer than 1 (only a broadcast of "
+					    "length-1 axes is computed)";
 		return 0;
 	case MKC_KERN_TRANSPOSE:
 		lower_transpose(n, k);

@@ -608,7 +608,8 @@ Test(bad_input, attention_mask_and_past_must_fit)
 	model("{\"op_type\":\"Attention\",\"name\":\"at\",\"input\":[\"q\",\"k\",\"v\",\"mask\"],"
 	      "\"output\":[\"y\"]}", "", QKV "," VI("mask", 1, DV(1) "," DV(1) "," DV(1) "," DV(2)),
 	      OUT("y"));
-	model_refused("node 'at' (Attention): the mask must broadcast to [batch, heads, sequence, total");
+	model_refused("node 'at' (Attention): the mask [1,1,1,2] must broadcast to [batch, heads, "
+		      "sequence, total length], [1,2,1,3]");
 	model("{\"op_type\":\"Attention\",\"name\":\"at\",\"input\":[\"q\",\"k\",\"v\",\"\",\"pk\",\"pv\"],"
 	      "\"output\":[\"y\",\"pko\",\"pvo\"]}", "",
 	      QKV "," VI("pk", 1, DV(1) "," DV(2) "," DP("past") "," DV(8)) ","

@@ -32,6 +32,17 @@ refuses, from the same export with the norms outside the node (`--extra_options
 fuse_qk_norm_gqa=false`: the same weights and arithmetic, the norm a
 SimplifiedLayerNormalization of its own; not kept).
 
+OUTDIR/<model>_fp16_cpu/ (`gen_genai.py OUTDIR fp16-cpu` writes these alone)
+holds the builder's fp16 CPU export (`-p fp16 -e cpu`): MultiHeadAttention
+(com.microsoft) with 3-D query, key and value and an additive mask built from
+attention_mask (a Tile of it over the heads), the caches Concat'ed outside it
+and repeated for the query heads, position_ids an input. onnxruntime runs it
+only after its value_info is dropped (the builder declares repeat_kv's
+output with the new tokens' length), and its causal mask's Expand is valid
+only for one new token after a past or a prompt with none (mkc refuses it
+with --max-chunk, naming the Expand): its test sets are one new token after
+a past of 5 and after none.
+
 The Hugging Face folder each is built from (random weights, seeded; a
 word-level tokenizer of the vocabulary, which the builder insists on) is
 made in a scratch folder and not kept.
@@ -90,15 +101,20 @@ def write(path, arr, name):
     with open(path, "wb") as f:
         f.write(t.SerializeToString())
 
-def test_sets(out, rng, vocab, ref=None):
+def test_sets(out, rng, vocab, ref=None, sets=SETS, strip=False):
     """The test sets of the model in out, their outputs from onnxruntime
-    running ref (a folder holding model.onnx; default out)."""
+    running ref (a folder holding model.onnx; default out); strip: without
+    its value_info."""
     m = onnx.load(os.path.join(out, "model.onnx"), load_external_data=False)
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    s = ort.InferenceSession(os.path.join(ref or out, "model.onnx"), so,
-                             providers=["CPUExecutionProvider"])
-    for k, (past, new) in enumerate(SETS):
+    path = os.path.join(ref or out, "model.onnx")
+    if strip:
+        r = onnx.load(path)
+        del r.graph.value_info[:]
+        path = r.SerializeToString()
+    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    for k, (past, new) in enumerate(sets):
         d = os.path.join(out, f"test_data_set_{k}")
         os.makedirs(d, exist_ok=True)
         feeds = {}
@@ -108,6 +124,8 @@ def test_sets(out, rng, vocab, ref=None):
                 a = rng.integers(0, vocab, (1, new)).astype(np.int64)
             elif inp.name == "attention_mask":
                 a = np.ones((1, past + new), np.int64)
+            elif inp.name == "position_ids":
+                a = np.arange(past, past + new, dtype=np.int64)[None]
             else:   # past_key_values.L.key/value [batch, kv heads, past, head size]
                 ty = onnx.helper.tensor_dtype_to_np_dtype(inp.type.tensor_type.elem_type)
                 a = rng.standard_normal((1, dims[1], past, head_size(m))).astype(ty)
@@ -117,6 +135,9 @@ def test_sets(out, rng, vocab, ref=None):
             write(os.path.join(d, f"output_{i}.pb"), a, o.name)
 
 def head_size(m):
+    inits = {t.name: t for t in m.graph.initializer}
+    if "cos_cache" in inits:
+        return 2 * inits["cos_cache"].dims[1]
     for n in m.graph.node:
         if n.op_type == "GroupQueryAttention":
             inits = {t.name: t for t in m.graph.initializer}
@@ -157,8 +178,26 @@ def build(hf, out, tmp, precision, ep, *extra):
                     "-o", out, "-p", precision, "-e", ep, "-c", os.path.join(tmp, "cache"),
                     *extra], check=True, capture_output=True)
 
+def fp16_cpu(out):
+    for name, cfg in MODELS.items():
+        dst = os.path.join(out, name + "_fp16_cpu")
+        with tempfile.TemporaryDirectory() as tmp:
+            hf = os.path.join(tmp, "hf")
+            hf_folder(name, cfg, hf)
+            built = os.path.join(tmp, "onnx")
+            build(hf, built, tmp, "fp16", "cpu")
+            shutil.rmtree(dst, ignore_errors=True)
+            os.makedirs(dst)
+            for f in ("model.onnx", "model.onnx.data"):
+                shutil.copyfile(os.path.join(built, f), os.path.join(dst, f))
+            test_sets(dst, np.random.default_rng(3417), cfg["vocab_size"], sets=[(5, 1), (0, 1)],
+                      strip=True)
+        print(f"gen_genai: wrote {dst}")
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "genai")
+    if sys.argv[2:] == ["fp16-cpu"]:
+        return fp16_cpu(out)
     # (folder suffix, precision, execution provider, random stream); the fp32 folders first,
     # on the stream they had before the fp16 ones existed, so that they stay as they were
     rngs = {"": np.random.default_rng(34), "_fp16": np.random.default_rng(3416)}

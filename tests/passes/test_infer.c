@@ -411,6 +411,94 @@ Test(infer, attention_gqa_with_past)
 	expect_shape(g, "present_v", "[1,2,past_len+1,32]");
 }
 
+/* Tile: shapes times repeats; folded for a constant input; repeats must match the rank. */
+Test(infer, tile_shapes_and_fold)
+{
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "x", MKC_DT_FLOAT, 3, (const char *[]){"1", "seq", "4"});
+	gb_ints(g, "r", 3, (const int64_t[]){1, 2, 3});
+	gb_node_of(g, "Tile", "y", 2, (const char *[]){"x", "r"});
+	gb_ints(g, "c", 2, (const int64_t[]){5, 7});
+	gb_ints(g, "r2", 1, (const int64_t[]){3});
+	gb_node_of(g, "Tile", "z", 2, (const char *[]){"c", "r2"});
+	cr_assert_eq(run(g), 0, "%s", ctx->errors);
+	expect_shape(g, "y", "[1,2*seq,12]");
+	mkc_tensor *z = mkc_graph_find(g, "z");
+	cr_assert_eq(z->nsymval, 6);
+	const int64_t want[6] = {5, 7, 5, 7, 5, 7};
+	for (int i = 0; i < 6; i++)
+		cr_expect_eq(z->symval[i].c, want[i], "element %d", i);
+	mkc_graph *h = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(h, "x", MKC_DT_FLOAT, 2, (const char *[]){"2", "4"});
+	gb_ints(h, "r", 1, (const int64_t[]){2});
+	gb_node_of(h, "Tile", "y", 2, (const char *[]){"x", "r"});
+	cr_assert_eq(run(h), -1);
+	cr_assert(strstr(ctx->errors, "repeats has 1 values for an input of rank 2"), "%s",
+		  ctx->errors);
+}
+
+/*
+ * MultiHeadAttention (com.microsoft) becomes ONNX Attention with its
+ * heads; a mask's free length symbol (total) is bound to the keys' where
+ * they broadcast; the forms it does not take are refused by name.
+ */
+Test(infer, multi_head_attention_is_attention)
+{
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "q", MKC_DT_FLOAT, 3, (const char *[]){"1", "1", "64"});
+	gb_input_dims(g, "k", MKC_DT_FLOAT, 3, (const char *[]){"1", "past+1", "64"});
+	gb_input_dims(g, "v", MKC_DT_FLOAT, 3, (const char *[]){"1", "past+1", "64"});
+	gb_input_dims(g, "m", MKC_DT_FLOAT, 4, (const char *[]){"1", "1", "1", "total"});
+	gb_input_dims(g, "c", MKC_DT_FLOAT, 4, (const char *[]){"1", "1", "1", "past+1"});
+	gb_node_of(g, "Add", "bias", 2, (const char *[]){"m", "c"});
+	mkc_node *n = mkc_graph_add_node(g, "mha", "com.microsoft", "MultiHeadAttention", 6, 1, 0);
+	const char *in[] = {"q", "k", "v", NULL, NULL, "bias"};
+	for (int i = 0; i < 6; i++)
+		n->in[i] = in[i] ? mkc_graph_find(g, in[i]) : NULL;
+	n->out[0] = mkc_graph_tensor(g, "y");
+	n->out[0]->producer = n;
+	gb_attr_int(g, n, "num_heads", 4);
+	gb_attr_float(g, n, "scale", 0.25f);
+	cr_assert_eq(run(g), 0, "%s", ctx->errors);
+	cr_expect_eq(n->op, MKC_OP_ATTENTION);
+	cr_expect_eq(n->nin, 4);
+	cr_expect_eq(n->in[3], mkc_graph_find(g, "bias"));
+	cr_expect_eq(mkc_node_attr_int(n, "q_num_heads", 0), 4);
+	cr_expect_float_eq(mkc_node_attr_float(n, "scale", 0), 0.25f, 1e-9);
+	expect_shape(g, "y", "[1,1,64]");
+	expect_shape(g, "m", "[1,1,1,past+1]");
+	mkc_graph *h = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(h, "q", MKC_DT_FLOAT, 3, (const char *[]){"1", "1", "64"});
+	gb_input_dims(h, "kpm", MKC_DT_INT32, 1, (const char *[]){"1"});
+	n = mkc_graph_add_node(h, "mha", "com.microsoft", "MultiHeadAttention", 5, 1, 0);
+	const char *in2[] = {"q", "q", "q", NULL, "kpm"};
+	for (int i = 0; i < 5; i++)
+		n->in[i] = in2[i] ? mkc_graph_find(h, in2[i]) : NULL;
+	n->out[0] = mkc_graph_tensor(h, "y");
+	n->out[0]->producer = n;
+	gb_attr_int(h, n, "num_heads", 4);
+	cr_assert_eq(run(h), -1);
+	cr_assert(strstr(ctx->errors, "key_padding_mask (input 4) are not supported"), "%s",
+		  ctx->errors);
+}
+
+/* A length compared with a negative number folds (symbols are 0 or more): "-1 means 1". */
+Test(infer, a_length_is_never_negative)
+{
+	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
+	gb_input_dims(g, "x", MKC_DT_FLOAT, 2, (const char *[]){"1", "seq"});
+	gb_node_of(g, "Shape", "s", 1, (const char *[]){"x"});
+	gb_ints(g, "neg", 2, (const int64_t[]){-1, -1});
+	gb_node_of(g, "Equal", "e", 2, (const char *[]){"s", "neg"});
+	gb_ints(g, "one", 2, (const int64_t[]){1, 1});
+	gb_node_of(g, "Where", "w", 3, (const char *[]){"e", "one", "s"});
+	cr_assert_eq(run(g), 0, "%s", ctx->errors);
+	mkc_tensor *w = mkc_graph_find(g, "w");
+	cr_assert_eq(w->nsymval, 2);
+	char b[64];
+	cr_expect_str_eq(mkc_dim_str(g, w->symval[1], b, sizeof b), "seq");
+}
+
 Test(infer, where_needs_bool)
 {
 	mkc_graph *g = gb_graph(ctx, "hand.onnx", 18);
