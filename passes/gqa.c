@@ -28,9 +28,10 @@
  *           And every Attention with 3-D inputs [B, S, H * D] (ONNX's
  *           3-D form; a MultiHeadAttention of onnxruntime-genai's fp16
  *           CPU export, which infer made one) reading each of them as
- *           heads, [B, S, H * D] -> Reshape -> Transpose [B, H, S, D],
- *           and giving its output [B, S, H * D] from [B, H, S, D] by
- *           Transpose and Reshape, as above.
+ *           heads, [B, S, H * D] -> Reshape -> Transpose [B, H, S, D], or
+ *           the heads the input was made from when it is those heads put
+ *           back into rows, and giving its output [B, S, H * D] from [B,
+ *           H, S, D] by Transpose and Reshape, as above.
  *
  * Why. onnxruntime's node gives its caches back as outputs, a whole new
  * present every step; the Concat and Attention form is what the state pass
@@ -270,6 +271,32 @@ take_apart(mkc_graph *g, mkc_node *n)
 }
 
 /*
+ * The heads [B, H, S, D] that a 3-D input x [B, S, H * D] was put back into
+ * rows from, by Transpose (0, 2, 1, 3) and a Reshape merging the last two
+ * axes (the fp16 CPU export's repeat_kv after its copies for the query
+ * heads), or NULL. Read as they are, they leave canon the repeat to drop
+ * and the state pass the cache to keep in place.
+ */
+static mkc_tensor *
+heads_of(const mkc_tensor *x, int64_t h)
+{
+	const mkc_node *r = x->producer;
+	if (!r || r->dead || r->op != MKC_OP_RESHAPE)
+		return NULL;
+	const mkc_tensor *t = r->in[0];
+	const mkc_node *tr = t->producer;
+	const mkc_attr *p = tr && !tr->dead && tr->op == MKC_OP_TRANSPOSE ? mkc_node_attr(tr, "perm")
+									  : NULL;
+	mkc_dim hd;
+	if (!p || p->n != 4 || p->ints[0] != 0 || p->ints[1] != 2 || p->ints[2] != 1 ||
+	    p->ints[3] != 3 || t->rank != 4 || !mkc_dim_eq(t->shape[0], x->shape[0]) ||
+	    !mkc_dim_eq(t->shape[1], x->shape[1]) || !mkc_dim_eq(t->shape[2], mkc_dim_const(h)) ||
+	    !mkc_dim_mul(t->shape[3], mkc_dim_const(h), &hd) || !mkc_dim_eq(hd, x->shape[2]))
+		return NULL;
+	return tr->in[0];
+}
+
+/*
  * Attention n with 3-D inputs: each of them as heads before it, its output
  * as rows after it (the comment at the top). 1 when it did, 0 when n is
  * not that, -1 on an error.
@@ -286,21 +313,36 @@ inputs_as_heads(mkc_graph *g, mkc_node *n)
 	int64_t h = 0, dv = 0;
 	for (int i = 0; i < 3; i++) {
 		const int64_t heads = mkc_node_attr_int(n, i ? "kv_num_heads" : "q_num_heads", 0);
-		const mkc_tensor *x = in[i];
+		mkc_tensor *x = in[i];
 		const int64_t d = x->rank == 3 ? x->shape[2].c / heads : x->shape[3].c;
 		if (i == 0)
 			h = x->rank == 3 ? heads : x->shape[1].c;
 		if (i == 2)
 			dv = d;
-		if (x->rank == 3 && !(in[i] = to_heads(g, n, what[i], in[i], heads, d)))
+		if (x->rank == 3 && !(in[i] = heads_of(x, heads)) &&
+		    !(in[i] = to_heads(g, n, what[i], x, heads, d)))
 			return -1;
 	}
 	/* the dead node no longer writes y: the new ones do */
 	mkc_node_count_reads(n, -1);
 	n->dead = true;
 	n->out[0] = NULL;
+	for (int i = 0; i < 3; i++)   /* heads put back into rows that nothing else reads */
+		for (mkc_tensor *t = n->in[i]; t != in[i] && t->nconsumers == 0 &&
+		     t->kind == MKC_TK_INTERMEDIATE && t->producer && !t->producer->dead;
+		     t = t->producer->in[0]) {
+			t->producer->dead = true;
+			mkc_node_count_reads(t->producer, -1);
+		}
+	/* its inputs are heads now: the head counts of 3-D ones go (canon's grouped
+	 * heads would have to change them with the keys) */
+	mkc_attr *at = mkc_arena_alloc(g->ctx->arena, sizeof *at * (size_t)(n->nattr + 1));
+	int nat = 0;
+	for (int i = 0; i < n->nattr; i++)
+		if (strcmp(n->attr[i].name, "q_num_heads") && strcmp(n->attr[i].name, "kv_num_heads"))
+			at[nat++] = n->attr[i];
 	mkc_attr perm = perm_attr();
-	mkc_tensor *att = add(g, n, "heads", "Attention", n->nin, in, n->nattr, n->attr, NULL);
+	mkc_tensor *att = add(g, n, "heads", "Attention", n->nin, in, nat, at, NULL);
 	mkc_tensor *pos = att ? add(g, n, "positions", "Transpose", 1, &att, 1, &perm, NULL) : NULL;
 	return pos && reshape(g, n, "flat", pos, h * dv, 0, y) ? 1 : -1;
 }

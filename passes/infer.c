@@ -210,9 +210,14 @@ unify_sym(mkc_dim x, mkc_dim y)
 	return sym >= 0 && !mkc_dim_uses(y, sym, NULL) && !mkc_dim_is_unknown(y) ? sym : -1;
 }
 
+/*
+ * s (rank entries) broadcast with b (brank) into s; bind: a free symbol
+ * against a length is bound to it (unify_sym), for callers that hold no
+ * other dimension than s and tensors' shapes (binding renumbers symbols).
+ */
 static int
 broadcast_into(mkc_graph *g, mkc_node *n, mkc_dim *s, int *rank,
-	       const mkc_dim *b, int brank)
+	       const mkc_dim *b, int brank, bool bind)
 {
 	int r = *rank > brank ? *rank : brank, sym;
 	mkc_dim out[MKC_MAX_RANK] = {{0}};
@@ -226,7 +231,7 @@ broadcast_into(mkc_graph *g, mkc_node *n, mkc_dim *s, int *rank,
 			out[i] = y;
 		} else if (mkc_dim_is_const(x) != mkc_dim_is_const(y)) {
 			out[i] = mkc_dim_is_const(x) ? x : y;
-		} else if ((sym = unify_sym(x, y)) >= 0 || (sym = unify_sym(y, x)) >= 0) {
+		} else if (bind && ((sym = unify_sym(x, y)) >= 0 || (sym = unify_sym(y, x)) >= 0)) {
 			/* the symbol goes, and those after it are renumbered: in the
 			 * graph by bind_sym, in what is held here by mkc_dim_subst */
 			const mkc_dim by = mkc_dim_bare_sym(x) == sym ? y : x;
@@ -267,7 +272,7 @@ broadcast_inputs(mkc_graph *g, mkc_node *n, int from, mkc_dim *s, int *rank)
 {
 	*rank = 0;
 	for (int i = from; i < n->nin; i++)
-		if (broadcast_into(g, n, s, rank, n->in[i]->shape, n->in[i]->rank) != 0)
+		if (broadcast_into(g, n, s, rank, n->in[i]->shape, n->in[i]->rank, true) != 0)
 			return -1;
 	return 0;
 }
@@ -383,7 +388,7 @@ infer_matmul(mkc_graph *g, mkc_node *n)
 	mkc_dim s[MKC_MAX_RANK];
 	int rank = ar - 2;
 	memcpy(s, as, sizeof(mkc_dim) * (size_t)rank);
-	if (broadcast_into(g, n, s, &rank, bs, br - 2) != 0)
+	if (broadcast_into(g, n, s, &rank, bs, br - 2, false) != 0)
 		return -1;
 	if (rank + 2 > MKC_MAX_RANK)
 		return mkc_node_error(g, n, "result rank exceeds %d", MKC_MAX_RANK);
@@ -411,7 +416,7 @@ infer_gemm(mkc_graph *g, mkc_node *n)
 	if (n->nin > 2 && n->in[2]) {
 		mkc_dim c[2] = {m, nn};
 		int rank = 2;
-		if (broadcast_into(g, n, c, &rank, n->in[2]->shape, n->in[2]->rank) != 0)
+		if (broadcast_into(g, n, c, &rank, n->in[2]->shape, n->in[2]->rank, false) != 0)
 			return -1;
 		if (rank != 2 || !mkc_dim_eq(c[0], m) || !mkc_dim_eq(c[1], nn))
 			return mkc_node_error(g, n, "C does not broadcast to the result's shape");
@@ -911,7 +916,7 @@ infer_expand(mkc_graph *g, mkc_node *n)
 	if (rank < 0)
 		return -1;
 	int r = (int)rank;
-	if (broadcast_into(g, n, s, &r, x->shape, x->rank) != 0)
+	if (broadcast_into(g, n, s, &r, x->shape, x->rank, true) != 0)
 		return -1;
 	set_out(n, 0, x->dtype, r, s);
 	return 0;
