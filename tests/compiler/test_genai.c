@@ -260,21 +260,29 @@ Test(genai, caches_in_place_and_a_padded_mask_refused, .timeout = 300)
  * output: Llama's decode file, Qwen3's chunked file (the prompt in chunks
  * of 8); and the same for the fp16 exports, whose generate takes the argmax
  * of the float16 logits (the generator's, on the fp16 file; Qwen3's on the
- * same weights' export with the q/k norms outside the node).
+ * same weights' export with the q/k norms outside the node); and the fp16
+ * CPU exports, a token at a time with their caches in place, against the
+ * same weights' fp16 CUDA export's tokens (the generator fails on the CPU
+ * file itself).
  */
 Test(genai, greedy_tokens_are_the_generators, .timeout = 300)
 {
-	static const char *const runs[][2] = {{"llama_tiny", ""}, {"qwen3_tiny", "--max-chunk 8"},
-					      {"llama_tiny_fp16", ""},
-					      {"qwen3_tiny_fp16", "--max-chunk 8"}};
-	for (int i = 0; i < 4; i++) {
+	/* the model, its flags, the folder whose greedy.txt it must give: the fp16
+	 * CPU exports, on which the generator fails, the same weights' CUDA export's */
+	static const char *const runs[][3] = {
+		{"llama_tiny", "", "llama_tiny"}, {"qwen3_tiny", "--max-chunk 8", "qwen3_tiny"},
+		{"llama_tiny_fp16", "", "llama_tiny_fp16"},
+		{"qwen3_tiny_fp16", "--max-chunk 8", "qwen3_tiny_fp16"},
+		{"llama_tiny_fp16_cpu", "", "llama_tiny_fp16"},
+		{"qwen3_tiny_fp16_cpu", "", "qwen3_tiny_fp16"}};
+	for (int i = 0; i < 6; i++) {
 		char cmd[2048];
 		snprintf(cmd, sizeof cmd,
 			 "d=$(mktemp -d) && %s " GENAI "%s %s -o $d/llama.c --workers 2 && "
 			 "cc -std=c11 -O2 -Wall -Wextra -Werror -pthread $MKC_TEST_CFLAGS -I$d -o $d/gen "
 			 "examples/generate.c $d/llama.c -lm && $d/gen " GENAI "%s/model.onnx 32 seq:39 "
 			 "&& grep '^tokens:' " GENAI "%s/greedy.txt; rc=$?; rm -rf $d; exit $rc",
-			 mkc_bin(), runs[i][0], runs[i][1], runs[i][0], runs[i][0]);
+			 mkc_bin(), runs[i][0], runs[i][1], runs[i][0], runs[i][2]);
 		cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
 		char *a = strstr(out, "tokens:"), *b = a ? strstr(a + 1, "tokens:") : NULL;
 		cr_assert(a && b, "%s", out);
