@@ -708,6 +708,37 @@ def op_expand(b):
     b.node("Expand", [x, b.const(np.array(target, np.int64))], [(x.dt, y)])
 
 
+def op_tile(b):
+    """Tile: mostly the broadcast of length-1 axes mkc computes; sometimes any
+    repeats (folded when x is a constant, refused otherwise)."""
+    x = operand(b, ANY, rank=int(b.choice([1, 2, 3])))
+    general = b.rng.random() < 0.25
+    reps = [int(b.choice([1, 2, 3])) if general or d == 1 else 1 for d in x.shape]
+    y = tuple(d * r for d, r in zip(x.shape, reps))
+    b.node("Tile", [x, b.const(np.array(reps, np.int64))], [(x.dt, y)])
+
+
+def op_mha(b):
+    """com.microsoft.MultiHeadAttention as onnxruntime-genai's fp16 CPU export
+    writes it: 3-D query, key and value (or 4-D key and value), an additive
+    attention_bias, num_heads and sometimes a scale."""
+    B, H = 1, int(b.choice([1, 2, 4]))
+    S, L, D = int(b.choice([1, 2, 3])), int(b.choice([1, 2, 4, 5])), int(b.choice([2, 4, 8]))
+    q = b.fresh(F32, (B, S, H * D))
+    if b.rng.random() < 0.7:
+        k, v = b.fresh(F32, (B, L, H * D)), b.fresh(F32, (B, L, H * D))
+    else:
+        k, v = b.fresh(F32, (B, H, L, D)), b.fresh(F32, (B, H, L, D))
+    ins = [q, k, v]
+    if b.rng.random() < 0.5:
+        ins += [None, None, b.fresh(F32, b.choice([(1, 1, S, L), (B, H, S, L), (B, 1, S, L)]))]
+    attrs = {"num_heads": H}
+    if b.rng.random() < 0.3:
+        attrs["scale"] = float(b.choice([0.1, 1.0, 0.5]))
+    b.node("MultiHeadAttention", ins, [(F32, (B, S, H * D))], domain="com.microsoft", **attrs)
+    b.ms = True
+
+
 def op_range(b):
     dt = b.choice([I32, I64, F32, I64])
     if dt in INTS:
@@ -1079,6 +1110,8 @@ OPS = {
     "com.microsoft.SkipSimplifiedLayerNormalization": (1, 1, op_skip_simplified_ln),
     "com.microsoft.RotaryEmbedding": (1, 1, op_ms_rotary),
     "com.microsoft.GroupQueryAttention": (1, 1, op_gqa),
+    "com.microsoft.MultiHeadAttention": (1, 1, op_mha),
+    "Tile": (1, 6, op_tile),
     **PATTERNS,
 }
 
@@ -1675,11 +1708,26 @@ KNOWN = {
                                       bool(np.any(np.asarray(v) >= 2**63)) for v in ins)),
     "new-attention-nan": ("Attention drops a NaN score (a NaN query or key, inf * 0, a product "
                           "q k that overflows float32) instead of giving NaN",
-                          lambda n, ins: n.op_type == "Attention" and
+                          lambda n, ins: (n.op_type == "Attention" and
                           (any(v is not None and np.asarray(v).dtype.kind == "f" and
                                not np.all(np.isfinite(np.asarray(v))) for v in ins[:3] + ins[4:])
-                           or _attention_products_overflow(ins))),
+                           or _attention_products_overflow(ins))) or
+                          # MultiHeadAttention is Attention in mkc; its bias (input 5) too
+                          (n.op_type == "MultiHeadAttention" and
+                           (any(v is not None and np.asarray(v).dtype.kind == "f" and
+                                not np.all(np.isfinite(np.asarray(v))) for v in ins[:3] + ins[5:])
+                            or _attention_products_overflow([_as_heads(n, v) for v in ins[:2]])))),
 }
+
+
+def _as_heads(n, v):
+    """A MultiHeadAttention input [B, S, N * H] as heads [B, N, S, H] (4-D as it is)."""
+    v = np.asarray(v)
+    if v.ndim != 3:
+        return v
+    heads = max([a.i for a in n.attribute if a.name == "num_heads"] or [1])
+    b, s, w = v.shape
+    return v.reshape(b, s, heads, w // heads).transpose(0, 2, 1, 3)
 
 
 def _attention_products_overflow(ins):
