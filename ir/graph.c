@@ -1050,17 +1050,36 @@ mkc_graph_bind_input(mkc_graph *g, const char *name, const mkc_tensor *value)
 	return 0;
 }
 
+/* The live nodes' reads of t, or -1 when one of them is not ok(node, input). */
+static int
+reads_if(const mkc_graph *g, const mkc_tensor *t, bool (*ok)(const mkc_node *n, int input))
+{
+	int reads = 0;
+	for (int i = 0; i < g->nodes.n; i++) {
+		const mkc_node *n = MKC_NODE(g, i);
+		for (int j = 0; !n->dead && j < n->nin; j++) {
+			if (n->in[j] != t)
+				continue;
+			if (!ok(n, j))
+				return -1;
+			reads++;
+		}
+	}
+	return reads;
+}
+
 bool
 mkc_graph_readers_all(const mkc_graph *g, const mkc_tensor *t,
 		      bool (*ok)(const mkc_node *n, int input))
 {
-	for (int i = 0; i < g->nodes.n; i++) {
-		const mkc_node *n = MKC_NODE(g, i);
-		for (int j = 0; !n->dead && j < n->nin; j++)
-			if (n->in[j] == t && !ok(n, j))
-				return false;
-	}
-	return true;
+	return reads_if(g, t, ok) >= 0;
+}
+
+bool
+mkc_graph_read_only_by(const mkc_graph *g, const mkc_tensor *t,
+		       bool (*ok)(const mkc_node *n, int input))
+{
+	return reads_if(g, t, ok) > 0;
 }
 
 static bool

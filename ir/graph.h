@@ -311,6 +311,9 @@ bool mkc_graph_needs_const(const mkc_graph *g, const mkc_tensor *t);
 /* True if every live node that reads t reads it as an input i with ok(node, i). */
 bool mkc_graph_readers_all(const mkc_graph *g, const mkc_tensor *t,
 			   bool (*ok)(const mkc_node *n, int input));
+/* The same, and some live node reads t (an unread t is not "read only by"). */
+bool mkc_graph_read_only_by(const mkc_graph *g, const mkc_tensor *t,
+			    bool (*ok)(const mkc_node *n, int input));
 void mkc_graph_count_uses(mkc_graph *g);
 /* The same, counting only nodes that are not dead (passes that leave dead
  * nodes in place until dce); and n's reads added to its inputs' counts. */

@@ -307,9 +307,9 @@ static int
 binary_int(mkc_op op, mkc_dim a, mkc_dim b, mkc_dim *r)
 {
 	mkc_dim d;
-	bool known = mkc_dim_sub(a, b, &d) && mkc_dim_is_const(d);
+	bool sub = mkc_dim_sub(a, b, &d), known = sub && mkc_dim_is_const(d);
 	bool consts = mkc_dim_is_const(a) && mkc_dim_is_const(b);
-	if (!known && mkc_dim_sub(a, b, &d) && dim_sign(d) != 0) {
+	if (!known && sub && dim_sign(d) != 0) {
 		/* a - b's sign, not its value: comparisons only */
 		known = op == MKC_OP_EQUAL || op == MKC_OP_LESS || op == MKC_OP_LESS_EQUAL ||
 			op == MKC_OP_GREATER || op == MKC_OP_GREATER_EQUAL;

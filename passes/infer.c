@@ -198,16 +198,35 @@ infer_castlike(mkc_graph *g, mkc_node *n)
 static int bind_sym(mkc_graph *g, const mkc_node *n, int s, mkc_dim by, mkc_dim *d);
 
 /*
- * Broadcasting a bare symbol x against a length y (neither 1) that does not
- * use it: the two are equal, and x is y from here on (onnxruntime-genai's
- * total_sequence_length, the attention mask's length, against the past
- * plus the step's tokens its causal mask is built from). x's symbol, or -1.
+ * Broadcasting or concatenating a bare symbol against a length (neither 1)
+ * that does not use it: the two are equal, and the symbol is the length
+ * from here on (onnxruntime-genai's total_sequence_length, the attention
+ * mask's length, against the past plus the step's tokens its causal mask
+ * is built from; its kv_cache_dim against the head size). The symbol of x
+ * or of y, with the length in *by; or -1.
  */
 static int
-unify_sym(mkc_dim x, mkc_dim y)
+unify_sym(mkc_dim x, mkc_dim y, mkc_dim *by)
 {
-	int sym = mkc_dim_bare_sym(x);
-	return sym >= 0 && !mkc_dim_uses(y, sym, NULL) && !mkc_dim_is_unknown(y) ? sym : -1;
+	for (int k = 0; k < 2; k++) {
+		mkc_dim a = k ? y : x, b = k ? x : y;
+		int sym = mkc_dim_bare_sym(a);
+		if (sym >= 0 && !mkc_dim_uses(b, sym, NULL) && !mkc_dim_is_unknown(b)) {
+			*by = b;
+			return sym;
+		}
+	}
+	return -1;
+}
+
+/* The n dimensions v held by a rule as bind_sym's sym = by renumbers the graph's. */
+static void
+renumber(mkc_dim *v, int n, int sym, mkc_dim by)
+{
+	for (int i = 0; i < n; i++) {
+		bool ok = mkc_dim_subst(&v[i], sym, by, false);
+		MKC_ASSERT(ok);
+	}
 }
 
 /*
@@ -220,7 +239,7 @@ broadcast_into(mkc_graph *g, mkc_node *n, mkc_dim *s, int *rank,
 	       const mkc_dim *b, int brank, bool bind)
 {
 	int r = *rank > brank ? *rank : brank, sym;
-	mkc_dim out[MKC_MAX_RANK] = {{0}};
+	mkc_dim out[MKC_MAX_RANK] = {{0}}, len;
 	for (int i = 0; i < r; i++) {
 		int ia = i - (r - *rank), ib = i - (r - brank);
 		mkc_dim x = ia >= 0 ? s[ia] : mkc_dim_const(1);
@@ -231,20 +250,13 @@ broadcast_into(mkc_graph *g, mkc_node *n, mkc_dim *s, int *rank,
 			out[i] = y;
 		} else if (mkc_dim_is_const(x) != mkc_dim_is_const(y)) {
 			out[i] = mkc_dim_is_const(x) ? x : y;
-		} else if (bind && ((sym = unify_sym(x, y)) >= 0 || (sym = unify_sym(y, x)) >= 0)) {
-			/* the symbol goes, and those after it are renumbered: in the
-			 * graph by bind_sym, in what is held here by mkc_dim_subst */
-			const mkc_dim by = mkc_dim_bare_sym(x) == sym ? y : x;
-			if (bind_sym(g, n, sym, by, NULL) != 0)
+		} else if (bind && (sym = unify_sym(x, y, &len)) >= 0) {
+			/* the symbol goes, and those after it are renumbered */
+			if (bind_sym(g, n, sym, len, NULL) != 0)
 				return -1;
-			bool ok = true;
-			for (int k = 0; k < i; k++)
-				ok = ok && mkc_dim_subst(&out[k], sym, by, false);
-			for (int k = 0; k < *rank; k++)
-				ok = ok && mkc_dim_subst(&s[k], sym, by, false);
-			out[i] = by;
-			ok = ok && mkc_dim_subst(&out[i], sym, by, false);
-			MKC_ASSERT(ok);
+			out[i] = len;
+			renumber(out, i + 1, sym, len);
+			renumber(s, *rank, sym, len);
 		} else {
 			char bx[64], by[64];
 			return mkc_node_error(g, n, "cannot broadcast dimension %s against %s",
@@ -715,20 +727,13 @@ infer_concat(mkc_graph *g, mkc_node *n)
 				if (!mkc_dim_add(s[k], y->shape[k], &s[k]))
 					return mkc_node_error(g, n, "concatenated length mixes more than two symbols");
 			} else if (!mkc_dim_eq(s[k], y->shape[k])) {
-				/* a symbol of its own against a length: onnxruntime-genai's past
-				 * head size kv_cache_dim against the new keys' */
-				int sym = unify_sym(s[k], y->shape[k]);
-				mkc_dim by = y->shape[k];
-				if (sym < 0 && (sym = unify_sym(y->shape[k], s[k])) >= 0)
-					by = s[k];
+				/* a symbol of its own against a length */
+				mkc_dim by;
+				int sym = unify_sym(s[k], y->shape[k], &by);
 				if (sym >= 0) {
-					/* s renumbered as bind_sym renumbers the graph */
 					if (bind_sym(g, n, sym, by, NULL) != 0)
 						return -1;
-					for (int j = 0; j < x->rank; j++) {
-						bool ok = mkc_dim_subst(&s[j], sym, by, false);
-						MKC_ASSERT(ok);
-					}
+					renumber(s, x->rank, sym, by);
 					continue;
 				}
 				char b1[64], b2[64];

@@ -27,6 +27,13 @@
 #include "passes.h"
 #include "../ir/kernel.h"
 
+/* Input 0 (x) of a product the tensor-core tile computes. */
+static bool
+tile_x(const mkc_node *n, int input)
+{
+	return input == 0 && mkc_kernel_tc_gemm(n);
+}
+
 static bool
 narrowable(const mkc_graph *g, const mkc_node *p)
 {
@@ -37,18 +44,7 @@ narrowable(const mkc_graph *g, const mkc_node *p)
 	if (t->kind != MKC_TK_INTERMEDIATE || mkc_tensor_is_const(t) || t->storage || t->cap ||
 	    t->rank != 2 || t->dtype != MKC_DT_FLOAT)
 		return false;
-	int readers = 0;
-	for (int i = 0; i < g->nodes.n; i++) {
-		const mkc_node *n = MKC_NODE(g, i);
-		for (int k = 0; !n->dead && k < n->nin; k++) {
-			if (n->in[k] != t)
-				continue;
-			if (k != 0 || !mkc_kernel_tc_gemm(n))
-				return false;
-			readers++;
-		}
-	}
-	return readers > 0;
+	return mkc_graph_read_only_by(g, t, tile_x);
 }
 
 int

@@ -70,11 +70,7 @@ cache_concat(mkc_graph *g, mkc_tensor *q, int *axis, mkc_dim *nnew)
 			return NULL;
 	/* read, and by attentions alone: a present no node reads is an output
 	 * like any other (a random graph's Concat of an input, difftest) */
-	int readers = 0;
-	for (int i = 0; i < g->nodes.n; i++)
-		for (int j = 0; !MKC_NODE(g, i)->dead && j < MKC_NODE(g, i)->nin; j++)
-			readers += MKC_NODE(g, i)->in[j] == q;
-	if (!readers || !mkc_graph_readers_all(g, q, is_kv_input))
+	if (!mkc_graph_read_only_by(g, q, is_kv_input))
 		return NULL;
 	*axis = (int)a;
 	*nnew = n;

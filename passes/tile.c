@@ -122,6 +122,13 @@ two_weights(const mkc_node *n)
 	return n->op == MKC_OP_NORM_GLU || n->op == MKC_OP_GLU;
 }
 
+/* A product tile's output columns: matmul_tile_cols weight rows, of one weight or two. */
+static int64_t
+tile_cols(const mkc_plan *p, const mkc_node *n)
+{
+	return p->tp.matmul_tile_cols / (two_weights(n) ? 2 : 1);
+}
+
 /* A product cut by its output columns, each tile streaming its slice of a weight. */
 static bool
 by_columns(const mkc_node *n, mapping m)
@@ -160,9 +167,7 @@ sibling_cols(const mkc_graph *g, const mkc_node *n)
 static int64_t
 product_tiles(const mkc_plan *p, const mkc_node *n, int64_t cols)
 {
-	/* a NormGlu tile reads its columns' rows of two weights */
-	int64_t tc = p->tp.matmul_tile_cols / (two_weights(n) ? 2 : 1);
-	int64_t t = (cols + tc - 1) / tc, w = p->tp.nworkers;
+	int64_t tc = tile_cols(p, n), t = (cols + tc - 1) / tc, w = p->tp.nworkers;
 	/* a weight too small for a tile a worker at matmul_tile_cols is
 	 * still spread over the workers (down to matmul_min_cols a tile):
 	 * the products that read the same activations (a layer's q, k
@@ -584,8 +589,7 @@ chunk_tiles(const mkc_plan *p, const mkc_node *n, mapping m, int axis, int64_t r
 		return k;
 	int64_t len = y->shape[axis].c, elems = rows;
 	if (by_columns(n, m)) {
-		int64_t tc = p->tp.matmul_tile_cols / (two_weights(n) ? 2 : 1);
-		int64_t t = (len + tc - 1) / tc;
+		int64_t tc = tile_cols(p, n), t = (len + tc - 1) / tc;
 		return (int)(t < 1 ? 1 : t);
 	}
 	for (int d = 0; d < y->rank; d++)

@@ -1709,15 +1709,18 @@ KNOWN = {
     "new-attention-nan": ("Attention drops a NaN score (a NaN query or key, inf * 0, a product "
                           "q k that overflows float32) instead of giving NaN",
                           lambda n, ins: (n.op_type == "Attention" and
-                          (any(v is not None and np.asarray(v).dtype.kind == "f" and
-                               not np.all(np.isfinite(np.asarray(v))) for v in ins[:3] + ins[4:])
-                           or _attention_products_overflow(ins))) or
+                          (_nonfinite(ins[:3] + ins[4:]) or _attention_products_overflow(ins))) or
                           # MultiHeadAttention is Attention in mkc; its bias (input 5) too
                           (n.op_type == "MultiHeadAttention" and
-                           (any(v is not None and np.asarray(v).dtype.kind == "f" and
-                                not np.all(np.isfinite(np.asarray(v))) for v in ins[:3] + ins[5:])
-                            or _attention_products_overflow([_as_heads(n, v) for v in ins[:2]])))),
+                           (_nonfinite(ins[:3] + ins[5:]) or
+                            _attention_products_overflow([_as_heads(n, v) for v in ins[:2]])))),
 }
+
+
+def _nonfinite(vs):
+    """Whether a float value among vs (None: an input left out) holds a NaN or an inf."""
+    return any(v is not None and np.asarray(v).dtype.kind == "f" and
+               not np.all(np.isfinite(np.asarray(v))) for v in vs)
 
 
 def _as_heads(n, v):
@@ -1747,9 +1750,8 @@ def _attention_pattern_nan(sub, vals):
     """canon.c's decomposed attention (MatMul, Softmax, MatMul) over
     non-finite values: rewritten into Attention, it meets new-attention-nan."""
     ops = {n.op_type for n in sub.nodes}
-    return {"MatMul", "Softmax"} <= ops and any(
-        np.asarray(vals[t.name]).dtype.kind == "f" and
-        not np.all(np.isfinite(np.asarray(vals[t.name]))) for t in sub.inputs + sub.inits)
+    return {"MatMul", "Softmax"} <= ops and \
+        _nonfinite(vals[t.name] for t in sub.inputs + sub.inits)
 
 
 # Defects a graph of several nodes shows (a rewrite of a whole pattern):

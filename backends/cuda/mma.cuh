@@ -5,7 +5,8 @@
  * by the warp-level mma.sync.m16n8k16 of sm_80 and later; for a bf16 x,
  * by Hopper's wgmma where the build is for sm_90a (below). A Glu tile
  * (passes/fuse_glu.c) takes MKC_MM_TN / 2 features of two weights, the
- * gate's and the up's, and stores silu(gate) * up. The HIP target
+ * gate's and the up's, and stores silu(gate) * up (SiluMul's expression,
+ * backends/c/elementwise.h's mkc_ew_f). The HIP target
  * will need MFMA's own fragments, so this file is CUDA's alone for now.
  *
  * Operands. The weight is bf16 [n, k] row-major, as the matvec bodies take
@@ -136,13 +137,6 @@ mkc_mm_put2(void *y, int64_t ldy, const float *c, int64_t ldc, int64_t i, int64_
 		p[0] = v0;
 	if (j + 1 < n)
 		p[1] = v1;
-}
-
-/* SiluMul's expression (backends/c/elementwise.h) of a gate sum and its up twin's */
-static __device__ __forceinline__ float MKC_UNUSED
-mkc_mm_glu(float g, float u)
-{
-	return g * mkc_ew_sigmoid(g) * u;
 }
 
 /* a float32 x's K step into registers: four chunks of 8 a thread */
@@ -276,7 +270,8 @@ mkc_mma_sync_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16
 				if (GLU)
 					mkc_mm_put2<YH>(y, ldy, NULL, 0, i,
 							n0 + (wn * 2 + ni / 2) * 8 + (lane & 3) * 2, n,
-							mkc_mm_glu(a[0], b[0]), mkc_mm_glu(a[1], b[1]));
+							mkc_ew_f(MKC_EW_SILU_MUL, a[0], b[0]),
+						mkc_ew_f(MKC_EW_SILU_MUL, a[1], b[1]));
 				else
 					mkc_mm_put2<YH>(y, ldy, c, ldc, i, n0 + wn * 32 + ni * 8 + (lane & 3) * 2,
 							n, a[0], a[1]);
@@ -402,7 +397,8 @@ mkc_wgmma_tile(void *y, int64_t ldy, const uint16_t *x, int64_t ldx, const uint1
 			const float *a = &d[j * 4 + h * 2], *b = &d[(j + GLU) * 4 + h * 2];
 			if (GLU)
 				mkc_mm_put2<YH>(y, ldy, NULL, 0, i, n0 + j / 2 * 8 + (lane & 3) * 2, n,
-						mkc_mm_glu(a[0], b[0]), mkc_mm_glu(a[1], b[1]));
+						mkc_ew_f(MKC_EW_SILU_MUL, a[0], b[0]),
+						mkc_ew_f(MKC_EW_SILU_MUL, a[1], b[1]));
 			else
 				mkc_mm_put2<YH>(y, ldy, c, ldc, i, n0 + j * 8 + (lane & 3) * 2, n, a[0],
 						a[1]);

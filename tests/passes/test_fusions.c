@@ -382,19 +382,30 @@ glued(glu_form form)
 							     mkc_pass_fuse_glu, NULL});
 }
 
-Test(fuse_glu, gate_up_and_swiglu_are_one_node)
+/*
+ * The form's graph after the passes: one node of op with the inputs want
+ * (nin of them), mkc.internal, writing y, with the gate's attributes.
+ */
+static mkc_node *
+glued_one(glu_form form, mkc_op op, int nin, const char *const *want)
 {
-	mkc_graph *g = glued(GLU_FUSED);
+	mkc_graph *g = glued(form);
 	cr_assert_eq(g->nodes.n, 1);
 	mkc_node *n = MKC_NODE(g, 0);
-	cr_assert_eq(n->op, MKC_OP_NORM_GLU, "%s", n->op_type);
+	cr_assert_eq(n->op, op, "%s", n->op_type);
 	cr_expect_str_eq(n->domain, "mkc.internal");
 	cr_expect_str_eq(n->out[0]->name, "y");
-	cr_assert_eq(n->nin, 4);
-	const char *want[] = {"x", "scale", "wg", "wu"};
-	for (int i = 0; i < 4; i++)
+	cr_assert_eq(n->nin, nin);
+	for (int i = 0; i < nin; i++)
 		cr_expect_str_eq(n->in[i]->name, want[i]);
 	cr_expect_eq(mkc_node_attr_int(n, "transB", 0), 1, "the gate's attributes");
+	return n;
+}
+
+Test(fuse_glu, gate_up_and_swiglu_are_one_node)
+{
+	mkc_node *n = glued_one(GLU_FUSED, MKC_OP_NORM_GLU, 4,
+				(const char *[]){"x", "scale", "wg", "wu"});
 	cr_expect_float_eq(mkc_node_attr_float(n, "epsilon", 0), 1e-5f, 1e-12);
 }
 
@@ -413,16 +424,8 @@ Test(fuse_glu, near_misses_keep_two_products)
 
 Test(fuse_glu, rows_without_a_norm_are_one_glu_node)
 {
-	mkc_graph *g = glued(GLU_NO_NORM);
-	cr_assert_eq(g->nodes.n, 1);
-	mkc_node *n = MKC_NODE(g, 0);
-	cr_assert_eq(n->op, MKC_OP_GLU, "%s", n->op_type);
+	mkc_node *n = glued_one(GLU_NO_NORM, MKC_OP_GLU, 3, (const char *[]){"x", "wg", "wu"});
 	cr_expect_str_eq(n->op_type, "Glu");
-	cr_assert_eq(n->nin, 3);
-	const char *want[] = {"x", "wg", "wu"};
-	for (int i = 0; i < 3; i++)
-		cr_expect_str_eq(n->in[i]->name, want[i]);
-	cr_expect_eq(mkc_node_attr_int(n, "transB", 0), 1, "the gate's attributes");
 }
 
 Test(fuse_glu, fused_swiglu_runs_the_same, .timeout = 300)
