@@ -1,9 +1,11 @@
 /*
- * generate.c - greedy text generation with a model compiled by mkc, the
- * whole decode loop in one call: llama_generate feeds the prompt one token
- * per step and then each new token, the argmax of the logits before it; on
- * a GPU target every step runs inside ONE kernel launch (the argmax and the
- * feedback happen on the device). Prints the new tokens and tokens/s.
+ * generate.c - text generation with a model compiled by mkc, the whole
+ * decode loop in one call: llama_generate_with feeds the prompt one token
+ * per step (or in chunks) and then each new token, the argmax of the
+ * logits before it or a token drawn from them (--temperature ...); on a
+ * GPU target every step runs inside ONE kernel launch (the choice of the
+ * token and the feedback happen on the device). Prints the new tokens and
+ * tokens/s.
  *
  *   mkc model.onnx -o llama.cu --workers 132 --max-seq 4096
  *   nvcc -O2 -c llama.cu && cc -c examples/generate.c -I. && nvcc -o generate generate.o llama.o
@@ -14,6 +16,9 @@
  *   ./generate model.onnx 64 7 3            (then twice more, for timing)
  *   ./generate model.onnx 64 7 1 trace.json (a file compiled with mkc --profile:
  *                                             write the timeline of the last run)
+ *   ./generate model.onnx 64 7 --temperature 0.8 --top-p 0.9 --seed 1 --stop 2,13
+ *                                            (drawn tokens, not the argmax; the
+ *                                             options go anywhere)
  *
  * The same source builds against a C-target llama.c (cc -pthread ... -lm);
  * there the loop runs on the host, one step per token.
@@ -62,13 +67,56 @@ parse_prompt(const char *s, int64_t **out)
 	return *out ? n : -1;
 }
 
+/*
+ * Takes the sampling options out of argv (argc updated); 0, or -1 on a bad
+ * one. *stop gets the stop tokens (malloc'ed).
+ */
+static int
+parse_sampling(int *argc, char **argv, llama_sampling *s, int64_t **stop)
+{
+	int n = 0;
+	for (int i = 0; i < *argc; i++) {
+		const char *a = argv[i], *v = i + 1 < *argc ? argv[i + 1] : NULL;
+		if (strncmp(a, "--", 2)) {
+			argv[n++] = argv[i];
+			continue;
+		}
+		if (!v)
+			return -1;
+		char *end;
+		if (!strcmp(a, "--temperature"))
+			s->temperature = strtof(v, &end);
+		else if (!strcmp(a, "--top-k"))
+			s->top_k = (int)strtol(v, &end, 10);
+		else if (!strcmp(a, "--top-p"))
+			s->top_p = strtof(v, &end);
+		else if (!strcmp(a, "--seed"))
+			s->seed = strtoull(v, &end, 10);
+		else if (!strcmp(a, "--stop")) {
+			s->n_stop = parse_prompt(v, stop);
+			s->stop = *stop;
+			end = s->n_stop < 0 ? (char *)v : (char *)v + strlen(v);
+		} else
+			return -1;
+		if (*end || end == v)
+			return -1;
+		i++;
+	}
+	*argc = n;
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
-	if (argc < 4) {
-		fprintf(stderr, "usage: generate MODEL N_NEW PROMPT [REPEATS [TRACE.json]]\n"
+	llama_sampling samp = {0};
+	int64_t *stop = NULL;
+	if (parse_sampling(&argc, argv, &samp, &stop) || argc < 4) {
+		fprintf(stderr, "usage: generate MODEL N_NEW PROMPT [REPEATS [TRACE.json]] [OPTIONS]\n"
 			"  PROMPT: token ids separated by commas, or seq:N for N made-up tokens\n"
-			"  TRACE.json: the last run's per-task timeline (needs mkc --profile)\n");
+			"  TRACE.json: the last run's per-task timeline (needs mkc --profile)\n"
+			"  OPTIONS: --temperature T (0: greedy, the default), --top-k K, --top-p P,\n"
+			"           --seed S, --stop T1,T2,... (tokens that end the answer)\n");
 		return 2;
 	}
 	int n_new = atoi(argv[2]), repeats = argc > 4 ? atoi(argv[4]) : 1;
@@ -79,6 +127,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	int64_t *toks = malloc((size_t)n_new * sizeof *toks), *first = NULL;
+	int n_first = 0;
 	llama *m;
 	if (!toks || llama_create(&m, NULL) || llama_load_weights(m, argv[1])) {
 		fprintf(stderr, "generate: %s\n", toks ? llama_last_error(m) : "out of memory");
@@ -87,7 +136,8 @@ main(int argc, char **argv)
 	for (int r = 0; r < repeats; r++) {
 		llama_cache_reset(m);
 		double t0 = now();
-		if (llama_generate(m, prompt, n_prompt, n_new, toks)) {
+		int got = 0;
+		if (llama_generate_with(m, prompt, n_prompt, n_new, &samp, toks, &got)) {
 			fprintf(stderr, "generate: %s\n", llama_last_error(m));
 			llama_destroy(m);
 			return 1;
@@ -95,18 +145,19 @@ main(int argc, char **argv)
 		double dt = now() - t0;
 		if (r == 0) {
 			first = malloc((size_t)n_new * sizeof *first);
-			memcpy(first, toks, (size_t)n_new * sizeof *toks);
+			memcpy(first, toks, (size_t)got * sizeof *toks);
+			n_first = got;
 			printf("tokens:");
-			for (int i = 0; i < n_new; i++)
+			for (int i = 0; i < got; i++)
 				printf(" %lld", (long long)toks[i]);
 			printf("\n");
-		} else if (memcmp(first, toks, (size_t)n_new * sizeof *toks)) {
+		} else if (got != n_first || memcmp(first, toks, (size_t)got * sizeof *toks)) {
 			fprintf(stderr, "generate: run %d gave other tokens than run 1\n", r + 1);
 			return 1;
 		}
-		int steps = n_prompt + n_new - 1;
+		int steps = n_prompt + got - 1;
 		printf("generate: %d prompt + %d new tokens (%d steps, cache now %lld of %lld) in "
-		       "%.3f ms: %.3f ms per step, %.1f steps/s\n", n_prompt, n_new, steps,
+		       "%.3f ms: %.3f ms per step, %.1f steps/s\n", n_prompt, got, steps,
 		       (long long)llama_cache_len(m), (long long)llama_cache_capacity(), dt * 1e3,
 		       dt * 1e3 / steps, steps / dt);
 	}
@@ -118,6 +169,7 @@ main(int argc, char **argv)
 	free(first);
 	free(toks);
 	free(prompt);
+	free(stop);
 	llama_destroy(m);
 	return 0;
 }

@@ -71,8 +71,30 @@ $P_step($P *m, const void *const *inputs, void *const *outputs, const int64_t *d
 int
 $P_generate($P *m, const int64_t *prompt, int n_prompt, int n_new, int64_t *out_tokens)
 {
+	return $P_generate_with(m, prompt, n_prompt, n_new, NULL, out_tokens, NULL);
+}
+
+int
+$P_generate_with($P *m, const int64_t *prompt, int n_prompt, int max_new,
+	const $P_sampling *sampling, int64_t *out_tokens, int *n_out)
+{
+	mkc_rt_gen g;
+	memset(&g, 0, sizeof g);
+	g.prompt = prompt;
+	g.n_prompt = n_prompt;
+	g.n_new = max_new;
+	g.out = out_tokens;
+	g.n_out = n_out;
+	if (sampling) {
+		g.s.temperature = sampling->temperature;
+		g.s.top_k = sampling->top_k;
+		g.s.top_p = sampling->top_p;
+		g.s.seed = sampling->seed;
+		g.stop = sampling->stop;
+		g.n_stop = sampling->n_stop;
+	}
 	mkc_prof_begin(m->m);
-	return $P_status(m, mkc_generate(m->m, prompt, n_prompt, n_new, out_tokens));
+	return $P_status(m, mkc_generate(m->m, &g));
 }
 
 int

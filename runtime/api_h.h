@@ -39,6 +39,14 @@
  * position attended), only cache-counted symbols and the chunk's, and an
  * output logits [1,1,vocab].
  *
+ * $P_generate_with does the same, drawing each new token as sampling
+ * says (temperature, then top-k, then top-p, as transformers orders them;
+ * the draw is the Gumbel-max trick on a hash of the seed, the token's
+ * position and its index, so the same seed and logits give the same tokens
+ * on every target and whatever the prompt's chunking), and stops after a
+ * stop token or max_new tokens; *n_out (unless NULL) gets the count
+ * written. On a GPU target the draw runs on the device, in the same launch.
+ *
  * $P_profile_write writes a per-task timeline of the last $P_step or
  * $P_generate (its last steps, as many as mkc --profile-steps kept) as
  * a Chrome trace-event JSON file (Perfetto, chrome://tracing): one track
@@ -67,6 +75,22 @@ int $P_step($P *m, const void *const *inputs, void *const *outputs,
 	const int64_t *dims);
 int $P_generate($P *m, const int64_t *prompt, int n_prompt, int n_new,
 	int64_t *out_tokens);
+
+/* How $P_generate_with draws each new token; all zero (or NULL): greedy. */
+typedef struct {
+	float temperature;     /* 0: the argmax; > 0: softmax(logits / temperature) */
+	int top_k;             /* > 0: only the top_k likeliest tokens (and ties
+	                          with the last); 0: every token */
+	float top_p;           /* in (0, 1): only the fewest likeliest tokens whose
+	                          probability makes top_p (and ties with the last);
+	                          0 or 1: every token */
+	uint64_t seed;         /* the same seed and logits draw the same tokens */
+	const int64_t *stop;   /* n_stop tokens (at most 1024) that end the answer, */
+	int n_stop;            /* written as its last token */
+} $P_sampling;
+
+int $P_generate_with($P *m, const int64_t *prompt, int n_prompt, int max_new,
+	const $P_sampling *sampling, int64_t *out_tokens, int *n_out);
 int $P_profile_write($P *m, const char *path);
 const char *$P_last_error(const $P *m);
 void $P_destroy($P *m);

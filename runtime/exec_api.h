@@ -54,10 +54,10 @@ static void (*const mkc_hook_model_destroy)(mkc_host *m) MKC_UNUSED = mkc_model_
 static int (*const mkc_hook_step)(mkc_host *m, const void *const *inputs, void *const *outputs,
 				  const int64_t *dims) MKC_UNUSED = mkc_step;
 
-/* Greedy decoding of n_new tokens after the prompt (host memory), all in
- * the target; 0 or -1 with err set (also when !MKC_CAN_GENERATE). */
-static int (*const mkc_hook_generate)(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
-				      int64_t *out) MKC_UNUSED = mkc_generate;
+/* Up to n_new tokens after the prompt (host memory), greedy or drawn
+ * (runtime/sample.h), all in the target; a stop token ends them. 0 or -1
+ * with err set (also when !MKC_CAN_GENERATE). */
+static int (*const mkc_hook_generate)(mkc_host *m, const mkc_rt_gen *g) MKC_UNUSED = mkc_generate;
 
 /* A buffer of n bytes (n > 0) in the memory the target computes in, into
  * *p; its contents are undefined. 0 or -1 with err set. */

@@ -636,16 +636,64 @@ mkc_cache_read(mkc_host *m, int c, void *dst)
 				   row * (size_t)ti->cap, row * len, rows) : 0;
 }
 
+/* The largest number of stop tokens generate takes. */
+#define MKC_MAX_STOP 1024
+
+/* Checks generate's sampling and stop tokens; 0 or -1 with err set. */
+static int MKC_UNUSED
+mkc_sampling_check(mkc_host *m, const mkc_rt_gen *g)
+{
+	const mkc_rt_sampling *s = &g->s;
+	if (!(s->temperature >= 0 && s->temperature <= 1e30f)) {
+		mkc_seterr(m, "sampling.temperature is %g; it takes 0 (greedy) or a positive number",
+			   (double)s->temperature);
+		return -1;
+	}
+	if (s->top_k < 0) {
+		mkc_seterr(m, "sampling.top_k is %d; it takes 0 (every token) or more", s->top_k);
+		return -1;
+	}
+	if (!(s->top_p >= 0 && s->top_p <= 1)) {
+		mkc_seterr(m, "sampling.top_p is %g; it takes 0 to 1 (0 and 1: every token)",
+			   (double)s->top_p);
+		return -1;
+	}
+	if (g->n_stop < 0 || g->n_stop > MKC_MAX_STOP || (g->n_stop && !g->stop)) {
+		mkc_seterr(m, "sampling.n_stop is %d%s; it takes 0 to %d stop tokens", g->n_stop,
+			   g->n_stop > 0 && !g->stop ? " and sampling.stop is NULL" : "", MKC_MAX_STOP);
+		return -1;
+	}
+	for (int i = 0; i < g->n_stop; i++)
+		if (g->stop[i] < 0 || g->stop[i] >= MKC_GEN_VOCAB) {
+			mkc_seterr(m, "stop token %d is %lld; the vocabulary is 0 to %lld", i,
+				   (long long)g->stop[i], (long long)MKC_GEN_VOCAB - 1);
+			return -1;
+		}
+	return 0;
+}
+
+/* Is tok one of generate's stop tokens? */
+static int MKC_UNUSED
+mkc_is_stop(const mkc_rt_gen *g, int64_t tok)
+{
+	for (int i = 0; i < g->n_stop; i++)
+		if (g->stop[i] == tok)
+			return 1;
+	return 0;
+}
+
 /*
- * Checks what generate needs; *steps gets the number of steps it runs:
- * every prompt token, then every new token but the last.
+ * Checks what generate needs; *steps gets the most steps it runs: every
+ * prompt token, then every new token but the last (a stop token ends it
+ * sooner).
  */
 static int
-mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
-		   const int64_t *out, int *steps)
+mkc_generate_check(mkc_host *m, const mkc_rt_gen *g, int *steps)
 {
+	if (g->n_out)
+		*g->n_out = 0;
 #if !MKC_CAN_GENERATE
-	(void)prompt, (void)n_prompt, (void)n_new, (void)out, (void)steps;
+	(void)steps;
 	mkc_seterr(m, "this model cannot generate: it needs an input input_ids [1,1] (int64) "
 		   "and an output logits [1,1,vocab] (float32 or float16)");
 	return -1;
@@ -665,7 +713,9 @@ mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
 		}
 	if (mkc_check_loaded(m))
 		return -1;
-	if (!prompt || !out || n_prompt < 1 || n_new < 1) {
+	const int64_t *prompt = g->prompt;
+	const int n_prompt = g->n_prompt, n_new = g->n_new;
+	if (!prompt || !g->out || n_prompt < 1 || n_new < 1) {
 		mkc_seterr(m, "generate needs at least one prompt token, one new token and a place "
 			   "for them");
 		return -1;
@@ -683,6 +733,8 @@ mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
 			mkc_rt_index_sentence(m->err, sizeof m->err, "generate", &bad);
 			return -1;
 		}
+	if (mkc_sampling_check(m, g))
+		return -1;
 	*steps = n_prompt + n_new - 1;
 	if (MKC_NCACHES) {
 		const mkc_rt_cache *c = &mkc_caches[0];

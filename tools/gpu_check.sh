@@ -10,7 +10,8 @@
 #      tests/gpu/mma.cu: the tensor-core tile alone against float64, and its
 #      TFLOPS at a 1B-shaped prompt chunk's products;
 #      tests/gpu/portable.cu: the portable bodies (backends/c/) on the GPU
-#      against the same bodies on the host;
+#      against the same bodies on the host; tests/gpu/sample.cu: the draw of
+#      the next token on a block against the host's;
 #   1. mkc test --target cuda on every golden model, 100 steps each (every
 #      step compared, so a race shows up as a moving result);
 #   2. compute-sanitizer memcheck and racecheck on the op23 Llama run and on
@@ -47,6 +48,14 @@ nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -o "$out/mma" tests/gpu/mma.cu >"
 	"$out/mma" >>"$out/mma.log" 2>&1
 mma_rc=$?
 rm -f "$out/mma"
+# the draw of the next token (runtime/sample.h) on a block against the host's,
+# 32 and 64 lanes a warp; then timed
+nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -o "$out/sample" tests/gpu/sample.cu >"$out/sample.log" 2>&1 &&
+	"$out/sample" >>"$out/sample.log" 2>&1 &&
+	nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -DMKC_BODIES_HIP -o "$out/sample" tests/gpu/sample.cu >>"$out/sample.log" 2>&1 &&
+	"$out/sample" >>"$out/sample.log" 2>&1
+sample_rc=$?
+rm -f "$out/sample"
 # the portable bodies of backends/c/ on the GPU, against their host copies
 nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -o "$out/portable" tests/gpu/portable.cu >"$out/portable.log" 2>&1 &&
 	"$out/portable" >>"$out/portable.log" 2>&1
@@ -119,6 +128,17 @@ gen_case() {   # name model prompt n_new max_seq
 	[ "$1" = small ] && $d/gen "$2" 4090 seq:10 >"$out/gen_full.log" 2>&1
 	[ "$1" = small ] && compute-sanitizer --tool memcheck --error-exitcode 9 $d/gen "$2" 8 7 >"$out/gen_memcheck.log" 2>&1
 	[ "$1" = small ] && compute-sanitizer --tool racecheck --error-exitcode 9 $d/gen "$2" 8 7 >"$out/gen_racecheck.log" 2>&1
+	if [ "$1" = small ]; then
+		# drawn tokens (runtime/sample.h) in the launch: the C target's, from the
+		# same seed; then the fifth of them as a stop token ends the answer there
+		samp="--temperature 0.9 --top-k 40 --top-p 0.95 --seed 3"
+		$d/gen "$2" 32 "$3" 3 $samp >"$out/gen_sample.log" 2>&1
+		mkdir $d/c && build/mkc "$2" -o $d/c/llama.c --workers 8 --max-seq "$5" &&
+			cc -O2 -pthread -I$d/c -o $d/c/gen examples/generate.c $d/c/llama.c -lm &&
+			$d/c/gen "$2" 32 "$3" 1 $samp >"$out/gen_sample_c.log" 2>&1
+		$d/gen "$2" 32 "$3" 1 $samp --stop "$(awk '/^tokens/ {print $6}' "$out/gen_sample.log")" \
+			>"$out/gen_stop.log" 2>&1
+	fi
 	rm -rf $d
 }
 gen_case small tests/models/tiny_llama_decode_op18/model.onnx 7 32 4096
@@ -168,6 +188,8 @@ echo "== tests/gpu/mma.cu (the tensor-core tile alone vs float64, then timed) ==
 cat "$out/mma.log"
 echo "== tests/gpu/portable.cu (the portable bodies on the GPU vs on the host) =="
 cat "$out/portable.log"
+echo "== tests/gpu/sample.cu (the draw on a block vs on the host, 32 and 64 lanes) =="
+cat "$out/sample.log"
 echo "== mkc test --target cuda (100 steps) =="
 cat "$out/cuda_test.log"
 echo "== mkc test --target cuda --weights bf16 (100 steps, tolerance 1e-2) =="
@@ -190,6 +212,10 @@ for c in small ctx100 ctx1000 nearmax; do
 	[ -n "$a" ] && [ "$a" = "$b" ] && same=identical || same=DIFFERENT
 	echo "$c: $same; $(grep '^generate' "$out/gen_$c.log" | tail -1)"
 done
+a=$(grep '^tokens' "$out/gen_sample.log"); b=$(grep '^tokens' "$out/gen_sample_c.log")
+[ -n "$a" ] && [ "$a" = "$b" ] && same=identical || same=DIFFERENT
+echo "drawn (T 0.9, top-k 40, top-p 0.95, seed 3) vs the C target: $same; $(grep '^generate' "$out/gen_sample.log" | tail -1)"
+echo "the fifth drawn token as a stop token: $(grep '^tokens' "$out/gen_stop.log" | wc -w | awk '{print $1 - 1}') tokens (5 expected)"
 echo "past the cache: $(cat "$out/gen_full.log")"
 printf '%-12s %s\n' memcheck "$(grep -m1 'ERROR SUMMARY' "$out/gen_memcheck.log" 2>/dev/null)"
 printf '%-12s %s\n' racecheck "$(grep -m1 -i 'RACECHECK SUMMARY' "$out/gen_racecheck.log" 2>/dev/null)"
@@ -202,4 +228,4 @@ printf '%-12s exit %s  %s\n' memcheck "$mem_rc" "$(grep -m1 'ERROR SUMMARY' "$ou
 printf '%-12s exit %s  %s\n' racecheck "$race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' "memcheck hf" "$hf_mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck_hf.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' "racecheck hf" "$hf_race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck_hf.log" 2>/dev/null)"
-[ $bodies_rc -eq 0 ] && [ $mma_rc -eq 0 ] && [ $portable_rc -eq 0 ] && [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ] && [ $chunk_rc -eq 0 ] && [ $hip_rc -eq 0 ]
+[ $bodies_rc -eq 0 ] && [ $mma_rc -eq 0 ] && [ $portable_rc -eq 0 ] && [ $sample_rc -eq 0 ] && [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ] && [ $chunk_rc -eq 0 ] && [ $hip_rc -eq 0 ]

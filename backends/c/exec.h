@@ -338,8 +338,8 @@ mkc_step(struct mkc_model *m, const void *const *inputs, void *const *outputs,
 	return mkc_begin_step(m, inputs, outputs, dims) ? -1 : mkc_exec_step(m);
 }
 
-static int mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
-			      const int64_t *out, int *steps);
+static int mkc_generate_check(mkc_host *m, const mkc_rt_gen *g, int *steps);
+static int mkc_is_stop(const mkc_rt_gen *g, int64_t tok);
 static int64_t mkc_next_position(const mkc_host *m);
 static void mkc_end_step(mkc_host *m);
 static void mkc_gen_dims(int64_t *dims, int64_t s);
@@ -347,40 +347,23 @@ static int mkc_prefill(mkc_host *m, const int64_t *prompt, int n);
 static int mkc_gen_mask(mkc_host *m, void **buf);
 
 /*
- * The index of the largest of n logits (the first of equals, as
- * torch.argmax), float32 or a float16 model's float16.
- */
-static int64_t MKC_UNUSED
-mkc_argmax(const void *x, int64_t n)
-{
-	int64_t best = 0;
-	float bv = mkc_rt_logit(x, 0, MKC_GEN_LOGITS_F16);
-	for (int64_t i = 1; i < n; i++) {
-		float v = mkc_rt_logit(x, i, MKC_GEN_LOGITS_F16);
-		if (v > bv) {
-			best = i;
-			bv = v;
-		}
-	}
-	return best;
-}
-
-/*
- * Greedy decoding on the C target: the prompt but its last token in
- * chunks (a model compiled with --max-chunk), then one step per token, the
- * argmax fed back from the host (the GPU target keeps that loop inside its
- * kernel).
+ * Generation on the C target: the prompt but its last token in chunks (a
+ * model compiled with --max-chunk), then one step per token, the next
+ * token (the argmax, or runtime/sample.h's draw) fed back from the host
+ * (the GPU target keeps that loop inside its kernel). A stop token ends it.
  */
 static int
-mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_t *out)
+mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 {
 	int steps;
 #if !MKC_CAN_GENERATE
-	return mkc_generate_check(m, prompt, n_prompt, n_new, out, &steps);   /* says why not */
+	return mkc_generate_check(m, g, &steps);   /* says why not */
 #else
 	int rc = 0;
-	if (mkc_generate_check(m, prompt, n_prompt, n_new, out, &steps))
+	if (mkc_generate_check(m, g, &steps))
 		return -1;
+	const int64_t *prompt = g->prompt;
+	int n_prompt = g->n_prompt;
 	int fed = mkc_prefill(m, prompt, n_prompt - 1);
 	if (fed < 0)
 		return -1;
@@ -411,10 +394,21 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 			break;
 		}
 		mkc_end_step(m);
-		int64_t tok = mkc_argmax(outs[MKC_GEN_LOGITS], MKC_GEN_VOCAB);
-		if (j >= n_prompt - 1)
-			out[j - (n_prompt - 1)] = tok;
-		ids = j + 1 < n_prompt ? prompt[j + 1] : tok;
+		if (j + 1 < n_prompt) {   /* a prompt token's logits: the next is the prompt's */
+			ids = prompt[j + 1];
+			continue;
+		}
+		mkc_rt_sample_scratch sh;
+		const void *logits = outs[MKC_GEN_LOGITS];
+		ids = g->s.temperature > 0
+			      ? mkc_rt_sample(logits, MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &g->s,
+					      (uint64_t)pos + 1, &sh)
+			      : mkc_rt_argmax(logits, MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &sh);
+		g->out[j - (n_prompt - 1)] = ids;
+		if (g->n_out)
+			*g->n_out = j - (n_prompt - 1) + 1;
+		if (mkc_is_stop(g, ids))
+			break;
 	}
 	for (int o = 0; o < MKC_NOUTPUTS; o++)
 		free(outs[o]);

@@ -378,44 +378,6 @@ mkc_grid_sync(struct mkc_model *m, unsigned long long *bar, unsigned long long t
 	return stop;
 }
 
-/*
- * Block-wide argmax of the logits (the first of equals, as torch.argmax),
- * float32 or a float16 model's float16.
- */
-static __device__ int64_t
-mkc_block_argmax(const void *x, int64_t n)
-{
-	__shared__ float bv[MKC_THREADS];
-	__shared__ int64_t bi[MKC_THREADS];
-	float v = -INFINITY;
-	int64_t at = -1;
-	for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-		const float xi = mkc_rt_logit(x, i, MKC_GEN_LOGITS_F16);
-		if (at < 0 || xi > v) {   /* each thread walks upwards: ties keep the first */
-			v = xi;
-			at = i;
-		}
-	}
-	bv[threadIdx.x] = v;
-	bi[threadIdx.x] = at;
-	__syncthreads();
-	for (int s = blockDim.x / 2; s > 0; s /= 2) {
-		const int t = threadIdx.x;
-		if (t < s) {
-			const float o = bv[t + s];
-			const int64_t oi = bi[t + s];
-			if (oi >= 0 && (bi[t] < 0 || o > bv[t] || (o == bv[t] && oi < bi[t]))) {
-				bv[t] = o;
-				bi[t] = oi;
-			}
-		}
-		__syncthreads();
-	}
-	const int64_t r = bi[0];
-	__syncthreads();
-	return r < 0 ? 0 : r;
-}
-
 /* Where generate's kernel finds the token, position and logits buffers. */
 struct mkc_gen_io {
 	int64_t *ids, *pos;          /* pos may be NULL */
@@ -426,13 +388,20 @@ struct mkc_gen_io {
 	int sym;                     /* the symbol that counts cache positions, or -1 */
 	int64_t nnew;
 	int prof0;                   /* the timeline's slot of step 0 (the prompt's chunks first) */
+	mkc_rt_sampling s;           /* temperature 0: greedy */
+	uint64_t ctr0;               /* the position step 0's token takes */
+	const int64_t *stop;         /* device copy of the n_stop stop tokens */
+	int n_stop;
+	int *ran;                    /* device: [0] the steps run, [1] 1 after a stop token */
 };
 
 /*
- * Greedy decoding in one launch: step j runs every queue with epoch
- * epoch0 + j + 1; at its end all blocks meet, block 0 takes the argmax of
- * the logits, writes the next token and position and advances the cache
- * count (and the symbolic values that follow it), and all meet again.
+ * Generation in one launch: step j runs every queue with epoch epoch0 + j
+ * + 1; at its end all blocks meet, block 0 takes the next token (the
+ * prompt's, the argmax of the logits, or runtime/sample.h's draw), writes
+ * it and the next position and advances the cache count (and the symbolic
+ * values that follow it), and all meet again; after a stop token all
+ * blocks leave there, and *io.ran says how many steps ran.
  */
 static __global__ void MKC_LAUNCH_BOUNDS
 mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch0,
@@ -448,20 +417,34 @@ mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned l
 		    mkc_grid_sync(m, bar, bar0 + (arrivals + 1) * MKC_NWORKERS, timeout_cycles))
 			return;
 		if (blockIdx.x == 0) {
-			const int64_t tok = mkc_block_argmax(io.logits, MKC_GEN_VOCAB);
+			__shared__ mkc_rt_sample_scratch sh;
+			const bool mine = j >= io.n_prompt - 1;   /* a new token, not the prompt's */
+			const int64_t tok =
+				!mine ? io.prompt[j + 1]
+				: io.s.temperature > 0
+					? mkc_rt_sample(io.logits, MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &io.s,
+							io.ctr0 + (uint64_t)j, &sh)
+					: mkc_rt_argmax(io.logits, MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &sh);
 			if (threadIdx.x == 0) {
-				if (j >= io.n_prompt - 1)
+				bool stop = false;
+				if (mine) {
 					io.out[j - (io.n_prompt - 1)] = tok;
-				io.ids[0] = j + 1 < io.n_prompt ? io.prompt[j + 1] : tok;
+					for (int k = 0; k < io.n_stop; k++)
+						stop = stop || io.stop[k] == tok;
+				}
+				io.ids[0] = tok;
 				if (io.sym >= 0)
 					m->sym[io.sym] += io.nnew;
 				if (io.pos)
 					io.pos[0] = io.sym >= 0 ? m->sym[io.sym] : j + 1;
 				mkc_fill_symvals(m);
+				io.ran[0] = j + 1;
+				io.ran[1] = stop;
 			}
 		}
 		/* the barrier's release publishes block 0's writes above */
-		if (mkc_grid_sync(m, bar, bar0 + (arrivals + 2) * MKC_NWORKERS, timeout_cycles))
+		if (mkc_grid_sync(m, bar, bar0 + (arrivals + 2) * MKC_NWORKERS, timeout_cycles) ||
+		    *(volatile int *)&io.ran[1])
 			return;
 	}
 }
@@ -625,8 +608,7 @@ mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int
 	return mkc_finish(m);
 }
 
-static int mkc_generate_check(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new,
-			      const int64_t *out, int *steps);
+static int mkc_generate_check(mkc_host *m, const mkc_rt_gen *g, int *steps);
 static int64_t mkc_next_position(const mkc_host *m);
 static void mkc_gen_dims(int64_t *dims, int64_t s);
 static int mkc_prefill(mkc_host *m, const int64_t *prompt, int n);
@@ -639,15 +621,18 @@ static int mkc_gen_mask(mkc_host *m, void **buf);
  * inputs and outputs; out is host memory.
  */
 static int
-mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_t *out)
+mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 {
 	int steps;
 #if !MKC_CAN_GENERATE
-	return mkc_generate_check(m, prompt, n_prompt, n_new, out, &steps);   /* says why not */
+	return mkc_generate_check(m, g, &steps);   /* says why not */
 #else
 	int rc = -1;
-	if (mkc_generate_check(m, prompt, n_prompt, n_new, out, &steps))
+	if (mkc_generate_check(m, g, &steps))
 		return -1;
+	const int64_t *prompt = g->prompt;
+	int n_prompt = g->n_prompt, ran[2] = {0, 0};
+	const int n_new = g->n_new;
 	const int fed = mkc_prefill(m, prompt, n_prompt - 1);
 	if (fed < 0)
 		return -1;
@@ -655,7 +640,8 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	int64_t dims[MKC_NSYMS + 1];
 	mkc_gen_dims(dims, 1);
 	void *in[MKC_NINPUTS + 1] = {0}, *outs[MKC_NOUTPUTS + 1] = {0};
-	int64_t *dprompt = NULL, *dout = NULL, first[2] = {prompt[0], mkc_next_position(m)};
+	int64_t *dprompt = NULL, *dout = NULL, *dstop = NULL, first[2] = {prompt[0], mkc_next_position(m)};
+	int *dran = NULL;
 	struct mkc_gen_io io;
 	memset(&io, 0, sizeof io);
 	for (int i = 0; i < MKC_NINPUTS; i++)
@@ -674,6 +660,12 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	    MKC_GPU(m, cudaMalloc((void **)&dout, (size_t)n_new * sizeof *dout)) ||
 	    MKC_GPU(m, cudaMemcpy(dprompt, prompt, (size_t)n_prompt * sizeof *dprompt,
 				   cudaMemcpyHostToDevice)) ||
+	    MKC_GPU(m, cudaMalloc((void **)&dran, sizeof ran)) ||
+	    MKC_GPU(m, cudaMemcpy(dran, ran, sizeof ran, cudaMemcpyHostToDevice)) ||
+	    (g->n_stop &&
+	     (MKC_GPU(m, cudaMalloc((void **)&dstop, (size_t)g->n_stop * sizeof *dstop)) ||
+	      MKC_GPU(m, cudaMemcpy(dstop, g->stop, (size_t)g->n_stop * sizeof *dstop,
+				    cudaMemcpyHostToDevice)))) ||
 	    mkc_begin_step(m, (const void *const *)in, outs, dims) || mkc_upload_view(m))
 		goto out;
 	io.ids = (int64_t *)in[MKC_GEN_IDS];
@@ -685,6 +677,11 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	io.steps = steps;
 	io.sym = MKC_NCACHES ? mkc_caches[0].sym : -1;
 	io.nnew = MKC_NCACHES ? 1 : 0;   /* a step of generate feeds one token */
+	io.s = g->s;
+	io.ctr0 = (uint64_t)first[1] + 1;
+	io.stop = dstop;
+	io.n_stop = g->n_stop;
+	io.ran = dran;
 #if MKC_PROFILE
 	/* the slots after the prompt's chunks' (a ring: the last steps stay) */
 	io.prof0 = (int)(m->prof_count % MKC_PROF_SLOTS);
@@ -697,13 +694,24 @@ mkc_generate(mkc_host *m, const int64_t *prompt, int n_prompt, int n_new, int64_
 	mkc_symvals_kernel<<<1, 1>>>(m->dev);
 	mkc_generate_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM>>>(
 		m->dev, m->counter, m->epoch[MKC_DECODE_PLAN], m->bars, m->timeout_cycles, io);
-	if (mkc_finish(m))
+	if (mkc_finish(m) ||
+	    MKC_GPU(m, cudaMemcpy(ran, dran, sizeof ran, cudaMemcpyDeviceToHost)))
 		goto out;
-	m->epoch[MKC_DECODE_PLAN] += (unsigned long long)steps;
-	m->bars += 2ULL * (unsigned long long)steps * MKC_NWORKERS;
+	/* the steps that ran: all, or up to a stop token's */
+	m->epoch[MKC_DECODE_PLAN] += (unsigned long long)ran[0];
+	m->bars += 2ULL * (unsigned long long)ran[0] * MKC_NWORKERS;
+#if MKC_PROFILE
+	m->prof_count -= steps - ran[0];
+#endif
 	if (io.sym >= 0)
-		m->sym[io.sym] += (int64_t)steps * io.nnew;
-	rc = MKC_GPU(m, cudaMemcpy(out, dout, (size_t)n_new * sizeof *dout, cudaMemcpyDeviceToHost));
+		m->sym[io.sym] += (int64_t)ran[0] * io.nnew;
+	{
+		const int written = ran[0] - (n_prompt - 1);
+		rc = MKC_GPU(m, cudaMemcpy(g->out, dout, (size_t)written * sizeof *dout,
+					   cudaMemcpyDeviceToHost));
+		if (rc == 0 && g->n_out)
+			*g->n_out = written;
+	}
 out:
 	for (int i = 0; i < MKC_NINPUTS; i++)
 		mkc_gpu_free(in[i]);
@@ -711,6 +719,8 @@ out:
 		mkc_gpu_free(outs[o]);
 	mkc_gpu_free(dprompt);
 	mkc_gpu_free(dout);
+	mkc_gpu_free(dstop);
+	mkc_gpu_free(dran);
 	return rc;
 #endif
 }

@@ -57,7 +57,8 @@ run_beside_decode(const char *name, const char *flags, const char *prog)
  * one.c (the decode step). A 9-token prompt in chunks of 4, 4 and 1 gives
  * the logits and caches of the same prompt a token at a time (to float
  * rounding: the products sum rows in another grouping); generate on both
- * files gives the same tokens; a step of 5 and one of 0 are refused.
+ * files gives the same tokens, greedy or drawn from one seed (the draw
+ * hashes the position, not the step); a step of 5 and one of 0 are refused.
  */
 Test(chunks, a_prompt_in_chunks_is_the_prompt_a_token_at_a_time, .timeout = 300)
 {
@@ -113,6 +114,16 @@ Test(chunks, a_prompt_in_chunks_is_the_prompt_a_token_at_a_time, .timeout = 300)
 		"  }\n"
 		"  printf(\"generate %s, len %lld\\n\", memcmp(t1, t2, sizeof t1) ? \"differs\" : \"same\",\n"
 		"         (long long)chunk_cache_len(m));\n"
+		"  chunk_sampling cs = {1.0f, 0, 0.9f, 31, NULL, 0};\n"
+		"  one_sampling os = {1.0f, 0, 0.9f, 31, NULL, 0};\n"
+		"  chunk_cache_reset(m); one_cache_reset(d);\n"
+		"  if (chunk_generate_with(m, prompt, 9, 6, &cs, t1, NULL) ||\n"
+		"      one_generate_with(d, prompt, 9, 6, &os, t2, NULL)) return 7;\n"
+		"  int64_t t3[6];\n"
+		"  os.seed = 32; one_cache_reset(d);\n"
+		"  if (one_generate_with(d, prompt, 9, 6, &os, t3, NULL)) return 8;\n"
+		"  printf(\"drawn %s, another seed %s\\n\", memcmp(t1, t2, sizeof t1) ? \"differs\" : \"same\",\n"
+		"         memcmp(t3, t2, sizeof t1) ? \"differs\" : \"same\");\n"
 		"  chunk_cache_reset(m);\n"
 		"  printf(\"five: %d %s\\n\", feed(m, 0, 5, 0), chunk_last_error(m));\n"
 		"  printf(\"zero: %d %s\\n\", feed(m, 0, 0, 0), chunk_last_error(m));\n"
@@ -123,6 +134,7 @@ Test(chunks, a_prompt_in_chunks_is_the_prompt_a_token_at_a_time, .timeout = 300)
 	cr_expect(strstr(out, "len 9\n"), "%s", out);
 	cr_expect(strstr(out, "caches same, logits same\n"), "%s", out);
 	cr_expect(strstr(out, "generate same, len 14\n"), "%s", out);
+	cr_expect(strstr(out, "drawn same, another seed differs\n"), "%s", out);
 	cr_expect(strstr(out, "five: -1 seq_len = 5 is outside 0..4 (the compiled maximum)"), "%s",
 		  out);
 	cr_expect(strstr(out, "zero: -1 a step must append at least one position"), "%s", out);

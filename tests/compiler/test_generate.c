@@ -209,6 +209,24 @@ Test(profile, absent_without_the_flag, .timeout = 120)
 }
 
 /*
+ * prog (C, including "llama.h", MODEL the model's path) built against the
+ * op18 Llama's C output under the address and undefined-behaviour
+ * sanitizers and run; its output in out, and it must exit 0.
+ */
+static void
+run_on_op18(const char *prog)
+{
+	static char cmd[1 << 14];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && m=tests/models/tiny_llama_decode_op18/model.onnx && "
+		 "%s $m -o $d/llama.c --workers 2 && cat > $d/t.c <<'EOF'\n%sEOF\n"
+		 "cc -std=c11 -O1 -Wall -Wextra -Werror -fsanitize=address,undefined -DMODEL=\\\"$m\\\" "
+		 "-pthread -I$d -o $d/t $d/t.c $d/llama.c -lm && $d/t; rc=$?; rm -rf $d; exit $rc",
+		 mkc_bin(), prog);
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+}
+
+/*
  * The emitted API checks its arguments (issue 14's run-time class): NULL
  * buffers to step, cache_load and cache_read, and generate counts whose
  * steps overflow an int, are errors with a sentence, not crashes.
@@ -230,14 +248,7 @@ Test(generate, api_arguments_are_checked, .timeout = 120)
 		"  llama_cache_reset(m);\n"
 		"  printf(\"gen: %d %s\\n\", llama_generate(m, &t, INT_MAX, INT_MAX, out), llama_last_error(m));\n"
 		"  llama_destroy(m); return 0;\n}\n";
-	char cmd[4096];
-	snprintf(cmd, sizeof cmd,
-		 "d=$(mktemp -d) && m=tests/models/tiny_llama_decode_op18/model.onnx && "
-		 "%s $m -o $d/llama.c --workers 2 && cat > $d/t.c <<'EOF'\n%sEOF\n"
-		 "cc -std=c11 -O1 -Wall -Wextra -Werror -fsanitize=address,undefined -DMODEL=\\\"$m\\\" "
-		 "-pthread -I$d -o $d/t $d/t.c $d/llama.c -lm && $d/t; rc=$?; rm -rf $d; exit $rc",
-		 mkc_bin(), prog);
-	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	run_on_op18(prog);
 	cr_assert(strstr(out, "step: -1 input 0 ('input_ids') is a NULL pointer"), "%s", out);
 	cr_assert(strstr(out, "step: -1 input 1 ('position_ids') is a NULL pointer"), "%s", out);
 	cr_assert(strstr(out, "load: -1 cannot load KV cache"), "%s", out);
@@ -245,4 +256,80 @@ Test(generate, api_arguments_are_checked, .timeout = 120)
 	cr_assert(strstr(out, "read: -1 cannot read KV cache"), "%s", out);
 	cr_assert(strstr(out, "gen: -1 2147483647 prompt and 2147483647 new tokens are more steps"),
 		  "%s", out);
+}
+
+/*
+ * generate_with (runtime/sample.h's draw): its sampling checked with a
+ * sentence each; no sampling, or top-k 1, is the greedy answer; a seed
+ * repeats its tokens and another seed gives others; a stop token ends the
+ * answer at its first occurrence, with the cache one position short of it.
+ * Under the address and undefined-behaviour sanitizers.
+ */
+Test(generate, sampling_is_checked_and_stops, .timeout = 120)
+{
+	static const char prog[] =
+		"#include <math.h>\n#include <stdio.h>\n#include <string.h>\n#include \"llama.h\"\n"
+		"#define ASK(what, ...) printf(\"%s: %d %s\\n\", what, \\\n"
+		"  llama_generate_with(m, prompt, 3, 16, __VA_ARGS__), llama_last_error(m))\n"
+		"int main(void) {\n"
+		"  llama *m; int64_t prompt[3] = {7, 9, 11}, g[16], a[16], b[16], c[16], stop[2];\n"
+		"  int n = -1, na, nb;\n"
+		"  if (llama_create(&m, NULL) || llama_load_weights(m, MODEL)) return 9;\n"
+		"  ASK(\"nan\", &(llama_sampling){NAN, 0, 0, 1, NULL, 0}, a, &n);\n"
+		"  printf(\"n after an error: %d\\n\", n);\n"
+		"  ASK(\"cold\", &(llama_sampling){-1, 0, 0, 1, NULL, 0}, a, &n);\n"
+		"  ASK(\"k\", &(llama_sampling){1, -2, 0, 1, NULL, 0}, a, &n);\n"
+		"  ASK(\"p\", &(llama_sampling){1, 0, 1.5f, 1, NULL, 0}, a, &n);\n"
+		"  ASK(\"stops\", &(llama_sampling){1, 0, 0, 1, NULL, 3}, a, &n);\n"
+		"  stop[0] = 5000;\n"
+		"  ASK(\"vocab\", &(llama_sampling){1, 0, 0, 1, stop, 1}, a, &n);\n"
+		"  if (llama_generate(m, prompt, 3, 16, g)) return 8;\n"
+		"  llama_cache_reset(m);\n"
+		"  if (llama_generate_with(m, prompt, 3, 16, NULL, a, &n)) return 7;\n"
+		"  printf(\"null sampling: %s, %d\\n\", memcmp(a, g, sizeof g) ? \"differs\" : \"greedy\", n);\n"
+		"  llama_cache_reset(m);\n"
+		"  if (llama_generate_with(m, prompt, 3, 16, &(llama_sampling){2, 1, 0, 5, NULL, 0}, a, NULL))\n"
+		"    return 6;\n"
+		"  printf(\"top-k 1: %s\\n\", memcmp(a, g, sizeof g) ? \"differs\" : \"greedy\");\n"
+		"  llama_sampling s = {1.5f, 0, 0.95f, 77, NULL, 0};\n"
+		"  llama_cache_reset(m);\n"
+		"  if (llama_generate_with(m, prompt, 3, 16, &s, a, &na)) return 5;\n"
+		"  llama_cache_reset(m);\n"
+		"  if (llama_generate_with(m, prompt, 3, 16, &s, b, &nb)) return 4;\n"
+		"  s.seed = 78;\n"
+		"  llama_cache_reset(m);\n"
+		"  if (llama_generate_with(m, prompt, 3, 16, &s, c, NULL)) return 3;\n"
+		"  printf(\"seed again: %s, %d %d; other seed: %s; greedy: %s\\n\",\n"
+		"         memcmp(a, b, sizeof a) ? \"differs\" : \"same\", na, nb,\n"
+		"         memcmp(a, c, sizeof a) ? \"differs\" : \"same\", memcmp(a, g, sizeof a) ? \"differs\" : \"same\");\n"
+		"  s.seed = 77; s.stop = stop; s.n_stop = 2; stop[0] = a[5]; stop[1] = a[9];\n"
+		"  int first = 0;\n"
+		"  while (a[first] != a[5] && a[first] != a[9]) first++;\n"
+		"  llama_cache_reset(m);\n"
+		"  memset(b, 0xff, sizeof b);\n"
+		"  if (llama_generate_with(m, prompt, 3, 16, &s, b, &nb)) return 2;\n"
+		"  int untouched = 1;\n"
+		"  for (int i = nb; i < 16; i++) untouched &= b[i] == -1;\n"
+		"  printf(\"stopped: %s, %s, past it %s, cache %lld\\n\", nb == first + 1 ? \"at the first\" : \"elsewhere\",\n"
+		"         memcmp(a, b, (size_t)nb * sizeof *a) ? \"differs\" : \"same tokens\",\n"
+		"         untouched ? \"unwritten\" : \"written\", (long long)(llama_cache_len(m) - (3 + nb - 1)));\n"
+		"  llama_destroy(m); return 0;\n}\n";
+	run_on_op18(prog);
+	cr_expect(strstr(out, "nan: -1 sampling.temperature is nan; it takes 0 (greedy) or a "
+			 "positive number"), "%s", out);
+	cr_expect(strstr(out, "n after an error: 0\n"), "%s", out);
+	cr_expect(strstr(out, "cold: -1 sampling.temperature is -1;"), "%s", out);
+	cr_expect(strstr(out, "k: -1 sampling.top_k is -2; it takes 0 (every token) or more"), "%s",
+		  out);
+	cr_expect(strstr(out, "p: -1 sampling.top_p is 1.5; it takes 0 to 1"), "%s", out);
+	cr_expect(strstr(out, "stops: -1 sampling.n_stop is 3 and sampling.stop is NULL; it takes 0 "
+			 "to 1024 stop tokens"), "%s", out);
+	cr_expect(strstr(out, "vocab: -1 stop token 0 is 5000; the vocabulary is 0 to 1023"), "%s",
+		  out);
+	cr_expect(strstr(out, "null sampling: greedy, 16\n"), "%s", out);
+	cr_expect(strstr(out, "top-k 1: greedy\n"), "%s", out);
+	cr_expect(strstr(out, "seed again: same, 16 16; other seed: differs; greedy: differs\n"), "%s",
+		  out);
+	cr_expect(strstr(out, "stopped: at the first, same tokens, past it unwritten, cache 0\n"), "%s",
+		  out);
 }

@@ -132,6 +132,17 @@ Test(golden, cuda_portable_body_test_builds, .timeout = 300)
 		     0, "%s", out);
 }
 
+/* The draw's GPU test (tests/gpu/sample.cu, run by gpu_check.sh) builds here,
+ * 32 and 64 lanes a warp. */
+Test(golden, cuda_sample_test_builds, .timeout = 300)
+{
+	cr_assert_eq(mkc_shell("d=$(mktemp -d) && for w in '' -DMKC_BODIES_HIP; do "
+			       "nvcc -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall,-Wextra "
+			       "-Werror all-warnings -O2 $w -o $d/sample tests/gpu/sample.cu || break; "
+			       "done; rc=$?; rm -rf $d; exit $rc", out, sizeof out),
+		     0, "%s", out);
+}
+
 /* The same test as the HIP target builds the bodies, 64 lanes a warp, through the
  * mapping header (gpu_check.sh runs it so on the H200). */
 Test(golden, cuda_body_test_builds_64_lanes_wide, .timeout = 300)
