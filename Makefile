@@ -26,7 +26,7 @@ GEN_SRC = $(BUILD)/gen/onnx.pb-c.c
 # C text that the emitter writes into output files, found by these paths
 # (tools/embed.sh makes one {name, text} table of them): runtime/ for every
 # target, backends/<target>/ for one
-RUNTIME = runtime/common.h runtime/bf16.h runtime/sample.h runtime/limits.h runtime/api_h.h runtime/files.h runtime/host.h \
+RUNTIME = runtime/common.h runtime/bf16.h runtime/sample.h runtime/limits.h runtime/api_h.h runtime/files.h runtime/seqs.h runtime/host.h \
 	runtime/profile.h runtime/exec_api.h runtime/api.h \
 	backends/c/exec.h backends/c/scalar.h backends/c/cache.h backends/c/attention.h backends/c/rows.h backends/c/data.h \
 	backends/c/elementwise.h backends/c/reduce.h backends/c/matmul.h backends/c/gqa.h \
@@ -40,7 +40,7 @@ RUNTIME = runtime/common.h runtime/bf16.h runtime/sample.h runtime/limits.h runt
 # runs beside the rest and make sanitize leaves out, since the sanitizers
 # would watch nothing there but the test process waiting on a compiler.
 TOOLCHAIN_SRC = $(wildcard tests/toolchains/*.c) tests/backends/test_runtime.c
-TEST_SRC = $(filter-out tests/fuzz/% tests/loaders/% $(TOOLCHAIN_SRC),$(wildcard tests/*/*.c))
+TEST_SRC = $(filter-out tests/fuzz/% tests/loaders/% tests/programs/% $(TOOLCHAIN_SRC),$(wildcard tests/*/*.c))
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/onnx.pb-c.o \
 	$(BUILD)/obj/gen/runtime_text.o

@@ -57,6 +57,33 @@ mkc_pass_known(const char *name)
 	return false;
 }
 
+/*
+ * --max-seqs: the caches in pages (passes/state.c), as many as max_seqs
+ * sequences of kv_cap positions need unless --cache-pages says; a step
+ * takes as many tokens as there are sequences, or --max-chunk's. The
+ * model's step must take a symbolic count of tokens, and keep its caches.
+ */
+static int
+set_pages(mkc_graph *g, const mkc_driver_options *o, int chunk, int64_t *max_chunk)
+{
+	if (o->kv_io)
+		return mkc_error(g->ctx, "%s: --max-seqs keeps the caches in pages the model owns; "
+				 "--kv-io keeps them as inputs and outputs: give one of them", g->path);
+	if (chunk < 0)
+		return mkc_error(g->ctx, "%s: --max-seqs %lld: the model's step takes a fixed number "
+				 "of tokens (no output of past_len + S positions beside a past input of "
+				 "past_len), so a step cannot carry tokens of several sequences",
+				 g->path, (long long)o->max_seqs);
+	int64_t page = o->page_size ? o->page_size : 16;
+	g->max_seqs = o->max_seqs;
+	g->page_size = page;
+	g->cache_pages = o->cache_pages ? o->cache_pages
+					: o->max_seqs * ((g->kv_cap + page - 1) / page);
+	if (*max_chunk < o->max_seqs && !o->one_token_twin)
+		*max_chunk = o->max_seqs;
+	return 0;
+}
+
 int
 mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 {
@@ -91,10 +118,13 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 	g->kv_cap_default = !o->kv_io && !o->max_seq && !o->max_dim;
 	/* a step of one token unless chunks are asked for: the decode step's graph */
 	int chunk = mkc_graph_chunk_sym(g);
-	if (chunk >= 0 && o->max_chunk > 1) {
+	int64_t max_chunk = o->max_chunk;
+	if (o->max_seqs > 0 && set_pages(g, o, chunk, &max_chunk) != 0)
+		return -1;
+	if (chunk >= 0 && max_chunk > 1) {
 		g->chunk_sym = chunk;
-		g->max_chunk = o->max_chunk;
-		mkc_progress(g->ctx, "steps of 1 to %lld new positions (%s)", (long long)o->max_chunk,
+		g->max_chunk = max_chunk;
+		mkc_progress(g->ctx, "steps of 1 to %lld new positions (%s)", (long long)max_chunk,
 			     MKC_SYM(g, chunk));
 	} else if (chunk >= 0) {
 		mkc_graph_fix_sym(g, chunk, 1, o->one_token_twin);

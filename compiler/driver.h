@@ -22,6 +22,9 @@ typedef struct {
 	bool tc_products;        /* a chunk's products run on tensor cores (passes/narrow.c) */
 	mkc_dtype kv_dtype;      /* KV caches: MKC_DT_BFLOAT16, or float32 (MKC_DT_FLOAT or 0) */
 	int64_t max_chunk;       /* most new positions a step takes (0 or 1: one) */
+	int64_t max_seqs;        /* sequences a step serves, caches in pages (0: one, dense) */
+	int64_t page_size;       /* positions a cache page holds (0: 16) */
+	int64_t cache_pages;     /* pages in the pool (0: enough for max_seqs at max_seq) */
 	/* the one-token plan of a chunked file (max_chunk 1): its symbols keep
 	 * the chunked plan's numbers, S among them (emit.c's second plan) */
 	bool one_token_twin;

@@ -68,6 +68,13 @@ static const char usage[] =
 	"  --max-chunk N      a step takes 1 to N new tokens of one sequence (a\n"
 	"                     prompt in chunks; the token count is a run-time\n"
 	"                     dimension); default 1: the decode step, one token\n"
+	"  --max-seqs N       a step's tokens belong to up to N sequences, each with\n"
+	"                     caches of --max-seq positions in pages of a shared pool\n"
+	"                     (NAME_seq_open, NAME_step_seqs); a step takes up to N\n"
+	"                     tokens, or --max-chunk's; implies --all-logits\n"
+	"  --page-size N      positions a cache page holds (default 16)\n"
+	"  --cache-pages N    pages in the pool (default: what N sequences at\n"
+	"                     --max-seq positions take)\n"
 	"  --all-logits       a Hugging Face folder's step gives every new token's\n"
 	"                     logits [1, S, vocab], not the last one's [1, 1, vocab]\n"
 	"                     (an ONNX model gives what its graph gives)\n"
@@ -96,7 +103,7 @@ typedef struct {
 	const char *model, *out, *target, *name, *dump_after, *arch;
 	int verbose;
 	int workers;
-	int64_t max_dim, max_seq, max_chunk;
+	int64_t max_dim, max_seq, max_chunk, max_seqs, page_size, cache_pages;
 	const char *command_line;
 	const char *consts[64];   /* NAME=FILE.pb */
 	bool bf16, dump_dot, no_reuse, kv_io, no_fuse, all_logits;
@@ -151,6 +158,14 @@ parse_args(int argc, char **argv, int from, options *o)
 			if (!parse_count(v, 1, 1LL << 20, &x))
 				return bad_usage("%s needs a token count of at least 1", a);
 			o->max_chunk = x;
+			i++;
+		} else if (strcmp(a, "--max-seqs") == 0 || strcmp(a, "--page-size") == 0 ||
+			   strcmp(a, "--cache-pages") == 0) {
+			if (!parse_count(v, 1, a[2] == 'm' ? 1 << 16 : (1LL << 31) - 1, &x))
+				return bad_usage(a[2] == 'm' ? "%s needs a sequence count from 1 to 65536"
+					       : a[2] == 'p' ? "%s needs a position count of at least 1"
+							     : "%s needs a page count of at least 1", a);
+			*(a[2] == 'm' ? &o->max_seqs : a[2] == 'p' ? &o->page_size : &o->cache_pages) = x;
 			i++;
 		} else if (strcmp(a, "--max-seq") == 0) {
 			if (!parse_count(v, 1, 1LL << 40, &x))
@@ -244,6 +259,12 @@ parse_args(int argc, char **argv, int from, options *o)
 		return bad_usage("%s", "--kv bf16 is the type of the caches the model keeps as state, "
 				 "and --kv-io keeps none (past and present stay float32 inputs and "
 				 "outputs)");
+	if ((o->page_size || o->cache_pages) && !o->max_seqs)
+		return bad_usage("%s", "--page-size and --cache-pages size the pages of --max-seqs's "
+				 "caches; without --max-seqs the caches are not paged");
+	if (o->max_seqs && o->kv_dtype == MKC_DT_BFLOAT16)
+		return bad_usage("%s", "--kv bf16 is read by the split attention only, which "
+				 "--max-seqs's steps do not use yet");
 	if (o->out && !o->target) {
 		const mkc_target *t = mkc_target_of_path(o->out);
 		if (!t)
@@ -291,7 +312,9 @@ compile(const options *o)
 	mkc_ctx *c = mkc_ctx_create();
 	c->verbose = o->verbose;
 	int rc = 1;
-	mkc_graph *g = mkc_load_model_logits(c, o->model, o->all_logits);
+	/* a step of several sequences: every token's logits */
+	const bool all_logits = o->all_logits || o->max_seqs > 0;
+	mkc_graph *g = mkc_load_model_logits(c, o->model, all_logits);
 	if (g && bind_consts(g, o) != 0)
 		goto out;
 	mkc_plan *p = NULL;
@@ -311,6 +334,9 @@ compile(const options *o)
 		.tc_products = tt->mma,
 		.kv_dtype = (mkc_dtype)o->kv_dtype,
 		.max_chunk = o->max_chunk,
+		.max_seqs = o->max_seqs,
+		.page_size = o->page_size,
+		.cache_pages = o->cache_pages,
 	};
 	if (!g || mkc_run_passes(g, &d, &p) != 0)
 		goto out;
@@ -318,7 +344,7 @@ compile(const options *o)
 	mkc_plan *p1 = NULL;
 	if (o->out && g->chunk_sym >= 0) {
 		mkc_progress(c, "the one-token step's own plan");
-		mkc_graph *g1 = mkc_load_model_logits(c, o->model, o->all_logits);
+		mkc_graph *g1 = mkc_load_model_logits(c, o->model, all_logits);
 		d.max_chunk = 1;
 		d.one_token_twin = true;
 		d.dump_after = NULL;

@@ -62,6 +62,7 @@ typedef struct {
 	const char *dims[64];
 	int ndims;
 	int64_t max_chunk; /* mkc --max-chunk */
+	int64_t max_seqs, page_size;   /* mkc --max-seqs, --page-size: the steps are sequence 0's */
 	const char *profile;   /* --profile FILE: the last step's timeline */
 	const char *edit;      /* testing the tests: a command that breaks the emitted file */
 } test_options;
@@ -728,7 +729,8 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 				.max_dim = o->max_dim,
 				.no_fuse = o->no_fuse, .wide_target = t->warp > 0,
 				.tc_products = t->mma,
-				.kv_dtype = (mkc_dtype)o->kv_dtype, .max_chunk = o->max_chunk};
+				.kv_dtype = (mkc_dtype)o->kv_dtype, .max_chunk = o->max_chunk,
+				.max_seqs = o->max_seqs, .page_size = o->page_size};
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, t->ext),
 			       "model", "mkc test", o->max_dim ? o->max_dim : 4096, o->embed_limit, o->profile ? 1 : 0,
 			       arch && *arch ? arch : NULL};
@@ -838,6 +840,8 @@ static const char test_usage[] =
 	"  --max-seq N     positions each KV cache holds (default 4096)\n"
 	"  --max-chunk N   compile for steps of up to N new tokens, as mkc\n"
 	"                  --max-chunk (default 1)\n"
+	"  --max-seqs N    compile as mkc --max-seqs N (caches in pages; the tests\n"
+	"                  step sequence 0), with --page-size P positions a page\n"
 	"  --profile FILE  compile with mkc --profile and write the last step's\n"
 	"                  per-task timeline to FILE (a Chrome trace)\n"
 	"  --bind-consts   bind inputs that must be known at compile time (shapes,\n"
@@ -905,6 +909,10 @@ mkc_test_main(int argc, char **argv)
 			o.max_dim = strtoll(argv[++i], &end, 10);
 		else if (!strcmp(a, "--max-chunk") && has)
 			o.max_chunk = strtoll(argv[++i], &end, 10);
+		else if (!strcmp(a, "--max-seqs") && has)
+			o.max_seqs = strtoll(argv[++i], &end, 10);
+		else if (!strcmp(a, "--page-size") && has)
+			o.page_size = strtoll(argv[++i], &end, 10);
 		else if (!strcmp(a, "--profile") && has)
 			o.profile = argv[++i];
 		else if (!strcmp(a, "--no-reuse"))
@@ -934,7 +942,7 @@ mkc_test_main(int argc, char **argv)
 		}
 		if (*end || o.steps < 1 || o.threads < 0 || o.workers < 0 || o.tol <= 0 ||
 		    o.embed_limit < 0 || o.timeout <= 0 || o.max_seq < 0 || o.max_dim < 0 ||
-		    o.max_chunk < 0) {
+		    o.max_chunk < 0 || o.max_seqs < 0 || o.max_seqs > 65536 || o.page_size < 0) {
 			fprintf(stderr, "mkc test: bad value for %s\n", a);
 			free(dirs);
 			return 2;

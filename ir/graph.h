@@ -242,6 +242,10 @@ struct mkc_graph {
 	 * fixed at 1) and its largest value */
 	int chunk_sym;
 	int64_t max_chunk;
+	/* the driver (mkc --max-seqs): a step's tokens belong to up to max_seqs
+	 * sequences, whose caches are pages of page_size positions, cache_pages
+	 * of them shared (passes/state.c); max_seqs 0: one sequence, dense */
+	int64_t max_seqs, page_size, cache_pages;
 	mkc_vec states;
 	/* passes/half.c: float16 past inputs and present outputs it made float32
 	 * with no Cast, which the state pass must keep in place (mkc_tensor *) */

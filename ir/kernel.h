@@ -77,6 +77,9 @@ typedef struct mkc_kernel {
 	 * when interleaved */
 	bool rotary, interleaved;
 	int64_t rot_dim;           /* ROTARY, CACHE_APPEND: leading dims rotated (0: all) */
+	/* ATTENTION reading caches, CACHE_APPEND: the caches are in pages
+	 * (mkc --max-seqs), a token row's position and sequence the runtime's */
+	bool paged;
 } mkc_kernel;
 
 const char *mkc_kernel_kind_name(mkc_kernel_kind k);

@@ -258,6 +258,13 @@ lower_node(mkc_graph *g, const mkc_node *n, mkc_kernel *k)
 		return 0;
 	case MKC_KERN_ATTENTION:
 		lower_attention(n, k);
+		if (g->max_seqs && n->op == MKC_OP_ATTENTION && n->nin > 2 && n->in[1] &&
+		    n->in[1]->cap) {
+			k->paged = true;
+			if ((n->nin > 3 && n->in[3]) || k->softcap > 0 || n->in[0]->rank != 4)
+				k->refuse = "a mask, a soft cap or 3-D inputs beside caches in pages "
+					    "(--max-seqs takes a causal attention of 4-D heads)";
+		}
 		return 0;
 	case MKC_KERN_HEAD_PROJ:   /* fuse_qkv's */
 		k->alpha = mkc_node_attr_float(n, "alpha", 1);
@@ -266,6 +273,7 @@ lower_node(mkc_graph *g, const mkc_node *n, mkc_kernel *k)
 		k->interleaved = mkc_node_attr_int(n, "interleaved", 0);
 		return 0;
 	case MKC_KERN_CACHE_APPEND:
+		k->paged = g->max_seqs > 0;
 		if (n->nin == 3) {   /* fuse_rope's: the rotary's attributes */
 			k->rotary = true;
 			lower_rotary(n, k);

@@ -16,6 +16,9 @@
  *           exp(score - maximum): flash-decoding's partial results, which
  *           AttnMerge rescales to a common maximum and adds.
  *
+ * Not with --max-seqs (g->max_seqs): there each query row is a sequence's,
+ * with its own positions, and the general body walks them.
+ *
  * A decode step's attention is one query row a head against L cached
  * positions: as one task a head, 32 tiles of the Llama-3.2-1B shape each
  * walked up to 4096 positions on one SM while the rest idled (1.4 ms of the
@@ -96,6 +99,10 @@ split(mkc_graph *g, mkc_node *n)
 int
 mkc_pass_split_attn(mkc_graph *g)
 {
+	/* a step of several sequences (--max-seqs): each query row has its own
+	 * positions, which the general body walks through the page table */
+	if (g->max_seqs)
+		return 0;
 	int nn = g->nodes.n, done = 0;
 	for (int i = 0; i < nn; i++) {
 		mkc_node *n = MKC_NODE(g, i);

@@ -5,7 +5,10 @@
  *           counts current); g->kv_cap > 0 (0: the pass does nothing).
  * provides: every past/present pair of a decode-step export turned into
  *           one cache tensor of kind MKC_TK_STATE that holds g->kv_cap
- *           positions, written in place by a CacheAppend node; the past
+ *           positions (with g->max_seqs, g->cache_pages pages of
+ *           g->page_size positions, which sequences share: the tile bodies
+ *           find a position's page in a table the runtime keeps), written
+ *           in place by a CacheAppend node; the past
  *           input and present output gone from the graph's interface;
  *           g->states listing the caches; an error where a float16 pair
  *           passes/half.c made float32 for it stays in the interface.
@@ -142,6 +145,43 @@ check_half_caches(mkc_graph *g)
 	return 0;
 }
 
+/* A node's tensor that may mention the count of cached positions with --max-seqs. */
+static bool
+reads_pages(const mkc_node *n, const mkc_tensor *t)
+{
+	return t->kind == MKC_TK_STATE &&
+	       (n->op == MKC_OP_CACHE_APPEND || (n->op == MKC_OP_ATTENTION &&
+						 (t == n->in[1] || t == n->in[2])));
+}
+
+/*
+ * With --max-seqs a step's tokens belong to several sequences, each with
+ * its own count of cached positions: only the appends and the attentions
+ * reading the caches may depend on one (sym, counted as 0 there).
+ */
+static int
+check_paged(mkc_graph *g, int sym)
+{
+	for (int i = 0; i < g->nodes.n; i++) {
+		const mkc_node *n = MKC_NODE(g, i);
+		for (int j = 0; !n->dead && j < n->nin + n->nout; j++) {
+			const mkc_tensor *t = j < n->nin ? n->in[j] : n->out[j - n->nin];
+			if (!t || reads_pages(n, t))
+				continue;
+			for (int d = 0; d < t->rank; d++)
+				if (t->shape[d].sym[0] == sym || t->shape[d].sym[1] == sym)
+					return mkc_error(g->ctx, "%s: node '%s' (%s): its %s '%s' depends "
+							 "on %s, the count of cached positions, which a "
+							 "step of several sequences (--max-seqs) does not "
+							 "have: only the attention reads the caches there",
+							 g->path, n->name, n->op_type,
+							 j < n->nin ? "input" : "output", t->name,
+							 MKC_SYM(g, sym));
+		}
+	}
+	return 0;
+}
+
 int
 mkc_pass_state(mkc_graph *g)
 {
@@ -189,7 +229,8 @@ mkc_pass_state(mkc_graph *g)
 		past->nconsumers = 0;
 		q->kind = MKC_TK_STATE;
 		q->cap_axis = axis;
-		q->cap = g->kv_cap;
+		/* in pages (--max-seqs): page k is positions k P .. (k + 1) P - 1 */
+		q->cap = g->max_seqs ? g->cache_pages * g->page_size : g->kv_cap;
 	}
 	for (int i = 0; i < g->states.n; i++) {
 		mkc_state *st = MKC_STATE(g, i);
@@ -198,8 +239,18 @@ mkc_pass_state(mkc_graph *g)
 		mkc_vec_remove(&g->inputs, past);
 		past->kind = MKC_TK_INTERMEDIATE;   /* read by nothing now */
 	}
-	if (g->states.n)
+	if (g->states.n && g->max_seqs)
+		mkc_progress(g->ctx, "state: %d KV caches in %lld pages of %lld positions, for up to "
+			     "%lld sequences of %lld", g->states.n, (long long)g->cache_pages,
+			     (long long)g->page_size, (long long)g->max_seqs, (long long)g->kv_cap);
+	else if (g->states.n)
 		mkc_progress(g->ctx, "state: %d KV caches of %lld positions kept in place; %s counts them",
 			     g->states.n, (long long)g->kv_cap, MKC_SYM(g, sym));
+	if (g->max_seqs && !g->states.n)
+		return mkc_error(g->ctx, "%s: --max-seqs: no KV cache was found to keep in pages (a "
+				 "present output made of a past input and the new positions, read by "
+				 "attention)", g->path);
+	if (g->max_seqs && check_paged(g, sym) != 0)
+		return -1;
 	return check_half_caches(g);
 }

@@ -110,17 +110,129 @@ $P_profile_write($P *m, const char *path)
 int $P_num_caches(void) { return MKC_NCACHES; }
 const char *$P_cache_name(int i) { return i >= 0 && i < MKC_NCACHES ? mkc_tensors[mkc_caches[i].tensor].name : NULL; }
 const char *$P_cache_past_name(int i) { return i >= 0 && i < MKC_NCACHES ? mkc_caches[i].past : NULL; }
+#if MKC_MAX_SEQS
+int64_t $P_cache_capacity(void) { return MKC_SEQ_PAGES * MKC_PAGE; }
+int64_t $P_cache_len(const $P *m) { return m->m->pool->len[0]; }
+#else
 int64_t $P_cache_capacity(void) { return MKC_NCACHES ? mkc_tensors[mkc_caches[0].tensor].cap : 0; }
 int64_t $P_cache_len(const $P *m) { return MKC_NCACHES ? m->m->sym[mkc_caches[0].sym] : 0; }
+#endif
 int $P_cache_dtype(int i) { return i >= 0 && i < MKC_NCACHES ? mkc_tensors[mkc_caches[i].tensor].dtype : 0; }
 
 int
 $P_cache_reset($P *m)
 {
+#if MKC_MAX_SEQS
+	return $P_status(m, mkc_seq_close(m->m, 0, 1));
+#else
 	for (int i = 0; i < MKC_NCACHES; i++)
 		m->m->sym[mkc_caches[i].sym] = 0;
 	return 0;
+#endif
 }
+
+/* Sequences (mkc --max-seqs): runtime/seqs.h. Without it, each call says so. */
+int $P_max_seqs(void) { return MKC_MAX_SEQS; }
+int64_t $P_page_size(void) { return MKC_PAGE; }
+
+#if MKC_MAX_SEQS
+int64_t $P_free_pages(const $P *m) { return m->m->pool->nfree; }
+
+int64_t
+$P_seq_len(const $P *m, int seq)
+{
+	return seq >= 0 && seq < MKC_MAX_SEQS && m->m->pool->open[seq] ? m->m->pool->len[seq] : -1;
+}
+
+int
+$P_seq_open($P *m, int *seq)
+{
+	return $P_status(m, mkc_seq_open(m->m, seq));
+}
+
+int
+$P_seq_close($P *m, int seq)
+{
+	return $P_status(m, mkc_seq_close(m->m, seq, 0));
+}
+
+int
+$P_seq_fork($P *m, int src, int *seq)
+{
+	return $P_status(m, mkc_seq_fork(m->m, src, seq));
+}
+
+int
+$P_seq_cache_load($P *m, int seq, int i, const void *src, int64_t len)
+{
+	return $P_status(m, mkc_cache_check(m->m, i) || mkc_seq_cache_load(m->m, seq, i, src, len));
+}
+
+int
+$P_seq_cache_read($P *m, int seq, int i, void *dst)
+{
+	return $P_status(m, mkc_cache_check(m->m, i) || mkc_seq_cache_read(m->m, seq, i, dst));
+}
+
+int
+$P_step_seqs($P *m, const int *seqs, int64_t n, const void *const *inputs,
+	void *const *outputs)
+{
+	int64_t dims[MKC_NSYMS + 1];
+	if (!seqs || n < 1) {
+		snprintf(m->err, sizeof m->err, "step_seqs needs at least one token and its sequence "
+			 "(%lld tokens, seqs %s)", (long long)n, seqs ? "given" : "NULL");
+		return -1;
+	}
+	if (n > (MKC_GEN_CHUNK_SYM >= 0 ? mkc_sym_max[MKC_GEN_CHUNK_SYM] : 1)) {
+		snprintf(m->err, sizeof m->err, "a step of %lld tokens; the file takes at most %lld "
+			 "(--max-chunk)", (long long)n,
+			 (long long)(MKC_GEN_CHUNK_SYM >= 0 ? mkc_sym_max[MKC_GEN_CHUNK_SYM] : 1));
+		return -1;
+	}
+	mkc_gen_dims(dims, n);
+	m->m->step_seqs = seqs;
+	int rc = $P_step(m, inputs, outputs, dims);
+	m->m->step_seqs = NULL;
+	return rc;
+}
+#else
+static int
+$P_no_seqs($P *m, const char *what)
+{
+	snprintf(m->err, sizeof m->err, "%s: this file serves one sequence (compile with mkc "
+		 "--max-seqs N for several)", what);
+	return -1;
+}
+
+int64_t $P_free_pages(const $P *m) { (void)m; return 0; }
+int64_t $P_seq_len(const $P *m, int seq) { return seq == 0 ? $P_cache_len(m) : -1; }
+int $P_seq_open($P *m, int *seq) { (void)seq; return $P_no_seqs(m, "seq_open"); }
+int $P_seq_close($P *m, int seq) { (void)seq; return $P_no_seqs(m, "seq_close"); }
+int $P_seq_fork($P *m, int src, int *seq) { (void)src, (void)seq; return $P_no_seqs(m, "seq_fork"); }
+
+int
+$P_seq_cache_load($P *m, int seq, int i, const void *src, int64_t len)
+{
+	(void)seq, (void)i, (void)src, (void)len;
+	return $P_no_seqs(m, "seq_cache_load");
+}
+
+int
+$P_seq_cache_read($P *m, int seq, int i, void *dst)
+{
+	(void)seq, (void)i, (void)dst;
+	return $P_no_seqs(m, "seq_cache_read");
+}
+
+int
+$P_step_seqs($P *m, const int *seqs, int64_t n, const void *const *inputs,
+	void *const *outputs)
+{
+	(void)seqs, (void)n, (void)inputs, (void)outputs;
+	return $P_no_seqs(m, "step_seqs");
+}
+#endif
 
 int
 $P_cache_load($P *m, int i, const void *src, int64_t len)
@@ -147,6 +259,22 @@ $P_destroy($P *m)
 		return;
 	mkc_model_destroy(m->m);
 	free(m);
+}
+
+const char *$P_target(void) { return MKC_PROF_TARGET; }
+int $P_input_dtype(int i) { return i >= 0 && i < MKC_NINPUTS ? mkc_tensors[mkc_inputs[i]].dtype : 0; }
+int $P_output_dtype(int i) { return i >= 0 && i < MKC_NOUTPUTS ? mkc_tensors[mkc_outputs[i]].dtype : 0; }
+int $P_step_dim(void) { return MKC_GEN_CHUNK_SYM; }
+
+int
+$P_cache_shape(int i, int64_t len, int64_t *shape)
+{
+	if (i < 0 || i >= MKC_NCACHES || !shape)
+		return -1;
+	const mkc_rt_tensor_info *ti = &mkc_tensors[mkc_caches[i].tensor];
+	for (int d = 0; d < ti->rank; d++)
+		shape[d] = d == ti->cap_axis ? len : ti->dims[d].c;
+	return ti->rank;
 }
 
 int $P_num_inputs(void) { return MKC_NINPUTS; }

@@ -47,6 +47,20 @@
  * stop token or max_new tokens; *n_out (unless NULL) gets the count
  * written. On a GPU target the draw runs on the device, in the same launch.
  *
+ * Sequences: a file compiled with mkc --max-seqs N serves up to N
+ * sequences, their caches in pages of $P_page_size positions from one
+ * pool ($P_free_pages), taken as a sequence grows and given back when it
+ * closes. $P_seq_open gives a free sequence's number (sequence 0 is open
+ * from the start, and the calls above are its); $P_seq_fork opens one
+ * holding the positions of another, their pages shared until one writes
+ * (the last, partly filled page is copied then). $P_step_seqs runs one step
+ * of n tokens: token r (row r of input_ids [1, n], and of position_ids,
+ * which must be its sequence's next position) belongs to sequence seqs[r];
+ * the tokens of one sequence come in order, and each attends over its own
+ * sequence's positions up to itself. The outputs have a row per token
+ * (logits [1, n, vocab]: a Hugging Face folder is built with every
+ * position's logits). $P_seq_cache_load / _read copy one sequence's caches.
+ *
  * $P_profile_write writes a per-task timeline of the last $P_step or
  * $P_generate (its last steps, as many as mkc --profile-steps kept) as
  * a Chrome trace-event JSON file (Perfetto, chrome://tracing): one track
@@ -95,13 +109,17 @@ int $P_profile_write($P *m, const char *path);
 const char *$P_last_error(const $P *m);
 void $P_destroy($P *m);
 
+const char *$P_target(void);             /* "c", "cuda" or "hip": where buffers live */
 int $P_num_inputs(void);
 const char *$P_input_name(int i);
 int $P_num_outputs(void);
 const char *$P_output_name(int i);
+int $P_input_dtype(int i);                /* ONNX's numbering: 1 float32, 7 int64, ... */
+int $P_output_dtype(int i);
 int $P_num_dims(void);
 const char *$P_dim_name(int i);
 int64_t $P_max_dim(int i);
+int $P_step_dim(void);                    /* the dimension counting a step's tokens (-1: one a step) */
 /* Shape of input or output i for the given dims (NULL: the compiled maxima):
  * writes shape[], returns the rank. */
 int $P_input_shape(int i, const int64_t *dims, int64_t *shape);
@@ -113,9 +131,24 @@ const char *$P_cache_past_name(int i);   /* the past input it replaced */
 int64_t $P_cache_capacity(void);          /* positions each holds (0: no cache) */
 int64_t $P_cache_len(const $P *m);        /* positions in use */
 int $P_cache_dtype(int i);                /* its elements' type: 1 float32, 16 bf16 (0: no cache i) */
+int $P_cache_shape(int i, int64_t len, int64_t *shape);   /* dense at len positions: the rank (-1: no cache i) */
 int $P_cache_reset($P *m);
 int $P_cache_load($P *m, int i, const void *src, int64_t len);
 int $P_cache_read($P *m, int i, void *dst);
+
+/* Several sequences (a file compiled with mkc --max-seqs N; otherwise
+ * these fail, saying so): see the comment at the top. */
+int $P_max_seqs(void);                    /* N (0: one sequence, no pages) */
+int64_t $P_page_size(void);               /* positions a cache page holds */
+int64_t $P_free_pages(const $P *m);       /* pages the pool has free */
+int $P_seq_open($P *m, int *seq);
+int $P_seq_close($P *m, int seq);
+int $P_seq_fork($P *m, int src, int *seq);
+int64_t $P_seq_len(const $P *m, int seq); /* positions cached (-1: not open) */
+int $P_step_seqs($P *m, const int *seqs, int64_t n, const void *const *inputs,
+	void *const *outputs);
+int $P_seq_cache_load($P *m, int seq, int i, const void *src, int64_t len);
+int $P_seq_cache_read($P *m, int seq, int i, void *dst);
 
 #ifdef __cplusplus
 }

@@ -39,6 +39,28 @@
 #define mkc_rt_dot4 mkc_rt_dot4_c
 #endif
 
+/*
+ * The caches of a file compiled with --max-seqs are pages of `page`
+ * positions (passes/state.c): page k holds cache positions k * page ..
+ * (k + 1) * page - 1. Row r of a step is a token of sequence seq[r] at
+ * position pos[r], and position p of sequence q is in page table[q *
+ * per_seq + p / page]. runtime/host.h fills these arrays, in the target's
+ * memory, before every step.
+ */
+typedef struct {
+	int32_t *seq;      /* a step's rows: their sequences */
+	int64_t *pos;      /* and positions */
+	int32_t *table;    /* MKC_MAX_SEQS * per_seq pages (-1: none yet) */
+	int64_t page, per_seq;
+} mkc_rt_pages;
+
+/* The cache position that holds position p of sequence q. */
+static inline MKC_HD int64_t MKC_UNUSED
+mkc_rt_page_at(const mkc_rt_pages *pg, int64_t q, int64_t p)
+{
+	return (int64_t)pg->table[q * pg->per_seq + p / pg->page] * pg->page + p % pg->page;
+}
+
 /* A dimension c + k[0] * sym[s[0]] + k[1] * sym[s[1]] (s[i] < 0: no term). */
 typedef struct {
 	int64_t c, k[2];

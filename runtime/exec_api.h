@@ -16,8 +16,11 @@
  *                     filled[MKC_NTENSORS] (a weight holds its values:
  *                     host.h keeps it),
  *                     sym[MKC_NSYMS + 1] (symbol values between steps),
- *                     err[] (the last error, a sentence) and, with
- *                     MKC_PROFILE, prof_count (steps recorded this call);
+ *                     err[] (the last error, a sentence), with
+ *                     MKC_PROFILE, prof_count (steps recorded this call),
+ *                     and with MKC_MAX_SEQS, pages (runtime/common.h's
+ *                     mkc_rt_pages, which the tile functions' m reaches as
+ *                     m->pages), pool and step_seqs (runtime/seqs.h's);
  *   MKC_FAIL_INDEX(m, node, bad)  what a tile function calls when a body
  *                     found an index from the caller out of range
  *                     (runtime/common.h's mkc_rt_check_index): the step
@@ -92,5 +95,8 @@ mkc_hook_host_fields(mkc_host *m)
 	(void)m->buf, (void)m->owned, (void)m->filled, (void)m->sym, (void)m->err;
 #if MKC_PROFILE
 	(void)m->prof_count;
+#endif
+#if MKC_MAX_SEQS
+	(void)m->pages, (void)m->pool, (void)m->step_seqs;
 #endif
 }

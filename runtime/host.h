@@ -63,7 +63,11 @@ mkc_place_tensors(mkc_host *m, void *arena)
 			return -1;
 		m->filled[t] = ti->data || !bytes;   /* compiled in, or nothing to hold */
 	}
+#if MKC_MAX_SEQS
+	return mkc_pool_create(m);
+#else
 	return 0;
+#endif
 }
 
 /* Frees the buffers mkc_place_tensors allocated (m may be half made). */
@@ -73,6 +77,9 @@ mkc_free_tensors(mkc_host *m)
 	for (int t = 0; t < MKC_NTENSORS; t++)
 		if (m->owned[t])
 			mkc_free_buf(m->buf[t]);
+#if MKC_MAX_SEQS
+	mkc_pool_destroy(m);
+#endif
 }
 
 static int64_t
@@ -508,6 +515,20 @@ mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 			return -1;
 		}
 	for (int s = 0; s < MKC_NSYMS; s++) {
+#if MKC_MAX_SEQS
+		if (mkc_cache_of_sym(s) >= 0) {
+			/* each sequence counts its own: the bodies read the runtime's rows
+			 * ($P_step's sequence 0 may be given its count) */
+			if (dims && dims[s] >= 0 && (m->step_seqs || dims[s] != m->pool->len[0])) {
+				mkc_seterr(m, "%s = %lld, but %s (give -1)", mkc_sym_names[s],
+					   (long long)dims[s], m->step_seqs ? "every sequence counts its "
+					   "own cached positions" : "sequence 0 holds another count");
+				return -1;
+			}
+			m->sym[s] = 0;
+			continue;
+		}
+#endif
 		if (mkc_cache_of_sym(s) >= 0) {
 			if (dims && dims[s] >= 0 && dims[s] != m->sym[s]) {
 				mkc_seterr(m, "%s = %lld, but the KV cache holds %lld positions (give -1 "
@@ -530,7 +551,7 @@ mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 		m->sym[s] = dims[s];
 	}
 	/* the new positions (a constant count, or the chunk's) must fit */
-	for (int c = 0; c < MKC_NCACHES; c++) {
+	for (int c = 0; c < MKC_NCACHES && !MKC_MAX_SEQS; c++) {
 		int64_t used = m->sym[mkc_caches[c].sym], nnew = mkc_rt_dimv(mkc_caches[c].nnew, m->sym);
 		int64_t cap = mkc_tensors[mkc_caches[c].tensor].cap;
 		if (nnew < 1) {
@@ -547,6 +568,18 @@ mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 	}
 	if (mkc_check_overlap(m, inputs, outputs))
 		return -1;
+#if MKC_MAX_SEQS
+	{
+		const int64_t rows = MKC_GEN_CHUNK_SYM >= 0 ? m->sym[MKC_GEN_CHUNK_SYM] : 1;
+		if (rows < 1) {
+			mkc_seterr(m, "a step must append at least one position to the KV cache, "
+				   "and this one appends %lld", (long long)rows);
+			return -1;
+		}
+		if (mkc_seq_begin(m, m->step_seqs, rows, MKC_GEN_POS >= 0 ? inputs[MKC_GEN_POS] : NULL))
+			return -1;
+	}
+#endif
 	for (int i = 0; i < MKC_NINPUTS; i++)
 		m->buf[mkc_inputs[i]] = (void *)inputs[i];
 	for (int i = 0; i < MKC_NOUTPUTS; i++)
@@ -558,6 +591,9 @@ mkc_begin_step(mkc_host *m, const void *const *inputs, void *const *outputs,
 static void
 mkc_end_step(mkc_host *m)
 {
+#if MKC_MAX_SEQS
+	mkc_seq_end(m);
+#else
 	int64_t nnew[MKC_NSYMS + 1];
 	for (int s = 0; s < MKC_NSYMS; s++) {
 		int c = mkc_cache_of_sym(s);
@@ -565,20 +601,7 @@ mkc_end_step(mkc_host *m)
 	}
 	for (int s = 0; s < MKC_NSYMS; s++)
 		m->sym[s] += nnew[s];
-}
-
-/* Bytes per position (everything after the cache axis) and rows (before it). */
-static void
-mkc_cache_geometry(int c, size_t *row, size_t *rows)
-{
-	const mkc_rt_tensor_info *ti = &mkc_tensors[mkc_caches[c].tensor];
-	*row = (size_t)ti->esize;
-	*rows = 1;
-	for (int d = 0; d < ti->rank; d++)
-		if (d < ti->cap_axis)
-			*rows *= (size_t)ti->dims[d].c;
-		else if (d > ti->cap_axis)
-			*row *= (size_t)ti->dims[d].c;
+#endif
 }
 
 static int
@@ -600,6 +623,9 @@ mkc_cache_load(mkc_host *m, int c, const void *src, int64_t len)
 {
 	if (mkc_cache_check(m, c))
 		return -1;
+#if MKC_MAX_SEQS
+	return mkc_seq_cache_load(m, 0, c, src, len);   /* sequence 0's */
+#else
 	const mkc_rt_tensor_info *ti = &mkc_tensors[mkc_caches[c].tensor];
 	if (len < 0 || len > ti->cap) {
 		mkc_seterr(m, "cannot load %lld positions into KV cache '%s', which holds %lld",
@@ -617,6 +643,7 @@ mkc_cache_load(mkc_host *m, int c, const void *src, int64_t len)
 		return -1;
 	m->sym[mkc_caches[c].sym] = len;
 	return 0;
+#endif
 }
 
 /* Copies the positions in use of cache c to dst, densely. */
@@ -625,6 +652,9 @@ mkc_cache_read(mkc_host *m, int c, void *dst)
 {
 	if (mkc_cache_check(m, c))
 		return -1;
+#if MKC_MAX_SEQS
+	return mkc_seq_cache_read(m, 0, c, dst);   /* sequence 0's */
+#else
 	const mkc_rt_tensor_info *ti = &mkc_tensors[mkc_caches[c].tensor];
 	size_t row, rows, len = (size_t)m->sym[mkc_caches[c].sym];
 	if (len && !dst) {
@@ -634,6 +664,7 @@ mkc_cache_read(mkc_host *m, int c, void *dst)
 	mkc_cache_geometry(c, &row, &rows);
 	return len ? mkc_copy_rows(m, dst, row * len, m->buf[mkc_caches[c].tensor],
 				   row * (size_t)ti->cap, row * len, rows) : 0;
+#endif
 }
 
 /* The largest number of stop tokens generate takes. */
@@ -736,6 +767,17 @@ mkc_generate_check(mkc_host *m, const mkc_rt_gen *g, int *steps)
 	if (mkc_sampling_check(m, g))
 		return -1;
 	*steps = n_prompt + n_new - 1;
+#if MKC_MAX_SEQS
+	/* sequence 0's: room, and pages for every step */
+	if (mkc_seq_room(m, 0, *steps))
+		return -1;
+	if (mkc_seq_pages(m, 0, m->pool->len[0], m->pool->len[0] + *steps, 0) > m->pool->nfree) {
+		mkc_seterr(m, "the cache pool is full: %d steps of sequence 0 need more pages of %lld "
+			   "positions than the %lld free", *steps, (long long)MKC_PAGE,
+			   (long long)m->pool->nfree);
+		return -1;
+	}
+#else
 	if (MKC_NCACHES) {
 		const mkc_rt_cache *c = &mkc_caches[0];
 		int64_t cap = mkc_tensors[c->tensor].cap, used = m->sym[c->sym];
@@ -747,6 +789,7 @@ mkc_generate_check(mkc_host *m, const mkc_rt_gen *g, int *steps)
 			return -1;
 		}
 	}
+#endif
 	return 0;
 #endif
 }
@@ -842,5 +885,9 @@ mkc_prefill(mkc_host *m, const int64_t *prompt, int n)
 static int64_t MKC_UNUSED
 mkc_next_position(const mkc_host *m)
 {
+#if MKC_MAX_SEQS
+	return m->pool->len[0];
+#else
 	return MKC_NCACHES ? m->sym[mkc_caches[0].sym] : 0;
+#endif
 }

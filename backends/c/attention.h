@@ -124,6 +124,9 @@ typedef struct {
 	int causal;      /* 1: query s sees positions up to P + s; 2: up to L - Sq + s */
 	int64_t h0, h1;  /* the tile's query heads */
 	int64_t s0, s1;  /* its query positions (a block of a chunk's); s1 0: all */
+	/* caches in pages (mkc --max-seqs; NULL: none): query row s sees the
+	 * positions 0 .. pages->pos[s] of sequence pages->seq[s] in k and v */
+	const mkc_rt_pages *pages;
 } mkc_attn_opt;
 
 /*
@@ -139,7 +142,8 @@ typedef struct {
  * positions up to P + s, as onnxruntime aligns is_causal (the past, then
  * the new positions up to its own; top-left when there is no past); with
  * causal 2 (passes/state.c, once the past is part of k and v), up to
- * L - Sq + s; a row with no position left is 0. The
+ * L - Sq + s; with pages (o->pages), query s sees positions 0 .. pos[s]
+ * of its sequence's (P 0, no mask: lower.c). A row with no position left is 0. The
  * present keys and values y1, y2 [B, Hk, L, .] (NULL when not wanted) are
  * the past then the new ones.
  */
@@ -162,13 +166,16 @@ mkc_attention(const mkc_view *y, const mkc_view *q, const mkc_view *k, const mkc
 		const int64_t s = s0 + f / Dv % NS, d = f % Dv, kh = h / (Hq / Hk);
 		const float *pq = (const float *)q->p + b * qs[0] + h * qs[1] + s * qs[2];
 		float mx = -INFINITY, sum = 0, acc = 0;
-		const int64_t see = o->causal == 2 ? L - Sq + s + 1 : o->causal ? P + s + 1 : L;
-		const int64_t end = see < L ? see : L;
+		const mkc_rt_pages *pg = o->pages;
+		const int64_t see = pg ? pg->pos[s] + 1
+				       : o->causal == 2 ? L - Sq + s + 1 : o->causal ? P + s + 1 : L;
+		const int64_t end = see < L || pg ? see : L;
 		for (int64_t t = 0; t < end; t++) {
+			const int64_t at = pg ? mkc_rt_page_at(pg, pg->seq[s], t) : t - P;
 			const float *rk = t < P ? (const float *)pk->p + b * pks[0] + kh * pks[1] + t * pks[2]
-					       : (const float *)k->p + b * ks[0] + kh * ks[1] + (t - P) * ks[2];
+					       : (const float *)k->p + b * ks[0] + kh * ks[1] + at * ks[2];
 			const float *rv = t < P ? (const float *)pv->p + b * pvs[0] + kh * pvs[1] + t * pvs[2]
-					       : (const float *)v->p + b * vs[0] + kh * vs[1] + (t - P) * vs[2];
+					       : (const float *)v->p + b * vs[0] + kh * vs[1] + at * vs[2];
 			float sc = mkc_attn_score(pq, rk, D, o->scale, o->softcap);
 			if (mask) {
 				const int64_t mo = b * ms[0] + h * ms[1] + s * ms[2] + t * ms[3];

@@ -99,7 +99,8 @@ mkc_cache_put(const mkc_view *y, int64_t o, float v)
 
 /*
  * New positions of x [B, H, S, D] into the cache y [B, H, positions, D],
- * x's position s at pos + s: the box lo..hi of y (heads lo[1]..hi[1],
+ * x's position s at pos + s, or with caches in pages (pg, mkc --max-seqs:
+ * pos 0) at the cache position of row s's sequence and position: the box lo..hi of y (heads lo[1]..hi[1],
  * positions lo[2]..hi[2], within pos .. pos + S; a prompt chunk's append
  * is cut by heads and blocks of its rows, passes/tile.c). With cos and sin
  * (rows of R / 2 values, [B, S, R/2]; NULL: none) the first R dimensions
@@ -113,7 +114,7 @@ mkc_cache_put(const mkc_view *y, int64_t o, float v)
 static inline MKC_BODY void MKC_UNUSED
 mkc_cache_append_box(const mkc_view *y, const mkc_view *x, const mkc_view *cos,
 		     const mkc_view *sin, int64_t rot, int inter, int64_t pos, const int64_t *lo,
-		     const int64_t *hi)
+		     const int64_t *hi, const mkc_rt_pages *pg)
 {
 	const int64_t D = x->d[3];
 	const int64_t R = rot ? rot : D, half = cos ? R / 2 : 0, W = D - half;   /* lanes a row */
@@ -126,7 +127,8 @@ mkc_cache_append_box(const mkc_view *y, const mkc_view *x, const mkc_view *cos,
 		const int64_t b = lo[0] + row / ns / nh, h = lo[1] + row / ns % nh;
 		const int64_t s = lo[2] - pos + row % ns;
 		const float *px = px0 + b * x->s[0] + h * x->s[1] + s * x->s[2];
-		const int64_t at = b * y->s[0] + h * y->s[1] + (pos + s) * y->s[2];
+		const int64_t t = pg ? mkc_rt_page_at(pg, pg->seq[s], pg->pos[s]) : pos + s;
+		const int64_t at = b * y->s[0] + h * y->s[1] + t * y->s[2];
 		if (i >= half) {
 			mkc_cache_put(y, at + i + half, px[i + half]);
 			continue;
@@ -148,5 +150,5 @@ mkc_cache_append(const mkc_view *y, const mkc_view *x, const mkc_view *cos, cons
 {
 	const int64_t lo[4] = {0, 0, pos, 0};
 	const int64_t hi[4] = {x->d[0], x->d[1], pos + x->d[2], x->d[3]};
-	mkc_cache_append_box(y, x, cos, sin, rot, inter, pos, lo, hi);
+	mkc_cache_append_box(y, x, cos, sin, rot, inter, pos, lo, hi, NULL);
 }

@@ -51,6 +51,11 @@ struct mkc_model {
 	atomic_int cursor;
 	atomic_int failed;
 	char err[512];
+#if MKC_MAX_SEQS
+	mkc_rt_pages pages;         /* the step's rows and the page table (runtime/seqs.h) */
+	struct mkc_seq_pool *pool;  /* the sequences and free pages */
+	const int *step_seqs;         /* the step's rows' sequences (NULL: all sequence 0) */
+#endif
 #if MKC_PROFILE
 	uint64_t *prof;             /* the timeline (runtime/profile.h) */
 	uint64_t *prof_slot;        /* this step's slot in it */

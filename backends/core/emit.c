@@ -1162,6 +1162,12 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 		"#define MKC_NPLANS %d\n",
 		g->syms.n, ntensors, e->task0[e->nplans], e->event0[e->nplans], p->tp.nworkers,
 		g->inputs.n, g->outputs.n, (long long)arena, g->states.n, e->nplans);
+	/* --max-seqs: sequences, and the caches' pages (runtime/host.h keeps the table) */
+	int64_t page = g->max_seqs ? g->page_size : 0;
+	fprintf(f, "#define MKC_MAX_SEQS %lld\n#define MKC_PAGE %lldLL\n#define MKC_SEQ_PAGES %lldLL\n"
+		"#define MKC_NPAGES %lldLL\n", (long long)g->max_seqs, (long long)page,
+		(long long)(page ? (g->kv_cap + page - 1) / page : 0),
+		(long long)(page ? g->cache_pages : 0));
 	emit_syms(e, o);
 	if (emit_tensors(e, ntensors, o) != 0)
 		return -1;

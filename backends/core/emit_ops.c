@@ -914,9 +914,11 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 		return unsupported(e, n, "the QK^T output");
 	char fs[96], fc[48], mask[16], pk[16], pv[16], y1[16], y2[16];
 	decl_all(e, n);
-	int64_t d = attention_fast_dim(e, n);
-	bool mma;
-	int64_t dc = attention_chunk_dim(e, n, &mma);
+	/* caches in pages (--max-seqs): the general body, a row's positions its sequence's */
+	const bool paged = n->kern->paged;
+	int64_t d = paged ? 0 : attention_fast_dim(e, n);
+	bool mma = false;
+	int64_t dc = paged ? 0 : attention_chunk_dim(e, n, &mma);
 	if (dc > 0 && mma) {
 		fprintf(e->f, "\tif (lo[2] < hi[2])\n\t\tmkc_attn_chunk_mma_tile<%lld, %s>(&x0, &x1, "
 			"&x2, &y, %d, lo[1], hi[1], lo[2], hi[2], %s, mkc_dyn_smem);\n", (long long)dc,
@@ -937,9 +939,10 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
 	}
 	float softcap = n->kern->softcap;
 	fprintf(e->f, "\tconst mkc_attn_opt o = {.scale = %s, .softcap = %s, .causal = %d,\n"
-		"\t\t.h0 = lo[1], .h1 = hi[1], .s0 = lo[2], .s1 = hi[2]};\n"
+		"\t\t.h0 = lo[1], .h1 = hi[1], .s0 = lo[2], .s1 = hi[2], .pages = %s};\n"
 		"\tmkc_attention(&y, &x0, &x1, &x2, %s, %s, %s, %s, %s, &o);\n",
 		scale_expr(fs, n->kern, "x0"), flit(fc, softcap > 0 ? softcap : 0), n->kern->causal,
+		paged ? "&m->pages" : "NULL",
 		view_in(mask, n, 3),
 		view_in(pk, n, 4), view_in(pv, n, 5), view_out(y1, n, 1), view_out(y2, n, 2));
 	return 0;
@@ -1011,10 +1014,12 @@ emit_cache_append(mkc_emitter *e, const mkc_node *n)
 	    n->in[0]->dtype == MKC_DT_FLOAT) {
 		/* the box: the new positions, or a chunk's head and block of rows */
 		fprintf(e->f, "\tmkc_cache_append_box(&y, &x0, %s, %s, %lldLL, %d, y.d[2] - x0.d[2], lo, "
-			"hi);\n", k->rotary ? "&x1" : "NULL", k->rotary ? "&x2" : "NULL",
-			(long long)k->rot_dim, k->interleaved);
+			"hi, %s);\n", k->rotary ? "&x1" : "NULL", k->rotary ? "&x2" : "NULL",
+			(long long)k->rot_dim, k->interleaved, k->paged ? "&m->pages" : "NULL");
 		return 0;
 	}
+	if (k->paged)
+		return unsupported(e, n, "a cache in pages (--max-seqs) not a float32 [B, H, positions, D]");
 	if (k->rotary)
 		return unsupported(e, n, "a rotated append into a cache not [B, H, positions, D]");
 	if (is_bf16(y))

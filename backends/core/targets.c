@@ -17,8 +17,8 @@ const mkc_target *const mkc_targets[] = {
 	NULL,
 };
 
-const char *const mkc_shared_runtime[] = {"runtime/files.h", "runtime/host.h", "runtime/profile.h",
-					   NULL};
+const char *const mkc_shared_runtime[] = {"runtime/files.h", "runtime/seqs.h", "runtime/host.h",
+					   "runtime/profile.h", NULL};
 
 static void
 push(const char **names, int *n, const char *const *list)

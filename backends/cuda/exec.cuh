@@ -60,6 +60,9 @@ struct mkc_model {              /* what tile functions see, in device memory */
 #if MKC_PROFILE
 	unsigned long long *prof;   /* the timeline (runtime/profile.h) */
 #endif
+#if MKC_MAX_SEQS
+	mkc_rt_pages pages;         /* the step's rows and the page table (runtime/seqs.h) */
+#endif
 };
 
 static __device__ void MKC_UNUSED
@@ -91,6 +94,11 @@ struct mkc_gpu_host {
 #if MKC_PROFILE
 	unsigned long long *prof;   /* device memory */
 	long long prof_count;       /* steps recorded since the last call began */
+#endif
+#if MKC_MAX_SEQS
+	mkc_rt_pages pages;         /* device memory: the step's rows, the page table */
+	struct mkc_seq_pool *pool;  /* the sequences and free pages (runtime/seqs.h) */
+	const int *step_seqs;         /* the step's rows' sequences (NULL: all sequence 0) */
 #endif
 };
 
@@ -390,6 +398,7 @@ struct mkc_gen_io {
 	int prof0;                   /* the timeline's slot of step 0 (the prompt's chunks first) */
 	mkc_rt_sampling s;           /* temperature 0: greedy */
 	uint64_t ctr0;               /* the position step 0's token takes */
+	int64_t pos0;                /* the position step 0 feeds */
 	const int64_t *stop;         /* device copy of the n_stop stop tokens */
 	int n_stop;
 	int *ran;                    /* device: [0] the steps run, [1] 1 after a stop token */
@@ -436,7 +445,10 @@ mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned l
 				if (io.sym >= 0)
 					m->sym[io.sym] += io.nnew;
 				if (io.pos)
-					io.pos[0] = io.sym >= 0 ? m->sym[io.sym] : j + 1;
+					io.pos[0] = io.sym >= 0 ? m->sym[io.sym] : io.pos0 + j + 1;
+#if MKC_MAX_SEQS
+				m->pages.pos[0] = io.pos0 + j + 1;   /* sequence 0's next row */
+#endif
 				mkc_fill_symvals(m);
 				io.ran[0] = j + 1;
 				io.ran[1] = stop;
@@ -581,6 +593,9 @@ mkc_upload_view(mkc_host *m)
 #if MKC_PROFILE
 	view.prof = m->prof;
 #endif
+#if MKC_MAX_SEQS
+	view.pages = m->pages;
+#endif
 	return MKC_GPU(m, cudaMemcpy(m->dev, &view, sizeof view, cudaMemcpyHostToDevice));
 }
 
@@ -609,6 +624,27 @@ mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int
 }
 
 static int mkc_generate_check(mkc_host *m, const mkc_rt_gen *g, int *steps);
+#if MKC_MAX_SEQS
+static void mkc_seq_reserve(mkc_host *m, int64_t n);
+static void mkc_seq_grown(mkc_host *m, int64_t n);
+#endif
+
+/* mkc_begin_step for generate's launch of steps one-token steps: with
+ * sequences (--max-seqs), sequence 0 gets pages for all of them at once */
+static int MKC_UNUSED
+mkc_gen_begin(mkc_host *m, const void *const *in, void *const *outs, const int64_t *dims,
+	      int steps)
+{
+#if MKC_MAX_SEQS
+	mkc_seq_reserve(m, steps - 1);
+	const int rc = mkc_begin_step(m, in, outs, dims);
+	mkc_seq_reserve(m, 0);
+	return rc;
+#else
+	(void)steps;
+	return mkc_begin_step(m, in, outs, dims);
+#endif
+}
 static int64_t mkc_next_position(const mkc_host *m);
 static void mkc_gen_dims(int64_t *dims, int64_t s);
 static int mkc_prefill(mkc_host *m, const int64_t *prompt, int n);
@@ -666,7 +702,7 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 	     (MKC_GPU(m, cudaMalloc((void **)&dstop, (size_t)g->n_stop * sizeof *dstop)) ||
 	      MKC_GPU(m, cudaMemcpy(dstop, g->stop, (size_t)g->n_stop * sizeof *dstop,
 				    cudaMemcpyHostToDevice)))) ||
-	    mkc_begin_step(m, (const void *const *)in, outs, dims) || mkc_upload_view(m))
+	    mkc_gen_begin(m, (const void *const *)in, outs, dims, steps) || mkc_upload_view(m))
 		goto out;
 	io.ids = (int64_t *)in[MKC_GEN_IDS];
 	io.pos = MKC_GEN_POS >= 0 ? (int64_t *)in[MKC_GEN_POS] : NULL;
@@ -675,8 +711,10 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 	io.out = dout;
 	io.n_prompt = n_prompt;
 	io.steps = steps;
-	io.sym = MKC_NCACHES ? mkc_caches[0].sym : -1;
-	io.nnew = MKC_NCACHES ? 1 : 0;   /* a step of generate feeds one token */
+	/* a step of generate feeds one token; sequence 0's rows count themselves in pages */
+	io.sym = MKC_NCACHES && !MKC_MAX_SEQS ? mkc_caches[0].sym : -1;
+	io.nnew = MKC_NCACHES && !MKC_MAX_SEQS ? 1 : 0;
+	io.pos0 = first[1];
 	io.s = g->s;
 	io.ctr0 = (uint64_t)first[1] + 1;
 	io.stop = dstop;
@@ -705,6 +743,9 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 #endif
 	if (io.sym >= 0)
 		m->sym[io.sym] += (int64_t)ran[0] * io.nnew;
+#if MKC_MAX_SEQS
+	mkc_seq_grown(m, ran[0]);
+#endif
 	{
 		const int written = ran[0] - (n_prompt - 1);
 		rc = MKC_GPU(m, cudaMemcpy(g->out, dout, (size_t)written * sizeof *dout,

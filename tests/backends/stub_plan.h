@@ -2,8 +2,8 @@
  * stub_plan.h - a small valid plan: what the emitter writes between the
  * public declarations and the runtime texts, by hand, so that test_runtime.c
  * can compile the runtime files without a model. The includer defines
- * MKC_STUB_FN and MKC_STUB_TABLE (the target's fn_qual and table_qual) and
- * MKC_STUB_PROFILE (0 or 1).
+ * MKC_STUB_FN and MKC_STUB_TABLE (the target's fn_qual and table_qual),
+ * MKC_STUB_PROFILE (0 or 1) and MKC_STUB_SEQS (the sequences, 0: one).
  *
  * The model: y = W x over a KV cache, decode-shaped so that every feature
  * of the runtime is present: one symbol (past_len), inputs input_ids and
@@ -21,6 +21,11 @@
 #define MKC_ARENA_BYTES 64LL
 #define MKC_NCACHES 1
 #define MKC_NPLANS 1
+/* MKC_STUB_SEQS sequences (0: one), the cache in pages of 4 positions */
+#define MKC_MAX_SEQS MKC_STUB_SEQS
+#define MKC_PAGE (MKC_STUB_SEQS ? 4LL : 0LL)
+#define MKC_SEQ_PAGES (MKC_STUB_SEQS ? 16LL : 0LL)
+#define MKC_NPAGES (MKC_STUB_SEQS ? 32LL : 0LL)
 
 static const char *const mkc_sym_names[MKC_NSYMS + 1] = {"past_len", NULL};
 static const int64_t mkc_sym_max[MKC_NSYMS + 1] = {63, 0};

@@ -1,7 +1,8 @@
 /*
  * test_runtime.c - the runtime texts compile without a model: for each
  * written target in the registry, against the hand-written plan of
- * stub_plan.h (with and without --profile), each text is compiled with
+ * stub_plan.h (with and without --profile, the profiled one serving several
+ * sequences as --max-seqs does), each text is compiled with
  * what precedes it in an emitted file and nothing after it (then the stub
  * tile functions of stub_nodes.h); the head, up to the tables, is the
  * emitter's own (mkc_emit_head). A text that needs something from a later
@@ -69,8 +70,10 @@ write_source(const char *path, const mkc_target *t, const char **names, int n, i
 	FILE *f = fopen(path, "w");
 	cr_assert_not_null(f, "cannot write %s", path);
 	mkc_emit_head(f, t, NULL, "stub");
+	/* the profiled plan also serves several sequences (runtime/seqs.h) */
 	fprintf(f, "#define MKC_STUB_FN %s\n#define MKC_STUB_TABLE %s\n#define MKC_STUB_PROFILE %d\n"
-		"#include \"stub_plan.h\"\n", t->fn_qual, t->table_qual, profile);
+		"#define MKC_STUB_SEQS %d\n#include \"stub_plan.h\"\n", t->fn_qual, t->table_qual,
+		profile, profile ? 2 : 0);
 	for (int i = 0; i < n; i++)
 		put_text(f, mkc_runtime_text(names[i]));
 	fputs("#include \"stub_nodes.h\"\n", f);

@@ -1143,7 +1143,7 @@ struct attention_call {
 	MKC_HD void operator()(int t) const
 	{
 		const mkc_attn_opt o = {.scale = scale, .softcap = softcap, .causal = 0,
-					.h0 = heads[t], .h1 = heads[t + 1], .s0 = 0, .s1 = 0};
+					.h0 = heads[t], .h1 = heads[t + 1], .s0 = 0, .s1 = 0, .pages = NULL};
 		mkc_attention(mine(y), q, k, v, mask, pk, pv, mine(y1), mine(y2), &o);
 	}
 };

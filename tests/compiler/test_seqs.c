@@ -1,0 +1,112 @@
+/*
+ * test_seqs.c - several sequences in one step, their caches in pages (mkc
+ * --max-seqs, issue 30), on the C target: tests/programs/seqs_batch.c
+ * (sequences in shared, interleaved steps against each alone; forks,
+ * closing, bad steps, a full pool) under the sanitizers, with static
+ * queues and shuffled ones; the golden tests through sequence 0 of a paged
+ * file (its pages handed out backwards, so a body that ignored the table
+ * would read other positions); generate on a paged file against the dense
+ * one; and the compile-time refusals.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../mkc_run.h"
+
+static char out[1 << 16];
+
+#define FOLDER "tests/models/hf_chunk/llama_tiny_bf16"
+
+Test(seqs, shared_steps_are_each_sequence_alone, .timeout = 300)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && %s " FOLDER " -o $d/batch.c --max-seqs 4 --max-chunk 8 "
+		 "--page-size 4 --max-seq 32 --cache-pages 12 --workers 2 && "
+		 "cc -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined "
+		 "-fno-sanitize-recover=all -DDIR=\\\"" FOLDER "\\\" -pthread -I$d -o $d/t "
+		 "tests/programs/seqs_batch.c $d/batch.c -lm && timeout 120 $d/t && "
+		 "timeout 120 $d/t 17; rc=$?; rm -rf $d; exit $rc", mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	/* both runs: static queues, then the shuffled one */
+	const char *twice[] = {
+		"together: logits same, greedy tokens same, caches same, lengths 9 13 7\n",
+		"fork: 9 positions, 0 pages taken\n",
+		"fork: same token, logits same\n",
+		"fork: the source's cache kept, lengths 10 and 16\n",
+		"unchanged: yes\n",
+	};
+	for (size_t i = 0; i < sizeof twice / sizeof *twice; i++) {
+		const char *a = strstr(out, twice[i]);
+		cr_expect(a && strstr(a + 1, twice[i]), "not twice: %s\n%s", twice[i], out);
+	}
+	cr_expect(strstr(out, "max_seqs 4, page 4, caches 4, vocab 256\n"), "%s", out);
+	cr_expect(strstr(out, "unknown: -1 row 1 of the step: there is no sequence 99 (the model "
+			 "keeps 0 to 3)"), "%s", out);
+	cr_expect(strstr(out, "closed: -1 row 0 of the step: sequence 2 is not open"), "%s", out);
+	cr_expect(strstr(out, "twice: -1 seq_close: sequence 2 is not open"), "%s", out);
+	cr_expect(strstr(out, "positions: -1 row 0 of the step (sequence 1) has position_ids 3, but "
+			 "its position is 13: a sequence's tokens come in order"), "%s", out);
+	cr_expect(strstr(out, "none: -1 step_seqs needs at least one token and its sequence"), "%s",
+		  out);
+	cr_expect(strstr(out, "rows: -1 a step of 9 tokens; the file takes at most 8"), "%s", out);
+	cr_expect(strstr(out, "close: 4 pages back (of 4 held)\n"), "%s", out);
+	cr_expect(strstr(out, "full: the cache pool is full: the step needs 2 more pages of 4 "
+			 "positions and 1 of 12 are free; close a sequence, or compile with more "
+			 "--cache-pages; sequence 1 holds 24\n"), "%s", out);
+}
+
+/* The golden steps through sequence 0, pages of 3 and 5 positions (not a
+ * divisor of anything), chunks and single tokens. */
+Test(seqs, golden_tests_through_pages, .timeout = 300)
+{
+	cr_assert_eq(mkc_test_run("--max-seqs 2 --page-size 3 --max-chunk 8 "
+				  "tests/models/hf_chunk/qwen3_tiny " FOLDER, out, sizeof out),
+		     0, "%s", out);
+	cr_expect(strstr(out, "6 passed, 0 failed"), "%s", out);
+	cr_assert_eq(mkc_test_run("--max-seqs 3 --page-size 5 tests/models/hf/llama_tiny_d64 "
+				  "tests/models/hf/qwen2_tiny", out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "2 passed, 0 failed"), "%s", out);
+}
+
+/* generate on sequence 0 of a paged file: the dense file's greedy tokens. */
+Test(seqs, generate_on_pages_is_generate, .timeout = 300)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && mkdir $d/p $d/q && "
+		 "%s tests/models/hf/qwen3_tiny -o $d/p/llama.c --max-seqs 2 --page-size 4 --max-seq 64 && "
+		 "%s tests/models/hf/qwen3_tiny -o $d/q/llama.c --max-seq 64 && "
+		 "for v in p q; do cc -std=c11 -O1 -pthread -I$d/$v -o $d/$v/gen examples/generate.c "
+		 "$d/$v/llama.c -lm || exit 1; done && "
+		 "$d/p/gen tests/models/hf/qwen3_tiny 24 seq:30 2 | head -1 && "
+		 "$d/q/gen tests/models/hf/qwen3_tiny 24 seq:30 | head -1 && "
+		 "$d/p/gen tests/models/hf/qwen3_tiny 40 seq:30 2>&1; rm -rf $d; exit 0",
+		 mkc_bin(), mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	char *a = strstr(out, "tokens:"), *b = a ? strstr(a + 1, "tokens:") : NULL;
+	cr_assert(a && b, "%s", out);
+	cr_expect(strcspn(a, "\n") == strcspn(b, "\n") && !strncmp(a, b, strcspn(a, "\n")),
+		  "paged and dense generate differ: %s", out);
+	cr_expect(strstr(out, "generate: sequence 0 holds 0 positions of at most 64, and 69 more do "
+			 "not fit; compile with a larger --max-seq"), "%s", out);
+}
+
+Test(seqs, refused_at_compile_time, .timeout = 120)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd, "(%s tests/models/tiny_llama_decode_op23 --max-seqs 2; "
+		 "%s " FOLDER " --max-seqs 2 --kv-io; %s " FOLDER " --page-size 8; "
+		 "%s " FOLDER " --max-seqs 2 --kv bf16; %s " FOLDER " --max-seqs 0) 2>&1; exit 0",
+		 mkc_bin(), mkc_bin(), mkc_bin(), mkc_bin(), mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "--max-seqs 2: the model's step takes a fixed number of tokens"),
+		  "%s", out);
+	cr_expect(strstr(out, "--max-seqs keeps the caches in pages the model owns; --kv-io keeps "
+			 "them as inputs and outputs: give one of them"), "%s", out);
+	cr_expect(strstr(out, "--page-size and --cache-pages size the pages of --max-seqs's caches"),
+		  "%s", out);
+	cr_expect(strstr(out, "--kv bf16 is read by the split attention only"), "%s", out);
+	cr_expect(strstr(out, "--max-seqs needs a sequence count from 1 to 65536"), "%s", out);
+}
