@@ -100,7 +100,7 @@ $(BUILD)/test_toolchains: $(TOOLCHAIN_OBJ) $(BUILD)/libmkc.a
 # at a time took 484 s without one, the toolchain builds' last 100 s alone.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_JOBS ?= $(JOBS)
-TEST_PARTS = test-mkc test-toolchains conformance difftest check-models check-numbers fuzz-replay
+TEST_PARTS = test-mkc test-toolchains test-python conformance difftest check-models check-numbers fuzz-replay
 # what make sanitize runs: the parts where mkc, the test process or the
 # emitted C run (not the compilers of test-toolchains, nor check-models' Python)
 SAN_PARTS = test-mkc conformance check-numbers fuzz-replay
@@ -113,6 +113,9 @@ test-mkc: $(BUILD)/mkc $(BUILD)/test_mkc  ## Criterion tests of mkc and of the e
 
 test-toolchains: $(BUILD)/mkc $(BUILD)/test_toolchains  ## emitted code built by nvcc, hipcc and clang-19
 	MKC=$(BUILD)/mkc $(BUILD)/test_toolchains -j$(TEST_JOBS)
+
+test-python: $(BUILD)/mkc  ## the Python package (python/mkc) against libraries built from the C target
+	cd python && MKC=$(CURDIR)/$(BUILD)/mkc python3 -m pytest -q tests
 
 # the readers' fuzz targets with a plain main, to replay what they found
 # (the pipeline's crashes replay through mkc in tests/compiler/test_bad_input.c)

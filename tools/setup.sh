@@ -29,10 +29,11 @@ fi
 # onnx and numpy regenerate tests/models/hand (make test checks that the
 # committed models are what the generator makes); onnxruntime is the
 # reference the decode example is compared with; matplotlib draws the
-# timeline picture of tools/profile_report.py.
-if ! python3 -c "import onnx, numpy, onnxruntime, matplotlib" 2>/dev/null; then
-	echo "setup: installing onnx, numpy, onnxruntime and matplotlib from PyPI"
-	python3 -m pip install -q onnx numpy onnxruntime matplotlib 2>/dev/null ||
-		python3 -m pip install -q --break-system-packages onnx numpy onnxruntime matplotlib
+# timeline picture of tools/profile_report.py; pytest runs the Python
+# package's tests (python/tests).
+if ! python3 -c "import onnx, numpy, onnxruntime, matplotlib, pytest" 2>/dev/null; then
+	echo "setup: installing onnx, numpy, onnxruntime, matplotlib and pytest from PyPI"
+	python3 -m pip install -q onnx numpy onnxruntime matplotlib pytest 2>/dev/null ||
+		python3 -m pip install -q --break-system-packages onnx numpy onnxruntime matplotlib pytest
 fi
 echo "setup: done"
