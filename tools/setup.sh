@@ -30,10 +30,12 @@ fi
 # committed models are what the generator makes); onnxruntime is the
 # reference the decode example is compared with; matplotlib draws the
 # timeline picture of tools/profile_report.py; pytest runs the Python
-# package's tests (python/tests).
-if ! python3 -c "import onnx, numpy, onnxruntime, matplotlib, pytest" 2>/dev/null; then
-	echo "setup: installing onnx, numpy, onnxruntime, matplotlib and pytest from PyPI"
-	python3 -m pip install -q onnx numpy onnxruntime matplotlib pytest 2>/dev/null ||
-		python3 -m pip install -q --break-system-packages onnx numpy onnxruntime matplotlib pytest
+# package's tests (python/tests), whose server (python/mkc/server.py) needs
+# aiohttp, jinja2 and tokenizers, and its test the openai client.
+py="onnx numpy onnxruntime matplotlib pytest aiohttp jinja2 tokenizers openai"
+if ! python3 -c "import onnx, numpy, onnxruntime, matplotlib, pytest, aiohttp, jinja2, tokenizers, openai" 2>/dev/null; then
+	echo "setup: installing $py from PyPI"
+	python3 -m pip install -q $py 2>/dev/null ||
+		python3 -m pip install -q --break-system-packages $py
 fi
 echo "setup: done"
