@@ -31,9 +31,10 @@ fi
 # reference the decode example is compared with; matplotlib draws the
 # timeline picture of tools/profile_report.py; pytest runs the Python
 # package's tests (python/tests), whose server (python/mkc/server.py) needs
-# aiohttp, jinja2 and tokenizers, and its test the openai client.
-py="onnx numpy onnxruntime matplotlib pytest aiohttp jinja2 tokenizers openai"
-if ! python3 -c "import onnx, numpy, onnxruntime, matplotlib, pytest, aiohttp, jinja2, tokenizers, openai" 2>/dev/null; then
+# aiohttp, jinja2 and tokenizers, and its test the openai client; gguf reads
+# llama.cpp's files (tools/gguf_to_hf.py and its test).
+py="onnx numpy onnxruntime matplotlib pytest aiohttp jinja2 tokenizers openai gguf"
+if ! python3 -c "import onnx, numpy, onnxruntime, matplotlib, pytest, aiohttp, jinja2, tokenizers, openai, gguf" 2>/dev/null; then
 	echo "setup: installing $py from PyPI"
 	python3 -m pip install -q $py 2>/dev/null ||
 		python3 -m pip install -q --break-system-packages $py
