@@ -13,7 +13,8 @@
 #      against the same bodies on the host; tests/gpu/sample.cu: the draw of
 #      the next token on a block against the host's;
 #   1. mkc test --target cuda on every golden model, 100 steps each (every
-#      step compared, so a race shows up as a moving result);
+#      step compared, so a race shows up as a moving result), chunks, and
+#      several sequences in paged caches (tests/programs/seqs_batch.c);
 #   2. compute-sanitizer memcheck and racecheck on the op23 Llama run and on
 #      the tiny Hugging Face Llama (the decode attention and matvec bodies);
 #   3. the HIP output of the same models, built for this GPU with
@@ -89,6 +90,25 @@ build/mkc test --target cuda --steps 20 --max-chunk 256 tests/models/hf_chunk/qw
 	build/mkc test --target cuda --steps 20 --max-chunk 256 tests/models/export_chunk/* \
 		>>"$out/cuda_chunk.log" 2>&1
 chunk_rc=$?
+
+# several sequences a step, caches in pages (mkc --max-seqs, runtime/seqs.h):
+# the golden steps through sequence 0 of a paged file, then
+# tests/programs/seqs_batch.c (shared interleaved steps against each sequence
+# alone, forks, a full pool) on the GPU, its buffers managed memory
+build/mkc test --target cuda --steps 20 --max-seqs 2 --page-size 3 --max-chunk 8 --tolerance 5e-2 \
+	tests/models/hf_chunk/qwen3_tiny tests/models/hf_chunk/llama_tiny_bf16 >"$out/cuda_seqs.log" 2>&1
+seqs_rc=$?
+d=$(mktemp -d)
+M=tests/models/hf_chunk/llama_tiny_bf16
+build/mkc $M -o $d/batch.cu --max-seqs 4 --max-chunk 8 --page-size 4 --max-seq 32 --cache-pages 12 \
+	--workers 8 >>"$out/cuda_seqs.log" 2>&1 &&
+	nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -c $d/batch.cu -o $d/batch.o >>"$out/cuda_seqs.log" 2>&1 &&
+	cc -O2 -DSEQS_CUDA -DLOGIT_TOL=5e-2 -DCACHE_TOL=5e-2 -DDIR=\"$M\" -I$d -I/usr/local/cuda/include -c tests/programs/seqs_batch.c \
+		-o $d/sb.o >>"$out/cuda_seqs.log" 2>&1 &&
+	nvcc -o $d/sb $d/sb.o $d/batch.o >>"$out/cuda_seqs.log" 2>&1 &&
+	"$d/sb" >>"$out/cuda_seqs.log" 2>&1
+[ $? -eq 0 ] && grep -q "together: logits same, greedy tokens same, caches same" "$out/cuda_seqs.log" || seqs_rc=1
+rm -rf $d
 
 # the HIP output on this NVIDIA GPU through tests/gpu/hip_on_cuda.h (issue
 # 13): the golden models, the same 100 steps; each 64-lane group of the file
@@ -198,6 +218,8 @@ echo "== mkc test --target cuda on Hugging Face folders (20 steps) =="
 cat "$out/cuda_hf.log" 2>/dev/null
 echo "== mkc test --target cuda --max-chunk 256 on tests/models/hf_chunk (20 steps) =="
 cat "$out/cuda_chunk.log"
+echo "== several sequences (--max-seqs): golden steps through pages, tests/programs/seqs_batch.c =="
+cat "$out/cuda_seqs.log"
 echo "== mkc test --target hip through tests/gpu/hip_on_cuda.h (100 steps) =="
 cat "$out/hip_on_cuda.log" 2>/dev/null
 echo "== examples/decode.c on the GPU vs onnxruntime (32 tokens from token 7) =="
@@ -228,4 +250,4 @@ printf '%-12s exit %s  %s\n' memcheck "$mem_rc" "$(grep -m1 'ERROR SUMMARY' "$ou
 printf '%-12s exit %s  %s\n' racecheck "$race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' "memcheck hf" "$hf_mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck_hf.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' "racecheck hf" "$hf_race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck_hf.log" 2>/dev/null)"
-[ $bodies_rc -eq 0 ] && [ $mma_rc -eq 0 ] && [ $portable_rc -eq 0 ] && [ $sample_rc -eq 0 ] && [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ] && [ $chunk_rc -eq 0 ] && [ $hip_rc -eq 0 ]
+[ $bodies_rc -eq 0 ] && [ $mma_rc -eq 0 ] && [ $portable_rc -eq 0 ] && [ $sample_rc -eq 0 ] && [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ] && [ $chunk_rc -eq 0 ] && [ $seqs_rc -eq 0 ] && [ $hip_rc -eq 0 ]
