@@ -27,11 +27,17 @@ per command, each well under 10 minutes):
   6. with --prompts, time to first token: mkc's chunked file against
      transformers bf16 (one forward over the prompt, SDPA), eager and under
      torch.compile, with mkc's TFLOPS (2 x parameters x prompt tokens);
-  7. with --profile, builds a second file with mkc --profile, times it too
+  7. with --batches B,..., several sequences a step (issue 30): a file
+     compiled with --max-seqs (the largest B), its greedy tokens for 8
+     sequences of different prompts together checked against each alone,
+     then ms per step of B tokens (one of each sequence, all at each of
+     --batch-contexts) against PyTorch's static-cache step over a batch of
+     B, as a CUDA graph and under torch.compile (bench/mkc_batch.c);
+  8. with --profile, builds a second file with mkc --profile, times it too
      (the profiler's own cost) and writes the timeline of one step at the
      middle context; with --prompts, the timeline of the middle prompt's
      chunk instead (DIR/SHAPE_promptN.trace.json and .png);
-  8. with --old MKC (another mkc binary, e.g. a build of the commit before
+  9. with --old MKC (another mkc binary, e.g. a build of the commit before
      a change, carried to the GPU machine), builds the same folder with it
      too, checks its tokens, and times both in turns (--rounds rounds of
      step 5's runs, old and new alternately, so that both see the same
@@ -189,14 +195,15 @@ class StaticDecode:
     PyTorch over the model's own weights, so that it can be captured and
     replayed as a CUDA graph (what a careful PyTorch server does)."""
 
-    def __init__(self, torch, model, family, cfg, maxlen, dev):
+    def __init__(self, torch, model, family, cfg, maxlen, dev, batch=1):
         import torch.nn.functional as F
         from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
         self.t, self.F, self.rope_apply = torch, F, apply_rotary_pos_emb
         self.m, self.family, self.cfg = model.model, family, cfg
         self.lm_head = model.lm_head.weight
+        self.batch = batch   # sequences a step, all at the same position
         L, kvh, hd = cfg["num_hidden_layers"], cfg["num_key_value_heads"], cfg["head_dim"]
-        self.k = torch.zeros(L, 1, kvh, maxlen, hd, dtype=torch.bfloat16, device=dev)
+        self.k = torch.zeros(L, batch, kvh, maxlen, hd, dtype=torch.bfloat16, device=dev)
         self.v = torch.zeros_like(self.k)
         self.eps = cfg["rms_norm_eps"]
 
@@ -212,18 +219,18 @@ class StaticDecode:
         return w * h.to(x.dtype)
 
     def step(self, tok, pos, ctx):
-        """tok [1,1] and pos [1] (int64 tensors, the new position = ctx);
-        attends over positions 0..ctx."""
-        t, F, c = self.t, self.F, self.cfg
+        """tok [B,1] and pos [1] (int64 tensors, the new position = ctx);
+        attends over positions 0..ctx; the logits [B, vocab]."""
+        t, F, c, B = self.t, self.F, self.cfg, self.batch
         nh, kvh, hd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
         x = self.m.embed_tokens(tok)
         cos, sin = self.m.rotary_emb(x, pos.view(1, 1))
         for i, layer in enumerate(self.m.layers):
             a = layer.self_attn
             h = self.norm(x, layer.input_layernorm.weight)
-            q = F.linear(h, a.q_proj.weight, a.q_proj.bias).view(1, 1, nh, hd)
-            k = F.linear(h, a.k_proj.weight, a.k_proj.bias).view(1, 1, kvh, hd)
-            v = F.linear(h, a.v_proj.weight, a.v_proj.bias).view(1, 1, kvh, hd)
+            q = F.linear(h, a.q_proj.weight, a.q_proj.bias).view(B, 1, nh, hd)
+            k = F.linear(h, a.k_proj.weight, a.k_proj.bias).view(B, 1, kvh, hd)
+            v = F.linear(h, a.v_proj.weight, a.v_proj.bias).view(B, 1, kvh, hd)
             if self.family == "qwen3":
                 q, k = self.norm(q, a.q_norm.weight), self.norm(k, a.k_norm.weight)
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
@@ -232,12 +239,12 @@ class StaticDecode:
             self.v[i].index_copy_(2, pos, v)
             o = F.scaled_dot_product_attention(q, self.k[i][:, :, :ctx + 1],
                                                self.v[i][:, :, :ctx + 1], enable_gqa=True)
-            x = x + F.linear(o.transpose(1, 2).reshape(1, 1, nh * hd), a.o_proj.weight)
+            x = x + F.linear(o.transpose(1, 2).reshape(B, 1, nh * hd), a.o_proj.weight)
             h = self.norm(x, layer.post_attention_layernorm.weight)
             mlp = layer.mlp
             x = x + F.linear(F.silu(F.linear(h, mlp.gate_proj.weight)) *
                              F.linear(h, mlp.up_proj.weight), mlp.down_proj.weight)
-        return F.linear(self.norm(x, self.m.norm.weight), self.lm_head)[0, -1]
+        return F.linear(self.norm(x, self.m.norm.weight), self.lm_head)[:, -1]
 
 
 def check_static(torch, sd, ref_toks, ref_logits, dev):
@@ -255,9 +262,9 @@ def check_static(torch, sd, ref_toks, ref_logits, dev):
     return worst, agree
 
 
-def time_graph(torch, step, ctx, reps=3, per=20):
+def time_graph(torch, step, ctx, reps=3, per=20, batch=1):
     """ms per replay of step(tok, pos, ctx) captured at context ctx (median of reps)."""
-    tok = torch.tensor([[FIRST_TOKEN]], device="cuda")
+    tok = torch.full((batch, 1), FIRST_TOKEN, device="cuda")
     pos = torch.tensor([ctx], device="cuda")
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -294,12 +301,12 @@ def compiled(torch, fn, what):
         return None
 
 
-def time_compiled_graph(torch, step, ctx):
+def time_compiled_graph(torch, step, ctx, batch=1):
     """time_graph of a torch.compile'd step; None when it fails (logged)."""
     if step is None:
         return None
     try:
-        return time_graph(torch, step, ctx)
+        return time_graph(torch, step, ctx, batch=batch)
     except Exception as e:   # noqa: BLE001
         log(f"torch.compile + CUDA graph at context {ctx} failed: {e}")
         return None
@@ -336,7 +343,7 @@ def time_eager(torch, model, ctx, dev, reps=3, per=8):
 # ---------------------------------------------------------------- mkc side
 
 def mkc_build(folder, work, target, profile, logf, workers, kv, mkc=None, name=None, chunk=1,
-              steps=1):
+              steps=1, seqs=0, max_seq=MAX_SEQ):
     """Compiles folder with mkc (build/mkc, or the binary mkc) and nvcc into
     work/name (steps of up to chunk tokens); returns the folder and the
     seconds of each."""
@@ -344,7 +351,9 @@ def mkc_build(folder, work, target, profile, logf, workers, kv, mkc=None, name=N
     sub = os.path.join(work, name or ("prof" if profile else "plain"))
     os.makedirs(sub, exist_ok=True)
     src = os.path.join(sub, f"llama.{ext}")
-    flags = f"--workers {workers} --max-seq {MAX_SEQ} --max-dim {MAX_SEQ} --kv {kv}"
+    flags = f"--workers {workers} --max-seq {max_seq} --max-dim {max_seq} --kv {kv}"
+    if seqs:
+        flags += f" --max-seqs {seqs}"
     if profile:
         flags += f" --profile-steps {steps}"
     if chunk > 1:
@@ -359,9 +368,12 @@ def mkc_build(folder, work, target, profile, logf, workers, kv, mkc=None, name=N
         t_cc, _ = sh(f"cc -O2 -c {src} -o {sub}/llama.o", logf)
         link = "cc -pthread -lm -o"
         cflags = ""
-    for prog, c in (("generate", "examples/generate.c"), ("mkc_bench", "bench/mkc_bench.c"),
-                    ("mkc_ttft", "bench/mkc_ttft.c")):
-        sh(f"cc -O2 -I{sub} {cflags} -c {ROOT}/{c} -o {sub}/{prog}.o", logf)
+    progs = (("mkc_batch", "bench/mkc_batch.c"),) if seqs else (
+        ("generate", "examples/generate.c"), ("mkc_bench", "bench/mkc_bench.c"),
+        ("mkc_ttft", "bench/mkc_ttft.c"))
+    for prog, c in progs:
+        extra = " -DBENCH_CUDA" if target == "cuda" and prog == "mkc_batch" else ""
+        sh(f"cc -O2 -I{sub} {cflags}{extra} -c {ROOT}/{c} -o {sub}/{prog}.o", logf)
         sh(f"{link} {sub}/{prog} {sub}/{prog}.o {sub}/llama.o -lm", logf)
     return sub, t_mkc, t_cc
 
@@ -459,6 +471,53 @@ def ttft(a, torch, model, cfg, folder, work, logf, refs, n_new, row, plain_ms):
             f"{ms:.3f} ms (the plain file's {plain:.3f} ms)")
     if a.profile:
         res["profile"] = ttft_profile(a, folder, work, logf, refs)
+    return res
+
+
+BATCH_STEPS = 16   # steps timed a run of mkc_batch
+
+
+def batch_run(a, torch, model, family, cfg, folder, work, logf, row):
+    """Several sequences a step (issue 30): mkc (a file compiled with
+    --max-seqs) against PyTorch's static-cache step over a batch, as a CUDA
+    graph and under torch.compile; every sequence at the same context. Its
+    greedy tokens are checked first: 8 sequences of different prompts
+    together, each against itself alone (mkc_batch parity)."""
+    most = max(a.batches)
+    ctxs = a.batch_contexts
+    maxlen = max(ctxs) + BATCH_STEPS * 4 + 64
+    bsub, t_mkc, t_cc = mkc_build(folder, work, a.target, False, logf, a.workers, a.kv,
+                                  name="batch", chunk=max(most, 32), seqs=most, max_seq=maxlen)
+    log(f"{a.shape}: --max-seqs {most}: mkc {t_mkc:.1f} s, {'nvcc' if a.target == 'cuda' else 'cc'} {t_cc:.1f} s")
+    res = {"max_seqs": most, "mkc_compile_s": t_mkc, "cc_compile_s": t_cc, "rows": []}
+    _, out = sh(f"{bsub}/mkc_batch {folder} parity {min(8, most)} {PARITY_STEPS}", logf)
+    res["parity"] = out.strip().splitlines()[-1] if out.strip() else "no output"
+    log(f"{a.shape}: {res['parity']}")
+    ms = {}
+    for ctx in ctxs:
+        _, out = sh(f"{bsub}/mkc_batch {folder} time {ctx} {','.join(map(str, a.batches))} "
+                    f"{BATCH_STEPS} 3 {row}", logf, timeout=1200)
+        for line in out.splitlines():
+            if line.startswith("median: batch "):
+                f = line.replace(",", "").split()
+                ms[(int(f[2]), int(f[4]))] = float(f[5])
+    for b in a.batches:
+        sd = StaticDecode(torch, model, family, cfg, maxlen, a.device, batch=b) \
+            if a.device != "cpu" else None
+        comp = None if sd is None or a.no_compile else compiled(torch, sd.step, f"the batch {b} step")
+        for ctx in ctxs:
+            r = {"batch": b, "context": ctx, "mkc_ms": ms.get((b, ctx))}
+            if sd is not None:
+                sd.fill(ctx)
+                r["graph_ms"] = time_graph(torch, sd.step, ctx, batch=b)
+                c = time_compiled_graph(torch, comp, ctx, batch=b)
+                if c is not None:
+                    r["compiled_ms"] = c
+            res["rows"].append(r)
+            log(f"{a.shape}: batch {b}, context {ctx}: mkc {r['mkc_ms']} ms, graph "
+                f"{r.get('graph_ms', float('nan')):.3f} ms, torch.compile + graph "
+                f"{r.get('compiled_ms', float('nan')):.3f} ms")
+        del sd, comp
     return res
 
 
@@ -593,6 +652,9 @@ def run(a):
         res["ttft"] = ttft(a, torch, model, cfg, folder, work, logf, refs, n_new, row,
                            [r["mkc_ms"] for r in rows])
 
+    if a.batches:
+        res["batch"] = batch_run(a, torch, model, family, cfg, folder, work, logf, row)
+
     if a.profile and not a.prompts:
         psub, _, res["cc_compile_profile_s"] = mkc_build(folder, work, a.target, True, logf,
                                                           a.workers, a.kv)
@@ -653,6 +715,21 @@ def table(res):
             lines.append(f"| {r['prompt']} | {ms:.2f} | {r['flops'] / ms * 1e-9:.1f} | "
                          f"{r['eager_ms']:.2f} | {r.get('compiled_ms', nan):.2f} | "
                          f"{ms / best:.2f}x | {'yes' if r['same'] else 'NO'} |")
+    bt = res.get("batch")
+    if bt:
+        lines += ["", f"Several sequences a step (`--max-seqs {bt['max_seqs']}`: mkc "
+                  f"{bt['mkc_compile_s']:.1f} s, nvcc {bt['cc_compile_s']:.1f} s; {bt['parity']}; "
+                  "every sequence at the context; PyTorch's static-cache step over the batch):",
+                  "", "| batch | context | mkc ms/step | mkc tokens/s | graph ms | compile + graph ms "
+                  "| mkc / fastest baseline | step / batch-1 step |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        one = {r["context"]: r["mkc_ms"] for r in bt["rows"] if r["batch"] == 1}
+        for r in bt["rows"]:
+            ms = r["mkc_ms"] or nan
+            best = min([r[k] for k in ("graph_ms", "compiled_ms") if k in r] or [nan])
+            lines.append(f"| {r['batch']} | {r['context']} | {ms:.3f} | {r['batch'] * 1e3 / ms:.0f} "
+                         f"| {r.get('graph_ms', nan):.3f} | {r.get('compiled_ms', nan):.3f} | "
+                         f"{ms / best:.2f}x | {ms / (one.get(r['context']) or nan):.2f} |")
     if "old_mkc_ms" in res["rows"][0]:
         lines += ["", f"The same run timed the old mkc build in turns with this one "
                   f"({len(res['ab_rounds']['new'])} rounds, medians): " +
@@ -727,6 +804,9 @@ def main(argv):
     r.add_argument("--prompts", default="",
                    help="time to first token for prompts of these lengths (e.g. 128,1024,4000)")
     r.add_argument("--max-chunk", type=int, default=1024, help="with --prompts: mkc --max-chunk")
+    r.add_argument("--batches", default="",
+                   help="several sequences a step: batch sizes to time (e.g. 1,8,32,64)")
+    r.add_argument("--batch-contexts", default="128,1024", help="with --batches: contexts")
     r.add_argument("--no-compile", action="store_true",
                    help="leave out the torch.compile baselines (minutes of compiling)")
     p = sp.add_parser("report", help="append results to RESULTS.md and draw the picture")
@@ -738,6 +818,8 @@ def main(argv):
         return report(a)
     a.contexts = [int(x) for x in a.contexts.split(",")]
     a.prompts = [int(x) for x in a.prompts.split(",") if x]
+    a.batches = [int(x) for x in a.batches.split(",") if x]
+    a.batch_contexts = [int(x) for x in a.batch_contexts.split(",") if x]
     try:
         return run(a)
     except RuntimeError as e:

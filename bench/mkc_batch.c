@@ -1,0 +1,279 @@
+/*
+ * mkc_batch.c - several sequences a step (a model compiled by mkc with
+ * --max-seqs): bench/run.py builds it next to llama.cu.
+ *
+ *   mkc_batch MODEL time CTX B,... STEPS REPEATS ROW
+ *   mkc_batch MODEL parity B N_NEW
+ *
+ * time: for each batch size B, each repeat closes every sequence, opens B,
+ * fills each one's caches with CTX positions of random values (ROW values a
+ * position of a cache, float32), then times STEPS steps of B tokens, one of
+ * each sequence (llama_step_seqs; the host clock around the calls, the
+ * tokens and positions uploaded before each, as a server's loop does).
+ * Prints each repeat and "median: batch B, context C, X ms per step, Y
+ * tokens/s".
+ *
+ * parity: B sequences with prompts of 1 + 3q made-up tokens (sequence q),
+ * each first alone (llama_generate, greedy, N_NEW tokens), then all
+ * together: their prompts in shared steps of up to the compiled chunk,
+ * then N_NEW - 1 steps of one token of each, the argmax of its row fed
+ * back. Prints "parity: B sequences, N_NEW tokens each: same" (or where
+ * the first differs).
+ *
+ * Built with -DBENCH_CUDA against a .cu file, the buffers a step takes are
+ * device memory.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "llama.h"
+
+#ifdef BENCH_CUDA
+#include <cuda_runtime.h>
+static void *
+dev_alloc(size_t n)
+{
+	void *p = NULL;
+	if (cudaMalloc(&p, n ? n : 1) != cudaSuccess)
+		return NULL;
+	return p;
+}
+#define to_dev(d, s, n) cudaMemcpy(d, s, n, cudaMemcpyHostToDevice)
+#define to_host(d, s, n) cudaMemcpy(d, s, n, cudaMemcpyDeviceToHost)
+#define dev_free cudaFree
+#else
+#define dev_alloc malloc
+#define to_dev memcpy
+#define to_host memcpy
+#define dev_free free
+#endif
+
+static double
+now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static long long
+nth(const char *list, int n)
+{
+	for (; n > 0 && list; n--)
+		if ((list = strchr(list, ',')))
+			list++;
+	return list && *list ? atoll(list) : -1;
+}
+
+static void
+fail(llama *m, const char *what)
+{
+	fprintf(stderr, "mkc_batch: %s: %s\n", what, llama_last_error(m));
+	exit(1);
+}
+
+/* Every sequence closed but 0, which is emptied; then b open: seq[0..b). */
+static void
+restart(llama *m, int *seq, int b)
+{
+	for (int q = 1; q < llama_max_seqs(); q++)
+		if (llama_seq_len(m, q) >= 0)
+			llama_seq_close(m, q);
+	llama_cache_reset(m);
+	seq[0] = 0;
+	for (int q = 1; q < b; q++)
+		if (llama_seq_open(m, &seq[q]))
+			fail(m, "seq_open");
+}
+
+/* The buffers of a step of up to rows tokens, in the target's memory. */
+typedef struct {
+	int64_t *ids, *pos;
+	float *logits;
+	int64_t vocab;
+} step_bufs;
+
+static int
+step(llama *m, step_bufs *sb, const int *seq, const int64_t *ids, const int64_t *pos, int n)
+{
+	to_dev(sb->ids, ids, (size_t)n * sizeof *ids);
+	to_dev(sb->pos, pos, (size_t)n * sizeof *pos);
+	const void *in[2] = {sb->ids, sb->pos};
+	void *out[1] = {sb->logits};
+	return llama_step_seqs(m, seq, n, in, out);
+}
+
+static int64_t
+argmax(const float *x, int64_t n)
+{
+	int64_t b = 0;
+	for (int64_t i = 1; i < n; i++)
+		if (x[i] > x[b])
+			b = i;
+	return b;
+}
+
+static int
+parity(llama *m, step_bufs *sb, int b, int n_new)
+{
+	int rows = (int)llama_max_dim(llama_step_dim()), *seq = malloc((size_t)b * sizeof *seq);
+	int64_t *want = malloc((size_t)b * (size_t)n_new * sizeof *want);
+	int64_t *got = malloc((size_t)b * (size_t)n_new * sizeof *got);
+	int64_t ids[4096], pos[4096];
+	int who[4096], fed[4096] = {0};
+	float *row = malloc((size_t)sb->vocab * sizeof *row);
+	for (int q = 0; q < b; q++) {   /* alone */
+		int64_t prompt[1024];
+		for (int i = 0; i < 1 + 3 * q; i++)
+			prompt[i] = (7 + 13 * i + 101 * q) % sb->vocab;
+		restart(m, seq, 1);
+		if (llama_generate(m, prompt, 1 + 3 * q, n_new, want + (size_t)q * n_new))
+			fail(m, "generate");
+	}
+	restart(m, seq, b);
+	for (int done = 0; !done;) {   /* the prompts, rows of several sequences a step */
+		int n = 0;
+		done = 1;
+		for (int q = 0; q < b; q++)
+			while (fed[q] < 1 + 3 * q && n < rows) {
+				who[n] = seq[q];
+				ids[n] = (7 + 13 * fed[q] + 101 * q) % sb->vocab;
+				pos[n++] = fed[q]++;
+			}
+		for (int q = 0; q < b; q++)
+			done &= fed[q] == 1 + 3 * q;
+		if (n && step(m, sb, who, ids, pos, n))
+			fail(m, "a prompt step");
+		/* a sequence whose prompt ended in this step: its first token */
+		for (int r = 0; r < n; r++) {
+			int q = 0;
+			while (seq[q] != who[r])
+				q++;
+			if (pos[r] == 3 * q) {
+				to_host(row, sb->logits + (size_t)r * sb->vocab, (size_t)sb->vocab * 4);
+				got[(size_t)q * n_new] = argmax(row, sb->vocab);
+			}
+		}
+	}
+	for (int t = 1; t < n_new; t++) {   /* a token of each a step */
+		for (int q = 0; q < b; q++) {
+			who[q] = seq[q];
+			ids[q] = got[(size_t)q * n_new + t - 1];
+			pos[q] = 3 * q + t;
+		}
+		if (step(m, sb, who, ids, pos, b))
+			fail(m, "a decode step");
+		for (int q = 0; q < b; q++) {
+			to_host(row, sb->logits + (size_t)q * sb->vocab, (size_t)sb->vocab * 4);
+			got[(size_t)q * n_new + t] = argmax(row, sb->vocab);
+		}
+	}
+	int bad = -1;
+	for (int i = 0; i < b * n_new && bad < 0; i++)
+		if (got[i] != want[i])
+			bad = i;
+	if (bad < 0)
+		printf("parity: %d sequences, %d tokens each: same\n", b, n_new);
+	else
+		printf("parity: %d sequences, %d tokens each: sequence %d differs from token %d "
+		       "(%lld, alone %lld)\n", b, n_new, bad / n_new, bad % n_new, (long long)got[bad],
+		       (long long)want[bad]);
+	free(seq), free(want), free(got), free(row);
+	return bad >= 0;
+}
+
+static void
+timing(llama *m, step_bufs *sb, long long ctx, int b, int steps, int repeats, const void *past)
+{
+	int *seq = malloc((size_t)b * sizeof *seq);
+	int64_t *ids = malloc((size_t)b * sizeof *ids), *pos = malloc((size_t)b * sizeof *pos);
+	double *ms = malloc((size_t)repeats * sizeof *ms);
+	for (int r = 0; r < repeats; r++) {
+		restart(m, seq, b);
+		for (int q = 0; q < b; q++)
+			for (int c = 0; c < llama_num_caches() && ctx > 0; c++)
+				if (llama_seq_cache_load(m, seq[q], c, past, ctx))
+					fail(m, "seq_cache_load");
+		double t0 = now();
+		for (int j = 0; j < steps; j++) {
+			for (int q = 0; q < b; q++)
+				ids[q] = 7, pos[q] = ctx + j;
+			if (step(m, sb, seq, ids, pos, b))
+				fail(m, "step_seqs");
+		}
+		ms[r] = (now() - t0) * 1e3 / steps;
+		printf("run %d: batch %d, context %lld, %d steps, %.4f ms per step\n", r + 1, b, ctx, steps,
+		       ms[r]);
+	}
+	qsort(ms, (size_t)repeats, sizeof *ms, cmp_double);
+	const double med = ms[repeats / 2];
+	printf("median: batch %d, context %lld, %.4f ms per step, %.1f tokens/s\n", b, ctx, med,
+	       b * 1e3 / med);
+	fflush(stdout);
+	free(seq), free(ids), free(pos), free(ms);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 5 || ((strcmp(argv[2], "time") || argc < 8) && strcmp(argv[2], "parity"))) {
+		fprintf(stderr, "usage: mkc_batch MODEL time CTX B,... STEPS REPEATS ROW\n"
+			"       mkc_batch MODEL parity B N_NEW\n");
+		return 2;
+	}
+	llama *m;
+	if (llama_create(&m, NULL) || llama_load_weights(m, argv[1]))
+		fail(m, "create");
+	if (llama_max_seqs() < 1) {
+		fprintf(stderr, "mkc_batch: the model was compiled without --max-seqs\n");
+		return 2;
+	}
+	int64_t shape[4], dims[8];
+	for (int i = 0; i < llama_num_dims(); i++)
+		dims[i] = 1;
+	llama_output_shape(0, dims, shape);
+	step_bufs sb = {.vocab = shape[2]};
+	const int rows = (int)llama_max_dim(llama_step_dim());
+	sb.ids = dev_alloc((size_t)rows * 8);
+	sb.pos = dev_alloc((size_t)rows * 8);
+	sb.logits = dev_alloc((size_t)rows * (size_t)sb.vocab * 4);
+	if (!sb.ids || !sb.pos || !sb.logits) {
+		fprintf(stderr, "mkc_batch: out of memory\n");
+		return 1;
+	}
+	int rc = 0;
+	if (!strcmp(argv[2], "parity")) {
+		rc = parity(m, &sb, atoi(argv[3]), atoi(argv[4]));
+	} else {
+		const long long ctx = atoll(argv[3]), row = atoll(argv[7]);
+		const int steps = atoi(argv[5]), repeats = atoi(argv[6]);
+		if (ctx < 0 || steps < 1 || repeats < 1 || row < 1) {
+			fprintf(stderr, "mkc_batch: CTX >= 0, STEPS, REPEATS and ROW >= 1\n");
+			return 2;
+		}
+		size_t n = (size_t)(ctx ? ctx : 1) * (size_t)row;
+		float *past = malloc(n * sizeof *past);
+		unsigned s = 12345u;
+		for (size_t i = 0; past && i < n; i++) {
+			s = s * 1103515245u + 12345u;
+			past[i] = (float)((int)(s >> 9 & 0xffff) - 32768) / 32768.0f;
+		}
+		for (int i = 0; past && nth(argv[4], i) > 0; i++)
+			timing(m, &sb, ctx, (int)nth(argv[4], i), steps, repeats, past);
+		free(past);
+	}
+	dev_free(sb.ids), dev_free(sb.pos), dev_free(sb.logits);
+	llama_destroy(m);
+	return rc;
+}
