@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "llama.h"
+#include "bench.h"
 
 #ifdef BENCH_CUDA
 #include <cuda_runtime.h>
@@ -51,30 +52,6 @@ dev_alloc(size_t n)
 #define to_host memcpy
 #define dev_free free
 #endif
-
-static double
-now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static long long
-nth(const char *list, int n)
-{
-	for (; n > 0 && list; n--)
-		if ((list = strchr(list, ',')))
-			list++;
-	return list && *list ? atoll(list) : -1;
-}
 
 static void
 fail(llama *m, const char *what)
