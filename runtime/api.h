@@ -98,6 +98,37 @@ $P_generate_with($P *m, const int64_t *prompt, int n_prompt, int max_new,
 }
 
 int
+$P_sample($P *m, const void *logits, int64_t rows, const $P_sampling *sampling,
+	const int64_t *positions, int64_t *tokens)
+{
+	if (!logits || !sampling || !positions || !tokens || rows < 1 || MKC_GEN_VOCAB < 1) {
+		snprintf(m->err, sizeof m->err, "sample needs logits [rows, vocab], a sampling, a "
+			 "position and a place for the token of each of rows >= 1 rows%s",
+			 MKC_GEN_VOCAB < 1 ? " (and this model has no output logits)" : "");
+		return -1;
+	}
+	mkc_rt_sampling *s = (mkc_rt_sampling *)malloc((size_t)rows * sizeof *s);
+	if (!s) {
+		snprintf(m->err, sizeof m->err, "out of memory for %lld rows' sampling", (long long)rows);
+		return -1;
+	}
+	int rc = 0;
+	for (int64_t r = 0; r < rows && rc == 0; r++) {
+		mkc_rt_gen g;
+		memset(&g, 0, sizeof g);
+		g.s.temperature = sampling[r].temperature;
+		g.s.top_k = sampling[r].top_k;
+		g.s.top_p = sampling[r].top_p;
+		g.s.seed = sampling[r].seed;
+		rc = mkc_sampling_check(m->m, &g);   /* stop tokens are generate's: not read */
+		s[r] = g.s;
+	}
+	rc = rc || mkc_sample_rows(m->m, logits, rows, s, positions, tokens);
+	free(s);
+	return $P_status(m, rc);
+}
+
+int
 $P_profile_write($P *m, const char *path)
 {
 	if (!path) {   /* fopen(NULL) fails, and the sentence would name "(null)" */

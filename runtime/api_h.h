@@ -105,6 +105,12 @@ typedef struct {
 
 int $P_generate_with($P *m, const int64_t *prompt, int n_prompt, int max_new,
 	const $P_sampling *sampling, int64_t *out_tokens, int *n_out);
+/* Row r of logits [rows, vocab] (a step's output: the target's memory)
+ * drawn as sampling[r] says (its stop tokens unread) for the position
+ * positions[r] takes: generate's own draw, on the device on a GPU target;
+ * the tokens into tokens (host memory). */
+int $P_sample($P *m, const void *logits, int64_t rows, const $P_sampling *sampling,
+	const int64_t *positions, int64_t *tokens);
 int $P_profile_write($P *m, const char *path);
 const char *$P_last_error(const $P *m);
 void $P_destroy($P *m);

@@ -214,6 +214,31 @@ class Model:
                                             C.byref(n)))
         return out[:n.value].tolist()
 
+    def sample(self, logits, settings, positions):
+        """The token drawn from each row of logits [rows, vocab] (a step's
+        output, in the target's memory), row r as settings[r] says (a dict of
+        temperature, top_k, top_p, seed; temperature 0 or absent: the argmax)
+        for the position positions[r] its token takes: generate's own draw,
+        on the device on a GPU target."""
+        rows = len(positions)
+        if hasattr(logits, "data_ptr"):
+            ptr = logits.data_ptr()
+        else:
+            logits = np.ascontiguousarray(logits)
+            ptr = logits.ctypes.data
+        if len(settings) != rows or int(np.prod(logits.shape[:-1])) != rows:
+            raise Error(f"{rows} positions for {len(settings)} settings and logits "
+                        f"{list(logits.shape)}")
+        s = (Sampling * rows)()
+        for r, x in enumerate(settings):
+            s[r] = Sampling(x.get("temperature", 0.0), x.get("top_k", 0), x.get("top_p", 0.0),
+                            x.get("seed", 0) % (1 << 64), None, 0)
+        p, pp = _i64(positions)
+        out = np.empty(rows, dtype=np.int64)
+        self._check(self._lib.sample(self._m, ptr, rows, s, pp,
+                                     out.ctypes.data_as(C.POINTER(C.c_int64))))
+        return out.tolist()
+
     # -- the caches (sequence 0's) -----------------------------------------
 
     @property

@@ -31,6 +31,7 @@ SIGNATURES = {
     "step": (C.c_int, [P, C.POINTER(C.c_void_p), C.POINTER(C.c_void_p), I64P]),
     "generate": (C.c_int, [P, I64P, C.c_int, C.c_int, I64P]),
     "generate_with": (C.c_int, [P, I64P, C.c_int, C.c_int, C.POINTER(Sampling), I64P, INTP]),
+    "sample": (C.c_int, [P, C.c_void_p, C.c_int64, C.POINTER(Sampling), I64P, I64P]),
     "profile_write": (C.c_int, [P, C.c_char_p]),
     "last_error": (C.c_char_p, [P]),
     "destroy": (None, [P]),

@@ -7,9 +7,10 @@ server-sent events with "stream": true) on aiohttp. Concurrent requests share
 steps: each iteration of one scheduler takes every running request's next
 token and as much of the waiting prompts as the step holds (--max-chunk),
 runs them as one step of the compiled model (step_seqs, a sequence each) and
-draws each request's next token from its row (mkc.sample, the compiled
-generate's own draw). A request gets the tokens it would get alone: the rows
-of a step are computed as each sequence alone (tests/compiler/test_seqs.c).
+draws each request's next token from its row (Model.sample: the compiled
+generate's own draw, runtime/sample.h, in one call for the step). A request
+gets the tokens it would get alone: the rows of a step are computed as each
+sequence alone (tests/compiler/test_seqs.c).
 
 The tokenizer (tokenizer.json, read by the `tokenizers` package) and the chat
 template (tokenizer_config.json's, rendered by jinja2) come from the model's
@@ -31,7 +32,6 @@ import uuid
 from aiohttp import web
 
 import mkc
-from mkc.sample import draw
 
 COMMON = {"model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
           "seed", "stop", "stream", "n", "user", "stream_options"}
@@ -128,11 +128,15 @@ class Engine:
                     self._end(r, f"error: {e}")
                 continue
             last = {id(r): i for i, (r, _) in enumerate(rows)}
-            for r in list(self.running):
-                i = last.get(id(r))
-                if i is None or r.fed < len(r.prompt):
-                    continue   # not in this step, or its prompt goes on
-                tok = draw(logits[0, i], r.temperature, r.top_k, r.top_p, r.seed, len(r.seq))
+            ready = [r for r in self.running
+                     if id(r) in last and r.fed == len(r.prompt)]   # a token to draw
+            if not ready:
+                continue
+            drawn = self.model.sample(
+                logits[0][[last[id(r)] for r in ready]],
+                [dict(temperature=r.temperature, top_k=r.top_k, top_p=r.top_p, seed=r.seed)
+                 for r in ready], [len(r.seq) for r in ready])
+            for r, tok in zip(ready, drawn):
                 r.out.append(tok)
                 r.events.put_nowait(tok)
                 if tok in self.eos or tok in r.stops:

@@ -90,6 +90,23 @@ def test_sampling(one):
     assert one.cache_len == 2 + len(stopped) - 1
 
 
+def test_sample_is_generates_draw(one):
+    """Model.sample on a step's logits draws the token generate draws there."""
+    prompt = [9, 8, 7, 6]
+    for setting in ({"temperature": 1.3, "top_p": 0.9, "seed": 5}, {"temperature": 0.0},
+                    {"temperature": 0.7, "top_k": 3, "seed": 11}):
+        one.cache_reset()
+        want = one.generate(prompt, 1, **setting)[0]
+        one.cache_reset()
+        for t, tok in enumerate(prompt):
+            (logits,) = one.step({"input_ids": [[tok]], "position_ids": [[t]]})
+        got = one.sample(logits[0, -1:], [setting], [len(prompt)])
+        assert got == [want], setting
+    assert one.sample(logits[0, -1:], [{}], [4]) == [int(np.argmax(logits[0, -1]))]
+    with pytest.raises(mkc.Error, match="sampling.top_p is 2"):
+        one.sample(logits[0, -1:], [{"temperature": 1, "top_p": 2}], [4])
+
+
 def test_sequences_in_one_step_are_each_alone(seqs):
     """Two prompts in interleaved shared steps: each row's logits are its
     sequence's alone, and the caches too."""
