@@ -110,6 +110,10 @@ build/mkc $M -o $d/batch.cu --max-seqs 4 --max-chunk 8 --page-size 4 --max-seq 3
 [ $? -eq 0 ] && grep -q "together: logits same, greedy tokens same, caches same" "$out/cuda_seqs.log" || seqs_rc=1
 rm -rf $d
 
+# the Python package's GPU path (torch tensors on the device) against its C target
+python3 tools/gpu_python.py >"$out/python.log" 2>&1
+python_rc=$?
+
 # the HIP output on this NVIDIA GPU through tests/gpu/hip_on_cuda.h (issue
 # 13): the golden models, the same 100 steps; each 64-lane group of the file
 # runs as a pair of warps, AMD's shuffles and memory model do not
@@ -220,6 +224,8 @@ echo "== mkc test --target cuda --max-chunk 256 on tests/models/hf_chunk (20 ste
 cat "$out/cuda_chunk.log"
 echo "== several sequences (--max-seqs): golden steps through pages, tests/programs/seqs_batch.c =="
 cat "$out/cuda_seqs.log"
+echo "== tools/gpu_python.py (python/mkc on a CUDA library vs a C one) =="
+cat "$out/python.log"
 echo "== mkc test --target hip through tests/gpu/hip_on_cuda.h (100 steps) =="
 cat "$out/hip_on_cuda.log" 2>/dev/null
 echo "== examples/decode.c on the GPU vs onnxruntime (32 tokens from token 7) =="
@@ -250,4 +256,4 @@ printf '%-12s exit %s  %s\n' memcheck "$mem_rc" "$(grep -m1 'ERROR SUMMARY' "$ou
 printf '%-12s exit %s  %s\n' racecheck "$race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' "memcheck hf" "$hf_mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck_hf.log" 2>/dev/null)"
 printf '%-12s exit %s  %s\n' "racecheck hf" "$hf_race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck_hf.log" 2>/dev/null)"
-[ $bodies_rc -eq 0 ] && [ $mma_rc -eq 0 ] && [ $portable_rc -eq 0 ] && [ $sample_rc -eq 0 ] && [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ] && [ $chunk_rc -eq 0 ] && [ $seqs_rc -eq 0 ] && [ $hip_rc -eq 0 ]
+[ $bodies_rc -eq 0 ] && [ $mma_rc -eq 0 ] && [ $portable_rc -eq 0 ] && [ $sample_rc -eq 0 ] && [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ] && [ $chunk_rc -eq 0 ] && [ $seqs_rc -eq 0 ] && [ $python_rc -eq 0 ] && [ $hip_rc -eq 0 ]
