@@ -123,9 +123,46 @@ $P_sample($P *m, const void *logits, int64_t rows, const $P_sampling *sampling,
 		rc = mkc_sampling_check(m->m, &g);   /* stop tokens are generate's: not read */
 		s[r] = g.s;
 	}
-	rc = rc || mkc_sample_rows(m->m, logits, rows, s, positions, tokens);
+	rc = rc || mkc_sample_rows(m->m, logits, rows, s, positions, tokens, NULL);
 	free(s);
 	return $P_status(m, rc);
+}
+
+int
+$P_generate_batch($P *m, $P_request *requests, int n,
+	void (*on_token)(void *user, int request, int64_t token), void *user)
+{
+#if MKC_MAX_SEQS && MKC_CAN_GENERATE
+	if (!requests || n < 1) {
+		snprintf(m->err, sizeof m->err, "generate_batch needs at least one request");
+		return -1;
+	}
+	mkc_rt_request *r = (mkc_rt_request *)calloc((size_t)n, sizeof *r);
+	if (!r) {
+		snprintf(m->err, sizeof m->err, "out of memory for %d requests", n);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		const $P_request *q = &requests[i];
+		r[i].prompt = q->prompt, r[i].n_prompt = q->n_prompt, r[i].max_new = q->max_new;
+		r[i].s.temperature = q->sampling.temperature, r[i].s.top_k = q->sampling.top_k;
+		r[i].s.top_p = q->sampling.top_p, r[i].s.seed = q->sampling.seed;
+		r[i].stop = q->sampling.stop, r[i].n_stop = q->sampling.n_stop;
+		r[i].out = q->out_tokens;
+	}
+	mkc_prof_begin(m->m);
+	int rc = mkc_generate_batch(m->m, r, n, on_token, user);
+	for (int i = 0; i < n; i++)
+		requests[i].n_out = r[i].n_out;
+	free(r);
+	return $P_status(m, rc);
+#else
+	(void)requests, (void)n, (void)on_token, (void)user;
+	snprintf(m->err, sizeof m->err, "generate_batch: this file %s", MKC_MAX_SEQS
+		 ? "cannot generate (it needs inputs input_ids and position_ids and an output logits)"
+		 : "serves one sequence (compile with mkc --max-seqs N for several)");
+	return -1;
+#endif
 }
 
 int

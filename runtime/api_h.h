@@ -105,6 +105,25 @@ typedef struct {
 
 int $P_generate_with($P *m, const int64_t *prompt, int n_prompt, int max_new,
 	const $P_sampling *sampling, int64_t *out_tokens, int *n_out);
+/* A request of $P_generate_batch. */
+typedef struct {
+	const int64_t *prompt;
+	int n_prompt;
+	int max_new;
+	$P_sampling sampling;   /* its stop tokens end this request */
+	int64_t *out_tokens;    /* room for max_new tokens (host memory) */
+	int n_out;              /* written by the call: the tokens it holds */
+} $P_request;
+
+/* Generates for n requests at once (a file compiled with --max-seqs): a
+ * step takes every running request's next token and as much of the
+ * admitted prompts as it holds, a sequence a request; each request's
+ * tokens are those $P_generate_with gives it alone. on_token (NULL: none)
+ * hears each token as it is drawn. The loop runs on the host, a launch a
+ * step on a GPU target. Every sequence is closed first, and sequence 0 is
+ * open and empty after. */
+int $P_generate_batch($P *m, $P_request *requests, int n,
+	void (*on_token)(void *user, int request, int64_t token), void *user);
 /* Row r of logits [rows, vocab] (a step's output: the target's memory)
  * drawn as sampling[r] says (its stop tokens unread) for the position
  * positions[r] takes: generate's own draw, on the device on a GPU target;

@@ -62,12 +62,14 @@ static int (*const mkc_hook_step)(mkc_host *m, const void *const *inputs, void *
  * with err set (also when !MKC_CAN_GENERATE). */
 static int (*const mkc_hook_generate)(mkc_host *m, const mkc_rt_gen *g) MKC_UNUSED = mkc_generate;
 
-/* rows rows of logits (the target's memory) drawn each as s[r] says
- * (runtime/sample.h; temperature 0: the argmax) for the position pos[r];
- * the tokens into out (host memory). 0 or -1 with err set. */
+/* rows rows of logits (the target's memory), row which[r] (host memory;
+ * NULL: r), drawn each as s[r] says (runtime/sample.h; temperature 0: the
+ * argmax) for the position pos[r]; the tokens into out (host memory). 0
+ * or -1 with err set. */
 static int (*const mkc_hook_sample_rows)(mkc_host *m, const void *logits, int64_t rows,
 					 const mkc_rt_sampling *s, const int64_t *pos,
-					 int64_t *out) MKC_UNUSED = mkc_sample_rows;
+					 int64_t *out, const int64_t *which) MKC_UNUSED =
+	mkc_sample_rows;
 
 /* A buffer of n bytes (n > 0) in the memory the target computes in, into
  * *p; its contents are undefined. 0 or -1 with err set. */

@@ -423,19 +423,19 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 }
 
 /*
- * rows rows of logits (this target's memory: the host's) drawn each as
- * s[r] says (temperature 0: the argmax), for the position pos[r]; the
- * tokens into out (host memory).
+ * rows rows of logits (this target's memory: the host's), row which[r]
+ * (NULL: r), drawn each as s[r] says (temperature 0: the argmax), for the
+ * position pos[r]; the tokens into out (host memory).
  */
 static int
 mkc_sample_rows(mkc_host *m, const void *logits, int64_t rows, const mkc_rt_sampling *s,
-		const int64_t *pos, int64_t *out)
+		const int64_t *pos, int64_t *out, const int64_t *which)
 {
 	(void)m;
 	const size_t row = (size_t)MKC_GEN_VOCAB * (MKC_GEN_LOGITS_F16 ? 2 : 4);
 	for (int64_t r = 0; r < rows; r++) {
 		mkc_rt_sample_scratch sh;
-		const void *x = (const char *)logits + (size_t)r * row;
+		const void *x = (const char *)logits + (size_t)(which ? which[r] : r) * row;
 		out[r] = s[r].temperature > 0
 				 ? mkc_rt_sample(x, MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &s[r],
 						 (uint64_t)pos[r], &sh)

@@ -18,7 +18,7 @@ const mkc_target *const mkc_targets[] = {
 };
 
 const char *const mkc_shared_runtime[] = {"runtime/files.h", "runtime/seqs.h", "runtime/host.h",
-					   "runtime/profile.h", NULL};
+					   "runtime/batch.h", "runtime/profile.h", NULL};
 
 static void
 push(const char **names, int *n, const char *const *list)

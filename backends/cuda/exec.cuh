@@ -769,12 +769,12 @@ out:
 /* Block r draws row r of the logits as s[r] says, into out[r]. */
 static __global__ void
 mkc_sample_kernel(const void *logits, const mkc_rt_sampling *s, const int64_t *pos,
-		  int64_t *out)
+		  int64_t *out, const int64_t *which)
 {
 	__shared__ mkc_rt_sample_scratch sh;
 	const int64_t r = blockIdx.x;
-	const void *x = (const char *)logits +
-			(size_t)r * (size_t)MKC_GEN_VOCAB * (MKC_GEN_LOGITS_F16 ? 2 : 4);
+	const void *x = (const char *)logits + (size_t)(which ? which[r] : r) *
+						       (size_t)MKC_GEN_VOCAB * (MKC_GEN_LOGITS_F16 ? 2 : 4);
 	const int64_t t = s[r].temperature > 0
 				  ? mkc_rt_sample(x, MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &s[r],
 						  (uint64_t)pos[r], &sh)
@@ -784,23 +784,25 @@ mkc_sample_kernel(const void *logits, const mkc_rt_sampling *s, const int64_t *p
 }
 
 /*
- * rows rows of logits (device memory) drawn on the device, a block a row,
- * each as s[r] says for the position pos[r]; the tokens into out (host
- * memory). The settings and tokens cross in one small copy each way.
+ * rows rows of logits (device memory), row which[r] (NULL: r), drawn on
+ * the device, a block a row, each as s[r] says for the position pos[r];
+ * the tokens into out (host memory). The settings and tokens cross in a
+ * small copy each way.
  */
 static int
 mkc_sample_rows(mkc_host *m, const void *logits, int64_t rows, const mkc_rt_sampling *s,
-		const int64_t *pos, int64_t *out)
+		const int64_t *pos, int64_t *out, const int64_t *which)
 {
 	const size_t ns = (size_t)rows * sizeof *s, np = (size_t)rows * sizeof *pos;
 	char *d = NULL;
-	int rc = MKC_GPU(m, cudaMalloc((void **)&d, ns + 2 * np)) ||
+	int rc = MKC_GPU(m, cudaMalloc((void **)&d, ns + 3 * np)) ||
 		 MKC_GPU(m, cudaMemcpy(d, s, ns, cudaMemcpyHostToDevice)) ||
-		 MKC_GPU(m, cudaMemcpy(d + ns, pos, np, cudaMemcpyHostToDevice));
+		 MKC_GPU(m, cudaMemcpy(d + ns, pos, np, cudaMemcpyHostToDevice)) ||
+		 (which && MKC_GPU(m, cudaMemcpy(d + ns + 2 * np, which, np, cudaMemcpyHostToDevice)));
 	if (rc == 0) {
 		mkc_sample_kernel<<<(unsigned)rows, MKC_THREADS>>>(
 			logits, (const mkc_rt_sampling *)d, (const int64_t *)(d + ns),
-			(int64_t *)(d + ns + np));
+			(int64_t *)(d + ns + np), which ? (const int64_t *)(d + ns + 2 * np) : NULL);
 		rc = MKC_GPU(m, cudaGetLastError()) ||
 		     MKC_GPU(m, cudaMemcpy(out, d + ns + np, np, cudaMemcpyDeviceToHost));
 	}

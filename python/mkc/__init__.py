@@ -26,7 +26,7 @@ import os
 
 import numpy as np
 
-from ._lib import Lib, Options, Sampling
+from ._lib import ON_TOKEN, Lib, Options, Request, Sampling
 
 __all__ = ["Error", "Model", "Sequence"]
 
@@ -213,6 +213,27 @@ class Model:
                                             out.ctypes.data_as(C.POINTER(C.c_int64)),
                                             C.byref(n)))
         return out[:n.value].tolist()
+
+    def generate_batch(self, requests, on_token=None):
+        """Generates for several requests at once (a --max-seqs file), each a
+        dict of prompt, max_new and the sampling keys of generate; returns
+        each request's tokens (those generate gives it alone). on_token(i,
+        token) hears each token as it is drawn."""
+        n = len(requests)
+        keep, rq = [], (Request * n)()
+        for i, r in enumerate(requests):
+            p, pp = _i64(r["prompt"])
+            st, sp = _i64(list(r.get("stop", ())))
+            out = np.empty(max(int(r["max_new"]), 1), dtype=np.int64)
+            keep += [p, st, out]
+            rq[i] = Request(pp, len(p), int(r["max_new"]),
+                            Sampling(r.get("temperature", 0.0), r.get("top_k", 0),
+                                     r.get("top_p", 0.0), r.get("seed", 0) % (1 << 64),
+                                     sp if len(st) else None, len(st)),
+                            out.ctypes.data_as(C.POINTER(C.c_int64)), 0)
+        cb = ON_TOKEN((lambda u, i, t: on_token(i, t)) if on_token else 0)
+        self._check(self._lib.generate_batch(self._m, rq, n, cb, None))
+        return [keep[3 * i + 2][:rq[i].n_out].tolist() for i in range(n)]
 
     def sample(self, logits, settings, positions):
         """The token drawn from each row of logits [rows, vocab] (a step's

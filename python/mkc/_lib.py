@@ -23,6 +23,13 @@ class Sampling(C.Structure):
                 ("seed", C.c_uint64), ("stop", I64P), ("n_stop", C.c_int)]
 
 
+class Request(C.Structure):
+    _fields_ = [("prompt", I64P), ("n_prompt", C.c_int), ("max_new", C.c_int),
+                ("sampling", Sampling), ("out_tokens", I64P), ("n_out", C.c_int)]
+
+
+ON_TOKEN = C.CFUNCTYPE(None, C.c_void_p, C.c_int, C.c_int64)
+
 # name: (result, argument types)
 SIGNATURES = {
     "create": (C.c_int, [C.POINTER(P), C.POINTER(Options)]),
@@ -32,6 +39,7 @@ SIGNATURES = {
     "generate": (C.c_int, [P, I64P, C.c_int, C.c_int, I64P]),
     "generate_with": (C.c_int, [P, I64P, C.c_int, C.c_int, C.POINTER(Sampling), I64P, INTP]),
     "sample": (C.c_int, [P, C.c_void_p, C.c_int64, C.POINTER(Sampling), I64P, I64P]),
+    "generate_batch": (C.c_int, [P, C.POINTER(Request), C.c_int, ON_TOKEN, C.c_void_p]),
     "profile_write": (C.c_int, [P, C.c_char_p]),
     "last_error": (C.c_char_p, [P]),
     "destroy": (None, [P]),

@@ -131,6 +131,21 @@ def test_sequences_in_one_step_are_each_alone(seqs):
         np.testing.assert_allclose(b.cache(c), alone[1][1][c], rtol=1e-6, atol=1e-7)
 
 
+def test_generate_batch_is_each_alone(seqs):
+    reqs = [dict(prompt=[5 + i, 7, 9][:1 + i % 3], max_new=6 + i, temperature=0.9 * (i % 2),
+                 top_p=0.9, seed=i) for i in range(6)]
+    alone = []
+    for r in reqs:
+        seqs.cache_reset()
+        alone.append(seqs.generate(r["prompt"], r["max_new"], temperature=r["temperature"],
+                                   top_p=r["top_p"], seed=r["seed"]))
+    heard = []
+    got = seqs.generate_batch(reqs, on_token=lambda i, t: heard.append((i, t)))
+    assert got == alone
+    assert sorted(heard) == sorted((i, t) for i, ts in enumerate(alone) for t in ts)
+    assert len(seqs.sequence(0)) == 0
+
+
 def test_fork_close_and_pages(seqs):
     a = seqs.sequence(0)
     seqs.step_seqs([a] * 6, [1, 2, 3, 4, 5, 6])

@@ -57,6 +57,27 @@ Test(seqs, shared_steps_are_each_sequence_alone, .timeout = 300)
 			 "--cache-pages; sequence 1 holds 24\n"), "%s", out);
 }
 
+/* generate_batch: requests through fewer sequences than requests, each as alone. */
+Test(seqs, generate_batch_is_each_request_alone, .timeout = 300)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && m=tests/models/hf/qwen3_tiny && %s $m -o $d/gb.c --max-seqs 4 "
+		 "--max-chunk 8 --page-size 4 --max-seq 64 --workers 2 && "
+		 "cc -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined "
+		 "-fno-sanitize-recover=all -DDIR=\\\"$m\\\" -pthread -I$d -o $d/t "
+		 "tests/programs/gen_batch.c $d/gb.c -lm && timeout 120 $d/t; rc=$?; rm -rf $d; "
+		 "exit $rc", mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "batch of 6: same as alone, 60 tokens heard, sequence 0 open with 0, "
+			 "free pages 64\n"), "%s", out);
+	cr_expect(strstr(out, "stopped: 4 tokens (4 expected), others same\n"), "%s", out);
+	cr_expect(strstr(out, "none: -1 generate_batch needs at least one request"), "%s", out);
+	cr_expect(strstr(out, "empty: -1 request 2 needs at least one prompt token, one new token"),
+		  "%s", out);
+	cr_expect(strstr(out, "bad: -1 sampling.top_k is -1"), "%s", out);
+}
+
 /* The golden steps through sequence 0, pages of 3 and 5 positions (not a
  * divisor of anything), chunks and single tokens. */
 Test(seqs, golden_tests_through_pages, .timeout = 300)
