@@ -21,8 +21,11 @@ tensors. The calls run on the default stream; the GPU path has not been run
 yet (no GPU was at hand when it was written).
 """
 
+from __future__ import annotations
+
 import ctypes as C
 import os
+from typing import Any, Callable, Optional, Sequence as Seq
 
 import numpy as np
 
@@ -48,14 +51,14 @@ def _i64(values):
 class Sequence:
     """One sequence of a file compiled with --max-seqs: its number, length and caches."""
 
-    def __init__(self, model, number):
+    def __init__(self, model: Model, number: int) -> None:
         self.model = model
         self.number = number
 
-    def __int__(self):
+    def __int__(self) -> int:
         return self.number
 
-    def __len__(self):
+    def __len__(self) -> int:
         n = self.model._lib.seq_len(self.model._m, self.number)
         if n < 0:
             raise Error(f"sequence {self.number} is not open")
@@ -64,20 +67,20 @@ class Sequence:
     def __repr__(self):
         return f"Sequence({self.number})"
 
-    def close(self):
+    def close(self) -> None:
         self.model._check(self.model._lib.seq_close(self.model._m, self.number))
 
-    def fork(self):
+    def fork(self) -> Sequence:
         """A new sequence holding this one's positions (pages shared until written)."""
         q = C.c_int()
         self.model._check(self.model._lib.seq_fork(self.model._m, self.number, C.byref(q)))
         return Sequence(self.model, q.value)
 
-    def cache(self, i):
+    def cache(self, i: int) -> Any:
         """Cache i of this sequence, dense: the shape of the past input it replaced."""
         return self.model._read_cache(i, self.number, len(self))
 
-    def load_cache(self, i, values):
+    def load_cache(self, i: int, values: Any) -> None:
         """Fills cache i from values (that shape, its positions on the cache's axis)."""
         self.model._load_cache(i, self.number, values)
 
@@ -85,8 +88,9 @@ class Sequence:
 class Model:
     """A compiled model: its library, its weights, and the calls of runtime/api_h.h."""
 
-    def __init__(self, library, weights=None, name=None, threads=0, shuffle_seed=0,
-                 timeout_s=0.0):
+    def __init__(self, library: str | os.PathLike, weights: Optional[str | os.PathLike] = None,
+                 name: Optional[str] = None, threads: int = 0, shuffle_seed: int = 0,
+                 timeout_s: float = 0.0) -> None:
         library = os.fspath(library)
         if name is None:   # libllama.so, llama.so: llama
             name = os.path.basename(library).split(".")[0]
@@ -132,7 +136,7 @@ class Model:
 
     # -- weights and single steps ------------------------------------------
 
-    def load_weights(self, path):
+    def load_weights(self, path: str | os.PathLike) -> None:
         """Every weight from an ONNX file or a Hugging Face folder."""
         self._check(self._lib.load_weights(self._m, os.fspath(path).encode()))
 
@@ -170,7 +174,7 @@ class Model:
         t = torch.empty(tuple(shape), dtype=getattr(torch, np.dtype(dtype).name), device="cuda")
         return t, t.data_ptr()
 
-    def step(self, inputs, dims=None):
+    def step(self, inputs: dict | list, dims: Optional[dict] = None) -> list:
         """One step. inputs: a dict by name (or a list in the model's order);
         dims: each symbol's value for this step (the caches' count needs none).
         Returns the outputs in the model's order."""
@@ -200,7 +204,8 @@ class Model:
             outs.append(o)
         return outs, ptrs
 
-    def generate(self, prompt, max_new, temperature=0.0, top_k=0, top_p=0.0, seed=0, stop=()):
+    def generate(self, prompt: Seq[int], max_new: int, temperature: float = 0.0, top_k: int = 0,
+                 top_p: float = 0.0, seed: int = 0, stop: Seq[int] = ()) -> list[int]:
         """Up to max_new tokens after prompt, greedy (temperature 0) or drawn;
         a stop token ends them (and is the last). Runs in the target: on a
         GPU every one-token step in one launch."""
@@ -214,7 +219,8 @@ class Model:
                                             C.byref(n)))
         return out[:n.value].tolist()
 
-    def generate_batch(self, requests, on_token=None):
+    def generate_batch(self, requests: Seq[dict],
+                       on_token: Optional[Callable[[int, int], None]] = None) -> list[list[int]]:
         """Generates for several requests at once (a --max-seqs file), each a
         dict of prompt, max_new and the sampling keys of generate; returns
         each request's tokens (those generate gives it alone). on_token(i,
@@ -235,7 +241,7 @@ class Model:
         self._check(self._lib.generate_batch(self._m, rq, n, cb, None))
         return [keep[3 * i + 2][:rq[i].n_out].tolist() for i in range(n)]
 
-    def sample(self, logits, settings, positions):
+    def sample(self, logits: Any, settings: Seq[dict], positions: Seq[int]) -> list[int]:
         """The token drawn from each row of logits [rows, vocab] (a step's
         output, in the target's memory), row r as settings[r] says (a dict of
         temperature, top_k, top_p, seed; temperature 0 or absent: the argmax)
@@ -263,17 +269,17 @@ class Model:
     # -- the caches (sequence 0's) -----------------------------------------
 
     @property
-    def cache_len(self):
+    def cache_len(self) -> int:
         return int(self._lib.cache_len(self._m))
 
-    def cache_reset(self):
+    def cache_reset(self) -> None:
         self._check(self._lib.cache_reset(self._m))
 
-    def cache(self, i):
+    def cache(self, i: int) -> Any:
         """Cache i (sequence 0's), dense: the shape of the past input it replaced."""
         return self._read_cache(i, None, self.cache_len)
 
-    def load_cache(self, i, values):
+    def load_cache(self, i: int, values: Any) -> None:
         self._load_cache(i, None, values)
 
     def _cache_info(self, i, length):
@@ -308,20 +314,21 @@ class Model:
     # -- sequences (--max-seqs) --------------------------------------------
 
     @property
-    def free_pages(self):
+    def free_pages(self) -> int:
         return int(self._lib.free_pages(self._m))
 
-    def sequence(self, number):
+    def sequence(self, number: int) -> Sequence:
         """Sequence number (0 is open from the start)."""
         return Sequence(self, number)
 
-    def open(self):
+    def open(self) -> Sequence:
         """A new, empty sequence."""
         q = C.c_int()
         self._check(self._lib.seq_open(self._m, C.byref(q)))
         return Sequence(self, q.value)
 
-    def step_seqs(self, seqs, tokens, positions=None):
+    def step_seqs(self, seqs: Seq[Sequence | int], tokens: Seq[int],
+                  positions: Optional[Seq[int]] = None) -> list:
         """One step of len(tokens) tokens, token r of sequence seqs[r] (each
         sequence's in order, at its next positions; given positions are
         checked). Returns the outputs (logits [1, n, vocab]: row r token r's)."""
