@@ -25,13 +25,13 @@ static char out[1 << 16];
 
 /*
  * the Llama exports, the Qwen3 export, a Hugging Face folder in bf16, and
- * onnxruntime-genai's fp16 Qwen3 export in chunks (float16 at the interface),
- * and a file of several sequences (caches in pages)
+ * onnxruntime-genai's fp16 Qwen3 export in chunks (float16 at the interface);
+ * (the paged file of --max-seqs builds in test_cuda.c: its exec is the same
+ * text, and each compile here is CI time)
  */
 static const char *const models[] = {"tiny_llama_decode_op18", "tiny_llama_decode_op23",
 				     "qwen3_tiny_onnx/model.onnx", "hf/llama_tiny_bf16",
-				     "genai/qwen3_tiny_fp16 --max-chunk 4",
-				     "hf_chunk/llama_tiny_bf16 --max-seqs 4 --max-chunk 16"};
+				     "genai/qwen3_tiny_fp16 --max-chunk 4"};
 
 #define NMODELS (sizeof models / sizeof *models)
 
