@@ -19,10 +19,19 @@
 #      the tiny Hugging Face Llama (the decode attention and matvec bodies);
 #   3. the HIP output of the same models, built for this GPU with
 #      tests/gpu/hipcc_on_cuda.sh (the mapping header), 100 steps each
-#      (GPU_CHECK_HIP=0 leaves this part out).
+#      (GPU_CHECK_HIP=0 leaves this part out; GPU_CHECK_PARTS picks parts).
 set -u
+# GPU_CHECK_PARTS="chunk seqs ...": these parts only (bodies golden chunk seqs
+# python hip decode gen watchdog sanitize; all by default), for a call that
+# cannot hold the whole script (it takes over ten minutes); each part's
+# seconds go to $out/times.txt
+part() { [ -z "${GPU_CHECK_PARTS:-}" ] || [[ " $GPU_CHECK_PARTS " == *" $1 "* ]]; }
+t_part=$(date +%s)
+took() { echo "$1: $(( $(date +%s) - t_part )) s" >>"$out/times.txt"; t_part=$(date +%s); }
 out=${OUT:-/tmp/mkc_gpu}
 mkdir -p "$out"
+bodies_rc=0 mma_rc=0 sample_rc=0 portable_rc=0 test_rc=0 bf16_rc=0 hf_rc=0 chunk_rc=0 seqs_rc=0 python_rc=0
+mem_rc=-1 race_rc=-1 hf_mem_rc=-1 hf_race_rc=-1
 export LD_LIBRARY_PATH="$PWD/.carry/lib:${LD_LIBRARY_PATH:-}"
 models="tests/models/tiny_llama_decode_op18 tests/models/tiny_llama_decode_op23 tests/models/hand/small_mlp
 	tests/models/hand/small_mlp_ext tests/models/tiny_llama_decode_op18/model.json
@@ -35,6 +44,7 @@ done
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 echo "commit ${COMMIT:-unknown}" | tee "$out/commit.txt"
 
+if part bodies; then
 # the GPU bodies of backends/cuda/ alone, against float64 on the host: as
 # the CUDA target builds them, then as the HIP target does (64-lane warps,
 # through tests/gpu/hip_on_cuda.h)
@@ -61,8 +71,11 @@ rm -f "$out/sample"
 nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -o "$out/portable" tests/gpu/portable.cu >"$out/portable.log" 2>&1 &&
 	"$out/portable" >>"$out/portable.log" 2>&1
 portable_rc=$?
+	took bodies
+fi
 rm -f "$out/portable"
 
+if part golden; then
 build/mkc test --target cuda --steps 100 $models >"$out/cuda_test.log" 2>&1
 test_rc=$?
 
@@ -76,7 +89,10 @@ if [ -n "$hf" ]; then
 		build/mkc test --target cuda --steps 20 --kv bf16 --tolerance 1e-2 $hf >>"$out/cuda_hf.log" 2>&1
 	hf_rc=$?
 fi
+	took golden
+fi
 
+if part chunk; then
 # steps of several tokens (mkc --max-chunk, issue 29): qwen3_tiny's exactly
 # (float32 weights: the chunk attention body), llama_tiny_bf16's through the
 # tensor-core products (activations rounded to bf16: 5e-2), llama_tiny_d64's
@@ -90,7 +106,10 @@ build/mkc test --target cuda --steps 20 --max-chunk 256 tests/models/hf_chunk/qw
 	build/mkc test --target cuda --steps 20 --max-chunk 256 tests/models/export_chunk/* \
 		>>"$out/cuda_chunk.log" 2>&1
 chunk_rc=$?
+	took chunk
+fi
 
+if part seqs; then
 # several sequences a step, caches in pages (mkc --max-seqs, runtime/seqs.h):
 # the golden steps through sequence 0 of a paged file, then
 # tests/programs/seqs_batch.c (shared interleaved steps against each sequence
@@ -109,24 +128,30 @@ build/mkc $M -o $d/batch.cu --max-seqs 4 --max-chunk 8 --page-size 4 --max-seq 3
 	"$d/sb" >>"$out/cuda_seqs.log" 2>&1
 [ $? -eq 0 ] && grep -q "together: logits same, greedy tokens same, caches same" "$out/cuda_seqs.log" || seqs_rc=1
 rm -rf $d
+	took seqs
+fi
 
+if part python; then
 # the Python package's GPU path (torch tensors on the device) against its C target
 python3 tools/gpu_python.py >"$out/python.log" 2>&1
 python_rc=$?
+	took python
+fi
 
 # the HIP output on this NVIDIA GPU through tests/gpu/hip_on_cuda.h (issue
 # 13): the golden models, the same 100 steps; each 64-lane group of the file
 # runs as a pair of warps, AMD's shuffles and memory model do not
 # (GPU_CHECK_HIP=0 leaves it out, for a run that checked it apart: it takes minutes)
 hip_rc=0
-if [ "${GPU_CHECK_HIP:-1}" != 0 ]; then
+if part hip && [ "${GPU_CHECK_HIP:-1}" != 0 ]; then
 	HIPCC="$PWD/tests/gpu/hipcc_on_cuda.sh" build/mkc test --target hip --steps 100 $models $hf \
 		>"$out/hip_on_cuda.log" 2>&1
 	hip_rc=$?
 else
-	echo "left out (GPU_CHECK_HIP=0)" >"$out/hip_on_cuda.log"
+	echo "left out (GPU_CHECK_HIP=0 or GPU_CHECK_PARTS)" >"$out/hip_on_cuda.log"
 fi
 
+if part decode; then
 # the decode example on the GPU against onnxruntime on the same files
 for m in tiny_llama_decode_op18 tiny_llama_decode_op23; do
 	d=$(mktemp -d)
@@ -137,7 +162,10 @@ for m in tiny_llama_decode_op18 tiny_llama_decode_op23; do
 	$d/decode tests/models/$m/model.onnx 32 7 >"$out/decode_$m.log" 2>&1
 	python3 tools/ort_decode.py tests/models/$m/model.onnx 32 7 >"$out/ort_$m.log" 2>&1
 done
+	took decode
+fi
 
+if part gen; then
 # in-kernel generation (examples/generate.c, one launch) against onnxruntime
 # with explicit past/present, from contexts 1, 100 and 1000 up to one
 # position short of the cache; then a request past the cache
@@ -169,7 +197,10 @@ gen_case small tests/models/tiny_llama_decode_op18/model.onnx 7 32 4096
 gen_case ctx100 tests/models/tiny_llama_decode_op23/model.onnx seq:100 16 4096
 gen_case ctx1000 tests/models/qwen3_tiny_onnx/model.onnx seq:1000 8 1024
 gen_case nearmax tests/models/export/qwen3_tiny_op18/model.onnx seq:1090 10 1100
+	took gen
+fi
 
+if part watchdog; then
 # the watchdog: a stalled event must end the step with an error, not hang
 build/mkc test --target cuda --steps 1 --stall-event 10 --timeout 1 tests/models/tiny_llama_decode_op23 >"$out/watchdog.log" 2>&1
 # more workers than the GPU can hold at once must be refused, not launched
@@ -179,7 +210,10 @@ sed 's/llama/many/g' examples/decode.c > /tmp/many_decode.c &&
 cc -DDECODE_CUDA -I/tmp -I/usr/local/cuda/include -c /tmp/many_decode.c -o /tmp/many_decode.o >>"$out/many.log" 2>&1 &&
 nvcc -o /tmp/many /tmp/many_decode.o /tmp/many.o >>"$out/many.log" 2>&1 &&
 /tmp/many tests/models/tiny_llama_decode_op23/model.onnx 2 >>"$out/many.log" 2>&1
+	took watchdog
+fi
 
+if part sanitize; then
 build/mkc test --target cuda --steps 2 --keep tests/models/tiny_llama_decode_op23 >"$out/keep.log" 2>&1
 work=$(sed -n 's/^mkc: kept //p' "$out/keep.log" | tail -1)
 mem_rc=-1
@@ -204,56 +238,58 @@ if [ -n "$work" ] && [ -x "$work/run" ]; then
 	compute-sanitizer --tool racecheck --error-exitcode 9 "$work/run" >"$out/racecheck_hf.log" 2>&1
 	hf_race_rc=$?
 fi
+	took sanitize
+fi
 
 echo
-echo "== tests/gpu/bodies.cu (the GPU bodies alone vs float64, 32 and 64 lanes) =="
-cat "$out/bodies.log"
-echo "== tests/gpu/mma.cu (the tensor-core tile alone vs float64, then timed) =="
-cat "$out/mma.log"
-echo "== tests/gpu/portable.cu (the portable bodies on the GPU vs on the host) =="
-cat "$out/portable.log"
-echo "== tests/gpu/sample.cu (the draw on a block vs on the host, 32 and 64 lanes) =="
-cat "$out/sample.log"
-echo "== mkc test --target cuda (100 steps) =="
-cat "$out/cuda_test.log"
-echo "== mkc test --target cuda --weights bf16 (100 steps, tolerance 1e-2) =="
-cat "$out/cuda_bf16.log"
-echo "== mkc test --target cuda on Hugging Face folders (20 steps) =="
-cat "$out/cuda_hf.log" 2>/dev/null
-echo "== mkc test --target cuda --max-chunk 256 on tests/models/hf_chunk (20 steps) =="
-cat "$out/cuda_chunk.log"
-echo "== several sequences (--max-seqs): golden steps through pages, tests/programs/seqs_batch.c =="
-cat "$out/cuda_seqs.log"
-echo "== tools/gpu_python.py (python/mkc on a CUDA library vs a C one) =="
-cat "$out/python.log"
-echo "== mkc test --target hip through tests/gpu/hip_on_cuda.h (100 steps) =="
-cat "$out/hip_on_cuda.log" 2>/dev/null
-echo "== examples/decode.c on the GPU vs onnxruntime (32 tokens from token 7) =="
-for m in tiny_llama_decode_op18 tiny_llama_decode_op23; do
-	a=$(grep '^tokens' "$out/decode_$m.log"); b=$(grep '^tokens' "$out/ort_$m.log")
+cat "$out/times.txt"
+# a log's section, where its part ran
+show() { [ -f "$out/$2" ] && { echo "== $1 =="; cat "$out/$2"; }; }
+show "tests/gpu/bodies.cu (the GPU bodies alone vs float64, 32 and 64 lanes)" bodies.log
+show "tests/gpu/mma.cu (the tensor-core tile alone vs float64, then timed)" mma.log
+show "tests/gpu/portable.cu (the portable bodies on the GPU vs on the host)" portable.log
+show "tests/gpu/sample.cu (the draw on a block vs on the host, 32 and 64 lanes)" sample.log
+show "mkc test --target cuda (100 steps)" cuda_test.log
+show "mkc test --target cuda --weights bf16 (100 steps, tolerance 1e-2)" cuda_bf16.log
+show "mkc test --target cuda on Hugging Face folders (20 steps)" cuda_hf.log
+show "mkc test --target cuda --max-chunk 256 on tests/models/hf_chunk (20 steps)" cuda_chunk.log
+show "several sequences (--max-seqs): golden steps through pages, tests/programs/seqs_batch.c" cuda_seqs.log
+show "tools/gpu_python.py (python/mkc on a CUDA library vs a C one)" python.log
+show "mkc test --target hip through tests/gpu/hip_on_cuda.h (100 steps)" hip_on_cuda.log
+if part decode; then
+	echo "== examples/decode.c on the GPU vs onnxruntime (32 tokens from token 7) =="
+	for m in tiny_llama_decode_op18 tiny_llama_decode_op23; do
+		a=$(grep '^tokens' "$out/decode_$m.log"); b=$(grep '^tokens' "$out/ort_$m.log")
+		[ -n "$a" ] && [ "$a" = "$b" ] && same=identical || same=DIFFERENT
+		echo "$m: $same; $(grep '^steps' "$out/decode_$m.log")"
+	done
+fi
+if part gen; then
+	echo "== examples/generate.c (one launch) vs onnxruntime =="
+	for c in small ctx100 ctx1000 nearmax; do
+		a=$(grep '^tokens' "$out/gen_$c.log"); b=$(grep '^tokens' "$out/gen_ort_$c.log")
+		[ -n "$a" ] && [ "$a" = "$b" ] && same=identical || same=DIFFERENT
+		echo "$c: $same; $(grep '^generate' "$out/gen_$c.log" | tail -1)"
+	done
+	a=$(grep '^tokens' "$out/gen_sample.log"); b=$(grep '^tokens' "$out/gen_sample_c.log")
 	[ -n "$a" ] && [ "$a" = "$b" ] && same=identical || same=DIFFERENT
-	echo "$m: $same; $(grep '^steps' "$out/decode_$m.log")"
-done
-echo "== examples/generate.c (one launch) vs onnxruntime =="
-for c in small ctx100 ctx1000 nearmax; do
-	a=$(grep '^tokens' "$out/gen_$c.log"); b=$(grep '^tokens' "$out/gen_ort_$c.log")
-	[ -n "$a" ] && [ "$a" = "$b" ] && same=identical || same=DIFFERENT
-	echo "$c: $same; $(grep '^generate' "$out/gen_$c.log" | tail -1)"
-done
-a=$(grep '^tokens' "$out/gen_sample.log"); b=$(grep '^tokens' "$out/gen_sample_c.log")
-[ -n "$a" ] && [ "$a" = "$b" ] && same=identical || same=DIFFERENT
-echo "drawn (T 0.9, top-k 40, top-p 0.95, seed 3) vs the C target: $same; $(grep '^generate' "$out/gen_sample.log" | tail -1)"
-echo "the fifth drawn token as a stop token: $(grep '^tokens' "$out/gen_stop.log" | wc -w | awk '{print $1 - 1}') tokens (5 expected)"
-echo "past the cache: $(cat "$out/gen_full.log")"
-printf '%-12s %s\n' memcheck "$(grep -m1 'ERROR SUMMARY' "$out/gen_memcheck.log" 2>/dev/null)"
-printf '%-12s %s\n' racecheck "$(grep -m1 -i 'RACECHECK SUMMARY' "$out/gen_racecheck.log" 2>/dev/null)"
-echo "== watchdog (event 10 stalled, 1 s) =="
-grep -h 'FAIL\|passed' "$out/watchdog.log"
-echo "== 4096 workers =="
-tail -2 "$out/many.log"
-echo "== compute-sanitizer =="
-printf '%-12s exit %s  %s\n' memcheck "$mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck.log" 2>/dev/null)"
-printf '%-12s exit %s  %s\n' racecheck "$race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck.log" 2>/dev/null)"
-printf '%-12s exit %s  %s\n' "memcheck hf" "$hf_mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck_hf.log" 2>/dev/null)"
-printf '%-12s exit %s  %s\n' "racecheck hf" "$hf_race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck_hf.log" 2>/dev/null)"
+	echo "drawn (T 0.9, top-k 40, top-p 0.95, seed 3) vs the C target: $same; $(grep '^generate' "$out/gen_sample.log" | tail -1)"
+	echo "the fifth drawn token as a stop token: $(grep '^tokens' "$out/gen_stop.log" | wc -w | awk '{print $1 - 1}') tokens (5 expected)"
+	echo "past the cache: $(cat "$out/gen_full.log")"
+	printf '%-12s %s\n' memcheck "$(grep -m1 'ERROR SUMMARY' "$out/gen_memcheck.log" 2>/dev/null)"
+	printf '%-12s %s\n' racecheck "$(grep -m1 -i 'RACECHECK SUMMARY' "$out/gen_racecheck.log" 2>/dev/null)"
+fi
+if part watchdog; then
+	echo "== watchdog (event 10 stalled, 1 s) =="
+	grep -h 'FAIL\|passed' "$out/watchdog.log"
+	echo "== 4096 workers =="
+	tail -2 "$out/many.log"
+fi
+if part sanitize; then
+	echo "== compute-sanitizer =="
+	printf '%-12s exit %s  %s\n' memcheck "$mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck.log" 2>/dev/null)"
+	printf '%-12s exit %s  %s\n' racecheck "$race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck.log" 2>/dev/null)"
+	printf '%-12s exit %s  %s\n' "memcheck hf" "$hf_mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck_hf.log" 2>/dev/null)"
+	printf '%-12s exit %s  %s\n' "racecheck hf" "$hf_race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck_hf.log" 2>/dev/null)"
+fi
 [ $bodies_rc -eq 0 ] && [ $mma_rc -eq 0 ] && [ $portable_rc -eq 0 ] && [ $sample_rc -eq 0 ] && [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ] && [ $chunk_rc -eq 0 ] && [ $seqs_rc -eq 0 ] && [ $python_rc -eq 0 ] && [ $hip_rc -eq 0 ]
