@@ -53,12 +53,46 @@ typedef struct {
 	int *n_out;                  /* the count written (NULL: not wanted) */
 } mkc_rt_gen;
 
-/* what the lanes share: a histogram of one byte, and the results */
+/*
+ * A draw runs in phases (mkc_rt_draw_plan), each a pass over the logits
+ * whose results are sums and maxima, so that the vocabulary can be cut
+ * between the blocks of a grid as well as between one block's lanes:
+ * the argmax of the logits; top-k's four radix rounds (a histogram of
+ * counts over the next byte of the keys); top-p's sum of masses and its
+ * four rounds (histograms of masses); the Gumbel-max draw. Between two
+ * phases every block derives the same state from what the last phase
+ * summed (mkc_rt_draw_begin); the block that leads also writes it down,
+ * for a grid whose blocks keep nothing between launches.
+ */
+enum { MKC_DRAW_ARGMAX, MKC_DRAW_K0, MKC_DRAW_K3 = MKC_DRAW_K0 + 3, MKC_DRAW_SUM, MKC_DRAW_P0,
+       MKC_DRAW_P3 = MKC_DRAW_P0 + 3, MKC_DRAW_GUMBEL, MKC_DRAW_MAX_PHASES };
+
+/* what a phase starts from */
+typedef struct {
+	int64_t first;             /* the argmax of the logits */
+	float top;                 /* its logit */
+	int decided;               /* the token is first (a +infinity) or 0 (no finite logit) */
+	uint32_t floor;            /* keys below it are out of the draw */
+	uint32_t pick;             /* a radix select's threshold so far */
+	unsigned long long above;  /* its count or mass above the byte in hand */
+	unsigned long long need;   /* the count (top-k) or mass (top-p) it looks for */
+} mkc_rt_draw_state;
+
+/* What the phases sum, zero before a draw (mkc_rt_draw_clear): in a GPU
+ * grid, global memory; in one block, anywhere its lanes share. */
+typedef struct {
+	unsigned long long best;        /* MKC_DRAW_ARGMAX: the packed argmax (mkc_rt_pack) */
+	unsigned long long key;         /* MKC_DRAW_GUMBEL: the packed argmax of the keys */
+	unsigned long long z;           /* MKC_DRAW_SUM: the mass of the kept logits */
+	unsigned long long hist[8][256];   /* the radix rounds' histograms */
+	mkc_rt_draw_state st[MKC_DRAW_MAX_PHASES];   /* the state phase p starts from */
+} mkc_rt_draw_acc;
+
+/* what one block's lanes share */
 typedef struct {
 	unsigned long long hist[256];
-	unsigned long long best;   /* the running argmax, packed (mkc_rt_pack) */
-	uint32_t pick;             /* the threshold the radix select has so far */
-	unsigned long long above;  /* count or mass above the byte in hand */
+	unsigned long long best;
+	mkc_rt_draw_state st;
 } mkc_rt_sample_scratch;
 
 /* the lanes' shared scratch: atomics on a GPU, plain on the C target's one lane
@@ -189,48 +223,6 @@ mkc_rt_mass(float l, float top, float inv_t)
 	return (unsigned long long)(mkc_rt_exp_neg((l - top) * inv_t) * 0x1p32f);
 }
 
-/*
- * The largest key t such that the logits of key >= t, among those of key
- * >= floor, count (mass 0) or weigh (mass 1) at least need: a byte of t
- * a round, each round a histogram of the next byte. Every lane calls it.
- */
-static MKC_BODY uint32_t MKC_UNUSED
-mkc_rt_radix_select(const void *x, int64_t n, int half, uint32_t floor, int mass, float top,
-		    float inv_t, unsigned long long need, mkc_rt_sample_scratch *sh)
-{
-	if (MKC_LANE == 0) {
-		sh->pick = 0;
-		sh->above = 0;
-	}
-	for (int shift = 24; shift >= 0; shift -= 8) {
-		const uint32_t hi = shift == 24 ? 0 : ~0u << (shift + 8);
-		for (int64_t b = MKC_LANE; b < 256; b += MKC_NLANES)
-			sh->hist[b] = 0;
-		MKC_LANES_SYNC();
-		const uint32_t pick = sh->pick;
-		for (int64_t i = MKC_LANE; i < n; i += MKC_NLANES) {
-			const float l = mkc_rt_logit(x, i, half);
-			const uint32_t k = mkc_rt_fkey(l);
-			if (k >= floor && (k & hi) == pick)
-				MKC_SMP_ADD(&sh->hist[(k >> shift) & 255],
-					    mass ? mkc_rt_mass(l, top, inv_t) : 1ULL);
-		}
-		MKC_LANES_SYNC();
-		if (MKC_LANE == 0) {
-			unsigned long long acc = sh->above;
-			int b = 255;
-			while (b > 0 && acc + sh->hist[b] < need)
-				acc += sh->hist[b--];
-			sh->pick = pick | (uint32_t)b << shift;
-			sh->above = acc;
-		}
-		MKC_LANES_SYNC();
-	}
-	const uint32_t t = sh->pick;
-	MKC_LANES_SYNC();   /* a later round's lane 0 may write it again */
-	return t;
-}
-
 /* The largest of v over the block, in every lane. */
 static MKC_BODY unsigned long long MKC_UNUSED
 mkc_rt_block_max_u64(unsigned long long v, mkc_rt_sample_scratch *sh)
@@ -262,50 +254,233 @@ mkc_rt_argmax(const void *x, int64_t n, int half, mkc_rt_sample_scratch *sh)
 	return (int64_t)(0xffffffffu - (uint32_t)best);
 }
 
+/* The phases of a draw under s from n logits, into kinds; their count. */
+static inline MKC_HD int MKC_UNUSED
+mkc_rt_draw_plan(const mkc_rt_sampling *s, int64_t n, int *kinds)
+{
+	int np = 0;
+	kinds[np++] = MKC_DRAW_ARGMAX;
+	if (!(s->temperature > 0))
+		return np;   /* greedy */
+	if (s->top_k > 0 && s->top_k < n)
+		for (int r = 0; r < 4; r++)
+			kinds[np++] = MKC_DRAW_K0 + r;
+	if (s->top_p > 0 && s->top_p < 1) {
+		kinds[np++] = MKC_DRAW_SUM;
+		for (int r = 0; r < 4; r++)
+			kinds[np++] = MKC_DRAW_P0 + r;
+	}
+	kinds[np++] = MKC_DRAW_GUMBEL;
+	return np;
+}
+
+/* The byte a radix round of kind k looks at (0: the top one). */
+static inline MKC_BODY int MKC_UNUSED
+mkc_rt_draw_round(int k)
+{
+	return k <= MKC_DRAW_K3 ? k - MKC_DRAW_K0 : k - MKC_DRAW_P0;
+}
+
+/* zero what kinds[0..np) sum, before a draw; every lane calls it */
+static MKC_BODY void MKC_UNUSED
+mkc_rt_draw_clear(mkc_rt_draw_acc *acc, const int *kinds, int np)
+{
+	for (int p = 0; p < np; p++)
+		if (kinds[p] >= MKC_DRAW_K0 && kinds[p] != MKC_DRAW_SUM && kinds[p] != MKC_DRAW_GUMBEL) {
+			const int h = (kinds[p] <= MKC_DRAW_K3 ? 0 : 4) + mkc_rt_draw_round(kinds[p]);
+			for (int64_t b = MKC_LANE; b < 256; b += MKC_NLANES)
+				acc->hist[h][b] = 0;
+		}
+	if (MKC_LANE == 0)
+		acc->best = acc->key = acc->z = 0;
+}
+
+/*
+ * Phase p of kinds begins: every lane of every block calls it, after the
+ * sums of phase p - 1 are complete; sh->st is then the state it starts
+ * from. leader: this block writes it into acc too (one block of a grid).
+ */
+static MKC_BODY void MKC_UNUSED
+mkc_rt_draw_begin(int p, const int *kinds, const void *x, int half, const mkc_rt_sampling *s,
+		  mkc_rt_draw_acc *acc, mkc_rt_sample_scratch *sh, int leader)
+{
+	if (p == 0)
+		return;
+	const int prev = kinds[p - 1], k = kinds[p];
+	const int radix = prev != MKC_DRAW_ARGMAX && prev != MKC_DRAW_SUM;
+	if (radix) {   /* the last round's histogram, where lane 0 scans it */
+		const int h = (prev <= MKC_DRAW_K3 ? 0 : 4) + mkc_rt_draw_round(prev);
+		for (int64_t b = MKC_LANE; b < 256; b += MKC_NLANES)
+			sh->hist[b] = acc->hist[h][b];
+	}
+	MKC_LANES_SYNC();
+	if (MKC_LANE == 0) {
+		mkc_rt_draw_state st;
+		if (p > 1)
+			st = acc->st[p - 1];
+		else
+			memset(&st, 0, sizeof st);
+		if (prev == MKC_DRAW_ARGMAX) {
+			st.first = (int64_t)(0xffffffffu - (uint32_t)acc->best);
+			st.top = mkc_rt_logit(x, st.first, half);
+			st.decided = !(st.top > -INFINITY) || st.top == INFINITY;
+			st.floor = mkc_rt_fkey(-INFINITY) + 1;   /* what a draw can give */
+		} else if (prev == MKC_DRAW_SUM) {
+			st.need = (unsigned long long)((double)s->top_p * (double)acc->z);
+			st.need = st.need ? st.need : 1;
+		} else {
+			const int shift = 24 - 8 * mkc_rt_draw_round(prev);
+			unsigned long long sum = st.above;
+			int b = 255;
+			while (b > 0 && sum + sh->hist[b] < st.need)
+				sum += sh->hist[b--];
+			st.pick |= (uint32_t)b << shift;
+			st.above = sum;
+			if (prev == MKC_DRAW_K3 || prev == MKC_DRAW_P3)
+				st.floor = st.pick;
+		}
+		if (k == MKC_DRAW_K0 || k == MKC_DRAW_P0) {   /* a select begins */
+			st.pick = 0;
+			st.above = 0;
+			if (k == MKC_DRAW_K0)
+				st.need = (unsigned long long)s->top_k;
+		}
+		sh->st = st;
+		if (leader)
+			acc->st[p] = st;
+	}
+	MKC_LANES_SYNC();
+}
+
+/* the largest of v over the block into *to (a maximum with it), by lane 0 */
+static MKC_BODY void MKC_UNUSED
+mkc_rt_draw_max(unsigned long long v, unsigned long long *to, mkc_rt_sample_scratch *sh)
+{
+	v = mkc_rt_block_max_u64(v, sh);
+	if (MKC_LANE == 0 && v)
+		MKC_SMP_MAX(to, v);
+}
+
+/*
+ * Phase kind k's pass over the logits lo..hi of n (a block's share): what
+ * it sums goes into acc. Every lane of the block calls it, after
+ * mkc_rt_draw_begin; ctr and s as mkc_rt_sample's.
+ */
+static MKC_BODY void MKC_UNUSED
+mkc_rt_draw_work(int k, const void *x, int64_t lo, int64_t hi, int half, const mkc_rt_sampling *s,
+		 uint64_t ctr, mkc_rt_draw_acc *acc, mkc_rt_sample_scratch *sh)
+{
+	const mkc_rt_draw_state st = sh->st;
+	const float inv_t = 1.0f / s->temperature;
+	if (k == MKC_DRAW_ARGMAX) {
+		unsigned long long best = 0;
+		for (int64_t i = lo + MKC_LANE; i < hi; i += MKC_NLANES) {
+			const unsigned long long p = mkc_rt_pack(mkc_rt_logit(x, i, half), i);
+			best = p > best ? p : best;
+		}
+		mkc_rt_draw_max(best, &acc->best, sh);
+	} else if (st.decided) {
+		/* the token is known: the phases left only keep step with the grid */
+	} else if (k == MKC_DRAW_GUMBEL) {
+		unsigned long long best = 0;
+		for (int64_t i = lo + MKC_LANE; i < hi; i += MKC_NLANES) {
+			const float l = mkc_rt_logit(x, i, half);
+			if (mkc_rt_fkey(l) >= st.floor) {
+				const unsigned long long p =
+					mkc_rt_pack(mkc_rt_gumbel_key(l, inv_t, s->seed, ctr, i), i);
+				best = p > best ? p : best;
+			}
+		}
+		mkc_rt_draw_max(best, &acc->key, sh);
+	} else if (k == MKC_DRAW_SUM) {
+		unsigned long long z = 0;
+		for (int64_t i = lo + MKC_LANE; i < hi; i += MKC_NLANES) {
+			const float l = mkc_rt_logit(x, i, half);
+			if (mkc_rt_fkey(l) >= st.floor)
+				z += mkc_rt_mass(l, st.top, inv_t);
+		}
+		if (MKC_LANE == 0)
+			sh->best = 0;
+		MKC_LANES_SYNC();
+		if (z)
+			MKC_SMP_ADD(&sh->best, z);
+		MKC_LANES_SYNC();
+		if (MKC_LANE == 0 && sh->best)
+			MKC_SMP_ADD(&acc->z, sh->best);
+		MKC_LANES_SYNC();
+	} else {
+		/*
+		 * A radix round: the keys at or above the floor that share the bytes
+		 * picked so far, by their next byte. A lane adds a run of equal bytes
+		 * at once: the logits crowd into a few bytes, and a shared atomic a
+		 * logit would queue the lanes on those few.
+		 */
+		const int r = mkc_rt_draw_round(k), shift = 24 - 8 * r, mass = k >= MKC_DRAW_P0;
+		const uint32_t himask = r == 0 ? 0 : ~0u << (shift + 8);
+		for (int64_t b = MKC_LANE; b < 256; b += MKC_NLANES)
+			sh->hist[b] = 0;
+		MKC_LANES_SYNC();
+		int bin = -1;
+		unsigned long long run = 0;
+		for (int64_t i = lo + MKC_LANE; i < hi; i += MKC_NLANES) {
+			const float l = mkc_rt_logit(x, i, half);
+			const uint32_t key = mkc_rt_fkey(l);
+			if (key >= st.floor && (key & himask) == st.pick) {
+				const int b = (int)(key >> shift & 255);
+				if (b != bin) {
+					if (run)
+						MKC_SMP_ADD(&sh->hist[bin], run);
+					bin = b;
+					run = 0;
+				}
+				run += mass ? mkc_rt_mass(l, st.top, inv_t) : 1ULL;
+			}
+		}
+		if (run)
+			MKC_SMP_ADD(&sh->hist[bin], run);
+		MKC_LANES_SYNC();
+		unsigned long long *h = acc->hist[(mass ? 4 : 0) + r];
+		for (int64_t b = MKC_LANE; b < 256; b += MKC_NLANES)
+			if (sh->hist[b])
+				MKC_SMP_ADD(&h[b], sh->hist[b]);
+		MKC_LANES_SYNC();
+	}
+}
+
+/* The token, after the last of np phases of kinds (its state in sh->st). */
+static inline MKC_BODY int64_t MKC_UNUSED
+mkc_rt_draw_token(const int *kinds, int np, const mkc_rt_draw_acc *acc,
+		  const mkc_rt_sample_scratch *sh)
+{
+	if (np == 1)   /* greedy */
+		return (int64_t)(0xffffffffu - (uint32_t)acc->best);
+	(void)kinds;
+	if (sh->st.decided)
+		return sh->st.top == INFINITY ? sh->st.first : 0;
+	return (int64_t)(0xffffffffu - (uint32_t)acc->key);
+}
+
 /*
  * The token drawn from n logits (float32, or float16 where half) for the
- * draw ctr (the position the token takes) under s; every lane returns it.
- * All logits NaN or -infinity: token 0; a +infinity: the first of them.
+ * draw ctr (the position the token takes) under s (temperature 0: the
+ * argmax), by one block: every lane calls it and returns the token. acc:
+ * the sums, shared by the lanes (zeroed here). All logits NaN or
+ * -infinity: token 0; a +infinity: the first of them.
  */
 static MKC_BODY int64_t MKC_UNUSED
 mkc_rt_sample(const void *x, int64_t n, int half, const mkc_rt_sampling *s, uint64_t ctr,
-	      mkc_rt_sample_scratch *sh)
+	      mkc_rt_sample_scratch *sh, mkc_rt_draw_acc *acc)
 {
-	const float inv_t = 1.0f / s->temperature;
-	const int64_t first = mkc_rt_argmax(x, n, half, sh);
-	const float top = mkc_rt_logit(x, first, half);
-	if (!(top > -INFINITY) || top == INFINITY)
-		return top == INFINITY ? first : 0;
-	uint32_t floor = mkc_rt_fkey(-INFINITY) + 1;   /* what a draw can give */
-	if (s->top_k > 0 && s->top_k < n)
-		floor = mkc_rt_radix_select(x, n, half, floor, 0, top, inv_t,
-					    (unsigned long long)s->top_k, sh);
-	if (s->top_p > 0 && s->top_p < 1) {
-		unsigned long long z = 0;
-		for (int64_t i = MKC_LANE; i < n; i += MKC_NLANES) {
-			const float l = mkc_rt_logit(x, i, half);
-			if (mkc_rt_fkey(l) >= floor)
-				z += mkc_rt_mass(l, top, inv_t);
-		}
-		if (MKC_LANE == 0)
-			sh->above = 0;
+	int kinds[MKC_DRAW_MAX_PHASES];
+	const int np = mkc_rt_draw_plan(s, n, kinds);
+	mkc_rt_draw_clear(acc, kinds, np);
+	MKC_LANES_SYNC();
+	for (int p = 0; p < np; p++) {
+		mkc_rt_draw_begin(p, kinds, x, half, s, acc, sh, 1);
+		mkc_rt_draw_work(kinds[p], x, 0, n, half, s, ctr, acc, sh);
 		MKC_LANES_SYNC();
-		MKC_SMP_ADD(&sh->above, z);
-		MKC_LANES_SYNC();
-		z = sh->above;
-		MKC_LANES_SYNC();
-		unsigned long long need = (unsigned long long)((double)s->top_p * (double)z);
-		floor = mkc_rt_radix_select(x, n, half, floor, 1, top, inv_t, need ? need : 1, sh);
 	}
-	unsigned long long best = 0;
-	for (int64_t i = MKC_LANE; i < n; i += MKC_NLANES) {
-		const float l = mkc_rt_logit(x, i, half);
-		if (mkc_rt_fkey(l) >= floor) {
-			const unsigned long long p =
-				mkc_rt_pack(mkc_rt_gumbel_key(l, inv_t, s->seed, ctr, i), i);
-			best = p > best ? p : best;
-		}
-	}
-	best = mkc_rt_block_max_u64(best, sh);
-	return (int64_t)(0xffffffffu - (uint32_t)best);
+	const int64_t t = mkc_rt_draw_token(kinds, np, acc, sh);
+	MKC_LANES_SYNC();   /* before a later call's lane 0 writes the scratch again */
+	return t;
 }

@@ -377,11 +377,18 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 	mkc_gen_dims(dims, 1);
 	const void *in[MKC_NINPUTS + 1] = {0};
 	void *outs[MKC_NOUTPUTS + 1] = {0}, *mask = NULL;
+	mkc_rt_draw_acc *acc = malloc(sizeof *acc);   /* 17 KB of sums a draw */
+	if (!acc) {
+		mkc_seterr(m, "out of memory for the draw's sums");
+		return -1;
+	}
 	for (int i = 0; i < MKC_NINPUTS; i++)
 		in[i] = i == MKC_GEN_IDS ? &ids : &pos;
 #if MKC_GEN_MASK >= 0
-	if (mkc_gen_mask(m, &mask))
+	if (mkc_gen_mask(m, &mask)) {
+		free(acc);
 		return -1;
+	}
 	in[MKC_GEN_MASK] = mask;
 #endif
 	for (int o = 0; o < MKC_NOUTPUTS && rc == 0; o++) {
@@ -404,11 +411,8 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 			continue;
 		}
 		mkc_rt_sample_scratch sh;
-		const void *logits = outs[MKC_GEN_LOGITS];
-		ids = g->s.temperature > 0
-			      ? mkc_rt_sample(logits, MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &g->s,
-					      (uint64_t)pos + 1, &sh)
-			      : mkc_rt_argmax(logits, MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &sh);
+		ids = mkc_rt_sample(outs[MKC_GEN_LOGITS], MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &g->s,
+				    (uint64_t)pos + 1, &sh, acc);
 		g->out[j - (n_prompt - 1)] = ids;
 		if (g->n_out)
 			*g->n_out = j - (n_prompt - 1) + 1;
@@ -418,6 +422,7 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 	for (int o = 0; o < MKC_NOUTPUTS; o++)
 		free(outs[o]);
 	free(mask);
+	free(acc);
 	return rc;
 #endif
 }
@@ -431,16 +436,19 @@ static int
 mkc_sample_rows(mkc_host *m, const void *logits, int64_t rows, const mkc_rt_sampling *s,
 		const int64_t *pos, int64_t *out, const int64_t *which)
 {
-	(void)m;
 	const size_t row = (size_t)MKC_GEN_VOCAB * (MKC_GEN_LOGITS_F16 ? 2 : 4);
+	mkc_rt_draw_acc *acc = malloc(sizeof *acc);
+	if (!acc) {
+		mkc_seterr(m, "out of memory for the draw's sums");
+		return -1;
+	}
 	for (int64_t r = 0; r < rows; r++) {
 		mkc_rt_sample_scratch sh;
 		const void *x = (const char *)logits + (size_t)(which ? which[r] : r) * row;
-		out[r] = s[r].temperature > 0
-				 ? mkc_rt_sample(x, MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &s[r],
-						 (uint64_t)pos[r], &sh)
-				 : mkc_rt_argmax(x, MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &sh);
+		out[r] = mkc_rt_sample(x, MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &s[r], (uint64_t)pos[r],
+				       &sh, acc);
 	}
+	free(acc);
 	return 0;
 }
 

@@ -402,38 +402,64 @@ struct mkc_gen_io {
 	const int64_t *stop;         /* device copy of the n_stop stop tokens */
 	int n_stop;
 	int *ran;                    /* device: [0] the steps run, [1] 1 after a stop token */
+	mkc_rt_draw_acc *acc;        /* device: the draw's sums, zero between draws */
 };
+
+/* The grid barriers of generate's steps: two a step, and one a phase of
+ * the draw after each step that takes a new token (of np phases). */
+static MKC_HD unsigned long long
+mkc_gen_barriers(int steps, int n_prompt, int np)
+{
+	const int mine = steps - (n_prompt - 1);
+	return 2ULL * (unsigned long long)steps + (unsigned long long)(mine > 0 ? mine : 0) *
+							 (unsigned long long)np;
+}
 
 /*
  * Generation in one launch: step j runs every queue with epoch epoch0 + j
- * + 1; at its end all blocks meet, block 0 takes the next token (the
- * prompt's, the argmax of the logits, or runtime/sample.h's draw), writes
- * it and the next position and advances the cache count (and the symbolic
- * values that follow it), and all meet again; after a stop token all
- * blocks leave there, and *io.ran says how many steps ran.
+ * + 1; at its end all blocks meet. Where the step's logits give a new
+ * token, every block takes its share of the vocabulary through each phase
+ * of runtime/sample.h's draw (the argmax alone where greedy), the grid
+ * meeting after each. Block 0 then takes the next token (the prompt's, or
+ * the draw's), writes it and the next position, advances the cache count
+ * (and the symbolic values that follow it) and clears the draw's sums, and
+ * all meet again; after a stop token all blocks leave there, and *io.ran
+ * says how many steps ran.
  */
 static __global__ void MKC_LAUNCH_BOUNDS
 mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch0,
 		    unsigned long long bar0, long long timeout_cycles, struct mkc_gen_io io)
 {
-	unsigned long long *bar = &counter[MKC_NEVENTS];
+	unsigned long long *bar = &counter[MKC_NEVENTS], nbar = 0;
+	__shared__ mkc_rt_sample_scratch sh;
+	int kinds[MKC_DRAW_MAX_PHASES];
+	const int np = mkc_rt_draw_plan(&io.s, MKC_GEN_VOCAB, kinds);
+	/* this block's share of the vocabulary */
+	const int64_t lo = MKC_GEN_VOCAB * (int64_t)blockIdx.x / MKC_NWORKERS,
+		      hi = MKC_GEN_VOCAB * ((int64_t)blockIdx.x + 1) / MKC_NWORKERS;
 	for (int j = 0; j < io.steps; j++) {
-		const unsigned long long arrivals = 2ULL * (unsigned long long)j;
-		/* again every step: block 0 advanced the symbols at the last one */
 		if (mkc_run_queue(mkc_model_view(m), counter, MKC_DECODE_PLAN,
 				  epoch0 + (unsigned long long)j + 1,
 				  timeout_cycles, (io.prof0 + j) % MKC_PROF_SLOTS) ||
-		    mkc_grid_sync(m, bar, bar0 + (arrivals + 1) * MKC_NWORKERS, timeout_cycles))
+		    mkc_grid_sync(m, bar, bar0 + ++nbar * MKC_NWORKERS, timeout_cycles))
 			return;
+		const bool mine = j >= io.n_prompt - 1;   /* a new token, not the prompt's */
+		for (int p = 0; mine && p < np; p++) {
+			mkc_rt_draw_begin(p, kinds, io.logits, MKC_GEN_LOGITS_F16, &io.s, io.acc, &sh,
+					  blockIdx.x == 0);
+			mkc_rt_draw_work(kinds[p], io.logits, lo, hi, MKC_GEN_LOGITS_F16, &io.s,
+					 io.ctr0 + (uint64_t)j, io.acc, &sh);
+			if (mkc_grid_sync(m, bar, bar0 + ++nbar * MKC_NWORKERS, timeout_cycles))
+				return;
+		}
 		if (blockIdx.x == 0) {
-			__shared__ mkc_rt_sample_scratch sh;
-			const bool mine = j >= io.n_prompt - 1;   /* a new token, not the prompt's */
-			const int64_t tok =
-				!mine ? io.prompt[j + 1]
-				: io.s.temperature > 0
-					? mkc_rt_sample(io.logits, MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &io.s,
-							io.ctr0 + (uint64_t)j, &sh)
-					: mkc_rt_argmax(io.logits, MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &sh);
+			/* the last phase's state is in sh, its sums in io.acc */
+			const int64_t tok = !mine ? io.prompt[j + 1]
+						  : mkc_rt_draw_token(kinds, np, io.acc, &sh);
+			if (mine) {
+				__syncthreads();   /* every lane has the token before the sums go */
+				mkc_rt_draw_clear(io.acc, kinds, np);
+			}
 			if (threadIdx.x == 0) {
 				bool stop = false;
 				if (mine) {
@@ -455,7 +481,7 @@ mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned l
 			}
 		}
 		/* the barrier's release publishes block 0's writes above */
-		if (mkc_grid_sync(m, bar, bar0 + (arrivals + 2) * MKC_NWORKERS, timeout_cycles) ||
+		if (mkc_grid_sync(m, bar, bar0 + ++nbar * MKC_NWORKERS, timeout_cycles) ||
 		    *(volatile int *)&io.ran[1])
 			return;
 	}
@@ -677,7 +703,8 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 	mkc_gen_dims(dims, 1);
 	void *in[MKC_NINPUTS + 1] = {0}, *outs[MKC_NOUTPUTS + 1] = {0};
 	int64_t *dprompt = NULL, *dout = NULL, *dstop = NULL, first[2] = {prompt[0], mkc_next_position(m)};
-	int *dran = NULL;
+	int *dran = NULL, kinds[MKC_DRAW_MAX_PHASES];
+	mkc_rt_draw_acc *dacc = NULL;
 	struct mkc_gen_io io;
 	memset(&io, 0, sizeof io);
 	for (int i = 0; i < MKC_NINPUTS; i++)
@@ -698,6 +725,8 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 				   cudaMemcpyHostToDevice)) ||
 	    MKC_GPU(m, cudaMalloc((void **)&dran, sizeof ran)) ||
 	    MKC_GPU(m, cudaMemcpy(dran, ran, sizeof ran, cudaMemcpyHostToDevice)) ||
+	    MKC_GPU(m, cudaMalloc((void **)&dacc, sizeof *dacc)) ||
+	    MKC_GPU(m, cudaMemset(dacc, 0, sizeof *dacc)) ||
 	    (g->n_stop &&
 	     (MKC_GPU(m, cudaMalloc((void **)&dstop, (size_t)g->n_stop * sizeof *dstop)) ||
 	      MKC_GPU(m, cudaMemcpy(dstop, g->stop, (size_t)g->n_stop * sizeof *dstop,
@@ -720,6 +749,7 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 	io.stop = dstop;
 	io.n_stop = g->n_stop;
 	io.ran = dran;
+	io.acc = dacc;
 #if MKC_PROFILE
 	/* the slots after the prompt's chunks' (a ring: the last steps stay) */
 	io.prof0 = (int)(m->prof_count % MKC_PROF_SLOTS);
@@ -737,7 +767,8 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 		goto out;
 	/* the steps that ran: all, or up to a stop token's */
 	m->epoch[MKC_DECODE_PLAN] += (unsigned long long)ran[0];
-	m->bars += 2ULL * (unsigned long long)ran[0] * MKC_NWORKERS;
+	m->bars += mkc_gen_barriers(ran[0], n_prompt, mkc_rt_draw_plan(&g->s, MKC_GEN_VOCAB, kinds)) *
+		   MKC_NWORKERS;
 #if MKC_PROFILE
 	m->prof_count -= steps - ran[0];
 #endif
@@ -762,49 +793,89 @@ out:
 	mkc_gpu_free(dout);
 	mkc_gpu_free(dstop);
 	mkc_gpu_free(dran);
+	mkc_gpu_free(dacc);
 	return rc;
 #endif
 }
 
-/* Block r draws row r of the logits as s[r] says, into out[r]. */
+/*
+ * Phase p of the draws from rows rows of logits (row which[r], or r), nb
+ * blocks a row: block b of row r passes over its share of the row, as
+ * s[r] says for the position pos[r], its sums into acc[r] (zero before
+ * phase 0). A row whose draw has fewer phases waits out the rest.
+ */
 static __global__ void
-mkc_sample_kernel(const void *logits, const mkc_rt_sampling *s, const int64_t *pos,
-		  int64_t *out, const int64_t *which)
+mkc_sample_phase(int p, int nb, const void *logits, const mkc_rt_sampling *s, const int64_t *pos,
+		 const int64_t *which, mkc_rt_draw_acc *acc)
 {
 	__shared__ mkc_rt_sample_scratch sh;
-	const int64_t r = blockIdx.x;
+	const int64_t r = blockIdx.x / nb, b = blockIdx.x % nb;
+	int kinds[MKC_DRAW_MAX_PHASES];
+	const int np = mkc_rt_draw_plan(&s[r], MKC_GEN_VOCAB, kinds);
+	if (p >= np)
+		return;
 	const void *x = (const char *)logits + (size_t)(which ? which[r] : r) *
 						       (size_t)MKC_GEN_VOCAB * (MKC_GEN_LOGITS_F16 ? 2 : 4);
-	const int64_t t = s[r].temperature > 0
-				  ? mkc_rt_sample(x, MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &s[r],
-						  (uint64_t)pos[r], &sh)
-				  : mkc_rt_argmax(x, MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &sh);
-	if (threadIdx.x == 0)
-		out[r] = t;
+	mkc_rt_draw_begin(p, kinds, x, MKC_GEN_LOGITS_F16, &s[r], &acc[r], &sh, b == 0);
+	mkc_rt_draw_work(kinds[p], x, MKC_GEN_VOCAB * b / nb, MKC_GEN_VOCAB * (b + 1) / nb,
+			 MKC_GEN_LOGITS_F16, &s[r], (uint64_t)pos[r], &acc[r], &sh);
+}
+
+/* Thread r: row r's token, after every phase, into out[r]. */
+static __global__ void
+mkc_sample_token(int64_t rows, const mkc_rt_sampling *s, const mkc_rt_draw_acc *acc,
+		 int64_t *out)
+{
+	const int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (r >= rows)
+		return;
+	int kinds[MKC_DRAW_MAX_PHASES];
+	const int np = mkc_rt_draw_plan(&s[r], MKC_GEN_VOCAB, kinds);
+	mkc_rt_sample_scratch sh;   /* the state the last phase began with */
+	sh.st = acc[r].st[np > 1 ? np - 1 : 0];
+	out[r] = mkc_rt_draw_token(kinds, np, &acc[r], &sh);
 }
 
 /*
  * rows rows of logits (device memory), row which[r] (NULL: r), drawn on
- * the device, a block a row, each as s[r] says for the position pos[r];
- * the tokens into out (host memory). The settings and tokens cross in a
- * small copy each way.
+ * the device as s[r] says for the position pos[r]; the tokens into out
+ * (host memory). Each phase of the draw (runtime/sample.h) is a launch
+ * over every row, several blocks a row (about two blocks an SM in all).
+ * The settings and tokens cross in a small copy each way.
  */
 static int
 mkc_sample_rows(mkc_host *m, const void *logits, int64_t rows, const mkc_rt_sampling *s,
 		const int64_t *pos, int64_t *out, const int64_t *which)
 {
-	const size_t ns = (size_t)rows * sizeof *s, np = (size_t)rows * sizeof *pos;
+	const size_t ns = (size_t)rows * sizeof *s, np8 = (size_t)rows * sizeof *pos,
+		     na = (size_t)rows * sizeof(mkc_rt_draw_acc);
+	int kinds[MKC_DRAW_MAX_PHASES], phases = 0;
+	for (int64_t r = 0; r < rows; r++) {
+		const int np = mkc_rt_draw_plan(&s[r], MKC_GEN_VOCAB, kinds);
+		phases = np > phases ? np : phases;
+	}
+	int nb = (int)((264 + rows - 1) / rows);
+	nb = nb < 1 ? 1 : nb > 64 ? 64 : nb;
 	char *d = NULL;
-	int rc = MKC_GPU(m, cudaMalloc((void **)&d, ns + 3 * np)) ||
-		 MKC_GPU(m, cudaMemcpy(d, s, ns, cudaMemcpyHostToDevice)) ||
-		 MKC_GPU(m, cudaMemcpy(d + ns, pos, np, cudaMemcpyHostToDevice)) ||
-		 (which && MKC_GPU(m, cudaMemcpy(d + ns + 2 * np, which, np, cudaMemcpyHostToDevice)));
+	int rc = MKC_GPU(m, cudaMalloc((void **)&d, na + ns + 3 * np8)) ||
+		 MKC_GPU(m, cudaMemset(d, 0, na)) ||
+		 MKC_GPU(m, cudaMemcpy(d + na, s, ns, cudaMemcpyHostToDevice)) ||
+		 MKC_GPU(m, cudaMemcpy(d + na + ns, pos, np8, cudaMemcpyHostToDevice)) ||
+		 (which && MKC_GPU(m, cudaMemcpy(d + na + ns + 2 * np8, which, np8,
+						  cudaMemcpyHostToDevice)));
+	mkc_rt_draw_acc *acc = (mkc_rt_draw_acc *)d;
+	const mkc_rt_sampling *ds = (const mkc_rt_sampling *)(d + na);
+	int64_t *dpos = (int64_t *)(d + na + ns), *dout = (int64_t *)(d + na + ns + np8);
+	const int64_t *dwhich = which ? (const int64_t *)(d + na + ns + 2 * np8) : NULL;
+	for (int p = 0; rc == 0 && p < phases; p++) {
+		mkc_sample_phase<<<(unsigned)(rows * nb), MKC_THREADS>>>(p, nb, logits, ds, dpos,
+									 dwhich, acc);
+		rc = MKC_GPU(m, cudaGetLastError());
+	}
 	if (rc == 0) {
-		mkc_sample_kernel<<<(unsigned)rows, MKC_THREADS>>>(
-			logits, (const mkc_rt_sampling *)d, (const int64_t *)(d + ns),
-			(int64_t *)(d + ns + np), which ? (const int64_t *)(d + ns + 2 * np) : NULL);
+		mkc_sample_token<<<(unsigned)((rows + 127) / 128), 128>>>(rows, ds, acc, dout);
 		rc = MKC_GPU(m, cudaGetLastError()) ||
-		     MKC_GPU(m, cudaMemcpy(out, d + ns + np, np, cudaMemcpyDeviceToHost));
+		     MKC_GPU(m, cudaMemcpy(out, dout, np8, cudaMemcpyDeviceToHost));
 	}
 	mkc_gpu_free(d);
 	return rc ? -1 : 0;

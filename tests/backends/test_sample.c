@@ -26,7 +26,8 @@ static int64_t
 draw(const float *x, int64_t n, mkc_rt_sampling s, uint64_t ctr)
 {
 	mkc_rt_sample_scratch sh;
-	return mkc_rt_sample(x, n, 0, &s, ctr, &sh);
+	static mkc_rt_draw_acc acc;
+	return mkc_rt_sample(x, n, 0, &s, ctr, &sh, &acc);
 }
 
 static int
@@ -170,8 +171,9 @@ Test(sample, half_logits_draw_as_float)
 	}
 	mkc_rt_sampling s = {0.9f, 5, 0.8f, 4};
 	mkc_rt_sample_scratch sh;
+	static mkc_rt_draw_acc acc;
 	for (uint64_t c = 0; c < 300; c++)
-		cr_assert_eq(mkc_rt_sample(h, 10, 1, &s, c, &sh), draw(w, 10, s, c));
+		cr_assert_eq(mkc_rt_sample(h, 10, 1, &s, c, &sh, &acc), draw(w, 10, s, c));
 }
 
 /*
@@ -233,4 +235,71 @@ Test(sample, exp_and_log_are_within_two_ulp)
 		double want = log((double)x), got = mkc_rt_log_pos(x);
 		cr_assert(fabs(got - want) <= 2.5e-7 * fabs(want) + 1e-12, "log(%.9g)", (double)x);
 	}
+}
+
+/*
+ * The draw as a grid of g blocks takes it (backends/cuda/exec.cuh's
+ * generate and sample kernels): each phase begins in every block (block 0
+ * leading), then every block passes over its share of the logits, in
+ * either order (all blocks begin before any works, or each works as soon
+ * as it began). The sums start poisoned, so that what the clear misses shows.
+ */
+static int64_t
+draw_grid(const void *x, int64_t n, int half, mkc_rt_sampling s, uint64_t ctr, int g, int order)
+{
+	static mkc_rt_draw_acc acc;
+	mkc_rt_sample_scratch sh[200];
+	int kinds[MKC_DRAW_MAX_PHASES];
+	const int np = mkc_rt_draw_plan(&s, n, kinds);
+	cr_assert(g <= 200);
+	memset(&acc, 0x5a, sizeof acc);
+	mkc_rt_draw_clear(&acc, kinds, np);
+	for (int p = 0; p < np; p++)
+		for (int b = 0; b < g; b++) {
+			mkc_rt_draw_begin(p, kinds, x, half, &s, &acc, &sh[b], b == 0);
+			for (int w = order ? b : 0; w <= b && (order || b == g - 1); w++)
+				mkc_rt_draw_work(kinds[p], x, n * w / g, n * (w + 1) / g, half, &s, ctr,
+						 &acc, &sh[w]);
+		}
+	return mkc_rt_draw_token(kinds, np, &acc, &sh[0]);
+}
+
+Test(sample, a_grid_draws_as_one_block)
+{
+	static float x[128256];
+	uint64_t z = 99;
+	for (int64_t i = 0; i < 128256; i++) {
+		z = z * 6364136223846793005ULL + 1442695040888963407ULL;
+		x[i] = (float)((double)(z >> 11) * 0x1p-53 * 16.0 - 8.0);
+		if (i % 97 == 5)
+			x[i] = x[i / 2];
+	}
+	x[1] = -INFINITY;
+	x[2] = NAN;
+	const mkc_rt_sampling cases[] = {
+		{0, 0, 0, 0}, {1.0f, 0, 0, 1}, {1.3f, 40, 0, 3}, {0.8f, 0, 0.9f, 4},
+		{1.0f, 50, 0.95f, 5}, {2.0f, 0, 0.5f, 6}, {0.7f, 1, 0, 7}, {1.0f, 3, 0.01f, 8},
+	};
+	const int64_t sizes[] = {10, 1000, 128256};
+	const int grids[] = {1, 3, 7, 132};
+	int changes = 0;
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+		for (int k = 0; k < 3; k++)
+			for (uint64_t ctr = 0; ctr < (sizes[k] > 1000 ? 3u : 20u); ctr++) {
+				const int64_t want = draw(x, sizes[k], cases[c], ctr);
+				changes += want != draw(x, sizes[k], cases[c], ctr + 1);
+				for (int gi = 0; gi < 4; gi++)
+					for (int order = 0; order < 2; order++)
+						cr_assert_eq(draw_grid(x, sizes[k], 0, cases[c], ctr, grids[gi],
+								       order), want,
+							     "case %zu, n %lld, draw %llu, %d blocks", c,
+							     (long long)sizes[k], (unsigned long long)ctr,
+							     grids[gi]);
+			}
+	cr_assert_gt(changes, 50, "the draws hardly move (%d): the test would not see a wrong one", changes);
+	/* a +infinity, and no finite logit: decided after the argmax, the phases still run */
+	const float inf[4] = {0.0f, INFINITY, 1.0f, INFINITY}, none[3] = {-INFINITY, NAN, -INFINITY};
+	const mkc_rt_sampling s = {1.0f, 2, 0.5f, 3};
+	cr_assert_eq(draw_grid(inf, 4, 0, s, 0, 3, 0), 1);
+	cr_assert_eq(draw_grid(none, 3, 0, s, 0, 2, 1), 0);
 }

@@ -3,8 +3,10 @@
  * against the same function run on the host (one lane, as the C target
  * runs it), token for token: the same logits and seed must draw the same
  * token on every target (tests/backends/test_sample.c checks the host copy's
- * draws against the probabilities). Then the time one block takes for a
- * draw from 128256 logits, the cost a token of generate pays on the device.
+ * draws against the probabilities); then the same draws with the
+ * vocabulary cut between 264 blocks, a launch a phase (as exec.cuh's
+ * sample kernel takes them; generate's grid meets at a barrier instead).
+ * Then the time of a draw from 128256 logits both ways.
  *
  *   nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -o sample tests/gpu/sample.cu && ./sample
  *
@@ -38,10 +40,48 @@ static __global__ void
 draws(const void *x, int64_t n, int half, mkc_rt_sampling s, int greedy, int64_t *out)
 {
 	__shared__ mkc_rt_sample_scratch sh;
+	__shared__ mkc_rt_draw_acc acc;
 	const int64_t t = greedy ? mkc_rt_argmax(x, n, half, &sh)
-				 : mkc_rt_sample(x, n, half, &s, (uint64_t)blockIdx.x, &sh);
+				 : mkc_rt_sample(x, n, half, &s, (uint64_t)blockIdx.x, &sh, &acc);
 	if (threadIdx.x == 0)
 		out[blockIdx.x] = t;
+}
+
+enum { GRID = 264 };
+
+/* phase p of draw ctr, block b of GRID taking its share; then the token */
+static __global__ void
+grid_phase(int p, const void *x, int64_t n, mkc_rt_sampling s, uint64_t ctr, mkc_rt_draw_acc *acc)
+{
+	__shared__ mkc_rt_sample_scratch sh;
+	int kinds[MKC_DRAW_MAX_PHASES];
+	mkc_rt_draw_plan(&s, n, kinds);
+	mkc_rt_draw_begin(p, kinds, x, 0, &s, acc, &sh, blockIdx.x == 0);
+	mkc_rt_draw_work(kinds[p], x, n * blockIdx.x / GRID, n * (blockIdx.x + 1) / GRID, 0, &s, ctr,
+			 acc, &sh);
+}
+
+static __global__ void
+grid_token(int64_t n, mkc_rt_sampling s, mkc_rt_draw_acc *acc, int64_t *out)
+{
+	int kinds[MKC_DRAW_MAX_PHASES];
+	const int np = mkc_rt_draw_plan(&s, n, kinds);
+	mkc_rt_sample_scratch sh;
+	sh.st = acc->st[np > 1 ? np - 1 : 0];
+	*out = mkc_rt_draw_token(kinds, np, acc, &sh);
+}
+
+/* draw ctr by the grid, into *out (device memory) */
+static void
+grid_draw(const float *x, int64_t n, mkc_rt_sampling s, uint64_t ctr, mkc_rt_draw_acc *acc,
+	  int64_t *out)
+{
+	int kinds[MKC_DRAW_MAX_PHASES];
+	const int np = mkc_rt_draw_plan(&s, n, kinds);
+	CHECK(cudaMemsetAsync(acc, 0, sizeof *acc));
+	for (int p = 0; p < np; p++)
+		grid_phase<<<GRID, MKC_THREADS>>>(p, x, n, s, ctr, acc);
+	grid_token<<<1, 1>>>(n, s, acc, out);
 }
 
 /* n logits: a spread of values, some ties, a -inf and a NaN */
@@ -70,19 +110,32 @@ check(const char *what, const float *x, int64_t n, mkc_rt_sampling s, int greedy
 	CHECK(cudaMallocManaged(&dev, DRAWS * sizeof *dev));
 	draws<<<DRAWS, MKC_THREADS>>>(x, n, 0, s, greedy, dev);
 	CHECK(cudaDeviceSynchronize());
-	int bad = 0, distinct = 0;
+	int bad = 0, distinct = 0, gbad = 0;
+	static mkc_rt_draw_acc hacc;
+	mkc_rt_draw_acc *acc;
+	int64_t *g;
+	CHECK(cudaMalloc(&acc, sizeof *acc));
+	CHECK(cudaMallocManaged(&g, 32 * sizeof *g));
+	for (int d = 0; d < 32; d++)
+		grid_draw(x, n, s, (uint64_t)d, acc, &g[d]);
+	CHECK(cudaDeviceSynchronize());
 	for (int d = 0; d < DRAWS; d++) {
 		mkc_rt_sample_scratch sh;
 		int64_t h = greedy ? mkc_rt_argmax(x, n, 0, &sh)
-				   : mkc_rt_sample(x, n, 0, &s, (uint64_t)d, &sh);
+				   : mkc_rt_sample(x, n, 0, &s, (uint64_t)d, &sh, &hacc);
 		if (h != dev[d] && bad++ < 3)
 			printf("  draw %d: host %lld, device %lld\n", d, (long long)h,
 			       (long long)dev[d]);
+		if (d < 32 && h != g[d] && gbad++ < 3)
+			printf("  draw %d: host %lld, grid %lld\n", d, (long long)h, (long long)g[d]);
 		distinct += d > 0 && dev[d] != dev[d - 1];
 	}
-	printf("%-4s %-44s n %6lld: %d draws, %d differ, %d changes of token\n", bad ? "FAIL" : "ok",
-	       what, (long long)n, DRAWS, bad, distinct);
+	printf("%-4s %-44s n %6lld: %d draws, %d differ, %d changes of token; grid: 32, %d differ\n",
+	       bad || gbad ? "FAIL" : "ok", what, (long long)n, DRAWS, bad, distinct, gbad);
+	bad += gbad;
 	CHECK(cudaFree(dev));
+	CHECK(cudaFree(acc));
+	CHECK(cudaFree(g));
 	return bad != 0;
 }
 
@@ -128,6 +181,18 @@ main(void)
 		CHECK(cudaEventElapsedTime(&ms, a, b));
 		printf("time %-44s n 128256: %.1f us a draw (one block of %d, a launch each)\n",
 		       cases[c].what, ms * 10, MKC_THREADS);
+		mkc_rt_draw_acc *acc;
+		CHECK(cudaMalloc(&acc, sizeof *acc));
+		grid_draw(x, 128256, cases[c].s, 0, acc, dev);
+		CHECK(cudaEventRecord(a));
+		for (int r = 0; r < 100; r++)
+			grid_draw(x, 128256, cases[c].s, (uint64_t)r, acc, dev);
+		CHECK(cudaEventRecord(b));
+		CHECK(cudaEventSynchronize(b));
+		CHECK(cudaEventElapsedTime(&ms, a, b));
+		printf("time %-44s n 128256: %.1f us a draw (%d blocks, a launch a phase)\n",
+		       cases[c].what, ms * 10, GRID);
+		CHECK(cudaFree(acc));
 	}
 	printf("%s\n", fails ? "FAILED" : "all draws equal");
 	return fails != 0;
