@@ -237,23 +237,6 @@ mkc_rt_block_max_u64(unsigned long long v, mkc_rt_sample_scratch *sh)
 	return r;
 }
 
-/*
- * The index of the largest of n logits (float32, or float16 where half),
- * the first of equals, as torch.argmax, NaN below everything; every lane
- * returns it.
- */
-static MKC_BODY int64_t MKC_UNUSED
-mkc_rt_argmax(const void *x, int64_t n, int half, mkc_rt_sample_scratch *sh)
-{
-	unsigned long long best = 0;
-	for (int64_t i = MKC_LANE; i < n; i += MKC_NLANES) {
-		const unsigned long long p = mkc_rt_pack(mkc_rt_logit(x, i, half), i);
-		best = p > best ? p : best;
-	}
-	best = mkc_rt_block_max_u64(best, sh);
-	return (int64_t)(0xffffffffu - (uint32_t)best);
-}
-
 /* The phases of a draw under s from n logits, into kinds; their count. */
 static inline MKC_HD int MKC_UNUSED
 mkc_rt_draw_plan(const mkc_rt_sampling *s, int64_t n, int *kinds)
@@ -281,16 +264,27 @@ mkc_rt_draw_round(int k)
 	return k <= MKC_DRAW_K3 ? k - MKC_DRAW_K0 : k - MKC_DRAW_P0;
 }
 
+/* The row of acc->hist a phase of kind k sums into: top-k's rounds 0-3,
+ * top-p's 4-7; -1 for a phase that is no radix round. */
+static inline MKC_BODY int MKC_UNUSED
+mkc_rt_draw_hist(int k)
+{
+	if (k >= MKC_DRAW_K0 && k <= MKC_DRAW_K3)
+		return k - MKC_DRAW_K0;
+	if (k >= MKC_DRAW_P0 && k <= MKC_DRAW_P3)
+		return 4 + k - MKC_DRAW_P0;
+	return -1;
+}
+
 /* zero what kinds[0..np) sum, before a draw; every lane calls it */
 static MKC_BODY void MKC_UNUSED
 mkc_rt_draw_clear(mkc_rt_draw_acc *acc, const int *kinds, int np)
 {
-	for (int p = 0; p < np; p++)
-		if (kinds[p] >= MKC_DRAW_K0 && kinds[p] != MKC_DRAW_SUM && kinds[p] != MKC_DRAW_GUMBEL) {
-			const int h = (kinds[p] <= MKC_DRAW_K3 ? 0 : 4) + mkc_rt_draw_round(kinds[p]);
-			for (int64_t b = MKC_LANE; b < 256; b += MKC_NLANES)
-				acc->hist[h][b] = 0;
-		}
+	for (int p = 0; p < np; p++) {
+		const int h = mkc_rt_draw_hist(kinds[p]);
+		for (int64_t b = MKC_LANE; h >= 0 && b < 256; b += MKC_NLANES)
+			acc->hist[h][b] = 0;
+	}
 	if (MKC_LANE == 0)
 		acc->best = acc->key = acc->z = 0;
 }
@@ -306,13 +300,10 @@ mkc_rt_draw_begin(int p, const int *kinds, const void *x, int half, const mkc_rt
 {
 	if (p == 0)
 		return;
-	const int prev = kinds[p - 1], k = kinds[p];
-	const int radix = prev != MKC_DRAW_ARGMAX && prev != MKC_DRAW_SUM;
-	if (radix) {   /* the last round's histogram, where lane 0 scans it */
-		const int h = (prev <= MKC_DRAW_K3 ? 0 : 4) + mkc_rt_draw_round(prev);
-		for (int64_t b = MKC_LANE; b < 256; b += MKC_NLANES)
-			sh->hist[b] = acc->hist[h][b];
-	}
+	const int prev = kinds[p - 1], k = kinds[p], h = mkc_rt_draw_hist(prev);
+	/* the last round's histogram, where lane 0 scans it */
+	for (int64_t b = MKC_LANE; h >= 0 && b < 256; b += MKC_NLANES)
+		sh->hist[b] = acc->hist[h][b];
 	MKC_LANES_SYNC();
 	if (MKC_LANE == 0) {
 		mkc_rt_draw_state st;
@@ -439,7 +430,7 @@ mkc_rt_draw_work(int k, const void *x, int64_t lo, int64_t hi, int half, const m
 		if (run)
 			MKC_SMP_ADD(&sh->hist[bin], run);
 		MKC_LANES_SYNC();
-		unsigned long long *h = acc->hist[(mass ? 4 : 0) + r];
+		unsigned long long *h = acc->hist[mkc_rt_draw_hist(k)];
 		for (int64_t b = MKC_LANE; b < 256; b += MKC_NLANES)
 			if (sh->hist[b])
 				MKC_SMP_ADD(&h[b], sh->hist[b]);
@@ -447,16 +438,16 @@ mkc_rt_draw_work(int k, const void *x, int64_t lo, int64_t hi, int half, const m
 	}
 }
 
-/* The token, after the last of np phases of kinds (its state in sh->st). */
+/* The token, after the last of np phases: from its sums, and from the
+ * state it began with (written by the leading block). */
 static inline MKC_BODY int64_t MKC_UNUSED
-mkc_rt_draw_token(const int *kinds, int np, const mkc_rt_draw_acc *acc,
-		  const mkc_rt_sample_scratch *sh)
+mkc_rt_draw_token(int np, const mkc_rt_draw_acc *acc)
 {
 	if (np == 1)   /* greedy */
 		return (int64_t)(0xffffffffu - (uint32_t)acc->best);
-	(void)kinds;
-	if (sh->st.decided)
-		return sh->st.top == INFINITY ? sh->st.first : 0;
+	const mkc_rt_draw_state *st = &acc->st[np - 1];
+	if (st->decided)
+		return st->top == INFINITY ? st->first : 0;
 	return (int64_t)(0xffffffffu - (uint32_t)acc->key);
 }
 
@@ -480,7 +471,7 @@ mkc_rt_sample(const void *x, int64_t n, int half, const mkc_rt_sampling *s, uint
 		mkc_rt_draw_work(kinds[p], x, 0, n, half, s, ctr, acc, sh);
 		MKC_LANES_SYNC();
 	}
-	const int64_t t = mkc_rt_draw_token(kinds, np, acc, sh);
+	const int64_t t = mkc_rt_draw_token(np, acc);
 	MKC_LANES_SYNC();   /* before a later call's lane 0 writes the scratch again */
 	return t;
 }

@@ -453,9 +453,7 @@ mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned l
 				return;
 		}
 		if (blockIdx.x == 0) {
-			/* the last phase's state is in sh, its sums in io.acc */
-			const int64_t tok = !mine ? io.prompt[j + 1]
-						  : mkc_rt_draw_token(kinds, np, io.acc, &sh);
+			const int64_t tok = !mine ? io.prompt[j + 1] : mkc_rt_draw_token(np, io.acc);
 			if (mine) {
 				__syncthreads();   /* every lane has the token before the sums go */
 				mkc_rt_draw_clear(io.acc, kinds, np);
@@ -830,10 +828,7 @@ mkc_sample_token(int64_t rows, const mkc_rt_sampling *s, const mkc_rt_draw_acc *
 	if (r >= rows)
 		return;
 	int kinds[MKC_DRAW_MAX_PHASES];
-	const int np = mkc_rt_draw_plan(&s[r], MKC_GEN_VOCAB, kinds);
-	mkc_rt_sample_scratch sh;   /* the state the last phase began with */
-	sh.st = acc[r].st[np > 1 ? np - 1 : 0];
-	out[r] = mkc_rt_draw_token(kinds, np, &acc[r], &sh);
+	out[r] = mkc_rt_draw_token(mkc_rt_draw_plan(&s[r], MKC_GEN_VOCAB, kinds), &acc[r]);
 }
 
 /*

@@ -155,9 +155,9 @@ Test(sample, never_draws_what_cannot_be_drawn)
 	cr_assert_eq(draw(inf, 4, (mkc_rt_sampling){1.0f, 0, 0, 3}, 0), 1);
 	const float none[3] = {-INFINITY, NAN, -INFINITY};
 	cr_assert_eq(draw(none, 3, (mkc_rt_sampling){1.0f, 0, 0, 3}, 0), 0);
-	mkc_rt_sample_scratch sh;
-	cr_assert_eq(mkc_rt_argmax(x, 5, 0, &sh), 2);   /* the first of equals; NaN lowest */
-	cr_assert_eq(mkc_rt_argmax(inf, 4, 0, &sh), 1);
+	/* greedy (temperature 0): the first of equals; NaN lowest */
+	cr_assert_eq(draw(x, 5, (mkc_rt_sampling){0, 0, 0, 3}, 0), 2);
+	cr_assert_eq(draw(inf, 4, (mkc_rt_sampling){0, 0, 0, 3}, 0), 1);
 }
 
 /* float16 logits (a float16 model's): the same draws as their float32 values */
@@ -261,7 +261,7 @@ draw_grid(const void *x, int64_t n, int half, mkc_rt_sampling s, uint64_t ctr, i
 				mkc_rt_draw_work(kinds[p], x, n * w / g, n * (w + 1) / g, half, &s, ctr,
 						 &acc, &sh[w]);
 		}
-	return mkc_rt_draw_token(kinds, np, &acc, &sh[0]);
+	return mkc_rt_draw_token(np, &acc);
 }
 
 Test(sample, a_grid_draws_as_one_block)

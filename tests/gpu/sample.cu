@@ -35,14 +35,13 @@
 
 enum { DRAWS = 512 };
 
-/* block b: the draw with counter b (argmax where greedy) */
+/* block b: the draw with counter b (the argmax at temperature 0) */
 static __global__ void
-draws(const void *x, int64_t n, int half, mkc_rt_sampling s, int greedy, int64_t *out)
+draws(const void *x, int64_t n, int half, mkc_rt_sampling s, int64_t *out)
 {
 	__shared__ mkc_rt_sample_scratch sh;
 	__shared__ mkc_rt_draw_acc acc;
-	const int64_t t = greedy ? mkc_rt_argmax(x, n, half, &sh)
-				 : mkc_rt_sample(x, n, half, &s, (uint64_t)blockIdx.x, &sh, &acc);
+	const int64_t t = mkc_rt_sample(x, n, half, &s, (uint64_t)blockIdx.x, &sh, &acc);
 	if (threadIdx.x == 0)
 		out[blockIdx.x] = t;
 }
@@ -65,10 +64,7 @@ static __global__ void
 grid_token(int64_t n, mkc_rt_sampling s, mkc_rt_draw_acc *acc, int64_t *out)
 {
 	int kinds[MKC_DRAW_MAX_PHASES];
-	const int np = mkc_rt_draw_plan(&s, n, kinds);
-	mkc_rt_sample_scratch sh;
-	sh.st = acc->st[np > 1 ? np - 1 : 0];
-	*out = mkc_rt_draw_token(kinds, np, acc, &sh);
+	*out = mkc_rt_draw_token(mkc_rt_draw_plan(&s, n, kinds), acc);
 }
 
 /* draw ctr by the grid, into *out (device memory) */
@@ -104,11 +100,11 @@ make_logits(int64_t n, uint64_t seed)
 }
 
 static int
-check(const char *what, const float *x, int64_t n, mkc_rt_sampling s, int greedy)
+check(const char *what, const float *x, int64_t n, mkc_rt_sampling s)
 {
 	int64_t *dev;
 	CHECK(cudaMallocManaged(&dev, DRAWS * sizeof *dev));
-	draws<<<DRAWS, MKC_THREADS>>>(x, n, 0, s, greedy, dev);
+	draws<<<DRAWS, MKC_THREADS>>>(x, n, 0, s, dev);
 	CHECK(cudaDeviceSynchronize());
 	int bad = 0, distinct = 0, gbad = 0;
 	static mkc_rt_draw_acc hacc;
@@ -121,8 +117,7 @@ check(const char *what, const float *x, int64_t n, mkc_rt_sampling s, int greedy
 	CHECK(cudaDeviceSynchronize());
 	for (int d = 0; d < DRAWS; d++) {
 		mkc_rt_sample_scratch sh;
-		int64_t h = greedy ? mkc_rt_argmax(x, n, 0, &sh)
-				   : mkc_rt_sample(x, n, 0, &s, (uint64_t)d, &sh, &hacc);
+		int64_t h = mkc_rt_sample(x, n, 0, &s, (uint64_t)d, &sh, &hacc);
 		if (h != dev[d] && bad++ < 3)
 			printf("  draw %d: host %lld, device %lld\n", d, (long long)h,
 			       (long long)dev[d]);
@@ -147,20 +142,19 @@ main(void)
 	const struct {
 		const char *what;
 		mkc_rt_sampling s;
-		int greedy;
 	} cases[] = {
-		{"greedy (argmax)", {0, 0, 0, 0}, 1},
-		{"temperature 1", {1.0f, 0, 0, 1}, 0},
-		{"temperature 0.6", {0.6f, 0, 0, 2}, 0},
-		{"temperature 1.3, top-k 40", {1.3f, 40, 0, 3}, 0},
-		{"temperature 0.8, top-p 0.9", {0.8f, 0, 0.9f, 4}, 0},
-		{"temperature 1, top-k 50, top-p 0.95", {1.0f, 50, 0.95f, 5}, 0},
-		{"temperature 2, top-p 0.5", {2.0f, 0, 0.5f, 6}, 0},
+		{"greedy (argmax)", {0, 0, 0, 0}},
+		{"temperature 1", {1.0f, 0, 0, 1}},
+		{"temperature 0.6", {0.6f, 0, 0, 2}},
+		{"temperature 1.3, top-k 40", {1.3f, 40, 0, 3}},
+		{"temperature 0.8, top-p 0.9", {0.8f, 0, 0.9f, 4}},
+		{"temperature 1, top-k 50, top-p 0.95", {1.0f, 50, 0.95f, 5}},
+		{"temperature 2, top-p 0.5", {2.0f, 0, 0.5f, 6}},
 	};
 	for (int k = 0; k < 3; k++) {
 		float *x = make_logits(sizes[k], 17 + (uint64_t)k);
 		for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
-			fails += check(cases[c].what, x, sizes[k], cases[c].s, cases[c].greedy);
+			fails += check(cases[c].what, x, sizes[k], cases[c].s);
 		CHECK(cudaFree(x));
 	}
 	/* one block, one draw at a time, as generate's block 0 takes it */
@@ -171,10 +165,10 @@ main(void)
 	CHECK(cudaEventCreate(&a));
 	CHECK(cudaEventCreate(&b));
 	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-		draws<<<1, MKC_THREADS>>>(x, 128256, 0, cases[c].s, cases[c].greedy, dev);
+		draws<<<1, MKC_THREADS>>>(x, 128256, 0, cases[c].s, dev);
 		CHECK(cudaEventRecord(a));
 		for (int r = 0; r < 100; r++)
-			draws<<<1, MKC_THREADS>>>(x, 128256, 0, cases[c].s, cases[c].greedy, dev);
+			draws<<<1, MKC_THREADS>>>(x, 128256, 0, cases[c].s, dev);
 		CHECK(cudaEventRecord(b));
 		CHECK(cudaEventSynchronize(b));
 		float ms;
