@@ -164,6 +164,15 @@ def make_model(torch, transformers, family, cfg, dev, seed=0, std=0.02):
     return model.eval()
 
 
+def save_bf16(torch, model, folder):
+    """model saved to folder as a bf16 Hugging Face folder, rotary frequencies
+    kept float32 (as loaded); the model stays bf16."""
+    inv = model.model.rotary_emb.inv_freq.clone()
+    model.to(torch.bfloat16)
+    model.model.rotary_emb.inv_freq = inv
+    model.save_pretrained(folder, safe_serialization=True)
+
+
 def greedy(torch, model, first, steps, dev):
     """transformers, greedy from one token; the new tokens and every step's logits."""
     ids = torch.tensor([[first]], device=dev)
@@ -570,10 +579,7 @@ def run(a):
     with bf16_cache(torch) if a.kv == "bf16" else contextlib.nullcontext():
         ref_toks, ref_logits = greedy(torch, model, FIRST_TOKEN, PARITY_STEPS, dev)
     refs = prompt_refs(torch, model, cfg, a.prompts, dev)
-    inv = model.model.rotary_emb.inv_freq.clone()
-    model.to(torch.bfloat16)
-    model.model.rotary_emb.inv_freq = inv   # keep rotary frequencies float32, as loaded
-    model.save_pretrained(folder, safe_serialization=True)
+    save_bf16(torch, model, folder)
     res["weights_bytes"] = sum(p.numel() for p in model.parameters()) * 2
     log(f"{a.shape}: folder made ({res['weights_bytes'] / 1e9:.2f} GB of bf16), "
         f"reference tokens {ref_toks} ({time.time() - t0:.0f} s)")

@@ -53,14 +53,11 @@ def make_folder(shape, folder, dev):
     """bench/run.py's random model, saved bf16, with a tokenizer of words t0, t1, ..."""
     import torch
     import transformers
-    from run import SHAPES, make_model
+    from run import SHAPES, make_model, save_bf16
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     family, cfg = SHAPES[shape]
     model = make_model(torch, transformers, family, cfg, dev)
-    inv = model.model.rotary_emb.inv_freq.clone()
-    model.to(torch.bfloat16)
-    model.model.rotary_emb.inv_freq = inv
-    model.save_pretrained(folder, safe_serialization=True)
+    save_bf16(torch, model, folder)
     gen = os.path.join(folder, "generation_config.json")
     if os.path.exists(gen):   # its eos would end answers early on one server only
         os.remove(gen)
@@ -75,26 +72,18 @@ def make_folder(shape, folder, dev):
 
 
 def build_library(folder, work, target, most, chunk, max_seq, workers, logf):
+    """The folder compiled by mkc and built as a shared library; its path and the seconds of each."""
+    from run import sh
     ext = "cu" if target == "cuda" else "c"
     src, lib = os.path.join(work, f"served.{ext}"), os.path.join(work, "libserved.so")
-    t0 = time.time()
-    sh([os.path.join(ROOT, "build", "mkc"), folder, "-o", src, "--max-seqs", str(most),
-        "--max-chunk", str(chunk), "--max-seq", str(max_seq), "--workers", str(workers)], logf)
-    t1 = time.time()
+    t_mkc, _ = sh(f"{ROOT}/build/mkc {folder} -o {src} --max-seqs {most} --max-chunk {chunk} "
+                  f"--max-seq {max_seq} --workers {workers}", logf)
     if target == "cuda":
-        sh(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-O2", "-shared", "-Xcompiler",
-            "-fPIC", "-o", lib, src], logf)
+        t_cc, _ = sh(f"nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -shared -Xcompiler -fPIC "
+                     f"-o {lib} {src}", logf)
     else:
-        sh(["cc", "-O2", "-shared", "-fPIC", "-pthread", "-o", lib, src, "-lm"], logf)
-    return lib, t1 - t0, time.time() - t1
-
-
-def sh(cmd, logf):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    with open(logf, "a") as f:
-        f.write(f"$ {' '.join(cmd)}\n{r.stdout}{r.stderr}\n")
-    if r.returncode:
-        raise RuntimeError(f"failed ({r.returncode}): {' '.join(cmd)}\n{(r.stdout + r.stderr)[-1500:]}")
+        t_cc, _ = sh(f"cc -O2 -shared -fPIC -pthread -o {lib} {src} -lm", logf)
+    return lib, t_mkc, t_cc
 
 
 # ---------------------------------------------------------------- the PyTorch server
