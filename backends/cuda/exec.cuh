@@ -353,26 +353,18 @@ mkc_model_view(struct mkc_model *m)
 extern __shared__ __align__(128) unsigned char mkc_dyn_smem[];
 #endif
 
-static __global__ void MKC_LAUNCH_BOUNDS
-mkc_kernel(struct mkc_model *m, unsigned long long *counter, int plan, unsigned long long epoch,
-	   long long timeout_cycles, int slot)
-{
-	mkc_run_queue(mkc_model_view(m), counter, plan, epoch, timeout_cycles, slot);
-}
-
 #if MKC_PROFILE
 #define MKC_PROF_SLOTS MKC_PROFILE_STEPS
 #else
 #define MKC_PROF_SLOTS 1
 #endif
 
-#if MKC_CAN_GENERATE
 /*
  * Every block arrives; all go on once all have. The counter after the
  * events' counts is never reset either: arrival p of this launch waits for
  * base + p * MKC_NWORKERS.
  */
-static __device__ int
+static __device__ int MKC_UNUSED
 mkc_grid_sync(struct mkc_model *m, unsigned long long *bar, unsigned long long target,
 	      long long timeout_cycles)
 {
@@ -392,7 +384,8 @@ struct mkc_gen_io {
 	const void *logits;          /* float32, or float16 (MKC_GEN_LOGITS_F16) */
 	const int64_t *prompt;       /* device copy */
 	int64_t *out;                /* device buffer for the new tokens */
-	int n_prompt, steps;
+	int n_prompt, steps;         /* steps 0: one step of plan, no token taken (mkc_step) */
+	int plan;
 	int sym;                     /* the symbol that counts cache positions, or -1 */
 	int64_t nnew;
 	int prof0;                   /* the timeline's slot of step 0 (the prompt's chunks first) */
@@ -407,12 +400,76 @@ struct mkc_gen_io {
 
 /* The grid barriers of generate's steps: two a step, and one a phase of
  * the draw after each step that takes a new token (of np phases). */
-static MKC_HD unsigned long long
+static MKC_HD unsigned long long MKC_UNUSED
 mkc_gen_barriers(int steps, int n_prompt, int np)
 {
 	const int mine = steps - (n_prompt - 1);
 	return 2ULL * (unsigned long long)steps + (unsigned long long)(mine > 0 ? mine : 0) *
 							 (unsigned long long)np;
+}
+
+/*
+ * After generate's step j: the grid meets, draws the next token in phases
+ * (below), block 0 writes it, and the grid meets again. Nonzero: stop
+ * (a stop token, or a wait past its time).
+ */
+static __device__ __forceinline__ int
+mkc_gen_take(struct mkc_model *m, unsigned long long *counter, unsigned long long bar0,
+	     long long timeout_cycles, const struct mkc_gen_io &io, int j)
+{
+#if MKC_CAN_GENERATE
+	unsigned long long *bar = &counter[MKC_NEVENTS];
+	__shared__ mkc_rt_sample_scratch sh;
+	int kinds[MKC_DRAW_MAX_PHASES];
+	const int np = mkc_rt_draw_plan(&io.s, MKC_GEN_VOCAB, kinds);
+	unsigned long long nbar = mkc_gen_barriers(j, io.n_prompt, np);   /* the steps' before */
+	/* this block's share of the vocabulary */
+	const int64_t lo = MKC_GEN_VOCAB * (int64_t)blockIdx.x / MKC_NWORKERS,
+		      hi = MKC_GEN_VOCAB * ((int64_t)blockIdx.x + 1) / MKC_NWORKERS;
+	if (mkc_grid_sync(m, bar, bar0 + ++nbar * MKC_NWORKERS, timeout_cycles))
+		return 1;
+	const bool mine = j >= io.n_prompt - 1;   /* a new token, not the prompt's */
+	for (int p = 0; mine && p < np; p++) {
+		mkc_rt_draw_begin(p, kinds, io.logits, MKC_GEN_LOGITS_F16, &io.s, io.acc, &sh,
+				  blockIdx.x == 0);
+		mkc_rt_draw_work(kinds[p], io.logits, lo, hi, MKC_GEN_LOGITS_F16, &io.s,
+				 io.ctr0 + (uint64_t)j, io.acc, &sh);
+		if (mkc_grid_sync(m, bar, bar0 + ++nbar * MKC_NWORKERS, timeout_cycles))
+			return 1;
+	}
+	if (blockIdx.x == 0) {
+		const int64_t tok = !mine ? io.prompt[j + 1] : mkc_rt_draw_token(np, io.acc);
+		if (mine) {
+			__syncthreads();   /* every lane has the token before the sums go */
+			mkc_rt_draw_clear(io.acc, kinds, np);
+		}
+		if (threadIdx.x == 0) {
+			bool stop = false;
+			if (mine) {
+				io.out[j - (io.n_prompt - 1)] = tok;
+				for (int k = 0; k < io.n_stop; k++)
+					stop = stop || io.stop[k] == tok;
+			}
+			io.ids[0] = tok;
+			if (io.sym >= 0)
+				m->sym[io.sym] += io.nnew;
+			if (io.pos)
+				io.pos[0] = io.sym >= 0 ? m->sym[io.sym] : io.pos0 + j + 1;
+#if MKC_MAX_SEQS
+			m->pages.pos[0] = io.pos0 + j + 1;   /* sequence 0's next row */
+#endif
+			mkc_fill_symvals(m);
+			io.ran[0] = j + 1;
+			io.ran[1] = stop;
+		}
+	}
+	/* the barrier's release publishes block 0's writes above */
+	return mkc_grid_sync(m, bar, bar0 + ++nbar * MKC_NWORKERS, timeout_cycles) ||
+	       *(volatile int *)&io.ran[1];
+#else
+	(void)m, (void)counter, (void)bar0, (void)timeout_cycles, (void)io, (void)j;
+	return 1;
+#endif
 }
 
 /*
@@ -425,68 +482,26 @@ mkc_gen_barriers(int steps, int n_prompt, int np)
  * (and the symbolic values that follow it) and clears the draw's sums, and
  * all meet again; after a stop token all blocks leave there, and *io.ran
  * says how many steps ran.
+ *
+ * With io.steps 0 it is one step of io.plan with epoch epoch0 + 1 and
+ * nothing after it (mkc_step): one kernel for both, so that the step's
+ * code is compiled once (each kernel would inline its own copy).
  */
 static __global__ void MKC_LAUNCH_BOUNDS
-mkc_generate_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch0,
-		    unsigned long long bar0, long long timeout_cycles, struct mkc_gen_io io)
+mkc_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch0,
+	   unsigned long long bar0, long long timeout_cycles, struct mkc_gen_io io)
 {
-	unsigned long long *bar = &counter[MKC_NEVENTS], nbar = 0;
-	__shared__ mkc_rt_sample_scratch sh;
-	int kinds[MKC_DRAW_MAX_PHASES];
-	const int np = mkc_rt_draw_plan(&io.s, MKC_GEN_VOCAB, kinds);
-	/* this block's share of the vocabulary */
-	const int64_t lo = MKC_GEN_VOCAB * (int64_t)blockIdx.x / MKC_NWORKERS,
-		      hi = MKC_GEN_VOCAB * ((int64_t)blockIdx.x + 1) / MKC_NWORKERS;
-	for (int j = 0; j < io.steps; j++) {
-		if (mkc_run_queue(mkc_model_view(m), counter, MKC_DECODE_PLAN,
-				  epoch0 + (unsigned long long)j + 1,
-				  timeout_cycles, (io.prof0 + j) % MKC_PROF_SLOTS) ||
-		    mkc_grid_sync(m, bar, bar0 + ++nbar * MKC_NWORKERS, timeout_cycles))
-			return;
-		const bool mine = j >= io.n_prompt - 1;   /* a new token, not the prompt's */
-		for (int p = 0; mine && p < np; p++) {
-			mkc_rt_draw_begin(p, kinds, io.logits, MKC_GEN_LOGITS_F16, &io.s, io.acc, &sh,
-					  blockIdx.x == 0);
-			mkc_rt_draw_work(kinds[p], io.logits, lo, hi, MKC_GEN_LOGITS_F16, &io.s,
-					 io.ctr0 + (uint64_t)j, io.acc, &sh);
-			if (mkc_grid_sync(m, bar, bar0 + ++nbar * MKC_NWORKERS, timeout_cycles))
-				return;
-		}
-		if (blockIdx.x == 0) {
-			const int64_t tok = !mine ? io.prompt[j + 1] : mkc_rt_draw_token(np, io.acc);
-			if (mine) {
-				__syncthreads();   /* every lane has the token before the sums go */
-				mkc_rt_draw_clear(io.acc, kinds, np);
-			}
-			if (threadIdx.x == 0) {
-				bool stop = false;
-				if (mine) {
-					io.out[j - (io.n_prompt - 1)] = tok;
-					for (int k = 0; k < io.n_stop; k++)
-						stop = stop || io.stop[k] == tok;
-				}
-				io.ids[0] = tok;
-				if (io.sym >= 0)
-					m->sym[io.sym] += io.nnew;
-				if (io.pos)
-					io.pos[0] = io.sym >= 0 ? m->sym[io.sym] : io.pos0 + j + 1;
-#if MKC_MAX_SEQS
-				m->pages.pos[0] = io.pos0 + j + 1;   /* sequence 0's next row */
-#endif
-				mkc_fill_symvals(m);
-				io.ran[0] = j + 1;
-				io.ran[1] = stop;
-			}
-		}
-		/* the barrier's release publishes block 0's writes above */
-		if (mkc_grid_sync(m, bar, bar0 + ++nbar * MKC_NWORKERS, timeout_cycles) ||
-		    *(volatile int *)&io.ran[1])
+	const bool gen = io.steps > 0;
+	for (int j = 0; j < (gen ? io.steps : 1); j++) {
+		if (mkc_run_queue(mkc_model_view(m), counter, gen ? MKC_DECODE_PLAN : io.plan,
+				  epoch0 + (unsigned long long)j + 1, timeout_cycles,
+				  gen ? (io.prof0 + j) % MKC_PROF_SLOTS : io.prof0) ||
+		    !gen || mkc_gen_take(m, counter, bar0, timeout_cycles, io, j))
 			return;
 	}
 }
-#endif
 
-/* Both kernels may take MKC_DYN_SMEM bytes of dynamic shared memory (past 48 KB, asked for). */
+/* The kernel may take MKC_DYN_SMEM bytes of dynamic shared memory (past 48 KB, asked for). */
 static int
 mkc_allow_dyn_smem(mkc_host *m)
 {
@@ -494,11 +509,6 @@ mkc_allow_dyn_smem(mkc_host *m)
 	if (MKC_GPU(m, cudaFuncSetAttribute(mkc_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
 					    MKC_DYN_SMEM)))
 		return -1;
-#if MKC_CAN_GENERATE
-	if (MKC_GPU(m, cudaFuncSetAttribute(mkc_generate_kernel,
-					    cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_DYN_SMEM)))
-		return -1;
-#endif
 	return 0;
 #else
 	(void)m;
@@ -640,10 +650,13 @@ mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int
 				  MKC_PROF_SLOT_WORDS * sizeof *m->prof)))
 		return -1;
 #endif
+	struct mkc_gen_io io;   /* steps 0: this one step, no token taken */
+	memset(&io, 0, sizeof io);
+	io.plan = plan;
+	io.prof0 = slot;
 	mkc_symvals_kernel<<<1, 1>>>(m->dev);
-	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM>>>(m->dev, m->counter, plan,
-								  m->epoch[plan], m->timeout_cycles,
-								  slot);
+	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM>>>(m->dev, m->counter, m->epoch[plan] - 1,
+								  m->bars, m->timeout_cycles, io);
 	return mkc_finish(m);
 }
 
@@ -677,7 +690,7 @@ static int mkc_gen_mask(mkc_host *m, void **buf);
 /*
  * Greedy decoding: the prompt but its last token in chunks, a launch each
  * (a model compiled with --max-chunk), then every one-token step in one
- * launch (mkc_generate_kernel). The model's own device buffers take the
+ * launch (mkc_kernel with io.steps > 0). The model's own device buffers take the
  * inputs and outputs; out is host memory.
  */
 static int
@@ -758,7 +771,7 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 	m->prof_count += steps;
 #endif
 	mkc_symvals_kernel<<<1, 1>>>(m->dev);
-	mkc_generate_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM>>>(
+	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM>>>(
 		m->dev, m->counter, m->epoch[MKC_DECODE_PLAN], m->bars, m->timeout_cycles, io);
 	if (mkc_finish(m) ||
 	    MKC_GPU(m, cudaMemcpy(ran, dran, sizeof ran, cudaMemcpyDeviceToHost)))

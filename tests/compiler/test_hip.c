@@ -58,7 +58,7 @@ Test(hip, emitted_text_is_wave64_with_scoped_atomics)
 		"#define cudaOccupancyMaxActiveBlocksPerMultiprocessor "
 		"hipOccupancyMaxActiveBlocksPerMultiprocessor\n",
 		"#define cudaDevAttrWarpSize hipDeviceAttributeWarpSize\n",
-		"mkc_generate_kernel<<<",
+		"m->dev, m->counter, m->epoch[MKC_DECODE_PLAN], m->bars, m->timeout_cycles, io);",
 	};
 	for (size_t i = 0; i < sizeof want / sizeof *want; i++)
 		cr_expect(strstr(t, want[i]), "no \"%s\" in the emitted .hip", want[i]);
