@@ -73,6 +73,24 @@ mkc_rt_dimv(mkc_rt_dim d, const int64_t *sym)
 	return d.c + (d.s[0] >= 0 ? d.k[0] * sym[d.s[0]] : 0) + (d.s[1] >= 0 ? d.k[1] * sym[d.s[1]] : 0);
 }
 
+/* A load from a table no launch writes: on a GPU by the read-only path
+ * (the tables are plain device arrays, filled at creation: emit.c). In
+ * device code only (MKC_BODY). */
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define MKC_RO(p) __ldg(p)
+#else
+#define MKC_RO(p) (*(p))
+#endif
+
+/* mkc_rt_dimv of the table entry *d, by the read-only path. */
+static inline MKC_BODY int64_t MKC_UNUSED
+mkc_rt_dimv_ro(const mkc_rt_dim *d, const int64_t *sym)
+{
+	const int s0 = MKC_RO(&d->s[0]), s1 = MKC_RO(&d->s[1]);
+	return MKC_RO(&d->c) + (s0 >= 0 ? MKC_RO(&d->k[0]) * sym[s0] : 0) +
+	       (s1 >= 0 ? MKC_RO(&d->k[1]) * sym[s1] : 0);
+}
+
 /*
  * Element types, numbered as ONNX's (ir/dtypes.def), and their C types.
  * MKC_T_FLOAT16 has none: float16 (uint16_t, runtime/bf16.h) is only what

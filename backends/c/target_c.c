@@ -15,7 +15,6 @@ const mkc_target mkc_target_c = {
 	.api = "runtime/api.h",
 	.fn_qual = "static",
 	.node_qual = "",
-	.table_qual = "static const",
 	.half_types = false,
 	.warp = 0,
 	.test_build = "${CC:-cc} -std=c11 -O1 -g -Wall -Wextra -Werror -pthread $F -o $W/run "

@@ -758,24 +758,56 @@ count_queues(const mkc_plan *p)
 }
 
 /*
- * Every plan's lists as two tables (q: their qualifier): START[N + 1],
+ * A table the workers read (dev) or one the host reads. Where the target
+ * uploads its tables (upload_tables), a worker's table is written as host
+ * data, NAME_h, and declared as a device array NAME that the model's
+ * creation fills from it (MKC_DEVICE_TABLES, exec.cuh): nvcc writes an
+ * initialised device array into its PTX a byte at a time and ptxas parses
+ * it back, a quarter of the compile of a 1B-sized file.
+ */
+static void
+table_open(const mkc_emitter *e, bool dev, const char *type, const char *name, const char *size)
+{
+	const bool up = dev && e->t->upload_tables;
+	fprintf(e->f, "static const %s %s%s[%s] MKC_UNUSED = {", type, name, up ? "_h" : "", size);
+}
+
+/* Ends what table_open began with tail (the closing brace's line included). */
+static void
+table_close(mkc_emitter *e, bool dev, const char *type, const char *name, const char *size,
+	    const char *tail)
+{
+	fputs(tail, e->f);
+	if (!dev || !e->t->upload_tables)
+		return;
+	fprintf(e->f, "static __device__ %s %s[%s];\n", type, name, size);
+	MKC_ASSERT(e->nuploads < MKC_MAX_UPLOADS);
+	e->uploads[e->nuploads++] = name;
+}
+
+/*
+ * Every plan's lists as two tables (dev: the workers'): START[N + 1],
  * where list i begins in LIST and, last, where they all end; and LIST, the
  * lists' items one after another, then -1.
  */
 static void
-put_lists(const mkc_emitter *e, const char *q, const char *start, const char *N, const char *list,
+put_lists(mkc_emitter *e, bool dev, const char *start, const char *N, const char *list,
 	  plan_count count, plan_list get)
 {
 	FILE *f = e->f;
+	mkc_arena *a = e->plans[0]->g->ctx->arena;
 	int total = 0, len, c = 0;
-	fprintf(f, "%s int %s[%s + 1] MKC_UNUSED = {", q, start, N);
+	const char *n1 = mkc_arena_printf(a, "%s + 1", N);
+	table_open(e, dev, "int", start, n1);
 	for (int k = 0; k < e->nplans; k++)
 		for (int i = 0; i < count(e->plans[k]); i++, c++) {
 			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", total);
 			get(e, k, i, 0, &len);
 			total += len;
 		}
-	fprintf(f, " %d\n};\n%s int %s[%d] MKC_UNUSED = {", total, q, list, total + 1);
+	table_close(e, dev, "int", start, n1, mkc_arena_printf(a, " %d\n};\n", total));
+	const char *size = mkc_arena_printf(a, "%d", total + 1);
+	table_open(e, dev, "int", list, size);
 	c = 0;
 	for (int k = 0; k < e->nplans; k++)
 		for (int i = 0; i < count(e->plans[k]); i++) {
@@ -783,16 +815,15 @@ put_lists(const mkc_emitter *e, const char *q, const char *start, const char *N,
 			for (int j = 0; j < len; j++, c++)
 				fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", get(e, k, i, j, &len));
 		}
-	fputs(" -1\n};\n", f);
+	table_close(e, dev, "int", list, size, " -1\n};\n");
 }
 
 static void
 emit_schedule(mkc_emitter *e)
 {
 	FILE *f = e->f;
-	/* the workers' tables live where the workers run; the event producer
-	 * lists serve the C target's shuffled queue, on the host */
-	const char *q = e->t->table_qual, *hq = "static const";
+	/* the workers' tables live where the workers run (table_open); the
+	 * event producer lists serve the C target's shuffled queue, on the host */
 	mkc_arena *a = e->plans[0]->g->ctx->arena;
 	const int ntasks = e->task0[e->nplans], nnodes = e->node0[e->nplans];
 	fprintf(f, "\nstatic const char *const mkc_task_name[MKC_NTASKS] MKC_UNUSED = {\n");
@@ -809,23 +840,24 @@ emit_schedule(mkc_emitter *e)
 		fprintf(f, "\t\"node '%s' (%s)\",\n", mkc_cstr(a, n->name, false),
 			mkc_cstr(a, n->op_type, false));
 	}
-	fprintf(f, "\tNULL\n};\n%s int mkc_task_wait[MKC_NTASKS] MKC_UNUSED = {", q);
+	fputs("\tNULL\n};\n", f);
+	table_open(e, true, "int", "mkc_task_wait", "MKC_NTASKS");
 	for (int c = 0, k; c < ntasks; c++) {
 		const mkc_task *t = file_task(e, c, &k);
 		MKC_ASSERT(t->nwaits <= 1);
 		fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", t->nwaits ? e->event0[k] + t->waits[0] : -1);
 	}
-	fputs("\n};\n", f);
-	put_lists(e, q, "mkc_task_sig_start", "MKC_NTASKS", "mkc_task_sig", count_tasks,
+	table_close(e, true, "int", "mkc_task_wait", "MKC_NTASKS", "\n};\n");
+	put_lists(e, true, "mkc_task_sig_start", "MKC_NTASKS", "mkc_task_sig", count_tasks,
 		  task_signals);
-	fprintf(f, "%s int mkc_event_threshold[MKC_NEVENTS + 1] MKC_UNUSED = {", q);
+	table_open(e, true, "int", "mkc_event_threshold", "MKC_NEVENTS + 1");
 	for (int k = 0, c = 0; k < e->nplans; k++)
 		for (int i = 0; i < e->plans[k]->events.n; i++, c++)
 			fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", MKC_EVENT(e->plans[k], i)->threshold);
-	fputs(" 0\n};\n", f);
-	put_lists(e, hq, "mkc_event_prod_start", "MKC_NEVENTS", "mkc_event_prod", count_events,
+	table_close(e, true, "int", "mkc_event_threshold", "MKC_NEVENTS + 1", " 0\n};\n");
+	put_lists(e, false, "mkc_event_prod_start", "MKC_NEVENTS", "mkc_event_prod", count_events,
 		  event_producers);
-	put_lists(e, q, "mkc_queue_start", "MKC_NPLANS * MKC_NWORKERS", "mkc_queue", count_queues,
+	put_lists(e, true, "mkc_queue_start", "MKC_NPLANS * MKC_NWORKERS", "mkc_queue", count_queues,
 		  queue_tasks);
 	/* where each plan's tasks begin (the C target's shuffled queue takes a plan's) */
 	fprintf(f, "static const int mkc_plan_task0[MKC_NPLANS + 1] MKC_UNUSED = {");
@@ -907,21 +939,26 @@ emit_boxes(mkc_emitter *e)
 	 * nodes, and a switch of 8000 inlined calls takes nvcc longer than
 	 * anyone should wait.
 	 */
-	const char *q = e->t->table_qual;
+	mkc_arena *a = e->plans[0]->g->ctx->arena;
 	const int ntasks = e->task0[e->nplans];
-	fprintf(f, "\n%s int mkc_task_node[MKC_NTASKS] MKC_UNUSED = {", q);
+	fputs("\n", f);
+	table_open(e, true, "int", "mkc_task_node", "MKC_NTASKS");
 	for (int c = 0, k; c < ntasks; c++) {
 		const mkc_task *t = file_task(e, c, &k);
 		fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", e->node0[k] + t->node->id);
 	}
-	fprintf(f, "\n};\n%s int mkc_task_box_start[MKC_NTASKS + 1] MKC_UNUSED = {", q);
+	table_close(e, true, "int", "mkc_task_node", "MKC_NTASKS", "\n};\n");
+	table_open(e, true, "int", "mkc_task_box_start", "MKC_NTASKS + 1");
 	int nb = 0;
 	for (int c = 0, k; c < ntasks; c++) {
 		const mkc_task *t = file_task(e, c, &k);
 		fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", nb);
 		nb += 2 * (t->node->out[0] ? t->node->out[0]->rank : 0);
 	}
-	fprintf(f, " %d\n};\n%s mkc_rt_dim mkc_task_box[%d] MKC_UNUSED = {", nb, q, nb + 1);
+	table_close(e, true, "int", "mkc_task_box_start", "MKC_NTASKS + 1",
+		    mkc_arena_printf(a, " %d\n};\n", nb));
+	const char *nbox = mkc_arena_printf(a, "%d", nb + 1);
+	table_open(e, true, "mkc_rt_dim", "mkc_task_box", nbox);
 	for (int c = 0, k; c < ntasks; c++) {
 		const mkc_task *t = file_task(e, c, &k);
 		int rank = t->node->out[0] ? t->node->out[0]->rank : 0;
@@ -933,16 +970,18 @@ emit_boxes(mkc_emitter *e)
 			fputs(", ", f);
 		}
 	}
-	fputs("\n\t{0, {0, 0}, {-1, -1}}\n};\n", f);
+	table_close(e, true, "mkc_rt_dim", "mkc_task_box", nbox, "\n\t{0, {0, 0}, {-1, -1}}\n};\n");
 	/* a clamped task's output extent (task.h's clamp): where in mkc_task_ext, or -1 */
-	fprintf(f, "%s int mkc_task_clamp[MKC_NTASKS] MKC_UNUSED = {", q);
+	table_open(e, true, "int", "mkc_task_clamp", "MKC_NTASKS");
 	int ne = 0;
 	for (int c = 0, k; c < ntasks; c++) {
 		const mkc_task *t = file_task(e, c, &k);
 		fprintf(f, "%s%d,", c % 16 ? " " : "\n\t", t->clamp ? ne : -1);
 		ne += t->clamp ? t->node->out[0]->rank : 0;
 	}
-	fprintf(f, "\n};\n%s mkc_rt_dim mkc_task_ext[%d] MKC_UNUSED = {", q, ne + 1);
+	table_close(e, true, "int", "mkc_task_clamp", "MKC_NTASKS", "\n};\n");
+	const char *next = mkc_arena_printf(a, "%d", ne + 1);
+	table_open(e, true, "mkc_rt_dim", "mkc_task_ext", next);
 	for (int c = 0, k; c < ntasks; c++) {
 		const mkc_task *t = file_task(e, c, &k);
 		for (int d = 0; t->clamp && d < t->node->out[0]->rank; d++) {
@@ -951,7 +990,14 @@ emit_boxes(mkc_emitter *e)
 			fputs(",", f);
 		}
 	}
-	fputs("\n\t{0, {0, 0}, {-1, -1}}\n};\n", f);
+	table_close(e, true, "mkc_rt_dim", "mkc_task_ext", next, "\n\t{0, {0, 0}, {-1, -1}}\n};\n");
+	/* what the model's creation copies to the device (exec.cuh) */
+	if (e->t->upload_tables) {
+		fputs("#define MKC_DEVICE_TABLES(X)", f);
+		for (int i = 0; i < e->nuploads; i++)
+			fprintf(f, " X(%s)", e->uploads[i]);
+		fputs("\n", f);
+	}
 }
 
 /*
@@ -1038,12 +1084,12 @@ emit_nodes(mkc_emitter *e)
 	 */
 	fprintf(f, "\n%s void\n"
 		"mkc_task_bounds(const struct mkc_model *m, int task, int64_t *lo, int64_t *hi)\n{\n"
-		"\tconst int b = mkc_task_box_start[task], c = mkc_task_clamp[task];\n"
-		"\tfor (int d = 0; d < (mkc_task_box_start[task + 1] - b) / 2; d++) {\n"
-		"\t\tlo[d] = mkc_rt_dimv(mkc_task_box[b + 2 * d], m->sym);\n"
-		"\t\thi[d] = mkc_rt_dimv(mkc_task_box[b + 2 * d + 1], m->sym);\n"
+		"\tconst int b = MKC_RO(&mkc_task_box_start[task]), c = MKC_RO(&mkc_task_clamp[task]);\n"
+		"\tfor (int d = 0; d < (MKC_RO(&mkc_task_box_start[task + 1]) - b) / 2; d++) {\n"
+		"\t\tlo[d] = mkc_rt_dimv_ro(&mkc_task_box[b + 2 * d], m->sym);\n"
+		"\t\thi[d] = mkc_rt_dimv_ro(&mkc_task_box[b + 2 * d + 1], m->sym);\n"
 		"\t\tif (c >= 0) {   /* a block of rows may pass the output's end */\n"
-		"\t\t\tconst int64_t e = mkc_rt_dimv(mkc_task_ext[c + d], m->sym);\n"
+		"\t\t\tconst int64_t e = mkc_rt_dimv_ro(&mkc_task_ext[c + d], m->sym);\n"
 		"\t\t\tlo[d] = lo[d] < e ? lo[d] : e;\n"
 		"\t\t\thi[d] = hi[d] < e ? hi[d] : e;\n\t\t}\n\t}\n}\n\n"
 		"%s void\nmkc_run_node(struct mkc_model *m, int node, const int64_t *lo, const int64_t *hi)\n"

@@ -37,7 +37,8 @@ typedef struct {
 	const char *api;            /* the public API's implementation */
 	const char *fn_qual;        /* declares a tile function: "static" */
 	const char *node_qual;      /* added for node bodies: " __noinline__" on GPUs */
-	const char *table_qual;     /* declares a table the workers read */
+	bool upload_tables;         /* the workers' tables are __device__ arrays filled
+	                               at creation (emit.c's table_open); else static const */
 	bool half_types;            /* float16 / bfloat16 tensors supported */
 	int warp;                   /* lanes of a warp (MKC_WARP in the file): the GPU bodies'
 	                               lane groups; 0: no warps (a lane is a thread) */
@@ -130,7 +131,7 @@ const char *mkc_emit_name_problem(const char *name);
  * What the tile emitters (emit_ops.c) need to know about the file being
  * written: each tensor's index in the tensor table.
  */
-enum { MKC_MAX_PLANS = 2 };
+enum { MKC_MAX_PLANS = 2, MKC_MAX_UPLOADS = 16 };
 
 typedef struct {
 	FILE *f;
@@ -149,6 +150,9 @@ typedef struct {
 	int *slot;
 	int nslot;
 	bool mma;                   /* some product runs on tensor cores (mkc_emit_mma) */
+	/* the device tables written so far, with upload_tables */
+	const char *uploads[MKC_MAX_UPLOADS];
+	int nuploads;
 } mkc_emitter;
 
 /*

@@ -310,7 +310,7 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, int plan, unsign
 			if (d[MKC_QD_SIG0] >= 0)
 				mkc_red_release(&counter[d[MKC_QD_SIG0]]);
 			for (int k = d[MKC_QD_S0] + 1; k < d[MKC_QD_S1]; k++)
-				mkc_red_release(&counter[mkc_task_sig[k]]);
+				mkc_red_release(&counter[MKC_RO(&mkc_task_sig[k])]);
 			MKC_PROF_TASK(task, 2, mkc_prof_now());
 			MKC_PROF_TASK(task, 3, (unsigned long long)w);
 		}
@@ -516,6 +516,22 @@ mkc_allow_dyn_smem(mkc_host *m)
 #endif
 }
 
+/*
+ * The workers' tables (MKC_DEVICE_TABLES: the file's device arrays) from
+ * their host data, NAME_h: an initialised device array costs nvcc and ptxas
+ * a quarter of a 1B-sized file's compile, a copy at creation microseconds.
+ */
+static int
+mkc_upload_tables(mkc_host *m)
+{
+#define MKC_UPLOAD(t) \
+	if (MKC_GPU(m, cudaMemcpyToSymbol(t, t##_h, sizeof t##_h))) \
+		return -1;
+	MKC_DEVICE_TABLES(MKC_UPLOAD)
+#undef MKC_UPLOAD
+	return 0;
+}
+
 static int
 mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double timeout_s)
 {
@@ -558,7 +574,8 @@ mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double tim
 	    MKC_GPU(m, cudaMalloc((void **)&m->status, sizeof *m->status)) ||
 	    MKC_GPU(m, cudaMemset(m->status, 0, sizeof *m->status)) ||
 	    MKC_GPU(m, cudaMalloc((void **)&m->dev, sizeof *m->dev)) ||
-	    MKC_GPU(m, cudaMalloc((void **)&m->qdesc, (size_t)MKC_NTASKS * MKC_QD_WORDS * sizeof(int))))
+	    MKC_GPU(m, cudaMalloc((void **)&m->qdesc, (size_t)MKC_NTASKS * MKC_QD_WORDS * sizeof(int))) ||
+	    mkc_upload_tables(m))
 		return -1;
 	mkc_qdesc_kernel<<<(MKC_NTASKS + 255) / 256, 256>>>(m->qdesc);
 	if (MKC_GPU(m, cudaGetLastError()) || MKC_GPU(m, cudaDeviceSynchronize()))

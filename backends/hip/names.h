@@ -31,6 +31,7 @@
 #define cudaMemset hipMemset
 #define cudaMemcpy hipMemcpy
 #define cudaMemcpy2D hipMemcpy2D
+#define cudaMemcpyToSymbol hipMemcpyToSymbol
 #define cudaMemcpyHostToDevice hipMemcpyHostToDevice
 #define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
 #define cudaMemcpyDefault hipMemcpyDefault

@@ -31,7 +31,7 @@ const mkc_target mkc_target_hip = {
 	.api = "runtime/api.h",
 	.fn_qual = "static __device__",
 	.node_qual = " __noinline__",
-	.table_qual = "static __device__ const",
+	.upload_tables = true,
 	.half_types = false,
 	.warp = HIP_WARP,
 	/* --arch (mkc test: $MKC_HIP_ARCH), gfx942 (MI300) by default, gfx90a

@@ -2,7 +2,7 @@
  * stub_plan.h - a small valid plan: what the emitter writes between the
  * public declarations and the runtime texts, by hand, so that test_runtime.c
  * can compile the runtime files without a model. The includer defines
- * MKC_STUB_FN and MKC_STUB_TABLE (the target's fn_qual and table_qual),
+ * MKC_STUB_FN and MKC_STUB_UPLOAD (the target's fn_qual and upload_tables),
  * MKC_STUB_PROFILE (0 or 1) and MKC_STUB_SEQS (the sequences, 0: one).
  *
  * The model: y = W x over a KV cache, decode-shaped so that every feature
@@ -69,25 +69,38 @@ static const char *const mkc_task_name[MKC_NTASKS] MKC_UNUSED = {
 static const char *const mkc_node_desc[3] MKC_UNUSED = {
 	"node 'gather' (Gather)", "node 'matmul' (MatMul)", NULL,
 };
-MKC_STUB_TABLE int mkc_task_wait[MKC_NTASKS] MKC_UNUSED = {-1, 0};
-MKC_STUB_TABLE int mkc_task_sig_start[MKC_NTASKS + 1] MKC_UNUSED = {0, 1, 1};
-MKC_STUB_TABLE int mkc_task_sig[2] MKC_UNUSED = {0, -1};
-MKC_STUB_TABLE int mkc_event_threshold[MKC_NEVENTS + 1] MKC_UNUSED = {1, 0};
+/* the workers' tables: on a GPU target host data copied at creation into
+ * device arrays of the same names (emit.c's table_open) */
+#if MKC_STUB_UPLOAD
+#define MKC_STUB_TABLE(type, name, size) \
+	static __device__ type name[size]; \
+	static const type name##_h[size] MKC_UNUSED
+#define MKC_DEVICE_TABLES(X) \
+	X(mkc_task_wait) X(mkc_task_sig_start) X(mkc_task_sig) X(mkc_event_threshold) \
+	X(mkc_queue_start) X(mkc_queue) X(mkc_task_node) X(mkc_task_box_start) X(mkc_task_box) \
+	X(mkc_task_clamp) X(mkc_task_ext)
+#else
+#define MKC_STUB_TABLE(type, name, size) static const type name[size] MKC_UNUSED
+#endif
+MKC_STUB_TABLE(int, mkc_task_wait, MKC_NTASKS) = {-1, 0};
+MKC_STUB_TABLE(int, mkc_task_sig_start, MKC_NTASKS + 1) = {0, 1, 1};
+MKC_STUB_TABLE(int, mkc_task_sig, 2) = {0, -1};
+MKC_STUB_TABLE(int, mkc_event_threshold, MKC_NEVENTS + 1) = {1, 0};
 static const int mkc_event_prod_start[MKC_NEVENTS + 1] MKC_UNUSED = {0, 1};
 static const int mkc_event_prod[2] MKC_UNUSED = {0, -1};
-MKC_STUB_TABLE int mkc_queue_start[MKC_NPLANS * MKC_NWORKERS + 1] MKC_UNUSED = {0, 1, 2};
+MKC_STUB_TABLE(int, mkc_queue_start, MKC_NPLANS * MKC_NWORKERS + 1) = {0, 1, 2};
 static const int mkc_plan_task0[MKC_NPLANS + 1] MKC_UNUSED = {0, 2};
-MKC_STUB_TABLE int mkc_queue[MKC_NTASKS] MKC_UNUSED = {0, 1};
+MKC_STUB_TABLE(int, mkc_queue, MKC_NTASKS) = {0, 1};
 
-MKC_STUB_TABLE int mkc_task_node[MKC_NTASKS] MKC_UNUSED = {0, 1};
-MKC_STUB_TABLE int mkc_task_box_start[MKC_NTASKS + 1] MKC_UNUSED = {0, 4, 10};
-MKC_STUB_TABLE mkc_rt_dim mkc_task_box[11] MKC_UNUSED = {
+MKC_STUB_TABLE(int, mkc_task_node, MKC_NTASKS) = {0, 1};
+MKC_STUB_TABLE(int, mkc_task_box_start, MKC_NTASKS + 1) = {0, 4, 10};
+MKC_STUB_TABLE(mkc_rt_dim, mkc_task_box, 11) = {
 	{0, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}, {0, {0, 0}, {-1, -1}}, {4, {0, 0}, {-1, -1}},
 	{0, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}, {0, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}, {0, {0, 0}, {-1, -1}}, {4, {0, 0}, {-1, -1}},
 	{0, {0, 0}, {-1, -1}},
 };
-MKC_STUB_TABLE int mkc_task_clamp[MKC_NTASKS] MKC_UNUSED = {-1, -1};
-MKC_STUB_TABLE mkc_rt_dim mkc_task_ext[1] MKC_UNUSED = {{0, {0, 0}, {-1, -1}}};
+MKC_STUB_TABLE(int, mkc_task_clamp, MKC_NTASKS) = {-1, -1};
+MKC_STUB_TABLE(mkc_rt_dim, mkc_task_ext, 1) = {{0, {0, 0}, {-1, -1}}};
 
 #if MKC_STUB_PROFILE
 #define MKC_PROFILE 1

@@ -71,8 +71,8 @@ write_source(const char *path, const mkc_target *t, const char **names, int n, i
 	cr_assert_not_null(f, "cannot write %s", path);
 	mkc_emit_head(f, t, NULL, "stub");
 	/* the profiled plan also serves several sequences (runtime/seqs.h) */
-	fprintf(f, "#define MKC_STUB_FN %s\n#define MKC_STUB_TABLE %s\n#define MKC_STUB_PROFILE %d\n"
-		"#define MKC_STUB_SEQS %d\n#include \"stub_plan.h\"\n", t->fn_qual, t->table_qual,
+	fprintf(f, "#define MKC_STUB_FN %s\n#define MKC_STUB_UPLOAD %d\n#define MKC_STUB_PROFILE %d\n"
+		"#define MKC_STUB_SEQS %d\n#include \"stub_plan.h\"\n", t->fn_qual, t->upload_tables,
 		profile, profile ? 2 : 0);
 	for (int i = 0; i < n; i++)
 		put_text(f, mkc_runtime_text(names[i]));

@@ -48,6 +48,7 @@ typedef cudaError_t hipError_t;
 #define hipMemcpy cudaMemcpy
 #define hipMemset cudaMemset
 #define hipMemcpy2D cudaMemcpy2D
+#define hipMemcpyToSymbol cudaMemcpyToSymbol
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define hipMemcpyDefault cudaMemcpyDefault
