@@ -71,7 +71,7 @@ mkc_rt_page_at(const mkc_rt_pages *pg, int64_t q, int64_t p)
 static inline MKC_HD int64_t MKC_UNUSED
 mkc_rt_part_lo(int64_t c, int64_t C, int64_t n)
 {
-	return c >= C ? n : c * n / C / 32 * 32;
+	return c >= C ? n : (c * n / C) & ~(int64_t)31;   /* down to a multiple of 32 */
 }
 
 /* A dimension c + k[0] * sym[s[0]] + k[1] * sym[s[1]] (s[i] < 0: no term). */
