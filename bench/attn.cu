@@ -60,7 +60,7 @@ part_kernel(const float *q, const int64_t *qs, const float *k, const int64_t *ks
 	}
 	__syncthreads();
 	const unsigned long long s = now_ns();
-	mkc_attn_part<D, G>(q, qs, k, ks, v, ks, part, ps, 1, 1, L, C, r, r + 1, scale);
+	mkc_attn_part<D, G>(q, qs, k, ks, v, ks, part, ps, 1, 1, L, C, r, r + 1, scale, NULL);
 	__syncthreads();
 	if (threadIdx.x == 0)
 		ns[r] = now_ns() - s;

@@ -262,9 +262,6 @@ parse_args(int argc, char **argv, int from, options *o)
 	if ((o->page_size || o->cache_pages) && !o->max_seqs)
 		return bad_usage("%s", "--page-size and --cache-pages size the pages of --max-seqs's "
 				 "caches; without --max-seqs the caches are not paged");
-	if (o->max_seqs && o->kv_dtype == MKC_DT_BFLOAT16)
-		return bad_usage("%s", "--kv bf16 is read by the split attention only, which "
-				 "--max-seqs's steps do not use yet");
 	if (o->out && !o->target) {
 		const mkc_target *t = mkc_target_of_path(o->out);
 		if (!t)

@@ -258,7 +258,7 @@ lower_node(mkc_graph *g, const mkc_node *n, mkc_kernel *k)
 		return 0;
 	case MKC_KERN_ATTENTION:
 		lower_attention(n, k);
-		if (g->max_seqs && n->op == MKC_OP_ATTENTION && n->nin > 2 && n->in[1] &&
+		if (g->max_seqs && n->op != MKC_OP_ATTN_MERGE && n->nin > 2 && n->in[1] &&
 		    n->in[1]->cap) {
 			k->paged = true;
 			if ((n->nin > 3 && n->in[3]) || k->softcap > 0 || n->in[0]->rank != 4)

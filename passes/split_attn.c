@@ -16,8 +16,13 @@
  *           exp(score - maximum): flash-decoding's partial results, which
  *           AttnMerge rescales to a common maximum and adds.
  *
- * Not with --max-seqs (g->max_seqs): there each query row is a sequence's,
- * with its own positions, and the general body walks them.
+ * With --max-seqs (g->max_seqs) the keys and values are caches in pages
+ * and each query row s (of Sq, the step's tokens) a sequence's: its
+ * positions are its own sequence's 0 .. pos[s] (runtime/common.h's
+ * mkc_rt_pages), and chunk c of them is mkc_rt_part_lo(c) ..
+ * mkc_rt_part_lo(c + 1) of that count. The attention is then causal by
+ * the positions whatever its is_causal says (as the general body reads
+ * it), and Sq may be the step's symbol.
  *
  * A decode step's attention is one query row a head against L cached
  * positions: as one task a head, 32 tiles of the Llama-3.2-1B shape each
@@ -31,7 +36,7 @@
 #include "../runtime/limits.h"
 
 static bool
-splittable(const mkc_node *n)
+splittable(const mkc_graph *g, const mkc_node *n)
 {
 	if (n->op != MKC_OP_ATTENTION || n->nin != 3 || n->nout < 1)
 		return false;
@@ -42,13 +47,16 @@ splittable(const mkc_node *n)
 	if (q->rank != 4 || k->rank != 4 || v->rank != 4 || q->dtype != MKC_DT_FLOAT ||
 	    k->dtype != MKC_DT_FLOAT || v->dtype != MKC_DT_FLOAT)
 		return false;
-	if (mkc_node_attr_float(n, "softcap", 0) != 0 || mkc_node_attr_int(n, "is_causal", 0) ||
+	/* caches in pages: the rows' positions are their sequences' */
+	const bool paged = g->max_seqs && k->cap;
+	if (mkc_node_attr_float(n, "softcap", 0) != 0 ||
+	    (!paged && mkc_node_attr_int(n, "is_causal", 0)) ||
 	    mkc_node_attr_int(n, "qk_matmul_output_mode", 0))
 		return false;
 	for (int d = 0; d < 4; d++)
 		if (d != 2 && (!mkc_dim_is_const(q->shape[d]) || !mkc_dim_is_const(k->shape[d])))
 			return false;
-	if (!mkc_dim_is_const(q->shape[2]) || !mkc_dim_eq(k->shape[2], v->shape[2]) ||
+	if ((!paged && !mkc_dim_is_const(q->shape[2])) || !mkc_dim_eq(k->shape[2], v->shape[2]) ||
 	    !mkc_dim_eq(k->shape[3], q->shape[3]) || !mkc_dim_eq(v->shape[3], q->shape[3]) ||
 	    !mkc_dim_eq(k->shape[1], v->shape[1]) || !mkc_dim_eq(k->shape[0], q->shape[0]) ||
 	    !mkc_dim_eq(v->shape[0], q->shape[0]))
@@ -57,7 +65,7 @@ splittable(const mkc_node *n)
 	return hk >= 1 && hq % hk == 0;
 }
 
-static void
+static int
 split(mkc_graph *g, mkc_node *n)
 {
 	mkc_arena *a = g->ctx->arena;
@@ -70,7 +78,8 @@ split(mkc_graph *g, mkc_node *n)
 	part->rank = 4;
 	part->shape[0] = mkc_dim_const(b);
 	part->shape[1] = mkc_dim_const(hk * chunks);
-	part->shape[2] = mkc_dim_const(grp * q->shape[2].c);
+	if (!mkc_dim_mul(mkc_dim_const(grp), q->shape[2], &part->shape[2]))
+		return mkc_node_error(g, n, "the query rows of its parts overflow");
 	part->shape[3] = mkc_dim_const(q->shape[3].c + 2);
 	part->kind = MKC_TK_INTERMEDIATE;
 	const mkc_attr *sa = mkc_node_attr(n, "scale");
@@ -94,20 +103,18 @@ split(mkc_graph *g, mkc_node *n)
 	n->op = MKC_OP_ATTN_MERGE;
 	n->op_type = "AttnMerge";
 	n->domain = "mkc.internal";
+	return 0;
 }
 
 int
 mkc_pass_split_attn(mkc_graph *g)
 {
-	/* a step of several sequences (--max-seqs): each query row has its own
-	 * positions, which the general body walks through the page table */
-	if (g->max_seqs)
-		return 0;
 	int nn = g->nodes.n, done = 0;
 	for (int i = 0; i < nn; i++) {
 		mkc_node *n = MKC_NODE(g, i);
-		if (splittable(n)) {
-			split(g, n);
+		if (splittable(g, n)) {
+			if (split(g, n) != 0)
+				return -1;
 			done++;
 		}
 	}

@@ -61,6 +61,19 @@ mkc_rt_page_at(const mkc_rt_pages *pg, int64_t q, int64_t p)
 	return (int64_t)pg->table[q * pg->per_seq + p / pg->page] * pg->page + p % pg->page;
 }
 
+/*
+ * Where chunk c of C begins among a query row's n positions, in the split
+ * attention's parts over caches in pages (passes/split_attn.c): c * n / C
+ * rounded down to a multiple of 32, so that a GPU part's rounds of a few
+ * positions never cross a page (backends/cuda/attention.cuh); chunk C
+ * begins at n.
+ */
+static inline MKC_HD int64_t MKC_UNUSED
+mkc_rt_part_lo(int64_t c, int64_t C, int64_t n)
+{
+	return c >= C ? n : (c * n / C) & ~(int64_t)31;   /* down to a multiple of 32 */
+}
+
 /* A dimension c + k[0] * sym[s[0]] + k[1] * sym[s[1]] (s[i] < 0: no term). */
 typedef struct {
 	int64_t c, k[2];

@@ -115,7 +115,13 @@ if part seqs; then
 # tests/programs/seqs_batch.c (shared interleaved steps against each sequence
 # alone, forks, a full pool) on the GPU, its buffers managed memory
 build/mkc test --target cuda --steps 20 --max-seqs 2 --page-size 3 --max-chunk 8 --tolerance 5e-2 \
-	tests/models/hf_chunk/qwen3_tiny tests/models/hf_chunk/llama_tiny_bf16 >"$out/cuda_seqs.log" 2>&1
+	tests/models/hf_chunk/qwen3_tiny tests/models/hf_chunk/llama_tiny_bf16 >"$out/cuda_seqs.log" 2>&1 &&
+	# head size 64 in pages of 16: attention.cuh's parts through the page table,
+	# float32 caches, then bf16 ones
+	build/mkc test --target cuda --steps 20 --max-seqs 2 --page-size 16 --max-chunk 8 \
+		--tolerance 5e-2 tests/models/hf_chunk/llama_tiny_d64 >>"$out/cuda_seqs.log" 2>&1 &&
+	build/mkc test --target cuda --steps 20 --max-seqs 2 --page-size 16 --max-chunk 8 --kv bf16 \
+		--tolerance 5e-2 tests/models/hf_chunk/llama_tiny_d64 >>"$out/cuda_seqs.log" 2>&1
 seqs_rc=$?
 d=$(mktemp -d)
 M=tests/models/hf_chunk/llama_tiny_bf16

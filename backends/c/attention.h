@@ -56,11 +56,13 @@ mkc_attn_kv(const mkc_view *c, int64_t o)
  * L, D] (float32 or bf16 caches, passes/kv.c), for each of the G query
  * heads of q [B, Hk * G, Sq, D] that share that key head and each query
  * position: the unnormalised sums of the values, the maximum score and
- * the sum of exp(score - maximum).
+ * the sum of exp(score - maximum). With caches in pages (pg), query
+ * position s's are its sequence's 0 .. pg->pos[s], chunk c of them
+ * mkc_rt_part_lo(c) .. mkc_rt_part_lo(c + 1).
  */
 static inline MKC_BODY void MKC_UNUSED
 mkc_attn_part_c(const mkc_view *q, const mkc_view *k, const mkc_view *v, const mkc_view *part,
-		int64_t C, int64_t r0, int64_t r1, float scale)
+		int64_t C, int64_t r0, int64_t r1, float scale, const mkc_rt_pages *pg)
 {
 	const int64_t B = q->d[0], Sq = q->d[2], D = q->d[3], L = k->d[2], G = q->d[1] / k->d[1];
 	const int64_t *qs = q->s, *ks = k->s, *vs = v->s, *ps = part->s;
@@ -71,9 +73,13 @@ mkc_attn_part_c(const mkc_view *q, const mkc_view *k, const mkc_view *v, const m
 		const int64_t i = o / D % (G * Sq), dd = o % D, h = hk * G + i / Sq, s = i % Sq;
 		const float *pq = (const float *)q->p + b * qs[0] + h * qs[1] + s * qs[2];
 		float mx = -INFINITY, sum = 0, acc = 0;
-		for (int64_t t = ch * L / C; t < (ch + 1) * L / C; t++) {
-			const int64_t ko = b * ks[0] + hk * ks[1] + t * ks[2];
-			const int64_t vo = b * vs[0] + hk * vs[1] + t * vs[2];
+		const int64_t n_s = pg ? pg->pos[s] + 1 : L;
+		const int64_t t0 = pg ? mkc_rt_part_lo(ch, C, n_s) : ch * L / C;
+		const int64_t t1 = pg ? mkc_rt_part_lo(ch + 1, C, n_s) : (ch + 1) * L / C;
+		for (int64_t t = t0; t < t1; t++) {
+			const int64_t row = pg ? mkc_rt_page_at(pg, pg->seq[s], t) : t;
+			const int64_t ko = b * ks[0] + hk * ks[1] + row * ks[2];
+			const int64_t vo = b * vs[0] + hk * vs[1] + row * vs[2];
 			float sc = 0;
 			for (int64_t e = 0; e < D; e++)
 				sc += pq[e] * mkc_attn_kv(k, ko + e);

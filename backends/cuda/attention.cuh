@@ -188,16 +188,21 @@ mkc_attn_val(uint32_t w, uint16_t)
  * A warp's keys and values for one round of mkc_attn_group: positions
  * base .. base + PW (those below t1; zeros for the rest, so that a weight
  * of 0 meets a value of 0), laid out as mkc_attn_shape says. All the loads
- * are independent: one trip to memory for the round.
+ * are independent: one trip to memory for the round. With a page table
+ * (tab, pages of page positions: caches in pages) position t is row
+ * tab[t / page] * page + t % page; base is then a multiple of PW and page
+ * of PW (the emitter checks), so the round's positions are one page's.
  */
 template <int D, typename T, typename S = mkc_attn_shape<D, T>>
 static __device__ __forceinline__ void
 mkc_attn_fetch(const T *pk, int64_t kst, const T *pv, int64_t vst, int64_t base, int64_t t1,
-	       uint4 (&kv)[S::NK], uint32_t (&vv)[S::PW][S::J])
+	       const int32_t *tab, int64_t page, uint4 (&kv)[S::NK], uint32_t (&vv)[S::PW][S::J])
 {
 	const int lane = threadIdx.x % MKC_WARP;
 	const int64_t t = base + lane / S::KL;
-	const T *kr = pk + t * kst + S::V * (lane % S::KL);
+	/* the round's first row (none past the sequence's positions: its table ends) */
+	const int64_t row = !tab ? base : base < t1 ? (int64_t)tab[base / page] * page + base % page : 0;
+	const T *kr = pk + (row + lane / S::KL) * kst + S::V * (lane % S::KL);
 #pragma unroll
 	for (int i = 0; i < S::NK; i++)
 		kv[i] = mkc_ld16<false>(kr + S::V * S::KL * i, t < t1);
@@ -205,7 +210,7 @@ mkc_attn_fetch(const T *pk, int64_t kst, const T *pv, int64_t vst, int64_t base,
 	for (int p = 0; p < S::PW; p++)
 #pragma unroll
 		for (int j = 0; j < S::J; j++)
-			vv[p][j] = mkc_ld_small<sizeof(T) == 2>(pv + (base + p) * vst + lane + MKC_WARP * j,
+			vv[p][j] = mkc_ld_small<sizeof(T) == 2>(pv + (row + p) * vst + lane + MKC_WARP * j,
 								base + p < t1);
 }
 
@@ -265,9 +270,10 @@ mkc_attn_round(const float4 (*qsh)[D / 4], const uint4 (&kv)[S::NK],
 
 /*
  * G query rows that share their keys and values (the query heads of one
- * key head), against positions t0..t1, for flash-decoding's partial
- * results: part + g * pst holds row g's D unnormalised sums, its maximum
- * score and its sum of exp(score - maximum).
+ * key head), against positions t0..t1 (through the page table tab, pages
+ * of page positions, where not NULL: mkc_attn_fetch), for flash-decoding's
+ * partial results: part + g * pst holds row g's D unnormalised sums, its
+ * maximum score and its sum of exp(score - maximum).
  *
  * A round is PW positions a warp (mkc_attn_shape: 8 for D = 64 on 32-lane
  * warps) and every warp of the block: KL lanes share a key row, so a round's keys and values are a few
@@ -287,7 +293,8 @@ mkc_attn_round(const float4 (*qsh)[D / 4], const uint4 (&kv)[S::NK],
 template <int D, int G, typename T>
 static __device__ void
 mkc_attn_group(const float *pq, int64_t qst, const T *pk, int64_t kst, const T *pv, int64_t vst,
-	       int64_t t0, int64_t t1, float scale, float *part, int64_t pst)
+	       int64_t t0, int64_t t1, const int32_t *tab, int64_t page, float scale, float *part,
+	       int64_t pst)
 {
 	static_assert(D % MKC_WARP == 0 && D <= MKC_ATTN_MAX_D && G >= 1 && G <= MKC_ATTN_MAX_GROUP,
 		      "head size, group");
@@ -298,7 +305,7 @@ mkc_attn_group(const float *pq, int64_t qst, const T *pk, int64_t kst, const T *
 	const int lane = threadIdx.x % MKC_WARP, warp = threadIdx.x / MKC_WARP;
 	uint4 ka[S::NK], kb[S::NK];
 	uint32_t va[S::PW][S::J], vb[S::PW][S::J];
-	mkc_attn_fetch<D>(pk, kst, pv, vst, t0 + (int64_t)warp * S::PW, t1, ka, va);
+	mkc_attn_fetch<D>(pk, kst, pv, vst, t0 + (int64_t)warp * S::PW, t1, tab, page, ka, va);
 	__syncthreads();   /* the last call's reads of qsh and wacc are done */
 	for (int i = threadIdx.x; i < G * D; i += blockDim.x)
 		((float *)qsh)[i] = pq[i / D * qst + i % D];
@@ -315,11 +322,11 @@ mkc_attn_group(const float *pq, int64_t qst, const T *pk, int64_t kst, const T *
 	/* two register sets in turn (a, b), so that no copy waits for the
 	 * round behind: while one round is summed the next is in flight */
 	for (int64_t base = t0 + (int64_t)warp * S::PW; base < t1; base += 2 * R) {
-		mkc_attn_fetch<D>(pk, kst, pv, vst, base + R, t1, kb, vb);
+		mkc_attn_fetch<D>(pk, kst, pv, vst, base + R, t1, tab, page, kb, vb);
 		mkc_attn_round<D, G, T>(qsh, ka, va, base + lane / S::KL < t1, scale, mx, sum, acc);
 		if (base + R >= t1)
 			break;
-		mkc_attn_fetch<D>(pk, kst, pv, vst, base + 2 * R, t1, ka, va);
+		mkc_attn_fetch<D>(pk, kst, pv, vst, base + 2 * R, t1, tab, page, ka, va);
 		mkc_attn_round<D, G, T>(qsh, kb, vb, base + R + lane / S::KL < t1, scale, mx, sum,
 					acc);
 	}
@@ -358,23 +365,32 @@ mkc_attn_group(const float *pq, int64_t qst, const T *pk, int64_t kst, const T *
  * AttnPart (passes/split_attn.c): rows r0..r1 of part [B, Hk * C, G * Sq,
  * D + 2], row r being key head r / C over chunk r % C of the L positions,
  * for each of the G query heads of that key head and each query position.
- * The caches k and v are float32 (T float) or bf16 (T uint16_t).
+ * The caches k and v are float32 (T float) or bf16 (T uint16_t). With
+ * caches in pages (pg), query position s's are its sequence's 0 ..
+ * pg->pos[s], chunk c of them mkc_rt_part_lo(c) .. mkc_rt_part_lo(c + 1)
+ * (multiples of 32, so a round never crosses a page).
  */
 template <int D, int G, typename T>
 static __device__ __noinline__ void MKC_UNUSED
 mkc_attn_part(const float *q, const int64_t *qs, const T *k, const int64_t *ks, const T *v,
 	      const int64_t *vs, float *part, const int64_t *ps, int64_t B,
-	      int64_t Sq, int64_t L, int64_t C, int64_t r0, int64_t r1, float scale)
+	      int64_t Sq, int64_t L, int64_t C, int64_t r0, int64_t r1, float scale,
+	      const mkc_rt_pages *pg)
 {
 	for (int64_t b = 0; b < B; b++)
 		for (int64_t r = r0; r < r1; r++) {
 			const int64_t kh = r / C, c = r % C;
-			for (int64_t s = 0; s < Sq; s++)
+			for (int64_t s = 0; s < Sq; s++) {
+				const int64_t n = pg ? pg->pos[s] + 1 : L;
 				mkc_attn_group<D, G, T>(q + b * qs[0] + kh * G * qs[1] + s * qs[2], qs[1],
 						     k + b * ks[0] + kh * ks[1], ks[2],
-						     v + b * vs[0] + kh * vs[1], vs[2], c * L / C,
-						     (c + 1) * L / C, scale,
+						     v + b * vs[0] + kh * vs[1], vs[2],
+						     pg ? mkc_rt_part_lo(c, C, n) : c * L / C,
+						     pg ? mkc_rt_part_lo(c + 1, C, n) : (c + 1) * L / C,
+						     pg ? pg->table + pg->seq[s] * pg->per_seq : NULL,
+						     pg ? pg->page : 0, scale,
 						     part + b * ps[0] + r * ps[1] + s * ps[2], Sq * ps[2]);
+			}
 		}
 }
 
@@ -477,13 +493,13 @@ mkc_attn_rows_tile(const mkc_view *q, const mkc_view *k, const mkc_view *v, cons
 template <int D, int G, typename T>
 static __device__ __forceinline__ void MKC_UNUSED
 mkc_attn_part_tile(const mkc_view *q, const mkc_view *k, const mkc_view *v, const mkc_view *part,
-		   int64_t C, int64_t r0, int64_t r1, float scale)
+		   int64_t C, int64_t r0, int64_t r1, float scale, const mkc_rt_pages *pg)
 {
 	const int64_t qs[3] = {q->s[0], q->s[1], q->s[2]}, ks[3] = {k->s[0], k->s[1], k->s[2]};
 	const int64_t vs[3] = {v->s[0], v->s[1], v->s[2]};
 	const int64_t ps[3] = {part->s[0], part->s[1], part->s[2]};
 	mkc_attn_part<D, G, T>((const float *)q->p, qs, (const T *)k->p, ks, (const T *)v->p, vs,
-			       (float *)part->p, ps, q->d[0], q->d[2], k->d[2], C, r0, r1, scale);
+			       (float *)part->p, ps, q->d[0], q->d[2], k->d[2], C, r0, r1, scale, pg);
 }
 
 /* AttnMerge: query heads h0 .. h1 of y from their key head's C partial results. */

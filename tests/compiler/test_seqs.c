@@ -57,6 +57,31 @@ Test(seqs, shared_steps_are_each_sequence_alone, .timeout = 300)
 			 "--cache-pages; sequence 1 holds 24\n"), "%s", out);
 }
 
+/*
+ * Caches in pages read by the split attention's parts (passes/split_attn.c:
+ * each query row's chunks of its own sequence's positions), kept in bf16
+ * (--kv bf16): the shared steps still give each sequence its logits and
+ * caches alone, exactly (the same bodies round the same values alike).
+ */
+Test(seqs, bf16_pages_through_parts, .timeout = 300)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && %s " FOLDER " -o $d/batch.c --max-seqs 4 --max-chunk 8 "
+		 "--page-size 4 --max-seq 32 --cache-pages 12 --workers 2 --kv bf16 -v 2>&1 | "
+		 "grep -E 'split_attn:|kv:' && grep -c 'mkc_attn_part_c(.*&m->pages' $d/batch.c && "
+		 "cc -std=c11 -O1 -g -Wall -Wextra -Werror -DDIR=\\\"" FOLDER "\\\" -pthread -I$d "
+		 "-o $d/t tests/programs/seqs_batch.c $d/batch.c -lm && timeout 120 $d/t; rc=$?; "
+		 "rm -rf $d; exit $rc", mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "split_attn: 2 attention nodes over chunks of positions\n"), "%s", out);
+	cr_expect(strstr(out, "kv: 4 of 4 KV caches stored as bf16\n"), "%s", out);
+	cr_expect(strstr(out, "\n2\n"), "two parts through the page table: %s", out);
+	cr_expect(strstr(out, "together: logits same, greedy tokens same, caches same, lengths 9 13 7\n"),
+		  "%s", out);
+	cr_expect(strstr(out, "fork: same token, logits same\n"), "%s", out);
+}
+
 /* generate_batch: requests through fewer sequences than requests, each as alone. */
 Test(seqs, generate_batch_is_each_request_alone, .timeout = 300)
 {
@@ -116,8 +141,7 @@ Test(seqs, refused_at_compile_time, .timeout = 120)
 	char cmd[2048];
 	snprintf(cmd, sizeof cmd, "(%s tests/models/tiny_llama_decode_op23 --max-seqs 2; "
 		 "%s " FOLDER " --max-seqs 2 --kv-io; %s " FOLDER " --page-size 8; "
-		 "%s " FOLDER " --max-seqs 2 --kv bf16; %s " FOLDER " --max-seqs 0) 2>&1; exit 0",
-		 mkc_bin(), mkc_bin(), mkc_bin(), mkc_bin(), mkc_bin());
+		 "%s " FOLDER " --max-seqs 0) 2>&1; exit 0", mkc_bin(), mkc_bin(), mkc_bin(), mkc_bin());
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
 	cr_expect(strstr(out, "--max-seqs 2: the model's step takes a fixed number of tokens"),
 		  "%s", out);
@@ -125,6 +149,5 @@ Test(seqs, refused_at_compile_time, .timeout = 120)
 			 "them as inputs and outputs: give one of them"), "%s", out);
 	cr_expect(strstr(out, "--page-size and --cache-pages size the pages of --max-seqs's caches"),
 		  "%s", out);
-	cr_expect(strstr(out, "--kv bf16 is read by the split attention only"), "%s", out);
 	cr_expect(strstr(out, "--max-seqs needs a sequence count from 1 to 65536"), "%s", out);
 }

@@ -125,7 +125,7 @@ static __global__ void
 part_kernel(const float *q, const int64_t *qs, const T *k, const int64_t *ks, const T *v,
 	    float *part, const int64_t *ps, int64_t L, int64_t C, int64_t r0, int64_t r1, float scale)
 {
-	mkc_attn_part<D, G>(q, qs, k, ks, v, ks, part, ps, 1, 1, L, C, r0, r1, scale);
+	mkc_attn_part<D, G>(q, qs, k, ks, v, ks, part, ps, 1, 1, L, C, r0, r1, scale, NULL);
 }
 
 template <int D>

@@ -1092,7 +1092,7 @@ struct part_call {
 	float scale;
 	MKC_HD void operator()(int t) const
 	{
-		mkc_attn_part_c(q, k, v, mine(part), C, rows[t], rows[t + 1], scale);
+		mkc_attn_part_c(q, k, v, mine(part), C, rows[t], rows[t + 1], scale, NULL);
 	}
 };
 

@@ -92,6 +92,26 @@ cache_floats(const batch *m, int q)
 	return (size_t)batch_seq_len(m, q) * 2 * 16;
 }
 
+/*
+ * Cache c of sequence q into dst (cache_floats of them) as floats: a bf16
+ * cache (mkc --kv bf16) is read as its bf16 values, then widened in place
+ * from the last (float i lands past bf16 i, which is read first).
+ */
+static int
+read_cache(batch *m, int q, int c, float *dst)
+{
+	if (batch_seq_cache_read(m, q, c, dst))
+		return -1;
+	if (batch_cache_dtype(c) == 16) {
+		const uint16_t *h = (const uint16_t *)dst;
+		for (size_t i = cache_floats(m, q); i-- > 0;) {
+			uint32_t w = (uint32_t)h[i] << 16;
+			memcpy(&dst[i], &w, sizeof w);
+		}
+	}
+	return 0;
+}
+
 /* One step of rows tokens: toks[r] of sequence who[r]; logits [rows][vocab]. */
 static int
 step(batch *m, const int *who, const int64_t *toks, int rows, float *logits)
@@ -165,7 +185,7 @@ main(int argc, char **argv)
 		}
 		for (int c = 0; c < nc; c++) {
 			ref_cache[q][c] = alloc(cache_floats(m, 0) * sizeof(float));
-			if (batch_seq_cache_read(m, 0, c, ref_cache[q][c]))
+			if (read_cache(m, 0, c, ref_cache[q][c]))
 				return 6;
 		}
 	}
@@ -234,7 +254,7 @@ main(int argc, char **argv)
 		for (int c = 0; c < nc; c++) {
 			size_t n = cache_floats(m, seq[q]);
 			float *got = alloc(n * sizeof *got);
-			if (batch_seq_cache_read(m, seq[q], c, got))
+			if (read_cache(m, seq[q], c, got))
 				return 2;
 			wc = fmax(wc, worst(got, ref_cache[q][c], n));
 			release(got);
@@ -262,13 +282,13 @@ main(int argc, char **argv)
 	       worst(l2, l2 + vocab, (size_t)vocab) == 0 ? "same" : "DIFFER");
 	size_t na = cache_floats(m, seq[0]);
 	float *a0 = alloc(na * sizeof *a0), *a1 = alloc(na * sizeof *a1);
-	batch_seq_cache_read(m, seq[0], 0, a0);
+	read_cache(m, seq[0], 0, a0);
 	int one[1] = {f};
 	int64_t t1[1] = {9};
 	for (int k = 0; k < 6; k++)   /* the fork grows; A's positions must not move */
 		if (step(m, one, t1, 1, l2))
 			return 1;
-	batch_seq_cache_read(m, seq[0], 0, a1);
+	read_cache(m, seq[0], 0, a1);
 	printf("fork: the source's cache %s, lengths %lld and %lld\n",
 	       memcmp(a0, a1, na * sizeof *a0) == 0 ? "kept" : "CHANGED",
 	       (long long)batch_seq_len(m, seq[0]), (long long)batch_seq_len(m, f));

@@ -44,8 +44,10 @@ static const char *const float_models[] = {
 	"hand/elementwise_tiles", "hf_chunk/qwen3_tiny --max-chunk 8" /* two plans */,
 	/* float16 at the interface: its Casts and generate's argmax of float16 logits */
 	"genai/llama_tiny_fp16", "genai/qwen3_tiny_fp16 --max-chunk 4",
-	/* sequences, caches in pages (runtime/seqs.h; the general attention on them) */
-	"hf_chunk/llama_tiny_bf16 --max-seqs 4 --max-chunk 16 --page-size 8"};
+	/* sequences, caches in pages (runtime/seqs.h): the parts' portable body (head
+	 * size 16), then attention.cuh's through the page table, in bf16 */
+	"hf_chunk/llama_tiny_bf16 --max-seqs 4 --max-chunk 16 --page-size 8",
+	"hf_chunk/llama_tiny_d64 --max-seqs 4 --max-chunk 16 --page-size 16 --kv bf16"};
 
 ParameterizedTestParameters(golden, emitted_cuda_builds_for_sm_90a)
 {
