@@ -26,7 +26,7 @@ GEN_SRC = $(BUILD)/gen/onnx.pb-c.c
 # C text that the emitter writes into output files, found by these paths
 # (tools/embed.sh makes one {name, text} table of them): runtime/ for every
 # target, backends/<target>/ for one
-RUNTIME = runtime/common.h runtime/bf16.h runtime/sample.h runtime/limits.h runtime/api_h.h runtime/files.h runtime/seqs.h runtime/host.h runtime/batch.h \
+RUNTIME = runtime/common.h runtime/bf16.h runtime/sample.h runtime/sched.h runtime/limits.h runtime/api_h.h runtime/files.h runtime/seqs.h runtime/host.h runtime/batch.h \
 	runtime/profile.h runtime/exec_api.h runtime/api.h \
 	backends/c/exec.h backends/c/scalar.h backends/c/cache.h backends/c/attention.h backends/c/rows.h backends/c/data.h \
 	backends/c/elementwise.h backends/c/reduce.h backends/c/matmul.h backends/c/gqa.h \

@@ -3,7 +3,7 @@
 from, both compiled by mkc, in one run (issue 34's target: the export's
 decode step within 5% of the folder's).
 
-    PYTHONPATH=DIR python3 bench/genai.py SHAPE --out OUT [--contexts 1,1024]
+    PYTHONPATH=DIR python3 bench/genai.py SHAPE --out OUT [--contexts 1,1024] [--target c]
 
 On the GPU machine, from the repo root, build/mkc built. DIR holds
 onnxruntime-genai's model builder (the package's models/ folder under an
@@ -22,7 +22,9 @@ transformers and onnx, not the package.
   5. times both per token at each context (bench/mkc_bench.c: caches
      filled with random values, one launch of generate), alternately, in
      --rounds rounds, and prints ms and export / folder.
-Writes OUT/SHAPE_genai.json and OUT/SHAPE_genai.log.
+With --target c (on any machine; --workers defaults to the machine's cores)
+both are compiled for the C target with cc, and the same steps run on the
+CPU's threads. Writes OUT/SHAPE_genai.json and OUT/SHAPE_genai.log.
 """
 import argparse
 import json
@@ -51,11 +53,14 @@ def main(argv):
     p.add_argument("--out", required=True)
     p.add_argument("--work", help="folder for the models and builds (default: --out)")
     p.add_argument("--contexts", default="1,1024")
-    p.add_argument("--workers", type=int, default=132)
+    p.add_argument("--workers", type=int, help="default: 132 (cuda), the cores (c)")
+    p.add_argument("--target", default="cuda", choices=("cuda", "c"))
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--profile", action="store_true",
                    help="also the export compiled with --profile: its timeline at the last context")
     a = p.parse_args(argv[1:])
+    gpu = a.target == "cuda"
+    a.workers = a.workers or (132 if gpu else os.cpu_count())
     import torch
     import transformers
     family, cfg = bench.SHAPES[a.shape]
@@ -63,7 +68,7 @@ def main(argv):
     logf = os.path.join(a.out, f"{a.shape}_genai.log")
     work = os.path.join(a.work or a.out, a.shape + "_genai")
     folder, export = os.path.join(work, "hf"), os.path.join(work, "genai")
-    res = {"shape": a.shape, "commit": os.environ.get("COMMIT"), "card": torch.cuda.get_device_name(),
+    res = {"shape": a.shape, "commit": os.environ.get("COMMIT"), "card": torch.cuda.get_device_name() if gpu else "cpu (C target)",
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     t0 = time.time()
     model = bench.make_model(torch, transformers, family, cfg, "cpu")
@@ -87,12 +92,14 @@ def main(argv):
     for name, src, extra in variants:
         sub = os.path.join(work, name)
         os.makedirs(sub, exist_ok=True)
-        cmd = (f"{ROOT}/build/mkc {src} -o {sub}/llama.cu --workers {a.workers} --max-seq "
+        ext, cc = ("cu", "nvcc -gencode=arch=compute_90a,code=sm_90a") if gpu else ("c", "cc")
+        cmd = (f"{ROOT}/build/mkc {src} -o {sub}/llama.{ext} --workers {a.workers} --max-seq "
                f"{bench.MAX_SEQ} --max-dim {bench.MAX_SEQ} {extra} && "
-               f"nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -c {sub}/llama.cu -o {sub}/llama.o")
+               f"{cc} -O2 -c {sub}/llama.{ext} -o {sub}/llama.o")
         for prog, c in (("generate", "examples/generate.c"), ("mkc_bench", "bench/mkc_bench.c")):
             cmd += (f" && cc -O2 -I{sub} -I/usr/local/cuda/include -c {ROOT}/{c} -o {sub}/{prog}.o"
-                    f" && nvcc -o {sub}/{prog} {sub}/{prog}.o {sub}/llama.o -lm")
+                    f" && {'nvcc' if gpu else 'cc -pthread'} -o {sub}/{prog} {sub}/{prog}.o "
+                    f"{sub}/llama.o -lm")
         procs.append((name, src, sub, subprocess.Popen(cmd, shell=True, stdout=subprocess.PIPE,
                                                        stderr=subprocess.STDOUT, text=True)))
     for name, src, sub, pr in procs:

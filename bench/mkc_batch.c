@@ -4,6 +4,7 @@
  *
  *   mkc_batch MODEL time CTX B,... STEPS REPEATS ROW
  *   mkc_batch MODEL parity B N_NEW [TOL]
+ *   mkc_batch MODEL gen B,... PROMPT N_NEW REPEATS
  *
  * time: for each batch size B, each repeat closes every sequence, opens B,
  * fills each one's caches with CTX positions of random values (ROW values a
@@ -26,6 +27,14 @@
  * row's largest magnitude. Prints "parity: B sequences, N_NEW tokens each:
  * same" or "... K near ties (the largest gap G)" and exits 0, or names the
  * first row beyond TOL and exits 1.
+ *
+ * gen: for each B, llama_generate_batch of B requests (prompts of PROMPT
+ * made-up tokens, different for each, greedy, N_NEW tokens each) timed by
+ * the host clock around the call, REPEATS times. Prints each run and
+ * "gen median: batch B, prompt P, new N, X ms, Y tokens/s, first token
+ * F ms, tokens H" (Y: generated tokens over the whole call; F: the median
+ * of the requests' first tokens as the callback hears them; H: a hash of
+ * every request's tokens, the same for the same tokens).
  *
  * Built with -DBENCH_CUDA against a .cu file, the buffers a step takes are
  * device memory.
@@ -232,12 +241,62 @@ timing(llama *m, step_bufs *sb, long long ctx, int b, int steps, int repeats, co
 	free(seq), free(ids), free(pos), free(ms);
 }
 
+static double gen_t0, *gen_first;
+
+static void
+heard(void *user, int i, int64_t t)
+{
+	(void)user, (void)t;
+	if (gen_first[i] < 0)
+		gen_first[i] = (now() - gen_t0) * 1e3;
+}
+
+static void
+gen_timing(llama *m, int b, int n_prompt, int n_new, int repeats, int64_t vocab)
+{
+	llama_request *rq = calloc((size_t)b, sizeof *rq);
+	int64_t *prompts = malloc((size_t)b * (size_t)n_prompt * sizeof *prompts);
+	int64_t *out = malloc((size_t)b * (size_t)n_new * sizeof *out);
+	double *ms = malloc((size_t)repeats * sizeof *ms), *first = malloc((size_t)repeats * sizeof *first);
+	gen_first = malloc((size_t)b * sizeof *gen_first);
+	uint64_t h = 1469598103934665603ull;
+	for (int q = 0; q < b; q++)
+		for (int i = 0; i < n_prompt; i++)
+			prompts[(size_t)q * n_prompt + i] = (7 + 13 * i + 101 * q) % vocab;
+	for (int r = 0; r < repeats; r++) {
+		for (int q = 0; q < b; q++) {
+			memset(&rq[q], 0, sizeof rq[q]);   /* greedy: temperature 0 */
+			rq[q].prompt = prompts + (size_t)q * n_prompt, rq[q].n_prompt = n_prompt;
+			rq[q].max_new = n_new, rq[q].out_tokens = out + (size_t)q * n_new;
+			gen_first[q] = -1;
+		}
+		gen_t0 = now();
+		if (llama_generate_batch(m, rq, b, heard, NULL))
+			fail(m, "generate_batch");
+		ms[r] = (now() - gen_t0) * 1e3;
+		qsort(gen_first, (size_t)b, sizeof *gen_first, cmp_double);
+		first[r] = gen_first[b / 2];
+		printf("gen run %d: batch %d, %.3f ms, first token %.3f ms\n", r + 1, b, ms[r], first[r]);
+	}
+	for (size_t i = 0; i < (size_t)b * (size_t)n_new; i++)
+		h = (h ^ (uint64_t)out[i]) * 1099511628211ull;
+	qsort(ms, (size_t)repeats, sizeof *ms, cmp_double);
+	qsort(first, (size_t)repeats, sizeof *first, cmp_double);
+	printf("gen median: batch %d, prompt %d, new %d, %.3f ms, %.1f tokens/s, first token %.3f ms, "
+	       "tokens %016llx\n", b, n_prompt, n_new, ms[repeats / 2],
+	       (double)b * n_new * 1e3 / ms[repeats / 2], first[repeats / 2], (unsigned long long)h);
+	fflush(stdout);
+	free(rq), free(prompts), free(out), free(ms), free(first), free(gen_first);
+}
+
 int
 main(int argc, char **argv)
 {
-	if (argc < 5 || ((strcmp(argv[2], "time") || argc < 8) && strcmp(argv[2], "parity"))) {
+	if (argc < 5 || ((strcmp(argv[2], "time") || argc < 8) && strcmp(argv[2], "parity") &&
+			 (strcmp(argv[2], "gen") || argc < 7))) {
 		fprintf(stderr, "usage: mkc_batch MODEL time CTX B,... STEPS REPEATS ROW\n"
-			"       mkc_batch MODEL parity B N_NEW [TOL]\n");
+			"       mkc_batch MODEL parity B N_NEW [TOL]\n"
+			"       mkc_batch MODEL gen B,... PROMPT N_NEW REPEATS\n");
 		return 2;
 	}
 	llama *m;
@@ -263,6 +322,14 @@ main(int argc, char **argv)
 	int rc = 0;
 	if (!strcmp(argv[2], "parity")) {
 		rc = parity(m, &sb, atoi(argv[3]), atoi(argv[4]), argc > 5 ? atof(argv[5]) : 1e-2);
+	} else if (!strcmp(argv[2], "gen")) {
+		const int n_prompt = atoi(argv[4]), n_new = atoi(argv[5]), repeats = atoi(argv[6]);
+		if (n_prompt < 1 || n_new < 1 || repeats < 1) {
+			fprintf(stderr, "mkc_batch: PROMPT, N_NEW and REPEATS >= 1\n");
+			return 2;
+		}
+		for (int i = 0; nth(argv[3], i) > 0; i++)
+			gen_timing(m, (int)nth(argv[3], i), n_prompt, n_new, repeats, sb.vocab);
 	} else {
 		const long long ctx = atoll(argv[3]), row = atoll(argv[7]);
 		const int steps = atoi(argv[5]), repeats = atoi(argv[6]);

@@ -484,6 +484,14 @@ def ttft(a, torch, model, cfg, folder, work, logf, refs, n_new, row, plain_ms):
 
 
 BATCH_STEPS = 16   # steps timed a run of mkc_batch
+GEN_PROMPT, GEN_NEW = 128, 64   # generate_batch's requests (mkc_batch gen)
+
+
+def same_tokens(r):
+    """Whether generate_batch's two loops gave the same tokens (-: one did not run)."""
+    if "kernel_tokens" not in r or "host_tokens" not in r:
+        return "-"
+    return "yes" if r["kernel_tokens"] == r["host_tokens"] else "NO"
 
 
 def batch_run(a, torch, model, family, cfg, folder, work, logf, row):
@@ -495,11 +503,20 @@ def batch_run(a, torch, model, family, cfg, folder, work, logf, row):
     a token may differ only where its logit is within 1e-2 of the row's largest)."""
     most = max(a.batches)
     ctxs = a.batch_contexts
-    maxlen = max(ctxs) + BATCH_STEPS * 4 + 64
+    maxlen = max(max(ctxs) + BATCH_STEPS * 4, GEN_PROMPT + GEN_NEW) + 64
     bsub, t_mkc, t_cc = mkc_build(folder, work, a.target, False, logf, a.workers, a.kv,
                                   name="batch", chunk=max(most, 32), seqs=most, max_seq=maxlen)
     log(f"{a.shape}: --max-seqs {most}: mkc {t_mkc:.1f} s, {'nvcc' if a.target == 'cuda' else 'cc'} {t_cc:.1f} s")
-    res = {"max_seqs": most, "mkc_compile_s": t_mkc, "cc_compile_s": t_cc, "rows": []}
+    res = {"max_seqs": most, "mkc_compile_s": t_mkc, "cc_compile_s": t_cc, "rows": [], "gen": []}
+    # the same file with generate_batch's loop on the host (a launch a step), built
+    # while the GPU runs the rest, to time against the loop in one launch
+    host = None
+    if a.target == "cuda":
+        host = subprocess.Popen(
+            f"nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -DMKC_BATCH_IN_KERNEL=0 -c "
+            f"{bsub}/llama.cu -o {bsub}/llama_host.o && nvcc -o {bsub}/mkc_batch_host "
+            f"{bsub}/mkc_batch.o {bsub}/llama_host.o -lm", shell=True,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     _, out = sh(f"{bsub}/mkc_batch {folder} parity {min(8, most)} {PARITY_STEPS} 1e-2", logf)
     res["parity"] = out.strip().splitlines()[-1] if out.strip() else "no output"
     log(f"{a.shape}: {res['parity']}")
@@ -511,6 +528,33 @@ def batch_run(a, torch, model, family, cfg, folder, work, logf, row):
             if line.startswith("median: batch "):
                 f = line.replace(",", "").split()
                 ms[(int(f[2]), int(f[4]))] = float(f[5])
+    # generate_batch: b requests of GEN_PROMPT tokens and GEN_NEW greedy tokens each
+    progs = [("kernel", f"{bsub}/mkc_batch")]
+    if host is not None:
+        out, _ = host.communicate()
+        with open(logf, "a") as f:
+            f.write(out)
+        if host.returncode == 0:
+            progs.append(("host", f"{bsub}/mkc_batch_host"))
+    gen = {}
+    for name, prog in progs:
+        _, out = sh(f"{prog} {folder} gen {','.join(map(str, a.batches))} {GEN_PROMPT} {GEN_NEW} 3",
+                    logf, timeout=1200)
+        for line in out.splitlines():
+            if line.startswith("gen median: batch "):
+                f = line.replace(",", "").split()
+                gen[(name, int(f[3]))] = (float(f[8]), float(f[10]), float(f[14]), f[17])
+    for b in a.batches:
+        r = {"batch": b, "prompt": GEN_PROMPT, "new": GEN_NEW}
+        for name, _ in progs:
+            if (name, b) in gen:
+                g_ms, tps, first, h = gen[(name, b)]
+                r.update({f"{name}_ms": g_ms, f"{name}_tokens_s": tps, f"{name}_first_ms": first,
+                          f"{name}_tokens": h})
+        res["gen"].append(r)
+        log(f"{a.shape}: generate_batch of {b}: in one launch {r.get('kernel_ms')} ms "
+            f"({r.get('kernel_tokens_s')} tokens/s), a launch a step {r.get('host_ms')} ms; "
+            f"same tokens: {same_tokens(r)}")
     for b in a.batches:
         sd = StaticDecode(torch, model, family, cfg, maxlen, a.device, batch=b) \
             if a.device != "cpu" else None
@@ -737,6 +781,20 @@ def table(res):
             lines.append(f"| {r['batch']} | {r['context']} | {ms:.3f} | {r['batch'] * 1e3 / ms:.0f} "
                          f"| {r.get('graph_ms', nan):.3f} | {r.get('compiled_ms', nan):.3f} | "
                          f"{ms / best:.2f}x | {ms / (one.get(r['context']) or nan):.2f} |")
+        if bt.get("gen"):
+            lines += ["", f"generate_batch (`mkc_batch gen`: requests of {GEN_PROMPT} prompt tokens "
+                      f"and {GEN_NEW} greedy tokens each, medians of 3 calls): the loop in one "
+                      "launch against the same file built with the loop on the host "
+                      "(MKC_BATCH_IN_KERNEL=0, a launch a step):", "",
+                      "| requests | one launch ms | tokens/s | first token ms | a launch a step ms "
+                      "| tokens/s | first token ms | same tokens |",
+                      "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+            for r in bt["gen"]:
+                lines.append(f"| {r['batch']} | {r.get('kernel_ms', nan):.1f} | "
+                             f"{r.get('kernel_tokens_s', nan):.0f} | {r.get('kernel_first_ms', nan):.1f} | "
+                             f"{r.get('host_ms', nan):.1f} | {r.get('host_tokens_s', nan):.0f} | "
+                             f"{r.get('host_first_ms', nan):.1f} | "
+                             f"{same_tokens(r)} |")
     if "old_mkc_ms" in res["rows"][0]:
         lines += ["", f"The same run timed the old mkc build in turns with this one "
                   f"({len(res['ab_rounds']['new'])} rounds, medians): " +

@@ -116,12 +116,15 @@ typedef struct {
 } $P_request;
 
 /* Generates for n requests at once (a file compiled with --max-seqs): a
- * step takes every running request's next token and as much of the
- * admitted prompts as it holds, a sequence a request; each request's
- * tokens are those $P_generate_with gives it alone. on_token (NULL: none)
- * hears each token as it is drawn. The loop runs on the host, a launch a
- * step on a GPU target. Every sequence is closed first, and sequence 0 is
- * open and empty after. */
+ * request is admitted, in order, once a sequence and the cache pages of its
+ * whole life (prompt and tokens) are free; a step takes every running
+ * request's next token and as much of the admitted prompts as it holds, a
+ * sequence a request; each request's tokens are those $P_generate_with
+ * gives it alone. on_token (NULL: none) hears each token as it is drawn,
+ * on the calling thread. On a GPU target the whole loop is one launch (the
+ * admissions, retirements and draws inside the kernel; the tokens heard
+ * while it runs); on the C target it runs a step at a time. Every sequence
+ * is closed first, and sequence 0 is open and empty after. */
 int $P_generate_batch($P *m, $P_request *requests, int n,
 	void (*on_token)(void *user, int request, int64_t token), void *user);
 /* Row r of logits [rows, vocab] (a step's output: the target's memory)

@@ -22,7 +22,7 @@
 #      (GPU_CHECK_HIP=0 leaves this part out; GPU_CHECK_PARTS picks parts).
 set -u
 # GPU_CHECK_PARTS="chunk seqs ...": these parts only (bodies golden chunk seqs
-# python hip decode gen watchdog sanitize; all by default), for a call that
+# python genai hip decode gen watchdog sanitize; all by default), for a call that
 # cannot hold the whole script (it takes over ten minutes); each part's
 # seconds go to $out/times.txt
 part() { [ -z "${GPU_CHECK_PARTS:-}" ] || [[ " $GPU_CHECK_PARTS " == *" $1 "* ]]; }
@@ -30,7 +30,7 @@ t_part=$(date +%s)
 took() { echo "$1: $(( $(date +%s) - t_part )) s" >>"$out/times.txt"; t_part=$(date +%s); }
 out=${OUT:-/tmp/mkc_gpu}
 mkdir -p "$out"
-bodies_rc=0 mma_rc=0 sample_rc=0 portable_rc=0 test_rc=0 bf16_rc=0 hf_rc=0 chunk_rc=0 seqs_rc=0 python_rc=0
+bodies_rc=0 mma_rc=0 sample_rc=0 portable_rc=0 test_rc=0 bf16_rc=0 hf_rc=0 chunk_rc=0 seqs_rc=0 python_rc=0 genai_rc=0
 mem_rc=-1 race_rc=-1 hf_mem_rc=-1 hf_race_rc=-1
 export LD_LIBRARY_PATH="$PWD/.carry/lib:${LD_LIBRARY_PATH:-}"
 models="tests/models/tiny_llama_decode_op18 tests/models/tiny_llama_decode_op23 tests/models/hand/small_mlp
@@ -134,6 +134,27 @@ build/mkc $M -o $d/batch.cu --max-seqs 4 --max-chunk 8 --page-size 4 --max-seq 3
 	"$d/sb" >>"$out/cuda_seqs.log" 2>&1
 [ $? -eq 0 ] && grep -q "together: logits same, greedy tokens same, caches same" "$out/cuda_seqs.log" || seqs_rc=1
 rm -rf $d
+# generate_batch in one launch (runtime/sched.h in block 0): six requests
+# through four sequences, each as alone; through a pool of 12 pages (requests
+# wait for pages); tests/programs/gen_batch.c, as test_seqs.c runs it on the C
+# target, then the same file with the loop on the host (MKC_BATCH_IN_KERNEL=0)
+M=tests/models/hf/qwen3_tiny
+for p in 64 12; do
+	for k in 1 0; do
+		d=$(mktemp -d)
+		build/mkc $M -o $d/gb.cu --max-seqs 4 --max-chunk 8 --page-size 4 --max-seq 64 \
+			--cache-pages $p --workers 8 >>"$out/cuda_seqs.log" 2>&1 &&
+			nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -DMKC_BATCH_IN_KERNEL=$k -c $d/gb.cu \
+				-o $d/gb.o >>"$out/cuda_seqs.log" 2>&1 &&
+			cc -O2 -DDIR=\"$M\" -I$d -c tests/programs/gen_batch.c -o $d/t.o >>"$out/cuda_seqs.log" 2>&1 &&
+			nvcc -o $d/t $d/t.o $d/gb.o >>"$out/cuda_seqs.log" 2>&1 &&
+			{ echo "gen_batch pages $p in-kernel $k:"; timeout 120 $d/t; } >>"$out/gen_batch.log" 2>&1
+		grep -q "batch of 6: same as alone, 60 tokens heard, sequence 0 open with 0, free pages $p" \
+			"$out/gen_batch.log" && grep -q "stopped: 4 tokens (4 expected), others same" \
+			"$out/gen_batch.log" || seqs_rc=1
+		rm -rf $d
+	done
+done
 	took seqs
 fi
 
@@ -155,6 +176,36 @@ if part hip && [ "${GPU_CHECK_HIP:-1}" != 0 ]; then
 	hip_rc=$?
 else
 	echo "left out (GPU_CHECK_HIP=0 or GPU_CHECK_PARTS)" >"$out/hip_on_cuda.log"
+fi
+
+if part genai; then
+# onnxruntime-genai's builder exports (tests/models/genai, issue 34) on CUDA:
+# fp32 and fp16 (-e cuda) over steps of 1, 4 and 3 tokens, fp16 -e cpu a token
+# a step, against onnxruntime (fp16: 2e-3, as on the C target); then the 32
+# greedy tokens of examples/generate.c on the GPU against onnxruntime-genai's
+# generator's (greedy.txt; the fp16 CPU files against their CUDA twins')
+build/mkc test --target cuda --max-chunk 4 tests/models/genai/llama_tiny tests/models/genai/qwen3_tiny \
+	>"$out/cuda_genai.log" 2>&1 &&
+	build/mkc test --target cuda --tolerance 2e-3 --max-chunk 4 tests/models/genai/llama_tiny_fp16 \
+		tests/models/genai/qwen3_tiny_fp16 >>"$out/cuda_genai.log" 2>&1 &&
+	build/mkc test --target cuda --tolerance 2e-3 tests/models/genai/llama_tiny_fp16_cpu \
+		tests/models/genai/qwen3_tiny_fp16_cpu >>"$out/cuda_genai.log" 2>&1
+genai_rc=$?
+for r in llama_tiny: qwen3_tiny:--max-chunk=8 llama_tiny_fp16: qwen3_tiny_fp16:--max-chunk=8 \
+	llama_tiny_fp16_cpu: qwen3_tiny_fp16_cpu:; do
+	m=${r%%:*} f=${r#*:} d=$(mktemp -d)
+	g=tests/models/genai/${m%_cpu}
+	build/mkc tests/models/genai/$m ${f/=/ } -o $d/llama.cu --workers 8 &&
+		nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -c $d/llama.cu -o $d/llama.o &&
+		cc -I$d -I/usr/local/cuda/include -c examples/generate.c -o $d/gen.o &&
+		nvcc -o $d/gen $d/gen.o $d/llama.o &&
+		$d/gen tests/models/genai/$m/model.onnx 32 seq:39 >"$out/genai_gen_$m.log" 2>&1
+	a=$(grep '^tokens' "$out/genai_gen_$m.log"); b=$(grep '^tokens' $g/greedy.txt)
+	[ -n "$a" ] && [ "$a" = "$b" ] && same=identical || { same=DIFFERENT; genai_rc=1; }
+	echo "$m: $same" >>"$out/genai_gen.txt"
+	rm -rf $d
+done
+	took genai
 fi
 
 if part decode; then
@@ -260,7 +311,13 @@ show "mkc test --target cuda --weights bf16 (100 steps, tolerance 1e-2)" cuda_bf
 show "mkc test --target cuda on Hugging Face folders (20 steps)" cuda_hf.log
 show "mkc test --target cuda --max-chunk 256 on tests/models/hf_chunk (20 steps)" cuda_chunk.log
 show "several sequences (--max-seqs): golden steps through pages, tests/programs/seqs_batch.c" cuda_seqs.log
+show "generate_batch on CUDA (tests/programs/gen_batch.c)" gen_batch.log
 show "tools/gpu_python.py (python/mkc on a CUDA library vs a C one)" python.log
+show "onnxruntime-genai exports on CUDA (tests/models/genai)" cuda_genai.log
+if part genai; then
+	echo "== examples/generate.c on the genai exports vs the generator (32 tokens) =="
+	cat "$out/genai_gen.txt"
+fi
 show "mkc test --target hip through tests/gpu/hip_on_cuda.h (100 steps)" hip_on_cuda.log
 if part decode; then
 	echo "== examples/decode.c on the GPU vs onnxruntime (32 tokens from token 7) =="
@@ -298,4 +355,4 @@ if part sanitize; then
 	printf '%-12s exit %s  %s\n' "memcheck hf" "$hf_mem_rc" "$(grep -m1 'ERROR SUMMARY' "$out/memcheck_hf.log" 2>/dev/null)"
 	printf '%-12s exit %s  %s\n' "racecheck hf" "$hf_race_rc" "$(grep -m1 -i 'RACECHECK SUMMARY\|ERROR SUMMARY' "$out/racecheck_hf.log" 2>/dev/null)"
 fi
-[ $bodies_rc -eq 0 ] && [ $mma_rc -eq 0 ] && [ $portable_rc -eq 0 ] && [ $sample_rc -eq 0 ] && [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ] && [ $chunk_rc -eq 0 ] && [ $seqs_rc -eq 0 ] && [ $python_rc -eq 0 ] && [ $hip_rc -eq 0 ]
+[ $bodies_rc -eq 0 ] && [ $mma_rc -eq 0 ] && [ $portable_rc -eq 0 ] && [ $sample_rc -eq 0 ] && [ $test_rc -eq 0 ] && [ $bf16_rc -eq 0 ] && [ $hf_rc -eq 0 ] && [ $chunk_rc -eq 0 ] && [ $seqs_rc -eq 0 ] && [ $python_rc -eq 0 ] && [ $genai_rc -eq 0 ] && [ $hip_rc -eq 0 ]

@@ -188,7 +188,8 @@ static bool
 host_code_uses(const char *name)
 {
 	const char *const shared[] = {"runtime/common.h", "runtime/bf16.h", "runtime/sample.h",
-				      "runtime/limits.h", "runtime/api_h.h", "runtime/exec_api.h"};
+				      "runtime/sched.h", "runtime/limits.h", "runtime/api_h.h",
+				      "runtime/exec_api.h"};
 	for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
 		if (text_uses(mkc_runtime_text(shared[i]), name))
 			return true;
@@ -1147,6 +1148,7 @@ mkc_emit_head(FILE *f, const mkc_target *t, const char *arch, const char *prefix
 	fputs(mkc_runtime_text("runtime/common.h"), f);
 	fputs(mkc_runtime_text("runtime/bf16.h"), f);
 	fputs(mkc_runtime_text("runtime/sample.h"), f);
+	fputs(mkc_runtime_text("runtime/sched.h"), f);
 	put_template(f, mkc_runtime_text("runtime/api_h.h"), prefix);
 }
 

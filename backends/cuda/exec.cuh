@@ -395,7 +395,18 @@ struct mkc_gen_io {
 	const int64_t *stop;         /* device copy of the n_stop stop tokens */
 	int n_stop;
 	int *ran;                    /* device: [0] the steps run, [1] 1 after a stop token */
-	mkc_rt_draw_acc *acc;        /* device: the draw's sums, zero between draws */
+	mkc_rt_draw_acc *acc;        /* device: the draw's sums, zero between draws (a batch:
+	                                one a block) */
+	mkc_rt_batch *reqs;          /* device: generate_batch's schedule, or NULL */
+	int *heard;                  /* mapped host memory: the pairs in reqs->ring */
+	struct mkc_batch_ctl *ctl;   /* device: what block 0 tells the grid each step */
+};
+
+/* generate_batch's step, as block 0 tells it to the grid. */
+struct mkc_batch_ctl {
+	unsigned long long epoch[MKC_NPLANS];   /* each plan's steps, from the host's count */
+	int plan, nr;                /* the step's plan and rows (0: the batch is done) */
+	int steps;                   /* steps run */
 };
 
 /* The grid barriers of generate's steps: two a step, and one a phase of
@@ -472,6 +483,70 @@ mkc_gen_take(struct mkc_model *m, unsigned long long *counter, unsigned long lon
 #endif
 }
 
+/* Before generate_batch's step j: block 0 plans it, the grid meets; nonzero: stop. */
+static __device__ __forceinline__ int
+mkc_batch_plan(struct mkc_model *m, unsigned long long *counter, unsigned long long bar0,
+	       long long timeout_cycles, const struct mkc_gen_io &io, int j)
+{
+#if MKC_MAX_SEQS && MKC_CAN_GENERATE
+	struct mkc_batch_ctl *c = io.ctl;
+	if (blockIdx.x == 0 && threadIdx.x == 0) {
+		mkc_rt_batch *b = io.reqs;
+		const int heard = b->heard;
+		mkc_rt_batch_take(b);
+		if (b->heard != heard) {
+			__threadfence_system();   /* the ring's pairs before their count, for the host */
+			*(volatile int *)io.heard = b->heard;
+		}
+		const int nr = b->left > 0 ? mkc_rt_batch_plan(b) : 0;
+		if (nr > 0) {
+			if (MKC_GEN_CHUNK_SYM >= 0)
+				m->sym[MKC_GEN_CHUNK_SYM] = nr;
+			mkc_fill_symvals(m);
+			c->plan = MKC_STEP_PLAN(m->sym);
+			c->epoch[c->plan]++;
+			c->steps = j + 1;
+		}
+		c->nr = nr;
+	}
+	/* three barriers a step: this one, after the step, after the draws */
+	return mkc_grid_sync(m, &counter[MKC_NEVENTS], bar0 + (3ULL * (unsigned long long)j + 1) *
+							     MKC_NWORKERS, timeout_cycles) ||
+	       *(volatile int *)&c->nr == 0;
+#else
+	(void)m, (void)counter, (void)bar0, (void)timeout_cycles, (void)io, (void)j;
+	return 1;
+#endif
+}
+
+/* After generate_batch's step j: the grid meets, draws a row a block, and meets again. */
+static __device__ __forceinline__ int
+mkc_batch_draw(struct mkc_model *m, unsigned long long *counter, unsigned long long bar0,
+	       long long timeout_cycles, const struct mkc_gen_io &io, int j)
+{
+#if MKC_MAX_SEQS && MKC_CAN_GENERATE
+	unsigned long long *bar = &counter[MKC_NEVENTS];
+	const unsigned long long k = 3ULL * (unsigned long long)j + 1;
+	if (mkc_grid_sync(m, bar, bar0 + (k + 1) * MKC_NWORKERS, timeout_cycles))
+		return 1;
+	__shared__ mkc_rt_sample_scratch sh;
+	const mkc_rt_batch *b = io.reqs;
+	const int nd = *(const volatile int *)&b->nd;
+	const size_t row = (size_t)MKC_GEN_VOCAB * (MKC_GEN_LOGITS_F16 ? 2 : 4);
+	for (int r = blockIdx.x; r < nd; r += MKC_NWORKERS) {
+		const int64_t t = mkc_rt_sample((const char *)io.logits + (size_t)b->at[r] * row,
+						MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &b->s[r],
+						(uint64_t)b->ctr[r], &sh, &io.acc[blockIdx.x]);
+		if (threadIdx.x == 0)
+			b->tok[r] = t;
+	}
+	return mkc_grid_sync(m, bar, bar0 + (k + 2) * MKC_NWORKERS, timeout_cycles);
+#else
+	(void)m, (void)counter, (void)bar0, (void)timeout_cycles, (void)io, (void)j;
+	return 1;
+#endif
+}
+
 /*
  * Generation in one launch: step j runs every queue with epoch epoch0 + j
  * + 1; at its end all blocks meet. Where the step's logits give a new
@@ -486,17 +561,31 @@ mkc_gen_take(struct mkc_model *m, unsigned long long *counter, unsigned long lon
  * With io.steps 0 it is one step of io.plan with epoch epoch0 + 1 and
  * nothing after it (mkc_step): one kernel for both, so that the step's
  * code is compiled once (each kernel would inline its own copy).
+ *
+ * With io.reqs it is generate_batch in one launch: before step j block 0
+ * takes the last step's tokens and plans this one (runtime/sched.h: the
+ * admissions, the rows, their sequences and positions where the bodies
+ * read them, the chunk's size and so the plan), and the grid meets; after
+ * the step the grid draws the rows that give tokens, a block a row
+ * (mkc_batch_plan, mkc_batch_draw). The host hears the tokens from a ring
+ * while it runs.
  */
 static __global__ void MKC_LAUNCH_BOUNDS
 mkc_kernel(struct mkc_model *m, unsigned long long *counter, unsigned long long epoch0,
 	   unsigned long long bar0, long long timeout_cycles, struct mkc_gen_io io)
 {
-	const bool gen = io.steps > 0;
-	for (int j = 0; j < (gen ? io.steps : 1); j++) {
-		if (mkc_run_queue(mkc_model_view(m), counter, gen ? MKC_DECODE_PLAN : io.plan,
-				  epoch0 + (unsigned long long)j + 1, timeout_cycles,
-				  gen ? (io.prof0 + j) % MKC_PROF_SLOTS : io.prof0) ||
-		    !gen || mkc_gen_take(m, counter, bar0, timeout_cycles, io, j))
+	const bool gen = io.steps > 0, many = MKC_MAX_SEQS && MKC_CAN_GENERATE && io.reqs != NULL;
+	for (int j = 0; many || j < (gen ? io.steps : 1); j++) {
+		if (many && mkc_batch_plan(m, counter, bar0, timeout_cycles, io, j))
+			return;
+		const int plan = many ? *(volatile int *)&io.ctl->plan
+				      : gen ? MKC_DECODE_PLAN : io.plan;
+		const unsigned long long epoch = many ? *(volatile unsigned long long *)&io.ctl->epoch[plan]
+						      : epoch0 + (unsigned long long)j + 1;
+		if (mkc_run_queue(mkc_model_view(m), counter, plan, epoch, timeout_cycles,
+				  gen || many ? (io.prof0 + j) % MKC_PROF_SLOTS : io.prof0) ||
+		    (many ? mkc_batch_draw(m, counter, bar0, timeout_cycles, io, j)
+			   : !gen || mkc_gen_take(m, counter, bar0, timeout_cycles, io, j)))
 			return;
 	}
 }
@@ -825,6 +914,208 @@ out:
 	return rc;
 #endif
 }
+
+#if MKC_MAX_SEQS && MKC_CAN_GENERATE
+#ifndef MKC_BATCH_IN_KERNEL   /* 0: the loop on the host, a launch a step (to compare) */
+#define MKC_BATCH_IN_KERNEL 1
+#endif
+
+/* at bytes into a block carved by mkc_carve: the next place, 256-byte aligned */
+static size_t MKC_UNUSED
+mkc_carve(size_t *end, size_t bytes)
+{
+	const size_t at = *end;
+	*end = (at + bytes + 255) & ~(size_t)255;
+	return at;
+}
+
+/*
+ * generate_batch's loop in one launch (runtime/batch.h): b and its requests
+ * (host memory) go to the device with the prompts, the stop tokens and room
+ * for the tokens, the pool's flags and free stack; the step's rows go where
+ * the bodies read them (m->pages), its tokens into the model's ids input.
+ * The tokens come back through a ring in pinned host memory (unified
+ * addressing maps it into the device), which the host reads while the
+ * kernel runs, calling cb for each; then the requests,
+ * the pool and the table come back into b. 0, or -1 with err set (b then
+ * holds what the device's copy held, so the caller can close what is open).
+ */
+static int MKC_UNUSED
+mkc_batch_kernel(mkc_host *m, mkc_rt_batch *b, mkc_rt_on_token cb, void *user)
+{
+	const int n = b->n, ns = b->nseqs;
+	const int64_t rows = b->rows, nt = (int64_t)ns * b->per_seq;
+	const size_t lrow = (size_t)MKC_GEN_VOCAB * (MKC_GEN_LOGITS_F16 ? 2 : 4);
+	int64_t words = 0, total = 0;
+	for (int i = 0; i < n; i++) {
+		words += b->req[i].n_prompt + b->req[i].n_stop + b->req[i].max_new;
+		total += b->req[i].max_new;
+	}
+	size_t end = 0;
+	const size_t o_b = mkc_carve(&end, sizeof(mkc_rt_batch)),
+		     o_ctl = mkc_carve(&end, sizeof(struct mkc_batch_ctl)),
+		     o_req = mkc_carve(&end, (size_t)n * sizeof(mkc_rt_request)),
+		     o_words = mkc_carve(&end, (size_t)words * 8),
+		     o_open = mkc_carve(&end, (size_t)ns),
+		     o_refs = mkc_carve(&end, (size_t)MKC_NPAGES * 4),
+		     o_free = mkc_carve(&end, (size_t)MKC_NPAGES * 4),
+		     o_owner = mkc_carve(&end, (size_t)rows * sizeof(int)),
+		     o_ids = mkc_carve(&end, (size_t)rows * 8),
+		     o_ready = mkc_carve(&end, (size_t)ns * sizeof(int)),
+		     o_at = mkc_carve(&end, (size_t)ns * 8), o_ctr = mkc_carve(&end, (size_t)ns * 8),
+		     o_tok = mkc_carve(&end, (size_t)ns * 8),
+		     o_s = mkc_carve(&end, (size_t)ns * sizeof(mkc_rt_sampling)),
+		     o_acc = mkc_carve(&end, (size_t)MKC_NWORKERS * sizeof(mkc_rt_draw_acc)),
+		     o_logits = mkc_carve(&end, (size_t)rows * lrow);
+	char *d = NULL;
+	int64_t *ring = NULL, *dring = NULL;
+	mkc_rt_request *hreq = (mkc_rt_request *)malloc((size_t)n * sizeof *hreq);
+	int64_t *hwords = (int64_t *)malloc((size_t)(words ? words : 1) * 8);
+	if (!hreq || !hwords) {
+		free(hreq), free(hwords);
+		mkc_seterr(m, "out of memory for a batch of %d requests", n);
+		return -1;
+	}
+	/* the requests as the device sees them: their words in one array (offsets
+	 * into it until the array has its place) */
+	int64_t w = 0;
+	for (int i = 0; i < n; i++) {
+		const mkc_rt_request *r = &b->req[i];
+		hreq[i] = *r;
+		memcpy(hwords + w, r->prompt, (size_t)r->n_prompt * 8);
+		hreq[i].prompt = (const int64_t *)(uintptr_t)(w * 8), w += r->n_prompt;
+		if (r->n_stop)
+			memcpy(hwords + w, r->stop, (size_t)r->n_stop * 8);
+		hreq[i].stop = (const int64_t *)(uintptr_t)(w * 8), w += r->n_stop;
+		hreq[i].out = (int64_t *)(uintptr_t)(w * 8), w += r->max_new;
+	}
+	int rc = MKC_GPU(m, cudaMalloc((void **)&d, end)) ||
+		 MKC_GPU(m, cudaHostAlloc((void **)&ring, (size_t)(2 * total + 2) * 8, 0)) ||
+		 MKC_GPU(m, cudaHostGetDevicePointer((void **)&dring, ring, 0));
+	mkc_rt_batch db = *b;
+	struct mkc_batch_ctl ctl;
+	memset(&ctl, 0, sizeof ctl);
+	memcpy(ctl.epoch, m->epoch, sizeof ctl.epoch);
+	if (rc == 0) {
+		const uintptr_t base = (uintptr_t)(d + o_words);
+		for (int i = 0; i < n; i++) {
+			hreq[i].prompt = (const int64_t *)(base + (uintptr_t)hreq[i].prompt);
+			hreq[i].stop = (const int64_t *)(base + (uintptr_t)hreq[i].stop);
+			hreq[i].out = (int64_t *)(base + (uintptr_t)hreq[i].out);
+		}
+		ring[2 * total] = 0;   /* the count, an int, in the last word */
+		db.req = (mkc_rt_request *)(d + o_req);
+		db.open = (unsigned char *)(d + o_open), db.dirty = NULL, db.len = NULL;
+		db.table = m->pages.table;
+		db.refs = (int32_t *)(d + o_refs), db.free_pages = (int32_t *)(d + o_free);
+		db.owner = (int *)(d + o_owner), db.seq = m->pages.seq;
+		db.ids = (int64_t *)(d + o_ids), db.pos = m->pages.pos;
+		db.ready = (int *)(d + o_ready), db.at = (int64_t *)(d + o_at);
+		db.ctr = (int64_t *)(d + o_ctr), db.tok = (int64_t *)(d + o_tok);
+		db.s = (mkc_rt_sampling *)(d + o_s);
+		db.ring = dring, db.heard = 0;
+		db.nd = 0;
+		rc = MKC_GPU(m, cudaMemcpy(d + o_b, &db, sizeof db, cudaMemcpyHostToDevice)) ||
+		     MKC_GPU(m, cudaMemcpy(d + o_ctl, &ctl, sizeof ctl, cudaMemcpyHostToDevice)) ||
+		     MKC_GPU(m, cudaMemcpy(d + o_req, hreq, (size_t)n * sizeof *hreq,
+					    cudaMemcpyHostToDevice)) ||
+		     (words && MKC_GPU(m, cudaMemcpy(d + o_words, hwords, (size_t)words * 8,
+						      cudaMemcpyHostToDevice))) ||
+		     MKC_GPU(m, cudaMemcpy(d + o_open, b->open, (size_t)ns, cudaMemcpyHostToDevice)) ||
+		     MKC_GPU(m, cudaMemcpy(d + o_refs, b->refs, (size_t)MKC_NPAGES * 4,
+					    cudaMemcpyHostToDevice)) ||
+		     MKC_GPU(m, cudaMemcpy(d + o_free, b->free_pages, (size_t)MKC_NPAGES * 4,
+					    cudaMemcpyHostToDevice));
+	}
+	/* the step's buffers: ids, the positions (the rows' own), the logits */
+	for (int i = 0; rc == 0 && i < MKC_NINPUTS; i++)
+		m->buf[mkc_inputs[i]] = i == MKC_GEN_IDS ? (void *)(d + o_ids) : (void *)m->pages.pos;
+	for (int o = 0; rc == 0 && o < MKC_NOUTPUTS; o++)
+		m->buf[mkc_outputs[o]] = o == MKC_GEN_LOGITS ? (void *)(d + o_logits) : NULL;
+	struct mkc_gen_io io;
+	memset(&io, 0, sizeof io);
+	io.logits = d + o_logits;
+	io.acc = (mkc_rt_draw_acc *)(d + o_acc);
+	io.reqs = (mkc_rt_batch *)(d + o_b);
+	io.heard = (int *)(dring + 2 * total);
+	io.ctl = (struct mkc_batch_ctl *)(d + o_ctl);
+#if MKC_PROFILE
+	io.prof0 = (int)(m->prof_count % MKC_PROF_SLOTS);
+	rc = rc || MKC_GPU(m, cudaMemset(m->prof, 0, MKC_PROF_WORDS * sizeof *m->prof));
+#endif
+	rc = rc || mkc_upload_view(m);
+	if (rc == 0) {
+		mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM>>>(m->dev, m->counter, 0, m->bars,
+									  m->timeout_cycles, io);
+		/* the tokens as they come, until the kernel ends; then the rest */
+		const int *count = (const int *)(ring + 2 * total);
+		for (int heard = 0, running = 1; running;) {
+			running = cudaStreamQuery(0) == cudaErrorNotReady;
+			const int got = __atomic_load_n(count, __ATOMIC_ACQUIRE);
+			for (; heard < got; heard++)
+				if (cb)
+					cb(user, (int)ring[2 * heard], ring[2 * heard + 1]);
+		}
+		rc = mkc_finish(m);
+	}
+	/* back into b: what the device's copy holds, after an error too */
+	int got_back = 0;
+	if (d) {
+		got_back = !MKC_GPU(m, cudaMemcpy(&db, d + o_b, sizeof db, cudaMemcpyDeviceToHost)) &&
+			   !MKC_GPU(m, cudaMemcpy(&ctl, d + o_ctl, sizeof ctl, cudaMemcpyDeviceToHost)) &&
+			   !MKC_GPU(m, cudaMemcpy(hreq, d + o_req, (size_t)n * sizeof *hreq,
+						   cudaMemcpyDeviceToHost)) &&
+			   (!words || !MKC_GPU(m, cudaMemcpy(hwords, d + o_words, (size_t)words * 8,
+							     cudaMemcpyDeviceToHost))) &&
+			   !MKC_GPU(m, cudaMemcpy(b->open, d + o_open, (size_t)ns, cudaMemcpyDeviceToHost)) &&
+			   !MKC_GPU(m, cudaMemcpy(b->refs, d + o_refs, (size_t)MKC_NPAGES * 4,
+						   cudaMemcpyDeviceToHost)) &&
+			   !MKC_GPU(m, cudaMemcpy(b->free_pages, d + o_free, (size_t)MKC_NPAGES * 4,
+						   cudaMemcpyDeviceToHost)) &&
+			   !MKC_GPU(m, cudaMemcpy(b->table, m->pages.table, (size_t)nt * 4,
+						   cudaMemcpyDeviceToHost));
+		rc = rc || !got_back;
+	}
+	if (got_back) {
+		const uintptr_t base = (uintptr_t)(d + o_words);
+		for (int i = 0; i < n; i++) {
+			mkc_rt_request *r = &b->req[i];
+			r->n_out = hreq[i].n_out, r->seq = hreq[i].seq, r->fed = hreq[i].fed;
+			r->done = hreq[i].done;
+			memcpy(r->out, hwords + ((uintptr_t)hreq[i].out - base) / 8, (size_t)r->n_out * 8);
+		}
+		b->next = db.next, b->left = db.left, b->nfree = db.nfree;
+		for (int q = 0; q < ns; q++)
+			b->dirty[q] = 1;
+	} else {   /* nothing came back: every page free, every sequence closed */
+		for (int q = 0; q < ns; q++)
+			b->open[q] = 0, b->dirty[q] = 1;
+		for (int64_t i = 0; i < nt; i++)
+			b->table[i] = -1;
+		for (int64_t i = 0; i < MKC_NPAGES; i++)
+			b->refs[i] = 0, b->free_pages[i] = (int32_t)i;
+		b->nfree = MKC_NPAGES;
+		for (int i = 0; i < n; i++)
+			b->req[i].seq = -1;
+	}
+	if (rc == 0) {
+		memcpy(m->epoch, ctl.epoch, sizeof ctl.epoch);
+		m->bars += (3ULL * (unsigned long long)ctl.steps + 1) * MKC_NWORKERS;
+#if MKC_PROFILE
+		m->prof_count += ctl.steps;
+#endif
+	}
+	for (int i = 0; i < MKC_NINPUTS; i++)
+		m->buf[mkc_inputs[i]] = NULL;
+	for (int o = 0; o < MKC_NOUTPUTS; o++)
+		m->buf[mkc_outputs[o]] = NULL;
+	mkc_gpu_free(d);
+	if (ring)
+		(void)cudaFreeHost(ring);
+	free(hreq), free(hwords);
+	return rc ? -1 : 0;
+}
+#endif
 
 /*
  * Phase p of the draws from rows rows of logits (row which[r], or r), nb

@@ -35,3 +35,8 @@
 #define cudaMemcpyHostToDevice hipMemcpyHostToDevice
 #define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
 #define cudaMemcpyDefault hipMemcpyDefault
+#define cudaHostAlloc hipHostMalloc   /* flags 0: mapped into every GPU, as CUDA's */
+#define cudaHostGetDevicePointer hipHostGetDevicePointer
+#define cudaFreeHost hipHostFree
+#define cudaStreamQuery hipStreamQuery
+#define cudaErrorNotReady hipErrorNotReady

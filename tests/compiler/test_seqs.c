@@ -82,20 +82,31 @@ Test(seqs, bf16_pages_through_parts, .timeout = 300)
 	cr_expect(strstr(out, "fork: same token, logits same\n"), "%s", out);
 }
 
-/* generate_batch: requests through fewer sequences than requests, each as alone. */
+/*
+ * generate_batch: requests through fewer sequences than requests, each as
+ * alone; then through a pool of 12 pages, where a request waits until the
+ * pages of its whole life are free (the last needs 9: it runs alone), and
+ * a request of 14 pages is refused there.
+ */
 Test(seqs, generate_batch_is_each_request_alone, .timeout = 300)
 {
 	char cmd[4096];
 	snprintf(cmd, sizeof cmd,
-		 "d=$(mktemp -d) && m=tests/models/hf/qwen3_tiny && %s $m -o $d/gb.c --max-seqs 4 "
-		 "--max-chunk 8 --page-size 4 --max-seq 64 --workers 2 && "
+		 "d=$(mktemp -d) && m=tests/models/hf/qwen3_tiny && for p in 64 12; do "
+		 "mkdir $d/$p && %s $m -o $d/$p/gb.c --max-seqs 4 --max-chunk 8 --page-size 4 "
+		 "--max-seq 64 --cache-pages $p --workers 2 && "
 		 "cc -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined "
-		 "-fno-sanitize-recover=all -DDIR=\\\"$m\\\" -pthread -I$d -o $d/t "
-		 "tests/programs/gen_batch.c $d/gb.c -lm && timeout 120 $d/t; rc=$?; rm -rf $d; "
-		 "exit $rc", mkc_bin());
+		 "-fno-sanitize-recover=all -DDIR=\\\"$m\\\" -pthread -I$d/$p -o $d/$p/t "
+		 "tests/programs/gen_batch.c $d/$p/gb.c -lm && { timeout 120 $d/$p/t; echo rc $?; } "
+		 "|| exit 1; done; rm -rf $d", mkc_bin());
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
 	cr_expect(strstr(out, "batch of 6: same as alone, 60 tokens heard, sequence 0 open with 0, "
 			 "free pages 64\n"), "%s", out);
+	cr_expect(strstr(out, "batch of 6: same as alone, 60 tokens heard, sequence 0 open with 0, "
+			 "free pages 12\n"), "%s", out);
+	cr_expect(strstr(out, "long: 0 ok\nrc 0\n"), "%s", out);
+	cr_expect(strstr(out, "long: -1 request 0: 55 positions need 14 pages of 4; the pool holds "
+			 "12 (--cache-pages)\nrc 0\n"), "%s", out);
 	cr_expect(strstr(out, "stopped: 4 tokens (4 expected), others same\n"), "%s", out);
 	cr_expect(strstr(out, "none: -1 generate_batch needs at least one request"), "%s", out);
 	cr_expect(strstr(out, "empty: -1 request 2 needs at least one prompt token, one new token"),

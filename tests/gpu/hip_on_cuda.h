@@ -52,6 +52,11 @@ typedef cudaError_t hipError_t;
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define hipMemcpyDefault cudaMemcpyDefault
+#define hipHostMalloc cudaHostAlloc
+#define hipHostGetDevicePointer cudaHostGetDevicePointer
+#define hipHostFree cudaFreeHost
+#define hipStreamQuery cudaStreamQuery
+#define hipErrorNotReady cudaErrorNotReady
 #define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 #define hipFuncSetAttribute cudaFuncSetAttribute
 #define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize

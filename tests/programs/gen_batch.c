@@ -4,7 +4,8 @@
  * (prompts of 1 to 26 tokens, greedy and drawn) through four sequences,
  * each request's tokens against generate_with of it alone; the callback
  * hears every token; a stop token ends its request early and the others
- * are unchanged; refusals. A line per check.
+ * are unchanged; refusals; a request of 55 positions (which a pool of 12
+ * pages cannot hold). A line per check.
  */
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +43,11 @@ int main(void) {
 	rq[2].max_new = NEW;
 	rq[3].sampling.top_k = -1;
 	printf("bad: %d %s\n", gb_generate_batch(m, rq, N, NULL, NULL), gb_last_error(m));
+	/* 26 + 30 tokens: 55 positions, 14 pages of 4, more than a pool of 12 */
+	int64_t more[30];
+	gb_request one = {prompts[5], 26, 30, rq[0].sampling, more, 0};
+	int rc = gb_generate_batch(m, &one, 1, NULL, NULL);
+	printf("long: %d %s\n", rc, rc ? gb_last_error(m) : "ok");
 	gb_destroy(m);
 	return 0;
 }
