@@ -139,19 +139,27 @@ rm -rf $d
 # wait for pages); tests/programs/gen_batch.c, as test_seqs.c runs it on the C
 # target, then the same file with the loop on the host (MKC_BATCH_IN_KERNEL=0)
 M=tests/models/hf/qwen3_tiny
+gb() {   # pages in-kernel: builds into /tmp/gb_$1_$2
+	d=/tmp/gb_$1_$2
+	rm -rf $d && mkdir -p $d &&
+		build/mkc $M -o $d/gb.cu --max-seqs 4 --max-chunk 8 --page-size 4 --max-seq 64 \
+			--cache-pages $1 --workers 8 >$d/build.log 2>&1 &&
+		nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -DMKC_BATCH_IN_KERNEL=$2 -c $d/gb.cu \
+			-o $d/gb.o >>$d/build.log 2>&1 &&
+		cc -O2 -DDIR=\"$M\" -I$d -c tests/programs/gen_batch.c -o $d/t.o >>$d/build.log 2>&1 &&
+		nvcc -o $d/t $d/t.o $d/gb.o >>$d/build.log 2>&1
+}
+for p in 64 12; do for k in 1 0; do gb $p $k & done; done
+wait
 for p in 64 12; do
 	for k in 1 0; do
-		d=$(mktemp -d)
-		build/mkc $M -o $d/gb.cu --max-seqs 4 --max-chunk 8 --page-size 4 --max-seq 64 \
-			--cache-pages $p --workers 8 >>"$out/cuda_seqs.log" 2>&1 &&
-			nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -DMKC_BATCH_IN_KERNEL=$k -c $d/gb.cu \
-				-o $d/gb.o >>"$out/cuda_seqs.log" 2>&1 &&
-			cc -O2 -DDIR=\"$M\" -I$d -c tests/programs/gen_batch.c -o $d/t.o >>"$out/cuda_seqs.log" 2>&1 &&
-			nvcc -o $d/t $d/t.o $d/gb.o >>"$out/cuda_seqs.log" 2>&1 &&
-			{ echo "gen_batch pages $p in-kernel $k:"; timeout 120 $d/t; } >>"$out/gen_batch.log" 2>&1
+		d=/tmp/gb_${p}_$k
+		cat $d/build.log >>"$out/cuda_seqs.log"
+		{ echo "gen_batch pages $p in-kernel $k:"; timeout 120 $d/t; } >"$d/run.log" 2>&1
+		cat "$d/run.log" >>"$out/gen_batch.log"
 		grep -q "batch of 6: same as alone, 60 tokens heard, sequence 0 open with 0, free pages $p" \
-			"$out/gen_batch.log" && grep -q "stopped: 4 tokens (4 expected), others same" \
-			"$out/gen_batch.log" || seqs_rc=1
+			"$d/run.log" && grep -q "stopped: 4 tokens (4 expected), others same" "$d/run.log" ||
+			seqs_rc=1
 		rm -rf $d
 	done
 done
@@ -191,15 +199,21 @@ build/mkc test --target cuda --max-chunk 4 tests/models/genai/llama_tiny tests/m
 	build/mkc test --target cuda --tolerance 2e-3 tests/models/genai/llama_tiny_fp16_cpu \
 		tests/models/genai/qwen3_tiny_fp16_cpu >>"$out/cuda_genai.log" 2>&1
 genai_rc=$?
-for r in llama_tiny: qwen3_tiny:--max-chunk=8 llama_tiny_fp16: qwen3_tiny_fp16:--max-chunk=8 \
-	llama_tiny_fp16_cpu: qwen3_tiny_fp16_cpu:; do
-	m=${r%%:*} f=${r#*:} d=$(mktemp -d)
-	g=tests/models/genai/${m%_cpu}
-	build/mkc tests/models/genai/$m ${f/=/ } -o $d/llama.cu --workers 8 &&
+runs="llama_tiny: qwen3_tiny:--max-chunk=8 llama_tiny_fp16: qwen3_tiny_fp16:--max-chunk=8
+	llama_tiny_fp16_cpu: qwen3_tiny_fp16_cpu:"
+for r in $runs; do
+	m=${r%%:*} f=${r#*:} d=/tmp/genai_$m
+	rm -rf $d && mkdir -p $d &&
+		{ build/mkc tests/models/genai/$m ${f/=/ } -o $d/llama.cu --workers 8 &&
 		nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -c $d/llama.cu -o $d/llama.o &&
 		cc -I$d -I/usr/local/cuda/include -c examples/generate.c -o $d/gen.o &&
-		nvcc -o $d/gen $d/gen.o $d/llama.o &&
-		$d/gen tests/models/genai/$m/model.onnx 32 seq:39 >"$out/genai_gen_$m.log" 2>&1
+		nvcc -o $d/gen $d/gen.o $d/llama.o; } >$d/build.log 2>&1 &
+done
+wait
+for r in $runs; do
+	m=${r%%:*} d=/tmp/genai_$m g=tests/models/genai/${m%_cpu}
+	cat $d/build.log >"$out/genai_gen_$m.log"
+	$d/gen tests/models/genai/$m/model.onnx 32 seq:39 >>"$out/genai_gen_$m.log" 2>&1
 	a=$(grep '^tokens' "$out/genai_gen_$m.log"); b=$(grep '^tokens' $g/greedy.txt)
 	[ -n "$a" ] && [ "$a" = "$b" ] && same=identical || { same=DIFFERENT; genai_rc=1; }
 	echo "$m: $same" >>"$out/genai_gen.txt"
