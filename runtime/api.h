@@ -166,6 +166,12 @@ $P_generate_batch($P *m, $P_request *requests, int n,
 }
 
 int
+$P_set_stream($P *m, void *stream)
+{
+	return $P_status(m, mkc_set_stream(m->m, stream));
+}
+
+int
 $P_profile_write($P *m, const char *path)
 {
 	if (!path) {   /* fopen(NULL) fails, and the sentence would name "(null)" */

@@ -133,6 +133,12 @@ int $P_generate_batch($P *m, $P_request *requests, int n,
  * the tokens into tokens (host memory). */
 int $P_sample($P *m, const void *logits, int64_t rows, const $P_sampling *sampling,
 	const int64_t *positions, int64_t *tokens);
+/* The stream every later call of m runs on (a GPU target: a cudaStream_t or
+ * hipStream_t; NULL, the default stream, until set). A call still returns
+ * when its work is done, and its work follows what the caller queued on the
+ * stream before it (inputs a kernel of the caller's writes, say). The C
+ * target takes NULL only. */
+int $P_set_stream($P *m, void *stream);
 int $P_profile_write($P *m, const char *path);
 const char *$P_last_error(const $P *m);
 void $P_destroy($P *m);

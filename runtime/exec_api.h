@@ -57,6 +57,11 @@ static void (*const mkc_hook_model_destroy)(mkc_host *m) MKC_UNUSED = mkc_model_
 static int (*const mkc_hook_step)(mkc_host *m, const void *const *inputs, void *const *outputs,
 				  const int64_t *dims) MKC_UNUSED = mkc_step;
 
+/* Every later launch and copy on stream (the target's stream type; NULL:
+ * its default). 0 or -1 with err set (a target without streams refuses
+ * any other). */
+static int (*const mkc_hook_set_stream)(mkc_host *m, void *stream) MKC_UNUSED = mkc_set_stream;
+
 /* Up to n_new tokens after the prompt (host memory), greedy or drawn
  * (runtime/sample.h), all in the target; a stop token ends them. 0 or -1
  * with err set (also when !MKC_CAN_GENERATE). */

@@ -12,8 +12,9 @@ greedy generate gives the same tokens; a step of three sequences' rows
 within 5e-2 of the largest (a step of several rows runs on tensor cores in
 bf16 on the GPU); the device draw (Model.sample on the step's torch logits)
 gives the host draw's tokens on the same logits; sequences, forks and cache
-reads work on device memory. Prints a line per check; exit status 1 when
-one fails.
+reads work on device memory; generate on a stream of torch's own
+(Model.set_stream) gives the same tokens. Prints a line per check; exit
+status 1 when one fails.
 """
 import os
 import subprocess
@@ -77,6 +78,11 @@ def main():
         host = c.sample(outs[1][0], settings, list(range(5)))
         dev = g.sample(torch.from_numpy(outs[1][0]).cuda(), settings, list(range(5)))
         check(host == dev, f"the device draw {dev} = the host draw {host}")
+        g.set_stream(torch.cuda.Stream())   # a stream of torch's own
+        g.cache_reset()
+        first = g.generate(prompt, 16)
+        g.set_stream(None)
+        check(first == a, f"generate on a stream of torch's: {first[:6]}... (C {a[:6]}...)")
         c.close()
         g.close()
     return 1 if bad else 0

@@ -336,6 +336,17 @@ mkc_model_destroy(struct mkc_model *m)
 	free(m);
 }
 
+/* The C target's calls run on the caller's thread: there is no stream to take. */
+static int
+mkc_set_stream(struct mkc_model *m, void *stream)
+{
+	if (!stream)
+		return 0;
+	mkc_seterr(m, "set_stream: the C target runs on the caller's thread and takes no stream "
+		      "(only NULL)");
+	return -1;
+}
+
 static int
 mkc_step(struct mkc_model *m, const void *const *inputs, void *const *outputs,
 	 const int64_t *dims)

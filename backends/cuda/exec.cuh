@@ -88,6 +88,7 @@ struct mkc_gpu_host {
 	int *qdesc;                 /* device memory */
 	unsigned long long epoch[MKC_NPLANS];   /* each plan's steps */
 	unsigned long long bars;    /* arrivals at generate's barrier so far */
+	cudaStream_t stream;        /* every launch and copy (set_stream; 0: the default) */
 	double timeout_s;
 	long long timeout_cycles;
 	char err[512];
@@ -119,13 +120,45 @@ mkc_gpu_check(mkc_host *m, cudaError_t e, const char *what, int line)
 {
 	if (e == cudaSuccess)
 		return 0;
-	mkc_seterr(m, "%s%s failed (line %d of the runtime): %s", MKC_GPU_API,
-		   strncmp(what, "cuda", 4) ? what : what + 4, line, cudaGetErrorString(e));
+	if (strncmp(what, "cuda", 4))   /* mkc_copy(...): the runtime's own */
+		mkc_seterr(m, "%s failed (line %d of the runtime): %s", what, line,
+			   cudaGetErrorString(e));
+	else
+		mkc_seterr(m, "%s%s failed (line %d of the runtime): %s", MKC_GPU_API, what + 4, line,
+			   cudaGetErrorString(e));
 	return -1;
 }
 
 /* Every runtime call goes through this: it names the call and the line. */
 #define MKC_GPU(m, call) mkc_gpu_check(m, (call), #call, __LINE__)
+
+/*
+ * Copies and sets on the model's stream, finished when they return (as
+ * cudaMemcpy's are), so that they follow the caller's work queued there
+ * before the call and nothing of the model's is left running after it.
+ */
+static cudaError_t
+mkc_copy(cudaStream_t st, void *dst, const void *src, size_t n, cudaMemcpyKind kind)
+{
+	const cudaError_t e = cudaMemcpyAsync(dst, src, n, kind, st);
+	return e != cudaSuccess ? e : cudaStreamSynchronize(st);
+}
+
+static cudaError_t
+mkc_copy2d(cudaStream_t st, void *dst, size_t dpitch, const void *src, size_t spitch,
+	   size_t width, size_t rows)
+{
+	const cudaError_t e = cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows,
+						cudaMemcpyDefault, st);
+	return e != cudaSuccess ? e : cudaStreamSynchronize(st);
+}
+
+static cudaError_t
+mkc_set(cudaStream_t st, void *dst, int v, size_t n)
+{
+	const cudaError_t e = cudaMemsetAsync(dst, v, n, st);
+	return e != cudaSuccess ? e : cudaStreamSynchronize(st);
+}
 
 /* While tearing down: the first error is in err already. */
 static void
@@ -659,15 +692,15 @@ mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double tim
 	    mkc_place_tensors(m, m->arena))
 		return -1;
 	if (MKC_GPU(m, cudaMalloc((void **)&m->counter, (MKC_NEVENTS + 1) * sizeof *m->counter)) ||
-	    MKC_GPU(m, cudaMemset(m->counter, 0, (MKC_NEVENTS + 1) * sizeof *m->counter)) ||
+	    MKC_GPU(m, mkc_set(m->stream, m->counter, 0, (MKC_NEVENTS + 1) * sizeof *m->counter)) ||
 	    MKC_GPU(m, cudaMalloc((void **)&m->status, sizeof *m->status)) ||
-	    MKC_GPU(m, cudaMemset(m->status, 0, sizeof *m->status)) ||
+	    MKC_GPU(m, mkc_set(m->stream, m->status, 0, sizeof *m->status)) ||
 	    MKC_GPU(m, cudaMalloc((void **)&m->dev, sizeof *m->dev)) ||
 	    MKC_GPU(m, cudaMalloc((void **)&m->qdesc, (size_t)MKC_NTASKS * MKC_QD_WORDS * sizeof(int))) ||
 	    mkc_upload_tables(m))
 		return -1;
-	mkc_qdesc_kernel<<<(MKC_NTASKS + 255) / 256, 256>>>(m->qdesc);
-	if (MKC_GPU(m, cudaGetLastError()) || MKC_GPU(m, cudaDeviceSynchronize()))
+	mkc_qdesc_kernel<<<(MKC_NTASKS + 255) / 256, 256, 0, m->stream>>>(m->qdesc);
+	if (MKC_GPU(m, cudaGetLastError()) || MKC_GPU(m, cudaStreamSynchronize(m->stream)))
 		return -1;
 #if MKC_PROFILE
 	if (MKC_GPU(m, cudaMalloc((void **)&m->prof, MKC_PROF_WORDS * sizeof *m->prof)))
@@ -697,10 +730,10 @@ mkc_model_destroy(mkc_host *m)
 static int
 mkc_finish(mkc_host *m)
 {
-	if (MKC_GPU(m, cudaGetLastError()) || MKC_GPU(m, cudaDeviceSynchronize()))
+	if (MKC_GPU(m, cudaGetLastError()) || MKC_GPU(m, cudaStreamSynchronize(m->stream)))
 		return -1;
 	struct mkc_status st;
-	if (MKC_GPU(m, cudaMemcpy(&st, m->status, sizeof st, cudaMemcpyDeviceToHost)))
+	if (MKC_GPU(m, mkc_copy(m->stream, &st, m->status, sizeof st, cudaMemcpyDeviceToHost)))
 		return -1;
 	if (st.state == 0)
 		return 0;
@@ -714,8 +747,8 @@ mkc_finish(mkc_host *m)
 		mkc_rt_index_sentence(m->err, sizeof m->err, mkc_node_desc[st.who], &st.bad);
 	/* start afresh: counters are out of step with the epoch (a failure
 	 * here leaves the first error in err) */
-	(void)cudaMemset(m->counter, 0, (MKC_NEVENTS + 1) * sizeof *m->counter);
-	(void)cudaMemset(m->status, 0, sizeof *m->status);
+	(void)mkc_set(m->stream, m->counter, 0, (MKC_NEVENTS + 1) * sizeof *m->counter);
+	(void)mkc_set(m->stream, m->status, 0, sizeof *m->status);
 	memset(m->epoch, 0, sizeof m->epoch);
 	m->bars = 0;
 	return -1;
@@ -736,7 +769,14 @@ mkc_upload_view(mkc_host *m)
 #if MKC_MAX_SEQS
 	view.pages = m->pages;
 #endif
-	return MKC_GPU(m, cudaMemcpy(m->dev, &view, sizeof view, cudaMemcpyHostToDevice));
+	return MKC_GPU(m, mkc_copy(m->stream, m->dev, &view, sizeof view, cudaMemcpyHostToDevice));
+}
+
+static int
+mkc_set_stream(mkc_host *m, void *stream)
+{
+	m->stream = (cudaStream_t)stream;
+	return 0;
 }
 
 /* inputs and outputs are device pointers; the step is finished on return. */
@@ -752,7 +792,7 @@ mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int
 	/* the call's next slot (a prompt's chunks in generate take one each);
 	 * unrun tasks stay 0, and the trace leaves them out */
 	slot = (int)(m->prof_count++ % MKC_PROF_SLOTS);
-	if (MKC_GPU(m, cudaMemset(m->prof + (size_t)slot * MKC_PROF_SLOT_WORDS, 0,
+	if (MKC_GPU(m, mkc_set(m->stream, m->prof + (size_t)slot * MKC_PROF_SLOT_WORDS, 0,
 				  MKC_PROF_SLOT_WORDS * sizeof *m->prof)))
 		return -1;
 #endif
@@ -760,9 +800,9 @@ mkc_step(mkc_host *m, const void *const *inputs, void *const *outputs, const int
 	memset(&io, 0, sizeof io);
 	io.plan = plan;
 	io.prof0 = slot;
-	mkc_symvals_kernel<<<1, 1>>>(m->dev);
-	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM>>>(m->dev, m->counter, m->epoch[plan] - 1,
-								  m->bars, m->timeout_cycles, io);
+	mkc_symvals_kernel<<<1, 1, 0, m->stream>>>(m->dev);
+	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM, m->stream>>>(
+		m->dev, m->counter, m->epoch[plan] - 1, m->bars, m->timeout_cycles, io);
 	return mkc_finish(m);
 }
 
@@ -827,7 +867,7 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 	for (int i = 0; i < MKC_NINPUTS; i++)
 		if (i == MKC_GEN_MASK ? mkc_gen_mask(m, &in[i])
 				      : MKC_GPU(m, cudaMalloc(&in[i], sizeof(int64_t))) ||
-					MKC_GPU(m, cudaMemcpy(in[i], &first[i == MKC_GEN_IDS ? 0 : 1],
+					MKC_GPU(m, mkc_copy(m->stream, in[i], &first[i == MKC_GEN_IDS ? 0 : 1],
 							       sizeof(int64_t), cudaMemcpyHostToDevice)))
 			goto out;
 	for (int o = 0; o < MKC_NOUTPUTS; o++) {
@@ -838,15 +878,15 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 	}
 	if (MKC_GPU(m, cudaMalloc((void **)&dprompt, (size_t)n_prompt * sizeof *dprompt)) ||
 	    MKC_GPU(m, cudaMalloc((void **)&dout, (size_t)n_new * sizeof *dout)) ||
-	    MKC_GPU(m, cudaMemcpy(dprompt, prompt, (size_t)n_prompt * sizeof *dprompt,
+	    MKC_GPU(m, mkc_copy(m->stream, dprompt, prompt, (size_t)n_prompt * sizeof *dprompt,
 				   cudaMemcpyHostToDevice)) ||
 	    MKC_GPU(m, cudaMalloc((void **)&dran, sizeof ran)) ||
-	    MKC_GPU(m, cudaMemcpy(dran, ran, sizeof ran, cudaMemcpyHostToDevice)) ||
+	    MKC_GPU(m, mkc_copy(m->stream, dran, ran, sizeof ran, cudaMemcpyHostToDevice)) ||
 	    MKC_GPU(m, cudaMalloc((void **)&dacc, sizeof *dacc)) ||
-	    MKC_GPU(m, cudaMemset(dacc, 0, sizeof *dacc)) ||
+	    MKC_GPU(m, mkc_set(m->stream, dacc, 0, sizeof *dacc)) ||
 	    (g->n_stop &&
 	     (MKC_GPU(m, cudaMalloc((void **)&dstop, (size_t)g->n_stop * sizeof *dstop)) ||
-	      MKC_GPU(m, cudaMemcpy(dstop, g->stop, (size_t)g->n_stop * sizeof *dstop,
+	      MKC_GPU(m, mkc_copy(m->stream, dstop, g->stop, (size_t)g->n_stop * sizeof *dstop,
 				    cudaMemcpyHostToDevice)))) ||
 	    mkc_gen_begin(m, (const void *const *)in, outs, dims, steps) || mkc_upload_view(m))
 		goto out;
@@ -871,16 +911,16 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 	/* the slots after the prompt's chunks' (a ring: the last steps stay) */
 	io.prof0 = (int)(m->prof_count % MKC_PROF_SLOTS);
 	for (int j = 0; j < steps && j < MKC_PROF_SLOTS; j++)
-		if (MKC_GPU(m, cudaMemset(m->prof + (size_t)((io.prof0 + j) % MKC_PROF_SLOTS) *
+		if (MKC_GPU(m, mkc_set(m->stream, m->prof + (size_t)((io.prof0 + j) % MKC_PROF_SLOTS) *
 					  MKC_PROF_SLOT_WORDS, 0, MKC_PROF_SLOT_WORDS * sizeof *m->prof)))
 			goto out;
 	m->prof_count += steps;
 #endif
-	mkc_symvals_kernel<<<1, 1>>>(m->dev);
-	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM>>>(
+	mkc_symvals_kernel<<<1, 1, 0, m->stream>>>(m->dev);
+	mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM, m->stream>>>(
 		m->dev, m->counter, m->epoch[MKC_DECODE_PLAN], m->bars, m->timeout_cycles, io);
 	if (mkc_finish(m) ||
-	    MKC_GPU(m, cudaMemcpy(ran, dran, sizeof ran, cudaMemcpyDeviceToHost)))
+	    MKC_GPU(m, mkc_copy(m->stream, ran, dran, sizeof ran, cudaMemcpyDeviceToHost)))
 		goto out;
 	/* the steps that ran: all, or up to a stop token's */
 	m->epoch[MKC_DECODE_PLAN] += (unsigned long long)ran[0];
@@ -896,7 +936,7 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 #endif
 	{
 		const int written = ran[0] - (n_prompt - 1);
-		rc = MKC_GPU(m, cudaMemcpy(g->out, dout, (size_t)written * sizeof *dout,
+		rc = MKC_GPU(m, mkc_copy(m->stream, g->out, dout, (size_t)written * sizeof *dout,
 					   cudaMemcpyDeviceToHost));
 		if (rc == 0 && g->n_out)
 			*g->n_out = written;
@@ -1015,16 +1055,16 @@ mkc_batch_kernel(mkc_host *m, mkc_rt_batch *b, mkc_rt_on_token cb, void *user)
 		db.s = (mkc_rt_sampling *)(d + o_s);
 		db.ring = dring, db.heard = 0;
 		db.nd = 0;
-		rc = MKC_GPU(m, cudaMemcpy(d + o_b, &db, sizeof db, cudaMemcpyHostToDevice)) ||
-		     MKC_GPU(m, cudaMemcpy(d + o_ctl, &ctl, sizeof ctl, cudaMemcpyHostToDevice)) ||
-		     MKC_GPU(m, cudaMemcpy(d + o_req, hreq, (size_t)n * sizeof *hreq,
+		rc = MKC_GPU(m, mkc_copy(m->stream, d + o_b, &db, sizeof db, cudaMemcpyHostToDevice)) ||
+		     MKC_GPU(m, mkc_copy(m->stream, d + o_ctl, &ctl, sizeof ctl, cudaMemcpyHostToDevice)) ||
+		     MKC_GPU(m, mkc_copy(m->stream, d + o_req, hreq, (size_t)n * sizeof *hreq,
 					    cudaMemcpyHostToDevice)) ||
-		     (words && MKC_GPU(m, cudaMemcpy(d + o_words, hwords, (size_t)words * 8,
+		     (words && MKC_GPU(m, mkc_copy(m->stream, d + o_words, hwords, (size_t)words * 8,
 						      cudaMemcpyHostToDevice))) ||
-		     MKC_GPU(m, cudaMemcpy(d + o_open, b->open, (size_t)ns, cudaMemcpyHostToDevice)) ||
-		     MKC_GPU(m, cudaMemcpy(d + o_refs, b->refs, (size_t)MKC_NPAGES * 4,
+		     MKC_GPU(m, mkc_copy(m->stream, d + o_open, b->open, (size_t)ns, cudaMemcpyHostToDevice)) ||
+		     MKC_GPU(m, mkc_copy(m->stream, d + o_refs, b->refs, (size_t)MKC_NPAGES * 4,
 					    cudaMemcpyHostToDevice)) ||
-		     MKC_GPU(m, cudaMemcpy(d + o_free, b->free_pages, (size_t)MKC_NPAGES * 4,
+		     MKC_GPU(m, mkc_copy(m->stream, d + o_free, b->free_pages, (size_t)MKC_NPAGES * 4,
 					    cudaMemcpyHostToDevice));
 	}
 	/* the step's buffers: ids, the positions (the rows' own), the logits */
@@ -1041,16 +1081,16 @@ mkc_batch_kernel(mkc_host *m, mkc_rt_batch *b, mkc_rt_on_token cb, void *user)
 	io.ctl = (struct mkc_batch_ctl *)(d + o_ctl);
 #if MKC_PROFILE
 	io.prof0 = (int)(m->prof_count % MKC_PROF_SLOTS);
-	rc = rc || MKC_GPU(m, cudaMemset(m->prof, 0, MKC_PROF_WORDS * sizeof *m->prof));
+	rc = rc || MKC_GPU(m, mkc_set(m->stream, m->prof, 0, MKC_PROF_WORDS * sizeof *m->prof));
 #endif
 	rc = rc || mkc_upload_view(m);
 	if (rc == 0) {
-		mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM>>>(m->dev, m->counter, 0, m->bars,
-									  m->timeout_cycles, io);
+		mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_DYN_SMEM, m->stream>>>(
+			m->dev, m->counter, 0, m->bars, m->timeout_cycles, io);
 		/* the tokens as they come, until the kernel ends; then the rest */
 		const int *count = (const int *)(ring + 2 * total);
 		for (int heard = 0, running = 1; running;) {
-			running = cudaStreamQuery(0) == cudaErrorNotReady;
+			running = cudaStreamQuery(m->stream) == cudaErrorNotReady;
 			const int got = __atomic_load_n(count, __ATOMIC_ACQUIRE);
 			for (; heard < got; heard++)
 				if (cb)
@@ -1061,18 +1101,18 @@ mkc_batch_kernel(mkc_host *m, mkc_rt_batch *b, mkc_rt_on_token cb, void *user)
 	/* back into b: what the device's copy holds, after an error too */
 	int got_back = 0;
 	if (d) {
-		got_back = !MKC_GPU(m, cudaMemcpy(&db, d + o_b, sizeof db, cudaMemcpyDeviceToHost)) &&
-			   !MKC_GPU(m, cudaMemcpy(&ctl, d + o_ctl, sizeof ctl, cudaMemcpyDeviceToHost)) &&
-			   !MKC_GPU(m, cudaMemcpy(hreq, d + o_req, (size_t)n * sizeof *hreq,
+		got_back = !MKC_GPU(m, mkc_copy(m->stream, &db, d + o_b, sizeof db, cudaMemcpyDeviceToHost)) &&
+			   !MKC_GPU(m, mkc_copy(m->stream, &ctl, d + o_ctl, sizeof ctl, cudaMemcpyDeviceToHost)) &&
+			   !MKC_GPU(m, mkc_copy(m->stream, hreq, d + o_req, (size_t)n * sizeof *hreq,
 						   cudaMemcpyDeviceToHost)) &&
-			   (!words || !MKC_GPU(m, cudaMemcpy(hwords, d + o_words, (size_t)words * 8,
+			   (!words || !MKC_GPU(m, mkc_copy(m->stream, hwords, d + o_words, (size_t)words * 8,
 							     cudaMemcpyDeviceToHost))) &&
-			   !MKC_GPU(m, cudaMemcpy(b->open, d + o_open, (size_t)ns, cudaMemcpyDeviceToHost)) &&
-			   !MKC_GPU(m, cudaMemcpy(b->refs, d + o_refs, (size_t)MKC_NPAGES * 4,
+			   !MKC_GPU(m, mkc_copy(m->stream, b->open, d + o_open, (size_t)ns, cudaMemcpyDeviceToHost)) &&
+			   !MKC_GPU(m, mkc_copy(m->stream, b->refs, d + o_refs, (size_t)MKC_NPAGES * 4,
 						   cudaMemcpyDeviceToHost)) &&
-			   !MKC_GPU(m, cudaMemcpy(b->free_pages, d + o_free, (size_t)MKC_NPAGES * 4,
+			   !MKC_GPU(m, mkc_copy(m->stream, b->free_pages, d + o_free, (size_t)MKC_NPAGES * 4,
 						   cudaMemcpyDeviceToHost)) &&
-			   !MKC_GPU(m, cudaMemcpy(b->table, m->pages.table, (size_t)nt * 4,
+			   !MKC_GPU(m, mkc_copy(m->stream, b->table, m->pages.table, (size_t)nt * 4,
 						   cudaMemcpyDeviceToHost));
 		rc = rc || !got_back;
 	}
@@ -1174,24 +1214,24 @@ mkc_sample_rows(mkc_host *m, const void *logits, int64_t rows, const mkc_rt_samp
 	nb = nb < 1 ? 1 : nb > 64 ? 64 : nb;
 	char *d = NULL;
 	int rc = MKC_GPU(m, cudaMalloc((void **)&d, na + ns + 3 * np8)) ||
-		 MKC_GPU(m, cudaMemset(d, 0, na)) ||
-		 MKC_GPU(m, cudaMemcpy(d + na, s, ns, cudaMemcpyHostToDevice)) ||
-		 MKC_GPU(m, cudaMemcpy(d + na + ns, pos, np8, cudaMemcpyHostToDevice)) ||
-		 (which && MKC_GPU(m, cudaMemcpy(d + na + ns + 2 * np8, which, np8,
+		 MKC_GPU(m, mkc_set(m->stream, d, 0, na)) ||
+		 MKC_GPU(m, mkc_copy(m->stream, d + na, s, ns, cudaMemcpyHostToDevice)) ||
+		 MKC_GPU(m, mkc_copy(m->stream, d + na + ns, pos, np8, cudaMemcpyHostToDevice)) ||
+		 (which && MKC_GPU(m, mkc_copy(m->stream, d + na + ns + 2 * np8, which, np8,
 						  cudaMemcpyHostToDevice)));
 	mkc_rt_draw_acc *acc = (mkc_rt_draw_acc *)d;
 	const mkc_rt_sampling *ds = (const mkc_rt_sampling *)(d + na);
 	int64_t *dpos = (int64_t *)(d + na + ns), *dout = (int64_t *)(d + na + ns + np8);
 	const int64_t *dwhich = which ? (const int64_t *)(d + na + ns + 2 * np8) : NULL;
 	for (int p = 0; rc == 0 && p < phases; p++) {
-		mkc_sample_phase<<<(unsigned)(rows * nb), MKC_THREADS>>>(p, nb, logits, ds, dpos,
+		mkc_sample_phase<<<(unsigned)(rows * nb), MKC_THREADS, 0, m->stream>>>(p, nb, logits, ds, dpos,
 									 dwhich, acc);
 		rc = MKC_GPU(m, cudaGetLastError());
 	}
 	if (rc == 0) {
-		mkc_sample_token<<<(unsigned)((rows + 127) / 128), 128>>>(rows, ds, acc, dout);
+		mkc_sample_token<<<(unsigned)((rows + 127) / 128), 128, 0, m->stream>>>(rows, ds, acc, dout);
 		rc = MKC_GPU(m, cudaGetLastError()) ||
-		     MKC_GPU(m, cudaMemcpy(out, dout, np8, cudaMemcpyDeviceToHost));
+		     MKC_GPU(m, mkc_copy(m->stream, out, dout, np8, cudaMemcpyDeviceToHost));
 	}
 	mkc_gpu_free(d);
 	return rc ? -1 : 0;
@@ -1207,7 +1247,7 @@ mkc_alloc_buf(mkc_host *m, size_t n, void **p)
 static int
 mkc_store(mkc_host *m, void *dst, const void *src, size_t n)
 {
-	return MKC_GPU(m, cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
+	return MKC_GPU(m, mkc_copy(m->stream, dst, src, n, cudaMemcpyHostToDevice));
 }
 
 /* rows rows of width bytes, pitch bytes apart; either side may be host
@@ -1216,7 +1256,7 @@ static int
 mkc_copy_rows(mkc_host *m, void *dst, size_t dpitch, const void *src, size_t spitch,
 	      size_t width, size_t rows)
 {
-	return MKC_GPU(m, cudaMemcpy2D(dst, dpitch, src, spitch, width, rows, cudaMemcpyDefault));
+	return MKC_GPU(m, mkc_copy2d(m->stream, dst, dpitch, src, spitch, width, rows));
 }
 
 static void
@@ -1230,7 +1270,8 @@ mkc_free_buf(void *p)
 static int
 mkc_prof_fetch(mkc_host *m, uint64_t *dst)
 {
-	if (MKC_GPU(m, cudaMemcpy(dst, m->prof, MKC_PROF_WORDS * sizeof *dst, cudaMemcpyDeviceToHost)))
+	if (MKC_GPU(m, mkc_copy(m->stream, dst, m->prof, MKC_PROF_WORDS * sizeof *dst,
+				cudaMemcpyDeviceToHost)))
 		return -1;
 	for (size_t s = 0; MKC_PROF_TICK_NS != 1 && s < (size_t)MKC_PROFILE_STEPS; s++) {
 		uint64_t *p = dst + s * MKC_PROF_SLOT_WORDS;

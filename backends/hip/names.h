@@ -35,6 +35,12 @@
 #define cudaMemcpyHostToDevice hipMemcpyHostToDevice
 #define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
 #define cudaMemcpyDefault hipMemcpyDefault
+#define cudaMemcpyKind hipMemcpyKind
+#define cudaMemcpyAsync hipMemcpyAsync
+#define cudaMemcpy2DAsync hipMemcpy2DAsync
+#define cudaMemsetAsync hipMemsetAsync
+#define cudaStream_t hipStream_t
+#define cudaStreamSynchronize hipStreamSynchronize
 #define cudaHostAlloc hipHostMalloc   /* flags 0: mapped into every GPU, as CUDA's */
 #define cudaHostGetDevicePointer hipHostGetDevicePointer
 #define cudaFreeHost hipHostFree

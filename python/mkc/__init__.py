@@ -17,8 +17,9 @@ target the buffers are numpy arrays (host memory). On a GPU target (a library
 built from the .cu or .hip file) a step's inputs and outputs live in device
 memory: pass torch tensors on the device (their memory is used as it is, no
 copy) or numpy arrays (copied through torch), and outputs come back as torch
-tensors. The calls run on the default stream; the GPU path has not been run
-yet (no GPU was at hand when it was written).
+tensors. The calls run on the default stream, or on the one set_stream names
+(torch.cuda.current_stream(), say); tools/gpu_python.py checks the GPU path
+against the C target's (run on an H200 in session 25).
 """
 
 from __future__ import annotations
@@ -133,6 +134,14 @@ class Model:
     def _check(self, rc):
         if rc:
             raise Error(self._lib.last_error(self._m).decode())
+
+    def set_stream(self, stream: Any = None) -> None:
+        """The stream every later call runs on (a GPU target): a torch.cuda.Stream, a raw
+        cudaStream_t / hipStream_t as an int, or None (the default stream). A call
+        still returns when its work is done, after what was queued on the stream before
+        it. The C target takes None only."""
+        handle = getattr(stream, "cuda_stream", stream)
+        self._check(self._lib.set_stream(self._m, C.c_void_p(handle or None)))
 
     # -- weights and single steps ------------------------------------------
 

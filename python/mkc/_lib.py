@@ -40,6 +40,7 @@ SIGNATURES = {
     "generate_with": (C.c_int, [P, I64P, C.c_int, C.c_int, C.POINTER(Sampling), I64P, INTP]),
     "sample": (C.c_int, [P, C.c_void_p, C.c_int64, C.POINTER(Sampling), I64P, I64P]),
     "generate_batch": (C.c_int, [P, C.POINTER(Request), C.c_int, ON_TOKEN, C.c_void_p]),
+    "set_stream": (C.c_int, [P, C.c_void_p]),
     "profile_write": (C.c_int, [P, C.c_char_p]),
     "last_error": (C.c_char_p, [P]),
     "destroy": (None, [P]),

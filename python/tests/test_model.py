@@ -175,6 +175,13 @@ def test_caches_load_and_read(seqs):
         s.load_cache(0, np.zeros((1, 3, 7, 32), np.float32))
 
 
+def test_set_stream_on_the_c_target(one):
+    one.set_stream(None)
+    with pytest.raises(mkc.Error, match="takes no stream"):
+        one.set_stream(1)
+    assert len(one.generate([1, 2], 3)) == 3   # still runs
+
+
 def test_refusals_carry_the_sentence(seqs, one, libs):
     with pytest.raises(mkc.Error, match="sampling.temperature is -1"):
         one.generate([1], 4, temperature=-1)

@@ -368,3 +368,24 @@ Test(api, profile_write_refuses_a_null_path, .timeout = 180)
 	says("null: -1 profile_write needs a file's path, not a NULL pointer\n");
 	says("file: 0\n");
 }
+
+/* set_stream: the C target takes NULL (its calls go on) and refuses a stream. */
+Test(api, the_c_target_takes_no_stream, .timeout = 180)
+{
+	static const char prog[] =
+		"#include <stdio.h>\n#include \"model.h\"\n"
+		"int main(void) {\n"
+		"  model *m; static float q[96], y[96]; int64_t pos[3] = {0, 1, 2};\n"
+		"  const void *in[2] = {q, pos}; void *o[1] = {y}; int s;\n"
+		"  if (model_create(&m, NULL)) return 9;\n"
+		"  printf(\"null: %d\\n\", model_set_stream(m, NULL));\n"
+		"  printf(\"step: %d\\n\", model_step(m, in, o, NULL));\n"
+		"  printf(\"stream: %d %s\\n\", model_set_stream(m, &s), model_last_error(m));\n"
+		"  printf(\"step: %d\\n\", model_step(m, in, o, NULL));\n"
+		"  model_destroy(m); return 0;\n}\n";
+	cr_assert_eq(run_prog("tests/models/hand/contrib_rotary", "", ASAN, prog), 0, "%s", out);
+	clean();
+	says("null: 0\nstep: 0\n");
+	says("stream: -1 set_stream: the C target runs on the caller's thread and takes no stream "
+	     "(only NULL)\nstep: 0\n");
+}

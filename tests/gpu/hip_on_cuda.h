@@ -52,6 +52,12 @@ typedef cudaError_t hipError_t;
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define hipMemcpyDefault cudaMemcpyDefault
+#define hipMemcpyKind cudaMemcpyKind
+#define hipMemcpyAsync cudaMemcpyAsync
+#define hipMemcpy2DAsync cudaMemcpy2DAsync
+#define hipMemsetAsync cudaMemsetAsync
+#define hipStream_t cudaStream_t
+#define hipStreamSynchronize cudaStreamSynchronize
 #define hipHostMalloc cudaHostAlloc
 #define hipHostGetDevicePointer cudaHostGetDevicePointer
 #define hipHostFree cudaFreeHost
