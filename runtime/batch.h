@@ -43,8 +43,10 @@ mkc_batch_steps(mkc_host *m, mkc_rt_batch *b, mkc_rt_on_token cb, void *user)
 			in[i] = i == MKC_GEN_IDS ? ids : pos;
 		outs[MKC_GEN_LOGITS] = logits;
 		m->step_seqs = b->seq;
+		m->pool->nfree = b->nfree;   /* the pool's stack is b's: one count of it */
 		rc = mkc_store(m, ids, b->ids, (size_t)nr * 8) ||
 		     mkc_store(m, pos, b->pos, (size_t)nr * 8) || mkc_step(m, in, outs, dims);
+		b->nfree = m->pool->nfree;
 		m->step_seqs = NULL;
 		if (rc)
 			break;
