@@ -960,6 +960,15 @@ out:
 #define MKC_BATCH_IN_KERNEL 1
 #endif
 
+static int mkc_store(mkc_host *m, void *dst, const void *src, size_t n);
+
+/* n bytes of device memory into host memory; 0, or -1 with err set */
+static int
+mkc_fetch(mkc_host *m, void *dst, const void *src, size_t n)
+{
+	return MKC_GPU(m, mkc_copy(m->stream, dst, src, n, cudaMemcpyDeviceToHost));
+}
+
 /* at bytes into a block carved by mkc_carve: the next place, 256-byte aligned */
 static size_t MKC_UNUSED
 mkc_carve(size_t *end, size_t bytes)
@@ -1055,18 +1064,14 @@ mkc_batch_kernel(mkc_host *m, mkc_rt_batch *b, mkc_rt_on_token cb, void *user)
 		db.s = (mkc_rt_sampling *)(d + o_s);
 		db.ring = dring, db.heard = 0;
 		db.nd = 0;
-		rc = MKC_GPU(m, mkc_copy(m->stream, d + o_b, &db, sizeof db, cudaMemcpyHostToDevice)) ||
-		     MKC_GPU(m, mkc_copy(m->stream, d + o_ctl, &ctl, sizeof ctl, cudaMemcpyHostToDevice)) ||
-		     MKC_GPU(m, mkc_copy(m->stream, d + o_req, hreq, (size_t)n * sizeof *hreq,
-					    cudaMemcpyHostToDevice)) ||
-		     (words && MKC_GPU(m, mkc_copy(m->stream, d + o_words, hwords, (size_t)words * 8,
-						      cudaMemcpyHostToDevice))) ||
-		     MKC_GPU(m, mkc_copy(m->stream, d + o_open, b->open, (size_t)ns, cudaMemcpyHostToDevice)) ||
-		     MKC_GPU(m, mkc_copy(m->stream, d + o_refs, b->refs, (size_t)MKC_NPAGES * 4,
-					    cudaMemcpyHostToDevice)) ||
-		     MKC_GPU(m, mkc_copy(m->stream, d + o_free, b->free_pages, (size_t)MKC_NPAGES * 4,
-					    cudaMemcpyHostToDevice));
+		rc = mkc_store(m, d + o_b, &db, sizeof db) || mkc_store(m, d + o_ctl, &ctl, sizeof ctl) ||
+		     mkc_store(m, d + o_req, hreq, (size_t)n * sizeof *hreq) ||
+		     (words && mkc_store(m, d + o_words, hwords, (size_t)words * 8)) ||
+		     mkc_store(m, d + o_open, b->open, (size_t)ns) ||
+		     mkc_store(m, d + o_refs, b->refs, (size_t)MKC_NPAGES * 4) ||
+		     mkc_store(m, d + o_free, b->free_pages, (size_t)MKC_NPAGES * 4);
 	}
+	const int sent = rc == 0;   /* the device's copy is b's: from here on, it is the truth */
 	/* the step's buffers: ids, the positions (the rows' own), the logits */
 	for (int i = 0; rc == 0 && i < MKC_NINPUTS; i++)
 		m->buf[mkc_inputs[i]] = i == MKC_GEN_IDS ? (void *)(d + o_ids) : (void *)m->pages.pos;
@@ -1100,20 +1105,15 @@ mkc_batch_kernel(mkc_host *m, mkc_rt_batch *b, mkc_rt_on_token cb, void *user)
 	}
 	/* back into b: what the device's copy holds, after an error too */
 	int got_back = 0;
-	if (d) {
-		got_back = !MKC_GPU(m, mkc_copy(m->stream, &db, d + o_b, sizeof db, cudaMemcpyDeviceToHost)) &&
-			   !MKC_GPU(m, mkc_copy(m->stream, &ctl, d + o_ctl, sizeof ctl, cudaMemcpyDeviceToHost)) &&
-			   !MKC_GPU(m, mkc_copy(m->stream, hreq, d + o_req, (size_t)n * sizeof *hreq,
-						   cudaMemcpyDeviceToHost)) &&
-			   (!words || !MKC_GPU(m, mkc_copy(m->stream, hwords, d + o_words, (size_t)words * 8,
-							     cudaMemcpyDeviceToHost))) &&
-			   !MKC_GPU(m, mkc_copy(m->stream, b->open, d + o_open, (size_t)ns, cudaMemcpyDeviceToHost)) &&
-			   !MKC_GPU(m, mkc_copy(m->stream, b->refs, d + o_refs, (size_t)MKC_NPAGES * 4,
-						   cudaMemcpyDeviceToHost)) &&
-			   !MKC_GPU(m, mkc_copy(m->stream, b->free_pages, d + o_free, (size_t)MKC_NPAGES * 4,
-						   cudaMemcpyDeviceToHost)) &&
-			   !MKC_GPU(m, mkc_copy(m->stream, b->table, m->pages.table, (size_t)nt * 4,
-						   cudaMemcpyDeviceToHost));
+	if (sent) {
+		got_back = !mkc_fetch(m, &db, d + o_b, sizeof db) &&
+			   !mkc_fetch(m, &ctl, d + o_ctl, sizeof ctl) &&
+			   !mkc_fetch(m, hreq, d + o_req, (size_t)n * sizeof *hreq) &&
+			   (!words || !mkc_fetch(m, hwords, d + o_words, (size_t)words * 8)) &&
+			   !mkc_fetch(m, b->open, d + o_open, (size_t)ns) &&
+			   !mkc_fetch(m, b->refs, d + o_refs, (size_t)MKC_NPAGES * 4) &&
+			   !mkc_fetch(m, b->free_pages, d + o_free, (size_t)MKC_NPAGES * 4) &&
+			   !mkc_fetch(m, b->table, m->pages.table, (size_t)nt * 4);
 		rc = rc || !got_back;
 	}
 	if (got_back) {
@@ -1127,7 +1127,7 @@ mkc_batch_kernel(mkc_host *m, mkc_rt_batch *b, mkc_rt_on_token cb, void *user)
 		b->next = db.next, b->left = db.left, b->nfree = db.nfree;
 		for (int q = 0; q < ns; q++)
 			b->dirty[q] = 1;
-	} else {   /* nothing came back: every page free, every sequence closed */
+	} else if (sent) {   /* nothing came back: every page free, every sequence closed */
 		for (int q = 0; q < ns; q++)
 			b->open[q] = 0, b->dirty[q] = 1;
 		for (int64_t i = 0; i < nt; i++)
