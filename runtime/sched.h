@@ -72,6 +72,27 @@ mkc_rt_batch_pages(const mkc_rt_batch *b, const mkc_rt_request *r)
 	return ((int64_t)r->n_prompt + r->max_new - 1 + b->page - 1) / b->page;
 }
 
+/*
+ * Gives back logical pages from.. of one sequence's row of the page table
+ * (per_seq entries): each drops a holder, a page with none left goes on
+ * the free stack, the entry becomes -1. The entries it cleared.
+ */
+static inline MKC_HD int64_t MKC_UNUSED
+mkc_rt_pages_release(int32_t *row, int64_t per_seq, int64_t from, int32_t *refs,
+		     int32_t *free_pages, int64_t *nfree)
+{
+	int64_t n = 0;
+	for (int64_t j = from; j < per_seq; j++) {
+		if (row[j] < 0)
+			continue;
+		if (--refs[row[j]] == 0)
+			free_pages[(*nfree)++] = row[j];
+		row[j] = -1;
+		n++;
+	}
+	return n;
+}
+
 /* Request r ends: its sequence closed, its pages back. */
 static inline MKC_HD void MKC_UNUSED
 mkc_rt_batch_end(mkc_rt_batch *b, mkc_rt_request *r)
@@ -82,14 +103,8 @@ mkc_rt_batch_end(mkc_rt_batch *b, mkc_rt_request *r)
 	b->left--;
 	if (q < 0)
 		return;
-	for (int64_t j = 0; j < b->per_seq; j++) {
-		int32_t *e = &b->table[q * b->per_seq + j];
-		if (*e < 0)
-			continue;
-		if (--b->refs[*e] == 0)
-			b->free_pages[b->nfree++] = *e;
-		*e = -1;
-	}
+	mkc_rt_pages_release(&b->table[q * b->per_seq], b->per_seq, 0, b->refs, b->free_pages,
+			     &b->nfree);
 	b->open[q] = 0;
 	if (b->len)
 		b->len[q] = 0;

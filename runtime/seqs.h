@@ -137,15 +137,9 @@ mkc_page_copy(mkc_host *m, int32_t dst, int32_t src)
 static void
 mkc_seq_release(struct mkc_seq_pool *p, int q, int64_t from)
 {
-	for (int64_t j = from; j < MKC_SEQ_PAGES; j++) {
-		int32_t *e = &p->table[q * MKC_SEQ_PAGES + j];
-		if (*e < 0)
-			continue;
-		if (--p->refs[*e] == 0)
-			p->free_pages[p->nfree++] = *e;
-		*e = -1;
+	if (mkc_rt_pages_release(&p->table[q * MKC_SEQ_PAGES], MKC_SEQ_PAGES, from, p->refs,
+				 p->free_pages, &p->nfree))
 		p->dirty[q] = 1;
-	}
 }
 
 /*
