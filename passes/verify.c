@@ -16,7 +16,15 @@
  *      event this task waits on" and "comes before it in the same queue".
  *
  *   4. step 3 holds with the events alone, without the queues' order, so
- *      that any topological hand-out of the tasks is safe as well.
+ *      that any topological hand-out of the tasks is safe as well;
+ *   5. every element of a node's output is written by one of its tasks,
+ *      with each symbol at its largest value (a step of the most tokens):
+ *      the tasks' boxes, cut to the output's extent, add up to the whole.
+ *      Step 3 already fails two tasks of a node writing the same element
+ *      (nothing orders them), so the boxes are disjoint and the sum is the
+ *      cover. A cut that leaves elements unwritten (a block of a norm's
+ *      rows planned as one run of half of them, session 26) reads as
+ *      stale memory on one target and not another; it fails here on all.
  *
  * The approach: the simulation of step 2 yields an execution order that is
  * topological for the happens-before relation of step 3, so one pass over
@@ -340,12 +348,75 @@ check_conflicts(mkc_plan *p, reach *r)
 	return 0;
 }
 
+/* The elements of box b of y with the symbols at val, cut to y's extent there. */
+static int64_t
+box_volume(const mkc_tensor *y, const mkc_box *b, const int64_t *val)
+{
+	int64_t v = 1;
+	for (int d = 0; d < y->rank; d++) {
+		int64_t lo, hi, n;
+		if (!mkc_dim_value(b->lo[d], val, &lo) || !mkc_dim_value(b->hi[d], val, &hi) ||
+		    !mkc_dim_value(y->shape[d], val, &n))
+			return -1;
+		lo = lo < 0 ? 0 : lo > n ? n : lo;
+		hi = hi < lo ? lo : hi > n ? n : hi;
+		if (hi > lo && v > MKC_MAX_BYTES / (hi - lo))
+			return -1;
+		v *= hi - lo;
+	}
+	return v;
+}
+
+/*
+ * Step 5, for each node with one output and tasks, by the regions of it
+ * that they write (a rotating HeadProj's box counts pairs; its regions,
+ * elements). A cache kept as state is written only at the step's new
+ * positions (CacheAppend, a HeadProj into it), so it is left out.
+ */
+static int
+check_cover(mkc_plan *p)
+{
+	mkc_graph *g = p->g;
+	mkc_arena *a = g->ctx->arena;
+	int64_t *val = mkc_arena_alloc(a, (size_t)(g->syms.n + 1) * sizeof *val);
+	for (int s = 0; s < g->syms.n; s++)
+		val[s] = mkc_graph_sym_max(g, s, p->tp.max_dim ? p->tp.max_dim : 4096);
+	int64_t *sum = mkc_arena_alloc(a, (size_t)(g->nodes.n + 1) * sizeof *sum);
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		const mkc_node *n = t->node;
+		const mkc_tensor *y = n->nout == 1 ? n->out[0] : NULL;
+		if (!y || y->cap || y->kind == MKC_TK_STATE || sum[n->id] < 0)
+			continue;
+		for (int k = 0; k < t->nwrites && sum[n->id] >= 0; k++) {
+			if (t->writes[k].t != y)
+				continue;
+			int64_t v = box_volume(y, &t->writes[k].box, val);
+			sum[n->id] = v < 0 ? -1 : sum[n->id] + v;
+		}
+	}
+	for (int i = 0; i < g->nodes.n; i++) {
+		const mkc_node *n = MKC_NODE(g, i);
+		mkc_box whole;
+		if (!sum[n->id] || sum[n->id] < 0)
+			continue;
+		whole = mkc_box_full(n->out[0]);
+		int64_t all = box_volume(n->out[0], &whole, val);
+		if (all >= 0 && sum[n->id] != all)
+			return mkc_error(g->ctx, "%s: schedule check failed: the tasks of node '%s' (%s) "
+					 "write %lld of its output's %lld elements (symbols at their "
+					 "largest)", g->path, n->name, n->op_type, (long long)sum[n->id],
+					 (long long)all);
+	}
+	return 0;
+}
+
 int
 mkc_pass_verify(mkc_plan *p)
 {
 	mkc_arena *a = p->g->ctx->arena;
 	int *nsig = mkc_arena_alloc(a, (size_t)(p->events.n + 1) * sizeof *nsig);
-	if (check_structure(p, nsig) != 0)
+	if (check_structure(p, nsig) != 0 || check_cover(p) != 0)
 		return -1;
 	/* who signals each event */
 	int **by_event = mkc_arena_alloc(a, (size_t)(p->events.n + 1) * sizeof *by_event);

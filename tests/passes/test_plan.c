@@ -426,3 +426,60 @@ Test(plan, no_reuse_gives_every_intermediate_its_own_bytes)
 	for (int i = 0; i < g->tensors.n; i++)
 		cr_assert_eq(p->nalias[i], 0, "%s shares bytes", MKC_TENSOR(g, i)->name);
 }
+
+/*
+ * Step 5 of the schedule check, alone: a task cut short leaves elements of
+ * its node's output unwritten, which no dependency shows.
+ */
+Test(plan, verify_refuses_a_task_that_leaves_elements_unwritten)
+{
+	mkc_plan *p = plan_of(MODEL("tiny_llama_decode_op23/model.onnx"), 8);
+	cr_assert_eq(mkc_pass_verify(p), 0, "%s", errs());
+	mkc_task *t = NULL;
+	int d = 0;
+	for (int i = 0; i < p->tasks.n && !t; i++) {
+		mkc_task *u = MKC_TASK(p, i);
+		d = u->node->nout == 1 && u->node->out[0] ? u->node->out[0]->rank - 1 : -1;
+		if (u->ntiles > 1 && d >= 0 && mkc_dim_is_const(u->out.hi[d]) &&
+		    mkc_dim_is_const(u->out.lo[d]) && u->out.hi[d].c > u->out.lo[d].c + 1)
+			t = u;
+	}
+	cr_assert_not_null(t);
+	for (int k = 0; k < t->nwrites; k++)
+		if (t->writes[k].t == t->node->out[0])
+			t->writes[k].box.hi[d].c--;
+	cr_assert_eq(mkc_pass_verify(p), -1);
+	cr_assert(strstr(errs(), "elements (symbols at their largest)"), "%s", errs());
+}
+
+/*
+ * A chunked plan cut as for a GPU (blocks of 128 rows or more, products
+ * 128 columns wide, the first block's over the workers), made on the C
+ * build by every pass: the schedule check counts every element of every
+ * output. A block of a norm's rows cut into runs was planned as one run
+ * of half of them (session 26: a batch's tokens wrong on an H200); the C
+ * target's blocks of 4 rows never cut a norm's block into runs, so only
+ * such a plan shows it. 8192 tokens make a block 512 rows of 64 values.
+ */
+Test(plan, chunked_plans_cut_for_a_gpu_write_every_row, .timeout = 120)
+{
+	static const struct {
+		const char *path;
+		int64_t chunk, seqs;
+	} cases[] = {
+		{MODEL("hf_chunk/llama_tiny_bf16"), 8192, 0},
+		{MODEL("hf_chunk/qwen3_tiny"), 8192, 0},
+		{MODEL("hf_chunk/llama_tiny_bf16"), 64, 64},
+	};
+	for (int i = 0; i < 3; i++)
+		for (int w = 8; w <= 132; w += 124) {
+			mkc_graph *g = mkc_load_model(ctx, cases[i].path);
+			cr_assert_not_null(g, "%s", errs());
+			mkc_driver_options d = {.workers = w, .wide_target = true, .tc_products = true,
+						.max_chunk = cases[i].chunk, .max_seqs = cases[i].seqs,
+						.max_seq = 8448, .max_dim = 8448};
+			mkc_plan *p = NULL;
+			cr_assert_eq(mkc_run_passes(g, &d, &p), 0, "%s, chunk %lld, %d workers: %s",
+				     cases[i].path, (long long)cases[i].chunk, w, errs());
+		}
+}
