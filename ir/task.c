@@ -53,12 +53,23 @@ mkc_box_full(const mkc_tensor *t)
 	return b;
 }
 
-/* a <= b provably (b - a is a constant >= 0) */
+/*
+ * a <= b provably (b - a is a constant >= 0). The deps and verify passes ask
+ * this of every pair of regions of a tensor (74% of mkc's time on the 1B
+ * shape's chunked plan went to it through mkc_dim_sub): two dimensions with
+ * the same terms, constants included, differ by their constants alone.
+ */
 static bool
 provably_le(mkc_dim a, mkc_dim b)
 {
-	mkc_dim d;
-	return mkc_dim_sub(b, a, &d) && mkc_dim_is_const(d) && d.c >= 0;
+	bool same = a.sym[0] != MKC_DIM_UNKNOWN && b.sym[0] != MKC_DIM_UNKNOWN;   /* known */
+	for (int i = 0; same && i < MKC_DIM_TERMS; i++)
+		same = a.k[i] == b.k[i] && (!a.k[i] || a.sym[i] == b.sym[i]);
+	int64_t d;
+	if (same)
+		return !__builtin_sub_overflow(b.c, a.c, &d) && d >= 0;
+	mkc_dim r;
+	return mkc_dim_sub(b, a, &r) && mkc_dim_is_const(r) && r.c >= 0;
 }
 
 bool
