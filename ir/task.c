@@ -57,7 +57,8 @@ mkc_box_full(const mkc_tensor *t)
  * a <= b provably (b - a is a constant >= 0). The deps and verify passes ask
  * this of every pair of regions of a tensor (74% of mkc's time on the 1B
  * shape's chunked plan went to it through mkc_dim_sub): two dimensions with
- * the same terms, constants included, differ by their constants alone.
+ * the same symbolic terms (canonical, ir/graph.h) differ by their constants
+ * alone; any other pair takes mkc_dim_sub.
  */
 static bool
 provably_le(mkc_dim a, mkc_dim b)

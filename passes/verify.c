@@ -19,7 +19,8 @@
  *      that any topological hand-out of the tasks is safe as well;
  *   5. every element of a node's output is written by one of its tasks,
  *      with each symbol at its largest value (a step of the most tokens):
- *      the tasks' boxes, cut to the output's extent, add up to the whole.
+ *      the boxes of their writes to it, cut to its extent, add up to the
+ *      whole.
  *      Step 3 already fails two tasks of a node writing the same element
  *      (nothing orders them), so the boxes are disjoint and the sum is the
  *      cover. A cut that leaves elements unwritten (a block of a norm's
@@ -381,13 +382,16 @@ check_cover(mkc_plan *p)
 	int64_t *val = mkc_arena_alloc(a, (size_t)(g->syms.n + 1) * sizeof *val);
 	for (int s = 0; s < g->syms.n; s++)
 		val[s] = mkc_graph_sym_max(g, s, p->tp.max_dim ? p->tp.max_dim : 4096);
+	/* per node: the elements its tasks write (-1: not counted), and whether it has tasks */
 	int64_t *sum = mkc_arena_alloc(a, (size_t)(g->nodes.n + 1) * sizeof *sum);
+	bool *tasked = mkc_arena_alloc(a, (size_t)(g->nodes.n + 1) * sizeof *tasked);
 	for (int i = 0; i < p->tasks.n; i++) {
 		const mkc_task *t = MKC_TASK(p, i);
 		const mkc_node *n = t->node;
 		const mkc_tensor *y = n->nout == 1 ? n->out[0] : NULL;
 		if (!y || y->cap || y->kind == MKC_TK_STATE || sum[n->id] < 0)
 			continue;
+		tasked[n->id] = true;
 		for (int k = 0; k < t->nwrites && sum[n->id] >= 0; k++) {
 			if (t->writes[k].t != y)
 				continue;
@@ -398,7 +402,7 @@ check_cover(mkc_plan *p)
 	for (int i = 0; i < g->nodes.n; i++) {
 		const mkc_node *n = MKC_NODE(g, i);
 		mkc_box whole;
-		if (!sum[n->id] || sum[n->id] < 0)
+		if (!tasked[n->id] || sum[n->id] < 0)
 			continue;
 		whole = mkc_box_full(n->out[0]);
 		int64_t all = box_volume(n->out[0], &whole, val);

@@ -439,7 +439,8 @@ Test(plan, verify_refuses_a_task_that_leaves_elements_unwritten)
 	int d = 0;
 	for (int i = 0; i < p->tasks.n && !t; i++) {
 		mkc_task *u = MKC_TASK(p, i);
-		d = u->node->nout == 1 && u->node->out[0] ? u->node->out[0]->rank - 1 : -1;
+		const mkc_tensor *y = u->node->nout == 1 ? u->node->out[0] : NULL;
+		d = y && !y->cap && y->kind != MKC_TK_STATE ? y->rank - 1 : -1;   /* not a cache */
 		if (u->ntiles > 1 && d >= 0 && mkc_dim_is_const(u->out.hi[d]) &&
 		    mkc_dim_is_const(u->out.lo[d]) && u->out.hi[d].c > u->out.lo[d].c + 1)
 			t = u;
@@ -471,8 +472,10 @@ Test(plan, chunked_plans_cut_for_a_gpu_write_every_row, .timeout = 120)
 		{MODEL("hf_chunk/qwen3_tiny"), 8192, 0},
 		{MODEL("hf_chunk/llama_tiny_bf16"), 64, 64},
 	};
+	static const int workers[] = {8, 132};
 	for (int i = 0; i < 3; i++)
-		for (int w = 8; w <= 132; w += 124) {
+		for (int j = 0; j < 2; j++) {
+			const int w = workers[j];
 			mkc_graph *g = mkc_load_model(ctx, cases[i].path);
 			cr_assert_not_null(g, "%s", errs());
 			mkc_driver_options d = {.workers = w, .wide_target = true, .tc_products = true,
