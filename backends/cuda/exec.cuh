@@ -340,10 +340,14 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, int plan, unsign
 		mkc_run_node(m, d[MKC_QD_NODE], lo, hi);
 		__syncthreads();
 		if (threadIdx.x == 0) {
-			if (d[MKC_QD_SIG0] >= 0)
+			if (d[MKC_QD_S1] - d[MKC_QD_S0] > 1) {
+				/* several events: one fence, then plain counts (sync.cuh) */
+				mkc_fence_release();
+				for (int k = d[MKC_QD_S0]; k < d[MKC_QD_S1]; k++)
+					mkc_red_relaxed(&counter[MKC_RO(&mkc_task_sig[k])]);
+			} else if (d[MKC_QD_SIG0] >= 0) {
 				mkc_red_release(&counter[d[MKC_QD_SIG0]]);
-			for (int k = d[MKC_QD_S0] + 1; k < d[MKC_QD_S1]; k++)
-				mkc_red_release(&counter[MKC_RO(&mkc_task_sig[k])]);
+			}
 			MKC_PROF_TASK(task, 2, mkc_prof_now());
 			MKC_PROF_TASK(task, 3, (unsigned long long)w);
 		}

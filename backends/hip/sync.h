@@ -34,6 +34,19 @@ mkc_red_release(unsigned long long *p)
 	__hip_atomic_fetch_add(p, 1ULL, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
 }
 
+/* several signals: one agent-scope fence (__threadfence), then relaxed adds */
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_fence_release(void)
+{
+	__threadfence();
+}
+
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_red_relaxed(unsigned long long *p)
+{
+	__hip_atomic_fetch_add(p, 1ULL, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+
 static __device__ __forceinline__ int MKC_UNUSED
 mkc_ld_flag(int *p)
 {
