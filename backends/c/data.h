@@ -228,6 +228,28 @@ mkc_gather(const mkc_view *y, const mkc_view *x, const mkc_view *ind, int axis, 
 			return -1;
 	}
 	const int64_t cnt = mkc_rt_extents(lo, hi, r, ext);
+	if (x->rank == 2 && axis == 0 && x->s[1] == 1 && y->s[r - 1] == 1 && ext[r - 1] > 0) {
+		/* an embedding's rows: the lanes walk a row's columns, every lane
+		 * finding the row's index once (a lane an element split each
+		 * element's flat index into coordinates) */
+		const int64_t len = ext[r - 1];
+		for (int64_t q = 0; q < cnt / len; q++) {
+			mkc_rt_unflat(q * len, lo, ext, r, idx);
+			const int64_t at = mkc_rt_dot(idx, ind->s, ir);
+			int64_t j = ind->type == MKC_T_INT32 ? ((const int32_t *)ind->p)[at]
+							     : ((const int64_t *)ind->p)[at];
+			if (j < 0)
+				j += n;
+			const int64_t o = j * x->s[0] + idx[r - 1], oy = mkc_rt_dot(idx, y->s, r);
+			for (int64_t c = MKC_LANE; c < len; c += MKC_NLANES) {
+				if (x->bf16)
+					((float *)py)[oy + c] = mkc_rt_bf16(((const uint16_t *)px)[o + c]);
+				else
+					mkc_data_mov(py, oy + c, px, o + c, es);
+			}
+		}
+		return 0;
+	}
 	for (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {
 		mkc_rt_unflat(f, lo, ext, r, idx);
 		const int64_t at = mkc_rt_dot(idx + axis, ind->s, ir);

@@ -486,3 +486,38 @@ Test(plan, chunked_plans_cut_for_a_gpu_write_every_row, .timeout = 120)
 				     cases[i].path, (long long)cases[i].chunk, w, errs());
 		}
 }
+
+/*
+ * A chunk's embedding Gather is cut by runs of the step's rows, every
+ * column in each tile: cut by columns, as a decode step's is, each of 132
+ * tiles took every token and checked their indices one after another,
+ * 374 us at the start of the 1B shape's 1024-token chunk (H100, session
+ * 27).
+ */
+Test(plan, a_chunk_gathers_its_embeddings_by_rows)
+{
+	mkc_graph *g = mkc_load_model(ctx, MODEL("hf_chunk/llama_tiny_bf16"));
+	cr_assert_not_null(g, "%s", errs());
+	mkc_driver_options d = {.workers = 132, .wide_target = true, .tc_products = true,
+				.max_chunk = 1024, .max_seq = 2048, .max_dim = 2048};
+	mkc_plan *p = NULL;
+	cr_assert_eq(mkc_run_passes(g, &d, &p), 0, "%s", errs());
+	int n = 0;
+	int64_t rows = 0;
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		if (t->node->op != MKC_OP_GATHER || t->node->out[0]->rank != 3)
+			continue;
+		const mkc_tensor *y = t->node->out[0];
+		cr_assert(mkc_dim_is_const(t->out.lo[1]) && mkc_dim_is_const(t->out.hi[1]) && t->clamp,
+			  "tile %d: a run of rows, cut at run time", t->tile);
+		cr_assert(t->out.hi[1].c - t->out.lo[1].c <= 128, "tile %d: %lld rows", t->tile,
+			  (long long)(t->out.hi[1].c - t->out.lo[1].c));
+		cr_assert(mkc_dim_eq(t->out.lo[2], mkc_dim_const(0)) &&
+			  mkc_dim_eq(t->out.hi[2], y->shape[2]), "tile %d: every column", t->tile);
+		rows += t->out.hi[1].c - t->out.lo[1].c;
+		n++;
+	}
+	cr_assert_gt(n, 1, "the embedding is cut");
+	cr_assert_eq(rows, 1024, "the tiles' runs cover the chunk once");
+}
