@@ -24,7 +24,9 @@
 #define MKC_MM_TM 128
 #define MKC_MM_TN 128
 #define MKC_MM_TK 64
+#ifndef MKC_MM_STAGES
 #define MKC_MM_STAGES 3
+#endif
 /* and 1 KB to start the ring on 1024 bytes, as wgmma's swizzle needs */
 #define MKC_MM_SMEM (MKC_MM_STAGES * (MKC_MM_TM + MKC_MM_TN) * MKC_MM_TK * 2 + 1024)
 
