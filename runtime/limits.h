@@ -20,7 +20,12 @@
 #define MKC_GEMV_ROWS 128
 
 /* the tensor-core tile (mma.cuh) of a chunk's products: tokens by features,
- * a K step, the stages of its ring, and the shared memory it takes */
+ * a K step, the stages of its ring, and the shared memory it takes. The
+ * stages may be set when a file is compiled; 3 measured best in the 1B
+ * chunked file (H100, session 27): 4 the same, 6 made prompts 5-8% and
+ * the decode step 3% slower (the shared memory is taken from L1, which
+ * every worker's other loads go through), though the tile alone was 3-5%
+ * faster with 6 */
 #define MKC_MM_TM 128
 #define MKC_MM_TN 128
 #define MKC_MM_TK 64
