@@ -195,6 +195,24 @@ mkc_split(int n, const mkc_view *const *y, const mkc_view *x, int axis)
 	}
 }
 
+/* Index at of ind (int32 or int64), as it is. */
+static inline MKC_BODY int64_t MKC_UNUSED
+mkc_index_at(const mkc_view *ind, int64_t at)
+{
+	return ind->type == MKC_T_INT32 ? ((const int32_t *)ind->p)[at]
+					: ((const int64_t *)ind->p)[at];
+}
+
+/* Element o of a Gather's table into element oy of y: a bf16 table's as float32. */
+static inline MKC_BODY void MKC_UNUSED
+mkc_gather_mov(void *y, int64_t oy, const void *x, int64_t o, int bf16, int es)
+{
+	if (bf16)
+		((float *)y)[oy] = mkc_rt_bf16(((const uint16_t *)x)[o]);
+	else
+		mkc_data_mov(y, oy, x, o, es);
+}
+
 /*
  * Gather from x along axis by the indices ind (int32 or int64): element
  * idx of y is x's element with coordinate axis the index at idx[axis ..
@@ -219,8 +237,7 @@ mkc_gather(const mkc_view *y, const mkc_view *x, const mkc_view *ind, int axis, 
 	for (int64_t f = 0; f < nind; f++) {   /* every lane alike: they must agree */
 		mkc_rt_unflat(f, lo + axis, ext, ir, idx);
 		const int64_t at = mkc_rt_dot(idx, ind->s, ir);
-		const int64_t j = ind->type == MKC_T_INT32 ? ((const int32_t *)ind->p)[at]
-							   : ((const int64_t *)ind->p)[at];
+		const int64_t j = mkc_index_at(ind, at);
 		int64_t flat = 0;   /* its place among the indices, for the sentence */
 		for (int d = 0; d < ir; d++)
 			flat = flat * ind->d[d] + idx[d];
@@ -236,25 +253,19 @@ mkc_gather(const mkc_view *y, const mkc_view *x, const mkc_view *ind, int axis, 
 		for (int64_t q = 0; q < cnt / len; q++) {
 			mkc_rt_unflat(q * len, lo, ext, r, idx);
 			const int64_t at = mkc_rt_dot(idx, ind->s, ir);
-			int64_t j = ind->type == MKC_T_INT32 ? ((const int32_t *)ind->p)[at]
-							     : ((const int64_t *)ind->p)[at];
+			int64_t j = mkc_index_at(ind, at);
 			if (j < 0)
 				j += n;
 			const int64_t o = j * x->s[0] + idx[r - 1], oy = mkc_rt_dot(idx, y->s, r);
-			for (int64_t c = MKC_LANE; c < len; c += MKC_NLANES) {
-				if (x->bf16)
-					((float *)py)[oy + c] = mkc_rt_bf16(((const uint16_t *)px)[o + c]);
-				else
-					mkc_data_mov(py, oy + c, px, o + c, es);
-			}
+			for (int64_t c = MKC_LANE; c < len; c += MKC_NLANES)
+				mkc_gather_mov(py, oy + c, px, o + c, x->bf16, es);
 		}
 		return 0;
 	}
 	for (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {
 		mkc_rt_unflat(f, lo, ext, r, idx);
 		const int64_t at = mkc_rt_dot(idx + axis, ind->s, ir);
-		int64_t j = ind->type == MKC_T_INT32 ? ((const int32_t *)ind->p)[at]
-						     : ((const int64_t *)ind->p)[at];
+		int64_t j = mkc_index_at(ind, at);
 		if (j < 0)
 			j += n;
 		int64_t o = j * x->s[axis];
@@ -262,11 +273,7 @@ mkc_gather(const mkc_view *y, const mkc_view *x, const mkc_view *ind, int axis, 
 			o += idx[d] * x->s[d];
 		for (int d = axis + 1; d < x->rank; d++)
 			o += idx[d - 1 + ir] * x->s[d];
-		const int64_t oy = mkc_rt_dot(idx, y->s, r);
-		if (x->bf16)
-			((float *)py)[oy] = mkc_rt_bf16(((const uint16_t *)px)[o]);
-		else
-			mkc_data_mov(py, oy, px, o, es);
+		mkc_gather_mov(py, mkc_rt_dot(idx, y->s, r), px, o, x->bf16, es);
 	}
 	return 0;
 }

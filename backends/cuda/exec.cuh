@@ -20,7 +20,9 @@
  *           (and what the acquire made visible) to the block;
  *   run:    all threads of the block share the tile's loops;
  *   signal: __syncthreads() (the block's writes are done), thread 0
- *           mkc_red_release (add 1) on the counter of each event.
+ *           mkc_red_release (add 1) on the counter of its one event, or,
+ *           with several, mkc_fence_release once and mkc_red_relaxed on
+ *           each counter.
  * What a task is (its node, box, event, signals) comes from its descriptor,
  * built on the device at create time and copied into shared memory three
  * tasks ahead (mkc_qdesc_kernel).
