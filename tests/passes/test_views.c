@@ -162,3 +162,42 @@ Test(views, a_graph_output_stays_a_copy)
 	cr_expect_eq(t->node->op, MKC_OP_NEG);
 	cr_expect_str_eq(t->reads[0].t->name, "x");
 }
+
+/*
+ * A prompt chunk's head transposes, [1, S, H, D] -> [1, H, S, D], read by
+ * a rotary or a cache append, are views with their input's strides
+ * permuted: no task, their readers reading the product whole, and the
+ * emitted view's strides the permuted ones (the golden chunk tests run
+ * them; with the strides left dense five of them fail). The attention's
+ * output transpose, read by a Reshape, stays a task.
+ */
+Test(views, a_chunks_head_transposes_are_read_in_place)
+{
+	mkc_graph *g = mkc_load_model(ctx, "tests/models/hf_chunk/llama_tiny_bf16");
+	cr_assert_not_null(g, "%s", errs());
+	mkc_driver_options d = {.workers = 8, .max_chunk = 64};
+	mkc_plan *p = NULL;
+	cr_assert_eq(mkc_run_passes(g, &d, &p), 0, "%s", errs());
+	int views = 0, kept = 0;
+	for (int i = 0; i < g->nodes.n; i++) {
+		const mkc_node *n = MKC_NODE(g, i);
+		if (n->op != MKC_OP_TRANSPOSE || n->dead)
+			continue;
+		bool view = p->view_of[n->out[0]->id] >= 0;
+		views += view;
+		kept += !view;
+		for (int j = 0; view && j < g->nodes.n; j++) {
+			const mkc_node *r = MKC_NODE(g, j);
+			for (int k = 0; k < r->nin; k++)
+				cr_assert(r->in[k] != n->out[0] || (k == 0 && (r->op == MKC_OP_ROTARY ||
+									   r->op == MKC_OP_CACHE_APPEND)),
+					  "'%s' reads the view '%s'", r->name, n->out[0]->name);
+		}
+	}
+	for (int i = 0; i < p->tasks.n; i++)
+		cr_assert(MKC_TASK(p, i)->node->op != MKC_OP_TRANSPOSE ||
+			  p->view_of[MKC_TASK(p, i)->node->out[0]->id] < 0, "a view's node has a task");
+	/* each layer: q (to its rotary), k and v (to their appends) */
+	cr_expect_geq(views, 6, "%d transposes read in place", views);
+	cr_expect_geq(kept, 2, "the attention's output transposes stay tasks (%d)", kept);
+}
