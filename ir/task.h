@@ -91,8 +91,10 @@ typedef struct mkc_plan {
 	int *nalias;
 	/*
 	 * views (passes/views.c): view_of[tensor id] is the id of the tensor
-	 * whose bytes it is (a Reshape read in place), or -1; NULL before the
-	 * pass. Views have no tasks and no regions.
+	 * whose bytes it is (a Reshape or a Transpose read in place, or an
+	 * attention's output its Transpose's output is), or -1; NULL before
+	 * the pass. Views have no regions, and a view's node no tasks (but an
+	 * attention written through its Transpose: its tasks write the base).
 	 */
 	int *view_of;
 } mkc_plan;

@@ -392,10 +392,13 @@ check_cover(mkc_plan *p)
 		if (!y || y->cap || y->kind == MKC_TK_STATE || sum[n->id] < 0)
 			continue;
 		tasked[n->id] = true;
+		/* an output that is a view (passes/views.c) is written as its base */
+		const mkc_tensor *w = p->view_of && p->view_of[y->id] >= 0
+					      ? MKC_TENSOR(g, p->view_of[y->id]) : y;
 		for (int k = 0; k < t->nwrites && sum[n->id] >= 0; k++) {
-			if (t->writes[k].t != y)
+			if (t->writes[k].t != w)
 				continue;
-			int64_t v = box_volume(y, &t->writes[k].box, val);
+			int64_t v = box_volume(w, &t->writes[k].box, val);
 			sum[n->id] = v < 0 ? -1 : sum[n->id] + v;
 		}
 	}

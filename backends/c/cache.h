@@ -33,7 +33,8 @@ typedef struct {
 } mkc_rotary_opt;
 
 /*
- * RotaryEmbedding of x into y, laid out alike (the dimension stride 1).
+ * RotaryEmbedding of x into y, each by its own strides (the dimension's 1:
+ * x may be a Transpose's view, passes/views.c).
  * The cos/sin row of (b, s): without positions (pos NULL), row (b, s) of
  * cos [B, S, R/2]; with pos [B, S] (ONNX's position_ids), row pos[b, s]
  * of cos [positions, R/2]; with pos of one element (onnxruntime's first
@@ -51,6 +52,7 @@ mkc_rotary(const mkc_view *y, const mkc_view *x, const mkc_view *cos, const mkc_
 	const int64_t B = x->d[0], H = three ? o->heads : x->d[1], S = x->d[three ? 1 : 2];
 	const int64_t D = three ? x->d[2] / H : x->d[3], R = o->rot ? o->rot : D;
 	const int64_t sb = x->s[0], sh = three ? D : x->s[1], ss = x->s[three ? 1 : 2];
+	const int64_t yb = y->s[0], yh = three ? D : y->s[1], ys = y->s[three ? 1 : 2];
 	const int64_t cb = cos->s[0], cs = pos ? 0 : cos->s[1];
 	const int64_t pb = pos && pos->rank == 2 ? pos->s[0] : 0;
 	const int64_t ps = pos && pos->rank == 2 ? pos->s[1] : 0;
@@ -75,7 +77,7 @@ mkc_rotary(const mkc_view *y, const mkc_view *x, const mkc_view *cos, const mkc_
 		const int64_t q = p / W, i = p % W;
 		const int64_t b = b0 + q / (nh * ns), h = h0 + q / ns % nh, s = s0 + q % ns;
 		const float *px = px0 + b * sb + h * sh + s * ss;
-		float *py = py0 + b * sb + h * sh + s * ss;
+		float *py = py0 + b * yb + h * yh + s * ys;
 		if (i >= half) {
 			py[i + half] = px[i + half];
 			continue;

@@ -400,11 +400,19 @@ is_view(const mkc_plan *p, int tensor)
 	return p->view_of && p->view_of[tensor] >= 0;
 }
 
-/* A node whose output is a view runs no task and needs no function. */
+/*
+ * A node that makes a view runs no task and needs no function: its output
+ * the bytes of its input, or (a Transpose an attention writes through,
+ * passes/views.c) its input the bytes of its output.
+ */
 static bool
 is_view_node(const mkc_plan *p, const mkc_node *n)
 {
-	return n->nout == 1 && n->out[0] && is_view(p, n->out[0]->id);
+	if (n->nout != 1 || !n->out[0] || n->nin < 1 || !n->in[0] || !p->view_of)
+		return false;
+	int x = n->in[0]->id, y = n->out[0]->id;
+	return (is_view(p, y) && (p->view_of[y] == x || p->view_of[y] == p->view_of[x])) ||
+	       p->view_of[x] == y;
 }
 
 static int

@@ -147,8 +147,10 @@ put_product(FILE *f, int64_t k, const char *sym)
 /*
  * Declares the view of one tensor (runtime/common.h's mkc_view) in one
  * line: its extents as expressions of the symbols, its strides row-major
- * over them (a KV cache's over cap positions along its cap axis), folded
- * to numbers where the extents are.
+ * over them (a KV cache's over cap positions along its cap axis; a
+ * Transpose's view its input's, permuted, and a view of a Transpose's
+ * output that output's, permuted back), folded to numbers where the
+ * extents are.
  */
 static void
 decl(mkc_emitter *e, const char *var, const mkc_tensor *t)
@@ -163,15 +165,33 @@ decl(mkc_emitter *e, const char *var, const mkc_tensor *t)
 		fprintf(f, "%s%s", i ? ", " : "", mkc_dimx(g, t->shape[i], b, sizeof b));
 	}
 	fputs("}, {", f);
-	/* stride i is the product of the extents after i: k times the symbolic ones */
+	/* stride i is the product of the extents after i: k times the symbolic
+	 * ones; a Transpose's view (passes/views.c) has its input's, permuted,
+	 * and an input a Transpose's output is a view of has that one's,
+	 * permuted back. src[i]: the axis of st whose stride is t's i. */
+	const mkc_tensor *st = t;
+	int src[MKC_MAX_RANK];
+	for (int i = 0; i < t->rank; i++)
+		src[i] = i;
+	int base = e->p->view_of ? e->p->view_of[t->id] : -1;
+	const mkc_node *tp = t->producer, *bp = base >= 0 ? MKC_TENSOR(g, base)->producer : NULL;
+	if (base >= 0 && tp && tp->op == MKC_OP_TRANSPOSE) {
+		st = tp->in[0];
+		for (int i = 0; i < t->rank; i++)
+			src[i] = tp->kern->perm[i];
+	} else if (base >= 0 && bp && bp->op == MKC_OP_TRANSPOSE && bp->in[0] == t) {
+		st = bp->out[0];
+		for (int d = 0; d < t->rank; d++)
+			src[bp->kern->perm[d]] = d;
+	}
 	int64_t k[MKC_MAX_RANK];
 	const char *sym[MKC_MAX_RANK];
 	int64_t kk = 1;
 	const char *ss = "";
-	for (int i = t->rank - 1; i >= 0; i--) {
+	for (int i = st->rank - 1; i >= 0; i--) {
 		k[i] = kk;
 		sym[i] = ss;
-		mkc_dim d = t->cap && i == t->cap_axis ? mkc_dim_const(t->cap) : t->shape[i];
+		mkc_dim d = st->cap && i == st->cap_axis ? mkc_dim_const(st->cap) : st->shape[i];
 		if (mkc_dim_is_const(d)) {
 			kk *= d.c;
 		} else {
@@ -183,7 +203,7 @@ decl(mkc_emitter *e, const char *var, const mkc_tensor *t)
 	}
 	for (int i = 0; i < t->rank; i++) {
 		fputs(i ? ", " : "", f);
-		put_product(f, k[i], sym[i]);
+		put_product(f, k[src[i]], sym[src[i]]);
 	}
 	fprintf(f, "}, %d, %s, %d};\n", t->rank, ty ? ty : "0", is_bf16(t));
 }

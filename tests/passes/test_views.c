@@ -162,3 +162,61 @@ Test(views, a_graph_output_stays_a_copy)
 	cr_expect_eq(t->node->op, MKC_OP_NEG);
 	cr_expect_str_eq(t->reads[0].t->name, "x");
 }
+
+/*
+ * A prompt chunk's head transposes are views: [1, S, H, D] -> [1, H, S, D]
+ * read by a rotary or a cache append, with their input's strides
+ * permuted, and the attention's output written through into the [1, S,
+ * H, D] layout its Transpose made; no Transpose has a task, and the
+ * attention's tiles write the Transpose's output, each its own box (the
+ * golden chunk tests run both; with either view's strides left dense five
+ * of them fail).
+ */
+Test(views, a_chunks_head_transposes_are_read_and_written_in_place)
+{
+	mkc_graph *g = mkc_load_model(ctx, "tests/models/hf_chunk/llama_tiny_bf16");
+	cr_assert_not_null(g, "%s", errs());
+	mkc_driver_options d = {.workers = 8, .max_chunk = 64};
+	mkc_plan *p = NULL;
+	cr_assert_eq(mkc_run_passes(g, &d, &p), 0, "%s", errs());
+	int reads = 0, writes = 0;
+	for (int i = 0; i < g->nodes.n; i++) {
+		const mkc_node *n = MKC_NODE(g, i);
+		if (n->op != MKC_OP_TRANSPOSE || n->dead)
+			continue;
+		const mkc_tensor *x = n->in[0], *y = n->out[0];
+		if (p->view_of[x->id] == y->id) {
+			cr_assert_eq(x->producer->op, MKC_OP_ATTENTION, "'%s'", n->name);
+			writes++;
+			continue;
+		}
+		cr_assert_geq(p->view_of[y->id], 0, "'%s' is neither view", n->name);
+		reads++;
+		for (int j = 0; j < g->nodes.n; j++) {
+			const mkc_node *r = MKC_NODE(g, j);
+			for (int k = 0; k < r->nin; k++)
+				cr_assert(r->in[k] != y || (k == 0 && (r->op == MKC_OP_ROTARY ||
+								       r->op == MKC_OP_CACHE_APPEND)),
+					  "'%s' reads the view '%s'", r->name, y->name);
+		}
+	}
+	/* each layer: q (to its rotary), k and v (to their appends); the output */
+	cr_expect_geq(reads, 6, "%d transposes read in place", reads);
+	cr_expect_geq(writes, 2, "%d transposes written through", writes);
+	int attn = 0;
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		cr_assert(t->node->op != MKC_OP_TRANSPOSE, "'%s' has a task", t->node->name);
+		if (t->node->op != MKC_OP_ATTENTION)
+			continue;
+		attn++;
+		const mkc_tensor *a = t->node->out[0];
+		cr_assert_eq(t->nwrites, 1);
+		cr_assert_eq(t->writes[0].t->id, p->view_of[a->id], "it writes the base");
+		/* the box permuted: the base's axis 1 is the tile's positions, axis 2 its heads */
+		cr_assert(mkc_dim_eq(t->writes[0].box.lo[2], t->out.lo[1]) &&
+			  mkc_dim_eq(t->writes[0].box.hi[2], t->out.hi[1]) &&
+			  mkc_dim_eq(t->writes[0].box.lo[1], t->out.lo[2]), "an exact box");
+	}
+	cr_assert_gt(attn, 1);
+}
