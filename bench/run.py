@@ -41,7 +41,8 @@ per command, each well under 10 minutes):
      a change, carried to the GPU machine), builds the same folder with it
      too, checks its tokens, and times both in turns (--rounds rounds of
      step 5's runs, old and new alternately, so that both see the same
-     card state): the table gains the old build's ms and new / old.
+     card state): the table gains the old build's ms and new / old; with
+     --prompts, its chunked file's time to first token likewise, in turns.
 It writes DIR/SHAPE.json (every number) and DIR/SHAPE.log (every command
 and its output), and prints the table.
 
@@ -447,12 +448,33 @@ def ttft(a, torch, model, cfg, folder, work, logf, refs, n_new, row, plain_ms):
     with open(path, "w") as f:
         for n, r in refs.items():
             f.write(f"{n} {' '.join(map(str, r['ids']))}\n")
-    _, out = sh(f"{csub}/mkc_ttft {folder} {path} 3", logf, timeout=1200)
-    got = {}
-    for line in out.splitlines():
-        if line.startswith("prompt "):
-            n = int(line.split()[1].rstrip(":"))
-            got[n] = (int(line.split("token ")[1].split(",")[0]), float(line.split("median ")[1]))
+
+    def run_ttft(sub):
+        """{prompt: (first token, median ms)} of one run of mkc_ttft."""
+        _, out = sh(f"{sub}/mkc_ttft {folder} {path} 3", logf, timeout=1200)
+        got = {}
+        for line in out.splitlines():
+            if line.startswith("prompt "):
+                n = int(line.split()[1].rstrip(":"))
+                got[n] = (int(line.split("token ")[1].split(",")[0]),
+                          float(line.split("median ")[1]))
+        return got
+
+    old = None
+    if a.old:   # the old build's chunked file, in turns (a.rounds rounds), as the decode steps
+        osub, _, _ = mkc_build(folder, work, a.target, False, logf, a.workers, a.kv, a.old,
+                               name="old_chunk", chunk=a.max_chunk)
+        runs, oruns = [], []
+        for _ in range(a.rounds):
+            runs.append(run_ttft(csub))
+            oruns.append(run_ttft(osub))
+
+        def med(rs):
+            return {n: (rs[0][n][0], statistics.median(r[n][1] for r in rs if n in r))
+                    for n in rs[0]}
+        got, old = med(runs), med(oruns)
+    else:
+        got = run_ttft(csub)
     rows = []
     cmodel = None if a.no_compile else compiled(torch, model, "transformers' forward")
     for n, r in refs.items():
@@ -460,6 +482,10 @@ def ttft(a, torch, model, cfg, folder, work, logf, refs, n_new, row, plain_ms):
         pr = {"prompt": n, "mkc_ms": ms, "mkc_token": tok, "ref_token": r["token"],
               "ref_margin": r["margin"], "same": tok == r["token"],
               "flops": 2 * sum(p.numel() for p in model.parameters()) * n}
+        if old and n in old:
+            pr["old_mkc_token"], pr["old_mkc_ms"] = old[n]
+            log(f"{a.shape}: prompt {n}: the old mkc {pr['old_mkc_ms']:.3f} ms (token "
+                f"{pr['old_mkc_token']}), new / old {ms / pr['old_mkc_ms']:.3f}")
         pr["eager_ms"], pr["eager_token"] = time_prefill(torch, model, r["ids"], a.device)
         if cmodel is not None:
             try:
@@ -472,6 +498,8 @@ def ttft(a, torch, model, cfg, folder, work, logf, refs, n_new, row, plain_ms):
             f"margin {r['margin']:.3g}), transformers bf16 eager {pr['eager_ms']:.2f} ms, "
             f"torch.compile {pr.get('compiled_ms', float('nan')):.2f} ms")
     res = {"max_chunk": a.max_chunk, "mkc_compile_s": t_mkc, "cc_compile_s": t_cc, "rows": rows}
+    if old:
+        res["rounds"] = a.rounds
     res["decode"] = []
     for ctx, ms, plain in zip(a.contexts, mkc_time(csub, folder, a.contexts, n_new, row, logf),
                               plain_ms):
@@ -766,6 +794,14 @@ def table(res):
             lines.append(f"| {r['prompt']} | {ms:.2f} | {r['flops'] / ms * 1e-9:.1f} | "
                          f"{r['eager_ms']:.2f} | {r.get('compiled_ms', nan):.2f} | "
                          f"{ms / best:.2f}x | {'yes' if r['same'] else 'NO'} |")
+        if "old_mkc_ms" in t["rows"][0]:
+            lines += ["", "The old mkc build's chunked file, in turns with this one "
+                      f"({t.get('rounds')} rounds, medians): " +
+                      "; ".join(f"{r['prompt']} tokens: old {r['old_mkc_ms']:.2f} ms, new "
+                                f"{r['mkc_ms'] or nan:.2f} ms, new / old "
+                                f"{(r['mkc_ms'] or nan) / r['old_mkc_ms']:.3f}"
+                                f"{'' if r['old_mkc_token'] == r['mkc_token'] else ' (other token)'}"
+                                for r in t["rows"] if "old_mkc_ms" in r) + "."]
     bt = res.get("batch")
     if bt:
         lines += ["", f"Several sequences a step (`--max-seqs {bt['max_seqs']}`: mkc "
