@@ -32,8 +32,10 @@
 #ifndef MKC_MM_STAGES
 #define MKC_MM_STAGES 3
 #endif
-/* and 1 KB to start the ring on 1024 bytes, as wgmma's swizzle needs */
-#define MKC_MM_SMEM (MKC_MM_STAGES * (MKC_MM_TM + MKC_MM_TN) * MKC_MM_TK * 2 + 1024)
+/* and 1 KB to start the ring on 1024 bytes, as wgmma's swizzle needs, and
+ * two 8-byte barriers a stage for the TMA tile (backends/cuda/mma.cuh) */
+#define MKC_MM_SMEM \
+	(MKC_MM_STAGES * (MKC_MM_TM + MKC_MM_TN) * MKC_MM_TK * 2 + 1024 + 16 * MKC_MM_STAGES)
 
 /* the decode attention bodies (attention.cuh): the head size, a multiple
  * of the warp, at most this */

@@ -44,6 +44,8 @@ typedef struct {
 	                               lane groups; 0: no warps (a lane is a thread) */
 	bool mma;                   /* a chunk's products on tensor cores (backends/cuda/mma.cuh,
 	                               in bodies), in dynamic shared memory */
+	bool tma;                   /* their operands by TMA, through the maps the runtime makes
+	                               (backends/cuda/tma.h, exec.cuh's MKC_TMAP) */
 	/* mkc test: a shell command that builds $W/model.EXT and $W/main.EXT
 	 * (the harness) into $W/run; $F: the flags of --tsan or $MKC_TEST_CFLAGS */
 	const char *test_build;

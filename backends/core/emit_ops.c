@@ -620,6 +620,31 @@ mkc_emit_mma(const mkc_emitter *e, const mkc_node *n)
 }
 
 /*
+ * Whether a tensor-core tile of n may read its operands by TMA (mma.cuh's
+ * mkc_tma_tile): a bf16 x, and x and the weights each a 2-D tensor with a
+ * buffer of its own (not a view of another's), for which the CUDA
+ * runtime makes a map (exec.cuh's mkc_tmaps: an intermediate or a weight;
+ * an input's pointer changes every step). The maps hold the buffer's
+ * rows, so tokens past the step's and features past the weight's read as
+ * zeros, as mkc_mm_load gives them.
+ */
+static bool
+tma_one(const mkc_emitter *e, const mkc_tensor *t, mkc_tensor_kind kind)
+{
+	return t && t->kind == kind && t->rank == 2 && is_bf16(t) &&
+	       mkc_dim_is_const(t->shape[1]) && t->shape[1].c % 64 == 0 &&
+	       !(e->p->view_of && e->p->view_of[t->id] >= 0);
+}
+
+static bool
+tma_operands(const mkc_emitter *e, const mkc_node *n)
+{
+	return e->t->tma && tma_one(e, n->in[0], MKC_TK_INTERMEDIATE) &&
+	       tma_one(e, n->in[1], MKC_TK_WEIGHT) &&
+	       (n->op != MKC_OP_GLU || tma_one(e, n->in[2], MKC_TK_WEIGHT));
+}
+
+/*
  * Gemm, and Glu (passes/fuse_glu.c): the tensor-core tile where
  * mkc_emit_mma takes it (Glu's up weight beside the gate's, y in float32
  * or, narrowed, bf16), else a product by rows on a GPU, else the general
@@ -638,10 +663,15 @@ emit_gemm(mkc_emitter *e, const mkc_node *n)
 		const mkc_tensor *cx = !glu && n->nin > 2 ? n->in[2] : NULL;
 		fprintf(e->f, "\tif (lo[0] < hi[0])\n\t\tmkc_mma_tile<%s, %s, %s>(y.p, y.s[0], x0.p, "
 			"x0.s[0], (const uint16_t *)x1.p, %s, x1.s[0], %s, %s, hi[0], hi[1], x0.d[1], "
-			"lo[0], lo[1], mkc_dyn_smem);\n", is_bf16(n->in[0]) ? "true" : "false",
+			"lo[0], lo[1], mkc_dyn_smem", is_bf16(n->in[0]) ? "true" : "false",
 			glu ? "true" : "false", is_bf16(n->out[0]) ? "true" : "false",
 			glu ? "(const uint16_t *)x2.p" : "NULL", cx ? "(const float *)x2.p" : "NULL",
 			cx && cx->rank == 2 ? "x2.s[0]" : "0");
+		/* by TMA: the maps of x and the weights (slots 0, 1 and a Glu's 2) */
+		if (tma_operands(e, n))
+			fprintf(e->f, ", MKC_TMAP(m, bi[0]), MKC_TMAP(m, bi[1]), %s",
+				glu ? "MKC_TMAP(m, bi[2])" : "NULL");
+		fputs(");\n", e->f);
 		return 0;
 	}
 	if (is_bf16(n->in[0]) || is_bf16(n->out[0]))

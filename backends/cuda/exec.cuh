@@ -54,8 +54,15 @@ struct mkc_status {
 	mkc_rt_bad bad;
 };
 
+#ifndef MKC_TMA
+#define MKC_TMA 0   /* the HIP target: no tensor maps (backends/cuda/tma.h) */
+#endif
+
 struct mkc_model {              /* what tile functions see, in device memory */
 	void *buf[MKC_NTENSORS];
+#if MKC_TMA
+	const struct mkc_tmap *tmap;   /* tensor t's map at [t], or NULL: no TMA (mkc_tmaps) */
+#endif
 	int64_t sym[MKC_NSYMS + 1];
 	struct mkc_status *status;
 	const int *qdesc;           /* the task descriptors (mkc_qdesc_kernel) */
@@ -78,6 +85,13 @@ mkc_dev_fail_index(struct mkc_model *m, int node, const mkc_rt_bad *bad)
 
 #define MKC_FAIL_INDEX(m, node, bad) mkc_dev_fail_index(m, node, bad)
 
+/* tensor t's map, for a TMA tile's operand (mma.cuh), or NULL: the tile loads by cp.async */
+#if MKC_TMA
+#define MKC_TMAP(m, t) ((m)->tmap ? (const void *)((m)->tmap + (t)) : (const void *)NULL)
+#else
+#define MKC_TMAP(m, t) ((const void *)NULL)
+#endif
+
 struct mkc_gpu_host {
 	void *buf[MKC_NTENSORS];    /* device pointers */
 	unsigned char owned[MKC_NTENSORS];
@@ -94,6 +108,12 @@ struct mkc_gpu_host {
 	double timeout_s;
 	long long timeout_cycles;
 	char err[512];
+#if MKC_TMA
+	mkc_tma_encoder tma_enc;    /* NULL: no TMA here (not sm_90, or no encoder) */
+	struct mkc_tmap *tmap;      /* device memory, a map a tensor (mkc_tmaps) */
+	struct mkc_tmap *tmap_h;    /* its host copy (aligned as the type asks) */
+	void *tmap_of[MKC_NTENSORS];   /* the pointer each map was made for */
+#endif
 #if MKC_PROFILE
 	unsigned long long *prof;   /* device memory */
 	long long prof_count;       /* steps recorded since the last call began */
@@ -660,6 +680,72 @@ mkc_upload_tables(mkc_host *m)
 	return 0;
 }
 
+/*
+ * The TMA tiles' tensor maps (backends/cuda/tma.h): on an sm_90 device
+ * whose driver has the encoder, a map for every tensor a tile may read
+ * through one, a bf16 matrix [rows, k] with k a multiple of 64 (an
+ * activation or a weight; an input's pointer changes each step, so a
+ * product reading one is emitted without maps), made before the first
+ * launch and again for a weight bound since (its pointer changed). A map
+ * that will not encode turns TMA off for the model: the tiles then load
+ * by cp.async, as where there is none.
+ */
+static int
+mkc_tma_create(mkc_host *m, int dev)
+{
+#if MKC_TMA
+	int major;
+	if (MKC_GPU(m, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)))
+		return -1;
+	m->tma_enc = major == 9 ? mkc_tma_find_encoder() : NULL;
+	if (!m->tma_enc)
+		return 0;
+	const size_t bytes = MKC_NTENSORS * sizeof *m->tmap;
+	m->tmap_h = (struct mkc_tmap *)aligned_alloc(alignof(struct mkc_tmap), bytes);
+	if (!m->tmap_h) {
+		mkc_seterr(m, "out of host memory for the tensor maps (%zu bytes)", bytes);
+		return -1;
+	}
+	memset(m->tmap_h, 0, bytes);
+	return MKC_GPU(m, cudaMalloc((void **)&m->tmap, bytes));
+#else
+	(void)m, (void)dev;
+	return 0;
+#endif
+}
+
+static int
+mkc_tmaps(mkc_host *m)
+{
+#if MKC_TMA
+	if (!m->tma_enc)
+		return 0;
+	int made = 0;
+	for (int t = 0; t < MKC_NTENSORS; t++) {
+		const mkc_rt_tensor_info *ti = &mkc_tensors[t];
+		const mkc_rt_dim *k = &ti->dims[1];
+		if ((ti->kind != MKC_RT_ACT && ti->kind != MKC_RT_WEIGHT) || ti->dtype != 16 ||
+		    ti->esize != 2 || ti->rank != 2 || k->s[0] >= 0 || k->s[1] >= 0 || k->c % 64 ||
+		    !m->buf[t] || m->tmap_of[t] == m->buf[t])
+			continue;
+		const int64_t rows = mkc_numel(m, t, 1) / k->c;
+		if (rows < 1 || mkc_tma_map(m->tma_enc, &m->tmap_h[t], m->buf[t], rows, k->c,
+					    ti->kind == MKC_RT_WEIGHT ? MKC_TMA_WROWS : MKC_MM_TM)) {
+			m->tma_enc = NULL;   /* every tile by cp.async */
+			return 0;
+		}
+		m->tmap_of[t] = m->buf[t];
+		made = 1;
+	}
+	return made ? MKC_GPU(m, mkc_copy(m->stream, m->tmap, m->tmap_h,
+					  MKC_NTENSORS * sizeof *m->tmap_h, cudaMemcpyHostToDevice))
+		    : 0;
+#else
+	(void)m;
+	return 0;
+#endif
+}
+
 static int
 mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double timeout_s)
 {
@@ -706,7 +792,8 @@ mkc_model_create(mkc_host **out, int nthreads, unsigned shuffle_seed, double tim
 	    mkc_upload_tables(m))
 		return -1;
 	mkc_qdesc_kernel<<<(MKC_NTASKS + 255) / 256, 256, 0, m->stream>>>(m->qdesc);
-	if (MKC_GPU(m, cudaGetLastError()) || MKC_GPU(m, cudaStreamSynchronize(m->stream)))
+	if (MKC_GPU(m, cudaGetLastError()) || MKC_GPU(m, cudaStreamSynchronize(m->stream)) ||
+	    mkc_tma_create(m, dev))
 		return -1;
 #if MKC_PROFILE
 	if (MKC_GPU(m, cudaMalloc((void **)&m->prof, MKC_PROF_WORDS * sizeof *m->prof)))
@@ -726,6 +813,10 @@ mkc_model_destroy(mkc_host *m)
 	mkc_gpu_free(m->status);
 	mkc_gpu_free(m->dev);
 	mkc_gpu_free(m->qdesc);
+#if MKC_TMA
+	mkc_gpu_free(m->tmap);
+	free(m->tmap_h);
+#endif
 #if MKC_PROFILE
 	mkc_gpu_free(m->prof);
 #endif
@@ -765,6 +856,11 @@ static int
 mkc_upload_view(mkc_host *m)
 {
 	struct mkc_model view;
+	if (mkc_tmaps(m))
+		return -1;
+#if MKC_TMA
+	view.tmap = m->tma_enc ? m->tmap : NULL;
+#endif
 	memcpy(view.buf, m->buf, sizeof view.buf);
 	memcpy(view.sym, m->sym, sizeof view.sym);
 	view.status = m->status;

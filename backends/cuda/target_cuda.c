@@ -11,7 +11,7 @@ const mkc_target mkc_target_cuda = {
 	.name = "cuda",
 	.ext = "cu",
 	.headers = "#include <cuda_runtime.h>\n" MKC_STD_HEADERS,
-	.prelude = (const char *const[]){"backends/cuda/sync.cuh", NULL},
+	.prelude = (const char *const[]){"backends/cuda/sync.cuh", "backends/cuda/tma.h", NULL},
 	.exec = (const char *const[]){"backends/cuda/exec.cuh", NULL},
 	.bodies = (const char *const[]){MKC_GPU_BODIES, "backends/cuda/mma.cuh", NULL},
 	.api = "runtime/api.h",
@@ -21,6 +21,7 @@ const mkc_target mkc_target_cuda = {
 	.half_types = false,
 	.warp = 32,
 	.mma = true,
+	.tma = true,
 	/* sm_90a: the H200 the GPU tests run on; NVCC names another nvcc */
 	.test_build = "${NVCC:-nvcc} -gencode=arch=compute_90a,code=sm_90a -O2 "
 		      "-Xcompiler -Wall,-Wextra -Werror all-warnings -o $W/run $W/model.cu $W/main.cu",

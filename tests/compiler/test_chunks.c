@@ -349,3 +349,26 @@ Test(chunks, product_inputs_are_bf16_where_tensor_cores_read_them, .timeout = 12
 	mkc_shell(cmd, out, sizeof out);
 	cr_expect_str_eq(out, "0\n", "the c target: %s", out);
 }
+
+/*
+ * The CUDA target's tensor-core tiles with a bf16 x read x and their
+ * weights by TMA (backends/cuda/mma.cuh's mkc_tma_tile), through the maps
+ * the runtime makes for each tensor (exec.cuh's mkc_tmaps): every such
+ * call passes x's and the weight's (and a Glu's up weight's); o_proj,
+ * whose x is the attention's float32 rows, passes none; the HIP target,
+ * which has no TMA, none.
+ */
+Test(chunks, bf16_products_read_their_operands_through_tensor_maps, .timeout = 120)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s " CHUNK "llama_tiny_d64 --max-chunk 16 "
+		 "-o $d/m.cu && grep -c 'mkc_mma_tile<true.*MKC_TMAP(m, bi\\[0\\]), MKC_TMAP(m, "
+		 "bi\\[1\\]), ' $d/m.cu; grep -c 'mkc_mma_tile<true, true.*MKC_TMAP(m, "
+		 "bi\\[2\\]));' $d/m.cu; grep -c 'mkc_mma_tile<false.*MKC_TMAP' $d/m.cu; "
+		 "%s " CHUNK "llama_tiny_d64 --max-chunk 16 --target hip -o $d/m.hip && "
+		 "grep -c 'MKC_TMAP(m, bi' $d/m.hip; rm -rf $d",
+		 mkc_bin(), mkc_bin());
+	mkc_shell(cmd, out, sizeof out);
+	/* the q/k/v and down bodies and the Glu; the Glu's up weight; o_proj none; hip none */
+	cr_expect_str_eq(out, "4\n1\n0\n0\n", "%s", out);
+}

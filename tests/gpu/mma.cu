@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "rt_stub.cuh"
+#include "../../backends/cuda/tma.h"
 
 #include "../../backends/c/scalar.h"
 #include "../../backends/c/elementwise.h"
@@ -42,7 +43,10 @@
  * The tile a variant: 0 mma.sync, 1 mkc_mma_tile inlined into the kernel
  * (wgmma for a bf16 x on sm_90a), 2 the same behind a call, as the
  * megakernel's bodies are (ptxas then serialises the wgmma instructions:
- * its C7510 note).
+ * its C7510 note); 3 and 4 mma.cuh's mkc_tma_tile behind a call, 128 and
+ * 256 weight rows a tile, three stages (a bf16 x only). Its operands'
+ * tensor maps lie in global memory, as an emitted file's do: x, the
+ * weight, the up weight.
  */
 template <bool XH, bool GLU, bool YH>
 static __device__ __noinline__ void
@@ -52,13 +56,28 @@ tile_call(void *y, const void *x, const uint16_t *w, const uint16_t *u, const fl
 	mkc_mma_tile<XH, GLU, YH>(y, n, x, k, w, u, k, c, n, m, n, k, m0, n0, smem);
 }
 
+static __device__ struct mkc_tmap tma_maps[3];
+
+template <int TN, bool GLU, bool YH>
+static __device__ __noinline__ void
+tma_call(void *y, const float *c, int64_t m, int64_t n, int64_t k, int64_t m0, int64_t n0,
+	 void *smem)
+{
+	mkc_tma_tile<TN, 3, GLU, YH>(y, n, &tma_maps[0], &tma_maps[1], &tma_maps[2], c, n, m, n, k,
+				     m0, n0, smem);
+}
+
+/* a variant's weight rows a tile, and its shared memory */
+#define TILE_ROWS(V) ((V) == 4 ? 256 : MKC_MM_TN)
+#define TILE_SMEM(V) ((V) >= 3 ? MKC_TMA_SMEM(TILE_ROWS(V), 3) : MKC_MM_SMEM)
+
 template <int V, bool XH, bool ADD, bool GLU, bool YH>
 static __global__ void __launch_bounds__(MKC_THREADS, 1)
 mma_kernel(void *y, const void *x, const uint16_t *w, const uint16_t *u, int64_t m, int64_t n,
 	   int64_t k, int reps)
 {
 	extern __shared__ __align__(128) unsigned char smem[];
-	const int64_t tw = GLU ? MKC_MM_TN / 2 : MKC_MM_TN;   /* a tile's features */
+	const int64_t tw = GLU ? TILE_ROWS(V) / 2 : TILE_ROWS(V);   /* a tile's features */
 	const int64_t tm = (m + MKC_MM_TM - 1) / MKC_MM_TM, tn = (n + tw - 1) / tw;
 	const float *c = ADD ? (const float *)y : NULL;
 	for (int r = 0; r < reps; r++)
@@ -70,8 +89,10 @@ mma_kernel(void *y, const void *x, const uint16_t *w, const uint16_t *u, int64_t
 			else if (V == 1)
 				mkc_mma_tile<XH, GLU, YH>(y, n, x, k, w, u, k, c, n, m, n, k, m0, n0,
 							  smem);
-			else
+			else if (V == 2)
 				tile_call<XH, GLU, YH>(y, x, w, u, c, m, n, k, m0, n0, smem);
+			else if (V >= 3 && XH)
+				tma_call<TILE_ROWS(V), GLU, YH>(y, c, m, n, k, m0, n0, smem);
 		}
 }
 
@@ -97,6 +118,26 @@ static double
 frand(void)
 {
 	return rand() / (double)RAND_MAX * 2 - 1;
+}
+
+/* x [m, k], w and u [n, k] (u only for a Glu), as exec.cuh's mkc_tmaps makes them */
+template <bool GLU>
+static void
+tma_set(const void *x, const void *w, const void *u, int64_t m, int64_t n, int64_t k)
+{
+	static mkc_tma_encoder enc;
+	if (!enc && !(enc = mkc_tma_find_encoder())) {
+		fprintf(stderr, "no cuTensorMapEncodeTiled\n");
+		exit(1);
+	}
+	struct mkc_tmap t[3];
+	if (mkc_tma_map(enc, &t[0], (void *)x, m, k, MKC_MM_TM) ||
+	    mkc_tma_map(enc, &t[1], (void *)w, n, k, MKC_TMA_WROWS) ||
+	    mkc_tma_map(enc, &t[2], (void *)(GLU ? u : w), n, k, MKC_TMA_WROWS)) {
+		fprintf(stderr, "cuTensorMapEncodeTiled failed\n");
+		exit(1);
+	}
+	CHECK(cudaMemcpyToSymbol(tma_maps, t, sizeof t));
 }
 
 static int failures;
@@ -128,10 +169,12 @@ check(int64_t m, int64_t n, int64_t k)
 		CHECK(cudaMemset(dy, 0xff, ny * 2));   /* bf16 NaNs */
 	else
 		CHECK(cudaMemcpy(dy, y0, ny * 4, cudaMemcpyHostToDevice));
+	if (V >= 3)
+		tma_set<GLU>(dx, dw, (uint16_t *)dw + nw, m, n, k);
 	CHECK(cudaFuncSetAttribute(mma_kernel<V, XH, ADD, GLU, YH>,
-				   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_MM_SMEM));
-	mma_kernel<V, XH, ADD, GLU, YH><<<7, MKC_THREADS, MKC_MM_SMEM>>>(dy, dx, (uint16_t *)dw,
-									 (uint16_t *)dw + nw, m, n, k, 1);
+				   cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM(V)));
+	mma_kernel<V, XH, ADD, GLU, YH><<<7, MKC_THREADS, TILE_SMEM(V)>>>(dy, dx, (uint16_t *)dw,
+									  (uint16_t *)dw + nw, m, n, k, 1);
 	CHECK(cudaGetLastError());
 	CHECK(cudaMemcpy(y, dy, ny * ys, cudaMemcpyDeviceToHost));
 	double big = 0, err = 0;
@@ -182,12 +225,14 @@ timeit(const char *what, int64_t m, int64_t n, int64_t k)
 	CHECK(cudaMemcpy(dx, h, nx * 4, cudaMemcpyHostToDevice));
 	CHECK(cudaMemcpy(dw, h, nw * 2, cudaMemcpyHostToDevice));
 	free(h);
+	if (V >= 3)
+		tma_set<GLU>(dx, dw, (uint16_t *)dw + (GLU ? nw / 2 : 0), m, n, k);
 	CHECK(cudaFuncSetAttribute(mma_kernel<V, XH, false, GLU, GLU>,
-				   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_MM_SMEM));
+				   cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM(V)));
 	int sms;
 	CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
 	double t = 1e-3 * median_ms([&] {
-		mma_kernel<V, XH, false, GLU, GLU><<<sms, MKC_THREADS, MKC_MM_SMEM>>>(
+		mma_kernel<V, XH, false, GLU, GLU><<<sms, MKC_THREADS, TILE_SMEM(V)>>>(
 			dy, dx, (uint16_t *)dw, (uint16_t *)dw + (GLU ? nw / 2 : 0), m, n, k, 1);
 	});
 	printf("mma%d%s %-20s %5lld x %5lld x %5lld  %8.1f us  %6.1f TFLOPS\n", V,
@@ -206,6 +251,20 @@ time_products(void)
 	timeit<V, XH, true>("gate/up glu, bf16 y", 1024, 8192, 2048);
 	timeit<V, XH>("down_proj", 1024, 2048, 8192);
 	timeit<V, XH>("lm head", 1024, 128256, 2048);
+}
+
+/* the TMA tile's cases: a bf16 x, partial tiles both ways, residual, Glu */
+template <int V>
+static void
+check_tma(void)
+{
+	check<V, true, false>(77, 130, 320);
+	check<V, true, false>(300, 520, 192);
+	check<V, true, true>(256, 256, 1024);
+	check<V, true, false, true, true>(130, 72, 256);
+	check<V, true, false, true, false>(1, 64, 128);
+	check<V, true, false, true, true>(128, 300, 128);
+	check<V, true, false, false, true>(129, 260, 64);
 }
 
 template <int V>
@@ -344,17 +403,29 @@ time_attn(int64_t sq, int64_t l)
 	cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dy);
 }
 
+/* ./mma: every check and timing; ./mma tma: the TMA tile's only */
 int
-main(void)
+main(int argc, char **argv)
 {
 	srand(7);
+	if (argc > 1 && strcmp(argv[1], "tma") == 0) {
+		check_tma<3>();
+		check_tma<4>();
+		time_products<3, true>();
+		time_products<4, true>();
+		return failures ? 1 : 0;
+	}
 	check_products<0>();
 	check_products<1>();
 	check_products<2>();
+	check_tma<3>();
+	check_tma<4>();
 	time_products<0, false>();
 	time_products<0, true>();
 	time_products<1, true>();
 	time_products<2, true>();
+	time_products<3, true>();
+	time_products<4, true>();
 	check_attn<64, float>(4, 2, 7, 12, 2);
 	check_attn<64, float>(2, 1, 200, 200, 2);
 	check_attn<64, float>(4, 4, 33, 100, 0);
