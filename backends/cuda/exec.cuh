@@ -694,10 +694,7 @@ static int
 mkc_tma_create(mkc_host *m, int dev)
 {
 #if MKC_TMA
-	int major;
-	if (MKC_GPU(m, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)))
-		return -1;
-	m->tma_enc = major == 9 ? mkc_tma_find_encoder() : NULL;
+	m->tma_enc = mkc_tma_find_encoder(dev);
 	if (!m->tma_enc)
 		return 0;
 	const size_t bytes = MKC_NTENSORS * sizeof *m->tmap;

@@ -29,10 +29,14 @@ typedef int (*mkc_tma_encoder)(struct mkc_tmap *map, int dtype, unsigned rank, v
 			       const unsigned *box, const unsigned *elem_strides, int interleave,
 			       int swizzle, int l2_promotion, int oob_fill);
 
-/* the driver's encoder, or NULL where it has none */
+/* the driver's encoder where device dev is sm_90 and the driver has one, else NULL */
 static mkc_tma_encoder MKC_UNUSED
-mkc_tma_find_encoder(void)
+mkc_tma_find_encoder(int dev)
 {
+	int major = 0;
+	if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+	    major != 9)
+		return NULL;
 	void *fn = NULL;
 	cudaDriverEntryPointQueryResult q;
 #if CUDART_VERSION >= 12050

@@ -126,8 +126,8 @@ static void
 tma_set(const void *x, const void *w, const void *u, int64_t m, int64_t n, int64_t k)
 {
 	static mkc_tma_encoder enc;
-	if (!enc && !(enc = mkc_tma_find_encoder())) {
-		fprintf(stderr, "no cuTensorMapEncodeTiled\n");
+	if (!enc && !(enc = mkc_tma_find_encoder(0))) {
+		fprintf(stderr, "no TMA here (not sm_90, or no cuTensorMapEncodeTiled)\n");
 		exit(1);
 	}
 	struct mkc_tmap t[3];
