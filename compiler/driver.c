@@ -101,6 +101,9 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		/* a GPU block of a step's tokens is a tensor-core tile's rows; the C
 		 * target's few rows let tests with short chunks cross blocks */
 		.chunk_rows = o->wide_target ? 128 : 4,
+		/* a Glu tile by TMA of 256 weight rows: 366 -> 498 TFLOPS at the 1B
+		 * shape's 1024-token chunk (H100, session 28, tests/gpu/mma.cu) */
+		.wide_glu = o->tma_products,
 		.max_dim = o->max_dim,
 		.no_reuse = o->no_reuse,
 	};

@@ -329,6 +329,7 @@ compile(const options *o)
 		.no_fuse = o->no_fuse,
 		.wide_target = tt->warp > 0,
 		.tc_products = tt->mma,
+		.tma_products = tt->tma,
 		.kv_dtype = (mkc_dtype)o->kv_dtype,
 		.max_chunk = o->max_chunk,
 		.max_seqs = o->max_seqs,

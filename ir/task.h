@@ -68,6 +68,8 @@ typedef struct {
 	int64_t matmul_tile_cols;  /* output columns per weight-streaming tile */
 	int64_t matmul_min_cols;   /* fewest columns a tile, when spreading over workers */
 	int64_t chunk_rows;        /* a step's tokens: fewest rows a block of them (0: 128) */
+	bool wide_glu;             /* a Glu's tiles past a chunk's first block take
+	                              matmul_tile_cols rows of each weight, not half */
 	int64_t max_dim;           /* every symbol's largest value (0: 4096) */
 	bool no_reuse;             /* memory: every intermediate gets its own buffer */
 } mkc_target_params;

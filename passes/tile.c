@@ -682,9 +682,16 @@ tile_node(mkc_plan *p, mkc_node *n)
 	 * its body walks flat: a block's columns cut took 250 us a tile) */
 	int raxis = chunk_axis(p, n, m, axis);
 	int64_t rows = 0, nblocks = 1, sub = 0;
+	int kw = 0;   /* the tiles of each block past the first (0: k) */
 	if (raxis >= 0) {
 		nblocks = chunk_blocks(p, &rows);
 		k = chunk_tiles(p, n, m, axis, rows, k);
+		/* a Glu's blocks past the first in tiles twice as wide (a TMA
+		 * tile of 256 weight rows re-reads a third less from L2); the
+		 * first, all a short prompt runs, keeps more tiles than workers
+		 * would get of the wide ones */
+		if (p->tp.wide_glu && two_weights(n) && by_columns(n, m) && nblocks > 1)
+			kw = (k + 1) / 2;
 		if ((m == MAP_ROWS && axis < 0) || m == MAP_GATHER)
 			k = rows_tiles(n, rows);
 		if ((m == MAP_ELEMENTWISE || m == MAP_ROWS || m == MAP_GATHER) && k > 1) {
@@ -693,12 +700,17 @@ tile_node(mkc_plan *p, mkc_node *n)
 			sub = rows / k;
 		}
 	}
-	for (int i = 0; i < k * nblocks; i++) {
-		mkc_task *t = mkc_plan_add_task(p, n, i, (int)(k * nblocks));
+	int total = kw ? k + (int)(nblocks - 1) * kw : k * (int)nblocks;
+	for (int i = 0; i < total; i++) {
+		/* tile c of kb in block blk */
+		int blk = i / k, c = i % k, kb = k;
+		if (kw && i >= k)
+			blk = 1 + (i - k) / kw, c = (i - k) % kw, kb = kw;
+		mkc_task *t = mkc_plan_add_task(p, n, i, total);
 		if (n->out[0])
-			t->out = sub ? mkc_box_full(n->out[0]) : tile_box(n->out[0], axis, i % k, k);
+			t->out = sub ? mkc_box_full(n->out[0]) : tile_box(n->out[0], axis, c, kb);
 		if (raxis >= 0) {
-			int64_t at = i / k * rows + (sub ? i % k * sub : 0);
+			int64_t at = blk * rows + (sub ? c * sub : 0);
 			t->out.lo[raxis] = mkc_dim_const(at);
 			t->out.hi[raxis] = mkc_dim_const(at + (sub ? sub : rows));
 			t->clamp = true;

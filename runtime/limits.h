@@ -36,6 +36,10 @@
  * two 8-byte barriers a stage for the TMA tile (backends/cuda/mma.cuh) */
 #define MKC_MM_SMEM \
 	(MKC_MM_STAGES * (MKC_MM_TM + MKC_MM_TN) * MKC_MM_TK * 2 + 1024 + 16 * MKC_MM_STAGES)
+/* a file whose Glu tiles past a chunk's first block take MKC_MM_TN rows of
+ * each weight (passes/tile.c's wide_glu; 145 KB at 3 stages) */
+#define MKC_MM_WIDE_SMEM \
+	(MKC_MM_STAGES * (MKC_MM_TM + 2 * MKC_MM_TN) * MKC_MM_TK * 2 + 1024 + 16 * MKC_MM_STAGES)
 
 /* the decode attention bodies (attention.cuh): the head size, a multiple
  * of the warp, at most this */

@@ -1245,8 +1245,14 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 		use_plan(e, plan_of(e, e->node0, c));
 		dyn = mkc_emit_attn_mma(e, file_node(e, c));
 	}
+	bool wide = false;
+	for (int c = 0; c < nnodes && e->mma && !wide; c++) {
+		use_plan(e, plan_of(e, e->node0, c));
+		wide = mkc_emit_mma_wide(e, file_node(e, c));
+	}
 	use_plan(e, 0);
-	fprintf(f, "#define MKC_DYN_SMEM %s\n", dyn ? "MKC_MM_SMEM" : "0");
+	fprintf(f, "#define MKC_DYN_SMEM %s\n",
+		wide ? "MKC_MM_WIDE_SMEM" : dyn ? "MKC_MM_SMEM" : "0");
 	emit_schedule(e);
 	emit_boxes(e);
 	emit_profile(e, o);

@@ -168,6 +168,10 @@ int mkc_emit_node(mkc_emitter *e, const mkc_node *n);
  * file then gives each worker MKC_MM_SMEM bytes of dynamic shared memory. */
 bool mkc_emit_mma(const mkc_emitter *e, const mkc_node *n);
 
+/* Whether Glu node n has tensor-core tiles of MKC_MM_TN rows of each
+ * weight (passes/tile.c's wide_glu), by TMA: MKC_MM_WIDE_SMEM bytes. */
+bool mkc_emit_mma_wide(const mkc_emitter *e, const mkc_node *n);
+
 /* Whether Attention node n's tiles run on tensor cores (mma.cuh's
  * mkc_attn_chunk_mma; e->mma set first): they take the same memory. */
 bool mkc_emit_attn_mma(const mkc_emitter *e, const mkc_node *n);

@@ -589,21 +589,23 @@ emit_matmul(mkc_emitter *e, const mkc_node *n)
  * tile's K step, alpha 1 (and beta 1 with C), C a residual shaped as y or a
  * bias [N], and every tile at most MKC_MM_TM rows by MKC_MM_TN columns; or
  * Glu n on those terms, its tiles half as many columns (each takes a row
- * of both weights).
+ * of both weights), or as many on a target with TMA (passes/tile.c's
+ * wide_glu). The widest tile's columns, or 0.
  */
 _Static_assert(MKC_MM_TK == 64, "ir/kernel.c's mkc_kernel_tc_gemm asks for K a multiple of 64");
 
-bool
-mkc_emit_mma(const mkc_emitter *e, const mkc_node *n)
+static int64_t
+mma_cols(const mkc_emitter *e, const mkc_node *n)
 {
 	if (!e->t->mma || !mkc_kernel_tc_gemm(n))
-		return false;
+		return 0;
 	const mkc_tensor *c = n->op == MKC_OP_GEMM && n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
 	if (c && !(c->dtype == MKC_DT_FLOAT && !is_bf16(c) &&
 		   (mkc_tensor_same_shape(c, y) ||
 		    (c->rank == 1 && mkc_dim_eq(c->shape[0], y->shape[1])))))
-		return false;
-	int tiles = 0;
+		return 0;
+	const int64_t most = n->op != MKC_OP_GLU || e->t->tma ? MKC_MM_TN : MKC_MM_TN / 2;
+	int64_t widest = 0;
 	for (int i = 0; i < e->p->tasks.n; i++) {
 		const mkc_task *t = MKC_TASK(e->p, i);
 		if (t->node != n)
@@ -611,12 +613,23 @@ mkc_emit_mma(const mkc_emitter *e, const mkc_node *n)
 		mkc_dim rows, cols;
 		if (!t->clamp || !mkc_dim_sub(t->out.hi[0], t->out.lo[0], &rows) ||
 		    !mkc_dim_sub(t->out.hi[1], t->out.lo[1], &cols) || !mkc_dim_is_const(rows) ||
-		    !mkc_dim_is_const(cols) || rows.c > MKC_MM_TM ||
-		    cols.c > MKC_MM_TN / (n->op == MKC_OP_GLU ? 2 : 1))
-			return false;
-		tiles++;
+		    !mkc_dim_is_const(cols) || rows.c > MKC_MM_TM || cols.c > most)
+			return 0;
+		widest = cols.c > widest ? cols.c : widest;
 	}
-	return tiles > 0;
+	return widest;
+}
+
+bool
+mkc_emit_mma(const mkc_emitter *e, const mkc_node *n)
+{
+	return mma_cols(e, n) > 0;
+}
+
+bool
+mkc_emit_mma_wide(const mkc_emitter *e, const mkc_node *n)
+{
+	return n->op == MKC_OP_GLU && mma_cols(e, n) > MKC_MM_TN / 2;
 }
 
 /*

@@ -633,11 +633,30 @@ mkc_tma_tile(void *y, int64_t ldy, const void *xm, const void *wm, const void *u
 }
 #endif
 
+/* the tile without maps: by cp.async for a bf16 x on sm_90a, else mma.sync */
+template <bool XH, bool GLU, bool YH>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_mma_tile_copied(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w,
+		    const uint16_t *u, int64_t ldw, const float *c, int64_t ldc, int64_t m,
+		    int64_t n, int64_t k, int64_t m0, int64_t n0, void *smem)
+{
+#if MKC_WGMMA
+	if (XH) {
+		mkc_wgmma_tile<GLU, YH>(y, ldy, (const uint16_t *)x, ldx, w, u, ldw, c, ldc, m, n, k,
+					m0, n0, smem);
+		return;
+	}
+#endif
+	mkc_mma_sync_tile<XH, GLU, YH>(y, ldy, x, ldx, w, u, ldw, c, ldc, m, n, k, m0, n0, smem);
+}
+
 /*
  * The tile: for a bf16 x where the build is for sm_90a, by TMA where x's and
  * the weights' tensor maps are given (xm, wm, and um for a Glu; the
  * emitted file makes them on the host, exec.cuh's mkc_tmaps), else by
- * cp.async; else mma.sync.
+ * cp.async; else mma.sync. A Glu tile of more than MKC_MM_TN / 2 features
+ * (passes/tile.c's wide_glu, MKC_MM_WIDE_SMEM) is one TMA tile of twice
+ * the weight rows, or without maps two of the usual width.
  */
 template <bool XH, bool GLU, bool YH>
 static __device__ __forceinline__ void MKC_UNUSED
@@ -646,21 +665,26 @@ mkc_mma_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w
 	     int64_t k, int64_t m0, int64_t n0, void *smem, const void *xm = NULL,
 	     const void *wm = NULL, const void *um = NULL)
 {
+	const bool wide = GLU && n - n0 > MKC_MM_TN / 2;
 #if MKC_WGMMA
 	if (XH && xm && wm && (um || !GLU)) {
-		mkc_tma_tile<MKC_MM_TN, MKC_MM_STAGES, GLU, YH>(y, ldy, xm, wm, um, c, ldc, m, n, k,
-								m0, n0, smem);
-		return;
-	}
-	if (XH) {
-		mkc_wgmma_tile<GLU, YH>(y, ldy, (const uint16_t *)x, ldx, w, u, ldw, c, ldc, m, n, k,
-					m0, n0, smem);
+		if (wide)
+			mkc_tma_tile<2 * MKC_MM_TN, MKC_MM_STAGES, GLU, YH>(y, ldy, xm, wm, um, c, ldc,
+									    m, n, k, m0, n0, smem);
+		else
+			mkc_tma_tile<MKC_MM_TN, MKC_MM_STAGES, GLU, YH>(y, ldy, xm, wm, um, c, ldc, m,
+									n, k, m0, n0, smem);
 		return;
 	}
 #else
 	(void)xm, (void)wm, (void)um;
 #endif
-	mkc_mma_sync_tile<XH, GLU, YH>(y, ldy, x, ldx, w, u, ldw, c, ldc, m, n, k, m0, n0, smem);
+	const int64_t half = n0 + MKC_MM_TN / 2;
+	mkc_mma_tile_copied<XH, GLU, YH>(y, ldy, x, ldx, w, u, ldw, c, ldc, m, wide ? half : n, k,
+					 m0, n0, smem);
+	if (wide)
+		mkc_mma_tile_copied<XH, GLU, YH>(y, ldy, x, ldx, w, u, ldw, c, ldc, m, n, k, m0,
+						 half, smem);
 }
 
 /*

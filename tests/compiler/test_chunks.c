@@ -372,3 +372,25 @@ Test(chunks, bf16_products_read_their_operands_through_tensor_maps, .timeout = 1
 	/* the q/k/v and down bodies and the Glu; the Glu's up weight; o_proj none; hip none */
 	cr_expect_str_eq(out, "4\n1\n0\n0\n", "%s", out);
 }
+
+/*
+ * On the CUDA target a Glu's tiles past a chunk's first block take twice
+ * the weight rows (passes/tile.c's wide_glu: one TMA tile of 256 rows,
+ * mma.cuh's mkc_mma_tile), and the file gives each worker the shared
+ * memory they need (MKC_MM_WIDE_SMEM); the first block keeps its narrower
+ * tiles (all a short prompt runs). The HIP target, without TMA, keeps
+ * every block's. Printed: tiles, first row, features a tile.
+ */
+Test(chunks, a_glu_past_the_first_block_takes_wide_tiles_by_tma, .timeout = 120)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && for t in cuda hip; do %s " CHUNK "llama_tiny_d64 "
+		 "--max-chunk 300 --workers 16 --target $t --dump-after=tile -o $d/m.$t 2>/dev/null | "
+		 "grep 'layers\\.0\\.mlp\\.gated (Glu)' | sed 's/.*\\[\\([0-9]*\\):[0-9]*,\\([0-9]*\\):"
+		 "\\([0-9]*\\)\\]/\\1 \\3 \\2/' | awk '{print $1, $2 - $3}' | uniq -c | "
+		 "awk '{print $1, $2, $3}'; done; grep -c 'define MKC_DYN_SMEM MKC_MM_WIDE_SMEM' "
+		 "$d/m.cuda; rm -rf $d", mkc_bin());
+	mkc_shell(cmd, out, sizeof out);
+	cr_expect_str_eq(out, "4 0 64\n2 128 128\n2 256 128\n4 0 64\n4 128 64\n4 256 64\n1\n", "%s",
+			 out);
+}

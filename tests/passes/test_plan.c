@@ -455,7 +455,8 @@ Test(plan, verify_refuses_a_task_that_leaves_elements_unwritten)
 
 /*
  * A chunked plan cut as for a GPU (blocks of 128 rows or more, products
- * 128 columns wide, the first block's over the workers), made on the C
+ * 128 columns wide, a Glu's past the first block as wide by TMA, the
+ * first block's over the workers), made on the C
  * build by every pass: the schedule check counts every element of every
  * output. A block of a norm's rows cut into runs was planned as one run
  * of half of them (session 26: a batch's tokens wrong on an H200); the C
@@ -479,7 +480,8 @@ Test(plan, chunked_plans_cut_for_a_gpu_write_every_row, .timeout = 120)
 			mkc_graph *g = mkc_load_model(ctx, cases[i].path);
 			cr_assert_not_null(g, "%s", errs());
 			mkc_driver_options d = {.workers = w, .wide_target = true, .tc_products = true,
-						.max_chunk = cases[i].chunk, .max_seqs = cases[i].seqs,
+						.tma_products = true, .max_chunk = cases[i].chunk,
+						.max_seqs = cases[i].seqs,
 						.max_seq = 8448, .max_dim = 8448};
 			mkc_plan *p = NULL;
 			cr_assert_eq(mkc_run_passes(g, &d, &p), 0, "%s, chunk %lld, %d workers: %s",
