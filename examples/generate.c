@@ -1,8 +1,9 @@
 /*
  * generate.c - text generation with a model compiled by mkc, the whole
  * decode loop in one call: llama_generate_with feeds the prompt one token
- * per step (or in chunks) and then each new token, the argmax of the
- * logits before it or a token drawn from them (--temperature ...); on a
+ * per step (or, compiled with --max-chunk, in chunks, the first new token
+ * drawn from the last chunk's logits) and then each new token, the argmax
+ * of the logits before it or a token drawn from them (--temperature ...); on a
  * GPU target every step runs inside ONE kernel launch (the choice of the
  * token and the feedback happen on the device). Prints the new tokens and
  * tokens/s.

@@ -827,13 +827,16 @@ mkc_gen_mask(mkc_host *m, void **buf)
 
 #if MKC_CAN_GENERATE && MKC_GEN_CHUNK_SYM >= 0
 /*
- * The first n prompt tokens in steps of up to the compiled chunk (their
- * logits unread): generate then runs its one-token loop from token n. One
- * launch a chunk, its inputs in buffers of the target's memory. The count
- * of tokens fed (n), or -1 with err set.
+ * The first n prompt tokens in steps of up to the compiled chunk: generate
+ * then runs its one-token loop from token n. With first, n is the whole
+ * prompt, and the last row of the last chunk's logits gives the first new
+ * token, drawn as s says for the position after the prompt's
+ * (mkc_sample_rows: the draw generate's loop makes), into *first; else the
+ * logits go unread. One launch a chunk, its inputs in buffers of the
+ * target's memory. The count of tokens fed (n), or -1 with err set.
  */
 static int
-mkc_prefill(mkc_host *m, const int64_t *prompt, int n)
+mkc_prefill(mkc_host *m, const int64_t *prompt, int n, const mkc_rt_sampling *s, int64_t *first)
 {
 	const int64_t most = mkc_sym_max[MKC_GEN_CHUNK_SYM];
 	void *in[MKC_NINPUTS + 1] = {0}, *outs[MKC_NOUTPUTS + 1] = {0};
@@ -850,17 +853,24 @@ mkc_prefill(mkc_host *m, const int64_t *prompt, int n)
 		rc = mkc_alloc_buf(m, bytes ? bytes : 1, &outs[o]);
 	}
 	for (int j = 0; j < n && rc == 0;) {
-		int s = n - j < most ? n - j : (int)most;
+		int c = n - j < most ? n - j : (int)most;
 		int64_t next = mkc_next_position(m);
-		for (int k = 0; k < s; k++)
+		for (int k = 0; k < c; k++)
 			pos[k] = next + k;
-		mkc_gen_dims(dims, s);
-		rc = mkc_store(m, in[MKC_GEN_IDS], prompt + j, (size_t)s * sizeof *pos);
+		mkc_gen_dims(dims, c);
+		rc = mkc_store(m, in[MKC_GEN_IDS], prompt + j, (size_t)c * sizeof *pos);
 		if (rc == 0 && MKC_GEN_POS >= 0)
-			rc = mkc_store(m, in[MKC_GEN_POS], pos, (size_t)s * sizeof *pos);
-		if (rc == 0 && (rc = mkc_step(m, (const void *const *)in, outs, dims)) == 0)
+			rc = mkc_store(m, in[MKC_GEN_POS], pos, (size_t)c * sizeof *pos);
+		if (rc == 0 && (rc = mkc_step(m, (const void *const *)in, outs, dims)) == 0) {
+			if (first && j + c == n) {
+				/* the logits' last row: [1, 1, vocab], or a row a token */
+				int64_t last = mkc_numel(m, mkc_outputs[MKC_GEN_LOGITS], 0) / MKC_GEN_VOCAB - 1,
+					at = next + c;
+				rc = mkc_sample_rows(m, outs[MKC_GEN_LOGITS], 1, s, &at, first, &last);
+			}
 			mkc_end_step(m);
-		j += s;
+		}
+		j += c;
 	}
 	for (int i = 0; i < MKC_NINPUTS; i++)
 		if (in[i])
@@ -874,12 +884,45 @@ mkc_prefill(mkc_host *m, const int64_t *prompt, int n)
 #else
 /* one token a step: generate's own loop takes the whole prompt */
 static int MKC_UNUSED
-mkc_prefill(mkc_host *m, const int64_t *prompt, int n)
+mkc_prefill(mkc_host *m, const int64_t *prompt, int n, const mkc_rt_sampling *s, int64_t *first)
 {
-	(void)m, (void)prompt, (void)n;
+	(void)m, (void)prompt, (void)n, (void)s, (void)first;
 	return 0;
 }
 #endif
+
+/*
+ * generate's prompt before its loop of one-token steps. A chunked file
+ * takes a prompt of several tokens in chunks and draws the first new token
+ * from the last one's logits into *first and g->out[0] (*done 1); the loop
+ * then starts from that token (*prompt, *n_prompt 1), for the rest of the
+ * new tokens (*steps: none after a stop token). Else the prompt but its
+ * last token goes in chunks where the file takes them (*done 0), the loop
+ * taking the rest. *steps: on entry, mkc_generate_check's. 0, or -1 with
+ * err set.
+ */
+static int MKC_UNUSED
+mkc_gen_prefill(mkc_host *m, const mkc_rt_gen *g, const int64_t **prompt, int *n_prompt,
+		int *steps, int64_t *first, int *done)
+{
+	*done = 0;
+	if (MKC_GEN_CHUNK_SYM < 0 || g->n_prompt < 2) {
+		const int fed = mkc_prefill(m, g->prompt, g->n_prompt - 1, NULL, NULL);
+		if (fed < 0)
+			return -1;
+		*prompt = g->prompt + fed, *n_prompt = g->n_prompt - fed, *steps -= fed;
+		return 0;
+	}
+	if (mkc_prefill(m, g->prompt, g->n_prompt, &g->s, first) < 0)
+		return -1;
+	g->out[0] = *first;
+	if (g->n_out)
+		*g->n_out = 1;
+	*done = 1;
+	*prompt = first, *n_prompt = 1;
+	*steps = mkc_is_stop(g, *first) ? 0 : g->n_new - 1;
+	return 0;
+}
 
 /* The position the next step writes: the count of cached positions. */
 static int64_t MKC_UNUSED

@@ -359,14 +359,18 @@ static int mkc_is_stop(const mkc_rt_gen *g, int64_t tok);
 static int64_t mkc_next_position(const mkc_host *m);
 static void mkc_end_step(mkc_host *m);
 static void mkc_gen_dims(int64_t *dims, int64_t s);
-static int mkc_prefill(mkc_host *m, const int64_t *prompt, int n);
+static int mkc_prefill(mkc_host *m, const int64_t *prompt, int n, const mkc_rt_sampling *s,
+		       int64_t *first);
 static int mkc_gen_mask(mkc_host *m, void **buf);
+static int mkc_gen_prefill(mkc_host *m, const mkc_rt_gen *g, const int64_t **prompt, int *n_prompt,
+			   int *steps, int64_t *first, int *done);
 
 /*
- * Generation on the C target: the prompt but its last token in chunks (a
- * model compiled with --max-chunk), then one step per token, the next
- * token (the argmax, or runtime/sample.h's draw) fed back from the host
- * (the GPU target keeps that loop inside its kernel). A stop token ends it.
+ * Generation on the C target: a prompt of several tokens in chunks (a
+ * model compiled with --max-chunk), the first new token drawn from the
+ * last chunk's logits; then one step per token, the next token (the
+ * argmax, or runtime/sample.h's draw) fed back from the host (the GPU
+ * target keeps that loop inside its kernel). A stop token ends it.
  */
 static int
 mkc_generate(mkc_host *m, const mkc_rt_gen *g)
@@ -379,11 +383,12 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 	if (mkc_generate_check(m, g, &steps))
 		return -1;
 	const int64_t *prompt = g->prompt;
-	int n_prompt = g->n_prompt;
-	int fed = mkc_prefill(m, prompt, n_prompt - 1);
-	if (fed < 0)
+	int n_prompt = g->n_prompt, done = 0;   /* done: tokens out before the loop */
+	int64_t first = -1;
+	if (mkc_gen_prefill(m, g, &prompt, &n_prompt, &steps, &first, &done))
 		return -1;
-	prompt += fed, n_prompt -= fed, steps -= fed;
+	if (steps == 0)
+		return 0;
 	int64_t ids = prompt[0], pos = 0, dims[MKC_NSYMS + 1];
 	mkc_gen_dims(dims, 1);
 	const void *in[MKC_NINPUTS + 1] = {0};
@@ -424,9 +429,9 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 		mkc_rt_sample_scratch sh;
 		ids = mkc_rt_sample(outs[MKC_GEN_LOGITS], MKC_GEN_VOCAB, MKC_GEN_LOGITS_F16, &g->s,
 				    (uint64_t)pos + 1, &sh, acc);
-		g->out[j - (n_prompt - 1)] = ids;
+		g->out[done + j - (n_prompt - 1)] = ids;
 		if (g->n_out)
-			*g->n_out = j - (n_prompt - 1) + 1;
+			*g->n_out = done + j - (n_prompt - 1) + 1;
 		if (mkc_is_stop(g, ids))
 			break;
 	}

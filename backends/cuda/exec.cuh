@@ -929,14 +929,16 @@ mkc_gen_begin(mkc_host *m, const void *const *in, void *const *outs, const int64
 }
 static int64_t mkc_next_position(const mkc_host *m);
 static void mkc_gen_dims(int64_t *dims, int64_t s);
-static int mkc_prefill(mkc_host *m, const int64_t *prompt, int n);
 static int mkc_gen_mask(mkc_host *m, void **buf);
+static int mkc_gen_prefill(mkc_host *m, const mkc_rt_gen *g, const int64_t **prompt, int *n_prompt,
+			   int *steps, int64_t *first, int *done);
 
 /*
- * Greedy decoding: the prompt but its last token in chunks, a launch each
- * (a model compiled with --max-chunk), then every one-token step in one
- * launch (mkc_kernel with io.steps > 0). The model's own device buffers take the
- * inputs and outputs; out is host memory.
+ * Generation: a prompt of several tokens in chunks, a launch each (a model
+ * compiled with --max-chunk), the first new token drawn from the last
+ * one's logits; then every one-token step in one launch (mkc_kernel with
+ * io.steps > 0). The model's own device buffers take the inputs and
+ * outputs; out is host memory.
  */
 static int
 mkc_generate(mkc_host *m, const mkc_rt_gen *g)
@@ -949,12 +951,13 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 	if (mkc_generate_check(m, g, &steps))
 		return -1;
 	const int64_t *prompt = g->prompt;
-	int n_prompt = g->n_prompt, ran[2] = {0, 0};
-	const int n_new = g->n_new;
-	const int fed = mkc_prefill(m, prompt, n_prompt - 1);
-	if (fed < 0)
+	int n_prompt = g->n_prompt, ran[2] = {0, 0}, done = 0;   /* done: tokens out before the loop */
+	int64_t tok0 = -1;
+	if (mkc_gen_prefill(m, g, &prompt, &n_prompt, &steps, &tok0, &done))
 		return -1;
-	prompt += fed, n_prompt -= fed, steps -= fed;
+	if (steps == 0)
+		return 0;
+	const int n_new = g->n_new - done;
 	int64_t dims[MKC_NSYMS + 1];
 	mkc_gen_dims(dims, 1);
 	void *in[MKC_NINPUTS + 1] = {0}, *outs[MKC_NOUTPUTS + 1] = {0};
@@ -1035,10 +1038,10 @@ mkc_generate(mkc_host *m, const mkc_rt_gen *g)
 #endif
 	{
 		const int written = ran[0] - (n_prompt - 1);
-		rc = MKC_GPU(m, mkc_copy(m->stream, g->out, dout, (size_t)written * sizeof *dout,
+		rc = MKC_GPU(m, mkc_copy(m->stream, g->out + done, dout, (size_t)written * sizeof *dout,
 					   cudaMemcpyDeviceToHost));
 		if (rc == 0 && g->n_out)
-			*g->n_out = written;
+			*g->n_out = done + written;
 	}
 out:
 	for (int i = 0; i < MKC_NINPUTS; i++)

@@ -58,7 +58,9 @@ run_beside_decode(const char *name, const char *flags, const char *prog)
  * the logits and caches of the same prompt a token at a time (to float
  * rounding: the products sum rows in another grouping); generate on both
  * files gives the same tokens, greedy or drawn from one seed (the draw
- * hashes the position, not the step); a step of 5 and one of 0 are refused.
+ * hashes the position, not the step), and so does a first token alone
+ * (the chunked file draws it from its last chunk's logits) or a stop token
+ * first; a step of 5 and one of 0 are refused.
  */
 Test(chunks, a_prompt_in_chunks_is_the_prompt_a_token_at_a_time, .timeout = 300)
 {
@@ -124,6 +126,15 @@ Test(chunks, a_prompt_in_chunks_is_the_prompt_a_token_at_a_time, .timeout = 300)
 		"  if (one_generate_with(d, prompt, 9, 6, &os, t3, NULL)) return 8;\n"
 		"  printf(\"drawn %s, another seed %s\\n\", memcmp(t1, t2, sizeof t1) ? \"differs\" : \"same\",\n"
 		"         memcmp(t3, t2, sizeof t1) ? \"differs\" : \"same\");\n"
+		"  int64_t f1[1], f2[1]; int n1 = -1;\n"
+		"  chunk_cache_reset(m); one_cache_reset(d);\n"
+		"  if (chunk_generate(m, prompt, 9, 1, f1) || one_generate(d, prompt, 9, 1, f2)) return 10;\n"
+		"  printf(\"one new %s, len %lld\\n\", f1[0] == f2[0] ? \"same\" : \"differs\",\n"
+		"         (long long)chunk_cache_len(m));\n"
+		"  chunk_sampling st = {0.0f, 0, 0.0f, 0, f2, 1};\n"
+		"  chunk_cache_reset(m);\n"
+		"  if (chunk_generate_with(m, prompt, 9, 6, &st, t1, &n1)) return 11;\n"
+		"  printf(\"stopped after %d, len %lld\\n\", n1, (long long)chunk_cache_len(m));\n"
 		"  chunk_cache_reset(m);\n"
 		"  printf(\"five: %d %s\\n\", feed(m, 0, 5, 0), chunk_last_error(m));\n"
 		"  printf(\"zero: %d %s\\n\", feed(m, 0, 0, 0), chunk_last_error(m));\n"
@@ -135,6 +146,9 @@ Test(chunks, a_prompt_in_chunks_is_the_prompt_a_token_at_a_time, .timeout = 300)
 	cr_expect(strstr(out, "caches same, logits same\n"), "%s", out);
 	cr_expect(strstr(out, "generate same, len 14\n"), "%s", out);
 	cr_expect(strstr(out, "drawn same, another seed differs\n"), "%s", out);
+	/* the first token alone, and a stop token first: the prompt's chunks only */
+	cr_expect(strstr(out, "one new same, len 9\n"), "%s", out);
+	cr_expect(strstr(out, "stopped after 1, len 9\n"), "%s", out);
 	cr_expect(strstr(out, "five: -1 seq_len = 5 is outside 0..4 (the compiled maximum)"), "%s",
 		  out);
 	cr_expect(strstr(out, "zero: -1 a step must append at least one position"), "%s", out);
