@@ -893,20 +893,22 @@ mkc_prefill(mkc_host *m, const int64_t *prompt, int n, const mkc_rt_sampling *s,
 
 /*
  * generate's prompt before its loop of one-token steps. A chunked file
- * takes a prompt of several tokens in chunks and draws the first new token
- * from the last one's logits into *first and g->out[0] (*done 1); the loop
- * then starts from that token (*prompt, *n_prompt 1), for the rest of the
- * new tokens (*steps: none after a stop token). Else the prompt but its
- * last token goes in chunks where the file takes them (*done 0), the loop
- * taking the rest. *steps: on entry, mkc_generate_check's. 0, or -1 with
- * err set.
+ * takes a prompt of three tokens or more in chunks and draws the first new
+ * token from the last one's logits into *first and g->out[0] (*done 1);
+ * the loop then starts from that token (*prompt, *n_prompt 1), for the
+ * rest of the new tokens (*steps: none after a stop token). Else the
+ * prompt but its last token goes in chunks where the file takes them
+ * (*done 0), the loop taking the rest: a chunk of two tokens runs the
+ * chunked plan, which costs more than two one-token steps (the 1B shape's
+ * 1024-token plan on an H100: 4.8 ms for a prompt of two, 2.6 ms as two
+ * steps). *steps: on entry, mkc_generate_check's. 0, or -1 with err set.
  */
 static int MKC_UNUSED
 mkc_gen_prefill(mkc_host *m, const mkc_rt_gen *g, const int64_t **prompt, int *n_prompt,
 		int *steps, int64_t *first, int *done)
 {
 	*done = 0;
-	if (MKC_GEN_CHUNK_SYM < 0 || g->n_prompt < 2) {
+	if (MKC_GEN_CHUNK_SYM < 0 || g->n_prompt < 3) {
 		const int fed = mkc_prefill(m, g->prompt, g->n_prompt - 1, NULL, NULL);
 		if (fed < 0)
 			return -1;

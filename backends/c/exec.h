@@ -366,7 +366,7 @@ static int mkc_gen_prefill(mkc_host *m, const mkc_rt_gen *g, const int64_t **pro
 			   int *steps, int64_t *first, int *done);
 
 /*
- * Generation on the C target: a prompt of several tokens in chunks (a
+ * Generation on the C target: a prompt of three tokens or more in chunks (a
  * model compiled with --max-chunk), the first new token drawn from the
  * last chunk's logits; then one step per token, the next token (the
  * argmax, or runtime/sample.h's draw) fed back from the host (the GPU

@@ -934,7 +934,7 @@ static int mkc_gen_prefill(mkc_host *m, const mkc_rt_gen *g, const int64_t **pro
 			   int *steps, int64_t *first, int *done);
 
 /*
- * Generation: a prompt of several tokens in chunks, a launch each (a model
+ * Generation: a prompt of three tokens or more in chunks, a launch each (a model
  * compiled with --max-chunk), the first new token drawn from the last
  * one's logits; then every one-token step in one launch (mkc_kernel with
  * io.steps > 0). The model's own device buffers take the inputs and

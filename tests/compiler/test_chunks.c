@@ -135,6 +135,9 @@ Test(chunks, a_prompt_in_chunks_is_the_prompt_a_token_at_a_time, .timeout = 300)
 		"  chunk_cache_reset(m);\n"
 		"  if (chunk_generate_with(m, prompt, 9, 6, &st, t1, &n1)) return 11;\n"
 		"  printf(\"stopped after %d, len %lld\\n\", n1, (long long)chunk_cache_len(m));\n"
+		"  chunk_cache_reset(m); one_cache_reset(d);\n"
+		"  if (chunk_generate(m, prompt, 2, 6, t1) || one_generate(d, prompt, 2, 6, t2)) return 12;\n"
+		"  printf(\"a prompt of two %s\\n\", memcmp(t1, t2, sizeof t1) ? \"differs\" : \"same\");\n"
 		"  chunk_cache_reset(m);\n"
 		"  printf(\"five: %d %s\\n\", feed(m, 0, 5, 0), chunk_last_error(m));\n"
 		"  printf(\"zero: %d %s\\n\", feed(m, 0, 0, 0), chunk_last_error(m));\n"
@@ -149,6 +152,7 @@ Test(chunks, a_prompt_in_chunks_is_the_prompt_a_token_at_a_time, .timeout = 300)
 	/* the first token alone, and a stop token first: the prompt's chunks only */
 	cr_expect(strstr(out, "one new same, len 9\n"), "%s", out);
 	cr_expect(strstr(out, "stopped after 1, len 9\n"), "%s", out);
+	cr_expect(strstr(out, "a prompt of two same\n"), "%s", out);
 	cr_expect(strstr(out, "five: -1 seq_len = 5 is outside 0..4 (the compiled maximum)"), "%s",
 		  out);
 	cr_expect(strstr(out, "zero: -1 a step must append at least one position"), "%s", out);
