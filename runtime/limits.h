@@ -32,14 +32,14 @@
 #ifndef MKC_MM_STAGES
 #define MKC_MM_STAGES 3
 #endif
-/* and 1 KB to start the ring on 1024 bytes, as wgmma's swizzle needs, and
- * two 8-byte barriers a stage for the TMA tile (backends/cuda/mma.cuh) */
-#define MKC_MM_SMEM \
-	(MKC_MM_STAGES * (MKC_MM_TM + MKC_MM_TN) * MKC_MM_TK * 2 + 1024 + 16 * MKC_MM_STAGES)
+/* a tile's shared memory for TN weight rows and ST stages
+ * (backends/cuda/mma.cuh): the ring, 1 KB to start it on 1024 bytes, as
+ * wgmma's swizzle needs, and two 8-byte barriers a stage for the TMA tile */
+#define MKC_MM_RING_SMEM(TN, ST) ((ST) * (MKC_MM_TM + (TN)) * MKC_MM_TK * 2 + 1024 + 16 * (ST))
+#define MKC_MM_SMEM MKC_MM_RING_SMEM(MKC_MM_TN, MKC_MM_STAGES)
 /* a file whose Glu tiles past a chunk's first block take MKC_MM_TN rows of
  * each weight (passes/tile.c's wide_glu; 145 KB at 3 stages) */
-#define MKC_MM_WIDE_SMEM \
-	(MKC_MM_STAGES * (MKC_MM_TM + 2 * MKC_MM_TN) * MKC_MM_TK * 2 + 1024 + 16 * MKC_MM_STAGES)
+#define MKC_MM_WIDE_SMEM MKC_MM_RING_SMEM(2 * MKC_MM_TN, MKC_MM_STAGES)
 
 /* the decode attention bodies (attention.cuh): the head size, a multiple
  * of the warp, at most this */

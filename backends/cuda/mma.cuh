@@ -39,9 +39,6 @@
 /* MKC_MM_TM, TN, TK, STAGES and SMEM: runtime/limits.h */
 
 static_assert(MKC_THREADS == 256, "mma.cuh's tile is eight warps");
-static_assert(MKC_MM_SMEM >= MKC_MM_STAGES * (MKC_MM_TM + MKC_MM_TN) * MKC_MM_TK * 2 + 1024 +
-			      16 * MKC_MM_STAGES,
-	      "the ring, room to start it on 1024 bytes for wgmma, and the TMA tile's barriers");
 
 /* the bf16 element offset of chunk c (8 elements) of row r in a stage */
 static __device__ __forceinline__ int MKC_UNUSED
@@ -304,9 +301,6 @@ mkc_mma_sync_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16
  * C7510 note; the megakernel's bodies are): about 10% of the tile's rate
  * in tests/gpu/mma.cu.
  */
-/* mkc_tma_tile's (below): its ring from the first 1024-byte boundary, then its barriers */
-#define MKC_TMA_SMEM(TN, ST) ((ST) * (MKC_MM_TM + (TN)) * MKC_MM_TK * 2 + 1024 + 16 * (ST))
-
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define MKC_WGMMA 1
 
@@ -469,7 +463,7 @@ mkc_wgmma_tile(void *y, int64_t ldy, const uint16_t *x, int64_t ldx, const uint1
  * describes. Rows past a map's rows arrive as zeros; x's rows past m (the
  * step's tokens) are read but not stored. Shared memory:
  * ST * (MKC_MM_TM + TN) * 128 bytes from the first 1024-byte boundary,
- * then 2 * ST barriers (MKC_TMA_SMEM).
+ * then 2 * ST barriers (runtime/limits.h's MKC_MM_RING_SMEM).
  *
  * x is written by other workers through the generic proxy and read here
  * through the async one: the thread that asks fences (fence.proxy.async)

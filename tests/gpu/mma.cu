@@ -69,7 +69,7 @@ tma_call(void *y, const float *c, int64_t m, int64_t n, int64_t k, int64_t m0, i
 
 /* a variant's weight rows a tile, and its shared memory */
 #define TILE_ROWS(V) ((V) == 4 ? 256 : MKC_MM_TN)
-#define TILE_SMEM(V) ((V) >= 3 ? MKC_TMA_SMEM(TILE_ROWS(V), 3) : MKC_MM_SMEM)
+#define TILE_SMEM(V) ((V) >= 3 ? MKC_MM_RING_SMEM(TILE_ROWS(V), 3) : MKC_MM_SMEM)
 
 template <int V, bool XH, bool ADD, bool GLU, bool YH>
 static __global__ void __launch_bounds__(MKC_THREADS, 1)
