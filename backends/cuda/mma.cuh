@@ -697,20 +697,27 @@ mkc_mma_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w
  * whole walk. The keys come MKC_MA_BK at a time: the block stages that
  * many keys and values in shared memory as bf16 (a float32 cache is
  * rounded on the way), rows of D values XOR-swizzled by 16-byte chunks as
- * the product tile's. Then each warp
+ * the product tile's, in two stages: the next block's loads are issued
+ * into registers before this block computes and stored into the other
+ * stage after it, so their latency hides behind the mma (one block at a
+ * time, they cost about 1 us a block on an H100: session 30). Then each
+ * warp
  *   - scores its rows against the block's keys: S = Q K^T by mma, the keys
  *     as column-major B fragments straight from their rows by ldmatrix;
- *   - masks what its rows may not see, and folds the block into a running
+ *   - masks what its rows may not see (a block that every row of the warp
+ *     sees whole is not masked), and folds the block into a running
  *     maximum and sum a row (an online softmax in base 2);
  *   - adds P V: P's float32 sums become the A fragments of the next mma
  *     where they lie (the accumulator's layout is the operand's), V's
  *     fragments by ldmatrix.trans.
  * A block past a warp's last visible key is loaded (the block's warps
  * share it) but not computed. The head size is a multiple of 64, at most
- * 128; smem holds 2 * MKC_MA_BK * D bf16. Every thread of the block calls
+ * 128; smem holds MKC_MA_SMEM(D) bytes. Every thread of the block calls
  * it (it synchronises the block).
  */
 #define MKC_MA_BK 64
+#define MKC_MA_SMEM(D) (2 * 2 * MKC_MA_BK * (D) * 2)   /* two stages of keys and values */
+static_assert(MKC_MA_SMEM(128) <= MKC_MM_SMEM, "the attention's stages fit the tile's memory");
 
 /* the bf16 element offset of 16-byte chunk c of row r in rows of D values */
 template <int D>
@@ -720,21 +727,37 @@ mkc_ma_swz(int r, int c)
 	return r * D + (((c & ~7) | ((c & 7) ^ (r & 7))) << 3);
 }
 
-/* eight values of a cache row as bf16 (zeros when !on) */
-static __device__ __forceinline__ uint4 MKC_UNUSED
-mkc_ma_ld8(const float *p, bool on)
+/*
+ * Eight values of a cache row in flight: loaded (zeros when !on), later
+ * stored to shared memory as bf16 (a float32 cache's rounded on the way),
+ * so that a block's loads can be issued before the block ahead computes.
+ */
+template <typename T>
+struct mkc_ma_raw {
+	uint4 x[sizeof(T) / 2];
+};
+
+template <typename T>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_ma_load(mkc_ma_raw<T> &r, const T *p, bool on)
 {
-	uint4 a = mkc_ld16<false>(p, on), b = mkc_ld16<false>(p + 4, on);
-	return make_uint4(mkc_mm_pack(__uint_as_float(a.x), __uint_as_float(a.y)),
-			  mkc_mm_pack(__uint_as_float(a.z), __uint_as_float(a.w)),
-			  mkc_mm_pack(__uint_as_float(b.x), __uint_as_float(b.y)),
-			  mkc_mm_pack(__uint_as_float(b.z), __uint_as_float(b.w)));
+	for (int i = 0; i < (int)(sizeof(T) / 2); i++)
+		r.x[i] = mkc_ld16<false>(p + i * (16 / sizeof(T)), on);
 }
 
 static __device__ __forceinline__ uint4 MKC_UNUSED
-mkc_ma_ld8(const uint16_t *p, bool on)
+mkc_ma_bf16(const mkc_ma_raw<float> &r)
 {
-	return mkc_ld16<false>(p, on);
+	return make_uint4(mkc_mm_pack(__uint_as_float(r.x[0].x), __uint_as_float(r.x[0].y)),
+			  mkc_mm_pack(__uint_as_float(r.x[0].z), __uint_as_float(r.x[0].w)),
+			  mkc_mm_pack(__uint_as_float(r.x[1].x), __uint_as_float(r.x[1].y)),
+			  mkc_mm_pack(__uint_as_float(r.x[1].z), __uint_as_float(r.x[1].w)));
+}
+
+static __device__ __forceinline__ uint4 MKC_UNUSED
+mkc_ma_bf16(const mkc_ma_raw<uint16_t> &r)
+{
+	return r.x[0];
 }
 
 static __device__ __forceinline__ void MKC_UNUSED
@@ -743,6 +766,36 @@ mkc_mm_ldsm4t(uint32_t (&r)[4], uint32_t addr)
 	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
 		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
 		     : "r"(addr));
+}
+
+/* a block's rows of keys and values, NL loads of 16 bytes a thread each, for keys t0.. */
+template <int D, int NL, typename T>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_ma_fetch(mkc_ma_raw<T> (&rk)[NL], mkc_ma_raw<T> (&rv)[NL], const T *kb, int64_t kst,
+	     const T *vb, int64_t vst, int64_t t0, int64_t gend)
+{
+#pragma unroll
+	for (int i = 0; i < NL; i++) {
+		const int j = threadIdx.x + i * MKC_THREADS, r = j / (D / 8), c = j % (D / 8);
+		const bool on = t0 + r < gend;
+		const int64_t t = on ? t0 + r : 0;
+		mkc_ma_load(rk[i], kb + t * kst + c * 8, on);
+		mkc_ma_load(rv[i], vb + t * vst + c * 8, on);
+	}
+}
+
+/* ... stored as bf16 into a stage: kt, then vt, BK rows of D each, swizzled */
+template <int D, int NL, typename T>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_ma_put(uint16_t *kt, uint16_t *vt, const mkc_ma_raw<T> (&rk)[NL],
+	   const mkc_ma_raw<T> (&rv)[NL])
+{
+#pragma unroll
+	for (int i = 0; i < NL; i++) {
+		const int j = threadIdx.x + i * MKC_THREADS, r = j / (D / 8), c = j % (D / 8);
+		*(uint4 *)(kt + mkc_ma_swz<D>(r, c)) = mkc_ma_bf16(rk[i]);
+		*(uint4 *)(vt + mkc_ma_swz<D>(r, c)) = mkc_ma_bf16(rv[i]);
+	}
 }
 
 template <int D, typename T>
@@ -754,14 +807,17 @@ mkc_attn_chunk_mma(const float *q, const int64_t *qs, const T *k, const int64_t 
 {
 	static_assert(D % 64 == 0 && D <= 128, "the head size is 64 or 128");
 	static_assert(MKC_THREADS / 32 * 16 >= 128, "a warp a 16 rows of the block");
-	constexpr int BK = MKC_MA_BK, NC = D / 8, NT = BK / 8;
-	uint16_t *kt = (uint16_t *)smem, *vt = kt + BK * D;
+	constexpr int BK = MKC_MA_BK, NC = D / 8, NT = BK / 8, NL = BK * NC / MKC_THREADS;
+	static_assert(NL * MKC_THREADS == BK * NC, "a block's rows in whole loads a thread");
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
 	const float sl = scale * 1.4426950408889634f;
 	const int64_t r0 = s0 + warp * 16;                       /* the warp's first row */
 	const int64_t past = causal == 2 ? L - Sq : L;           /* row s sees t < past + s + 1 */
 	const int64_t gend = causal == 2 ? past + s1 : L;        /* the block's last key + 1 */
 	const int64_t wend = r0 >= s1 ? 0 : causal == 2 ? past + (r0 + 16 < s1 ? r0 + 16 : s1) : L;
+	/* every row of the warp sees the keys below wall: a block below it is not masked */
+	const int64_t wall = causal == 2 ? (past + r0 + 1 < gend ? past + r0 + 1 : gend) : L;
+	const int nb = (int)((gend + BK - 1) / BK);
 	for (int64_t h = h0; h < h1; h++) {
 		const T *kb = k + h / (Hq / Hk) * ks[1], *vb = v + h / (Hq / Hk) * vs[1];
 		uint32_t qa[D / 16][4];
@@ -775,68 +831,73 @@ mkc_attn_chunk_mma(const float *q, const int64_t *qs, const T *k, const int64_t 
 				qa[kk][e] = mkc_mm_pack(x.x * sl, x.y * sl);
 			}
 		float o[D / 8][4] = {}, mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.f, 0.f};
-		for (int64_t t0 = 0; t0 < gend; t0 += BK) {
-			__syncthreads();   /* the last block is used up */
-			for (int i = threadIdx.x; i < BK * NC; i += MKC_THREADS) {
-				const int r = i / NC, c = i % NC;
-				const bool on = t0 + r < gend;
-				const int64_t t = on ? t0 + r : 0;
-				*(uint4 *)(kt + mkc_ma_swz<D>(r, c)) = mkc_ma_ld8(kb + t * ks[2] + c * 8, on);
-				*(uint4 *)(vt + mkc_ma_swz<D>(r, c)) = mkc_ma_ld8(vb + t * vs[2] + c * 8, on);
+		mkc_ma_raw<T> rk[NL], rv[NL];
+		__syncthreads();   /* the last head's blocks are used up */
+		mkc_ma_fetch<D, NL, T>(rk, rv, kb, ks[2], vb, vs[2], 0, gend);
+		mkc_ma_put<D, NL, T>((uint16_t *)smem, (uint16_t *)smem + BK * D, rk, rv);
+		for (int b = 0; b < nb; b++) {
+			const int64_t t0 = (int64_t)b * BK;
+			const uint16_t *kt = (const uint16_t *)smem + (b & 1) * 2 * BK * D, *vt = kt + BK * D;
+			__syncthreads();   /* block b is in; the other stage is used up */
+			if (b + 1 < nb)    /* block b + 1 in flight while b computes */
+				mkc_ma_fetch<D, NL, T>(rk, rv, kb, ks[2], vb, vs[2], t0 + BK, gend);
+			if (t0 < wend) {
+				float sc[NT][4] = {};
+				for (int kk = 0; kk < D / 16; kk++)
+					for (int nj = 0; nj < NT / 2; nj++) {
+						uint32_t bf[4];
+						int r = nj * 16 + (lane & 7) + ((lane >> 4) << 3);
+						mkc_mm_ldsm4(bf, mkc_mm_saddr(kt + mkc_ma_swz<D>(r, kk * 2 + ((lane >> 3) & 1))));
+						mkc_mm_mma(sc[2 * nj], qa[kk], bf[0], bf[1]);
+						mkc_mm_mma(sc[2 * nj + 1], qa[kk], bf[2], bf[3]);
+					}
+				/* c0, c1: row g, keys 2 tq and one more of the 8; c2, c3: row g + 8 */
+				float bm[2] = {-INFINITY, -INFINITY};
+				const bool full = t0 + BK <= wall;
+				for (int j = 0; j < NT; j++)
+					for (int e = 0; e < 4; e++) {
+						const int64_t t = t0 + j * 8 + tq * 2 + (e & 1);
+						const int64_t s = r0 + g + (e >> 1) * 8;
+						if (!full && (t >= (causal == 2 ? past + s + 1 : L) || t >= gend))
+							sc[j][e] = -INFINITY;
+						bm[e >> 1] = fmaxf(bm[e >> 1], sc[j][e]);
+					}
+				float rs[2], ps[2] = {0.f, 0.f};
+				for (int a = 0; a < 2; a++) {
+					bm[a] = fmaxf(bm[a], __shfl_xor_sync(0xffffffffu, bm[a], 1));
+					bm[a] = fmaxf(bm[a], __shfl_xor_sync(0xffffffffu, bm[a], 2));
+					const float nm = fmaxf(mx[a], bm[a]);
+					rs[a] = nm == -INFINITY ? 1.f : exp2f(mx[a] - nm);
+					mx[a] = nm;
+				}
+				for (int j = 0; j < NT; j++)
+					for (int e = 0; e < 4; e++) {
+						const float m = mx[e >> 1];
+						sc[j][e] = m == -INFINITY ? 0.f : exp2f(sc[j][e] - m);
+						ps[e >> 1] += sc[j][e];
+					}
+				for (int a = 0; a < 2; a++)
+					sum[a] = sum[a] * rs[a] + ps[a];
+				for (int j = 0; j < D / 8; j++)
+					for (int e = 0; e < 4; e++)
+						o[j][e] *= rs[e >> 1];
+				for (int kk = 0; kk < BK / 16; kk++) {
+					const uint32_t pa[4] = {mkc_mm_pack(sc[2 * kk][0], sc[2 * kk][1]),
+								mkc_mm_pack(sc[2 * kk][2], sc[2 * kk][3]),
+								mkc_mm_pack(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
+								mkc_mm_pack(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+					for (int nd = 0; nd < D / 16; nd++) {
+						uint32_t bf[4];
+						int r = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+						mkc_mm_ldsm4t(bf, mkc_mm_saddr(vt + mkc_ma_swz<D>(r, nd * 2 + (lane >> 4))));
+						mkc_mm_mma(o[2 * nd], pa, bf[0], bf[1]);
+						mkc_mm_mma(o[2 * nd + 1], pa, bf[2], bf[3]);
+					}
+				}
 			}
-			__syncthreads();
-			if (t0 >= wend)
-				continue;   /* none of the warp's rows sees this block */
-			float sc[NT][4] = {};
-			for (int kk = 0; kk < D / 16; kk++)
-				for (int nj = 0; nj < NT / 2; nj++) {
-					uint32_t b[4];
-					int r = nj * 16 + (lane & 7) + ((lane >> 4) << 3);
-					mkc_mm_ldsm4(b, mkc_mm_saddr(kt + mkc_ma_swz<D>(r, kk * 2 + ((lane >> 3) & 1))));
-					mkc_mm_mma(sc[2 * nj], qa[kk], b[0], b[1]);
-					mkc_mm_mma(sc[2 * nj + 1], qa[kk], b[2], b[3]);
-				}
-			/* c0, c1: row g, keys 2 tq and one more of the 8; c2, c3: row g + 8 */
-			float bm[2] = {-INFINITY, -INFINITY};
-			for (int j = 0; j < NT; j++)
-				for (int e = 0; e < 4; e++) {
-					const int64_t t = t0 + j * 8 + tq * 2 + (e & 1);
-					const int64_t s = r0 + g + (e >> 1) * 8;
-					if (t >= (causal == 2 ? past + s + 1 : L) || t >= gend)
-						sc[j][e] = -INFINITY;
-					bm[e >> 1] = fmaxf(bm[e >> 1], sc[j][e]);
-				}
-			float rs[2], ps[2] = {0.f, 0.f};
-			for (int a = 0; a < 2; a++) {
-				bm[a] = fmaxf(bm[a], __shfl_xor_sync(0xffffffffu, bm[a], 1));
-				bm[a] = fmaxf(bm[a], __shfl_xor_sync(0xffffffffu, bm[a], 2));
-				const float nm = fmaxf(mx[a], bm[a]);
-				rs[a] = nm == -INFINITY ? 1.f : exp2f(mx[a] - nm);
-				mx[a] = nm;
-			}
-			for (int j = 0; j < NT; j++)
-				for (int e = 0; e < 4; e++) {
-					const float m = mx[e >> 1];
-					sc[j][e] = m == -INFINITY ? 0.f : exp2f(sc[j][e] - m);
-					ps[e >> 1] += sc[j][e];
-				}
-			for (int a = 0; a < 2; a++)
-				sum[a] = sum[a] * rs[a] + ps[a];
-			for (int j = 0; j < D / 8; j++)
-				for (int e = 0; e < 4; e++)
-					o[j][e] *= rs[e >> 1];
-			for (int kk = 0; kk < BK / 16; kk++) {
-				const uint32_t pa[4] = {mkc_mm_pack(sc[2 * kk][0], sc[2 * kk][1]),
-							mkc_mm_pack(sc[2 * kk][2], sc[2 * kk][3]),
-							mkc_mm_pack(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
-							mkc_mm_pack(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
-				for (int nd = 0; nd < D / 16; nd++) {
-					uint32_t b[4];
-					int r = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
-					mkc_mm_ldsm4t(b, mkc_mm_saddr(vt + mkc_ma_swz<D>(r, nd * 2 + (lane >> 4))));
-					mkc_mm_mma(o[2 * nd], pa, b[0], b[1]);
-					mkc_mm_mma(o[2 * nd + 1], pa, b[2], b[3]);
-				}
+			if (b + 1 < nb) {
+				uint16_t *kn = (uint16_t *)smem + ((b + 1) & 1) * 2 * BK * D;
+				mkc_ma_put<D, NL, T>(kn, kn + BK * D, rk, rv);
 			}
 		}
 		for (int a = 0; a < 2; a++) {

@@ -287,23 +287,26 @@ check_products(void)
 template <int D, typename T>
 static __global__ void __launch_bounds__(MKC_THREADS, 1)
 attn_kernel(const float *q, const T *k, const T *v, float *y, int64_t hq, int64_t hk, int64_t sq,
-	    int64_t l, int64_t cap, int causal, float scale)
+	    int64_t l, int64_t cap, int causal, float scale, int64_t hper)
 {
 	extern __shared__ __align__(128) unsigned char smem[];
 	const int64_t nb = (sq + 127) / 128, qs[3] = {hq * sq * D, sq * D, D};
 	const int64_t ks[3] = {hk * cap * D, cap * D, D};
-	for (int64_t t = blockIdx.x; t < hq * nb; t += gridDim.x) {
-		int64_t h = t / nb, s0 = t % nb * 128, s1 = s0 + 128 < sq ? s0 + 128 : sq;
-		mkc_attn_chunk_mma<D, T>(q, qs, k, ks, v, ks, y, qs, hq, hk, sq, l, causal, h, h + 1,
-					 s0, s1, scale, smem);
+	for (int64_t t = blockIdx.x; t < hq / hper * nb; t += gridDim.x) {
+		int64_t h = t / nb * hper, s0 = t % nb * 128, s1 = s0 + 128 < sq ? s0 + 128 : sq;
+		mkc_attn_chunk_mma<D, T>(q, qs, k, ks, v, ks, y, qs, hq, hk, sq, l, causal, h,
+					 h + hper, s0, s1, scale, smem);
 	}
 }
 
-static const int attn_smem = 2 * MKC_MA_BK * 128 * 2;
+#ifndef MKC_MA_SMEM   /* before the two stages */
+#define MKC_MA_SMEM(D) (2 * MKC_MA_BK * (D) * 2)
+#endif
+static const int attn_smem = MKC_MA_SMEM(128);
 
 template <int D, typename T>
 static void
-check_attn(int64_t hq, int64_t hk, int64_t sq, int64_t l, int causal)
+check_attn(int64_t hq, int64_t hk, int64_t sq, int64_t l, int causal, int64_t hper = 1)
 {
 	const int64_t cap = l + 5;
 	size_t nq = (size_t)(hq * sq * D), nk = (size_t)(hk * cap * D);
@@ -338,7 +341,7 @@ check_attn(int64_t hq, int64_t hk, int64_t sq, int64_t l, int causal)
 	CHECK(cudaFuncSetAttribute(attn_kernel<D, T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 				   attn_smem));
 	attn_kernel<D, T><<<5, MKC_THREADS, attn_smem>>>((float *)dq, (T *)dk, (T *)dv, (float *)dy,
-							 hq, hk, sq, l, cap, causal, scale);
+							 hq, hk, sq, l, cap, causal, scale, hper);
 	CHECK(cudaGetLastError());
 	CHECK(cudaMemcpy(y, dy, nq * 4, cudaMemcpyDeviceToHost));
 	double big = 0, err = 0, *w = (double *)malloc((size_t)l * sizeof *w);
@@ -366,40 +369,42 @@ check_attn(int64_t hq, int64_t hk, int64_t sq, int64_t l, int causal)
 		}
 	double rel = err / big;
 	char what[96];
-	snprintf(what, sizeof what, "attention %lldq %lldk x %d, %lld rows of %lld, causal %d%s",
+	snprintf(what, sizeof what, "attention %lldq %lldk x %d, %lld rows of %lld, causal %d%s%s",
 		 (long long)hq, (long long)hk, D, (long long)sq, (long long)l, causal,
-		 sizeof(T) == 2 ? ", bf16" : "");
+		 sizeof(T) == 2 ? ", bf16" : "", hper > 1 ? ", 2 heads a task" : "");
 	printf("%-56s %s  largest error %.2e of %.2e\n", what, rel <= 2e-2 ? "ok  " : "FAIL", rel, big);
 	failures += !(rel <= 2e-2);
 	cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dy);
 	free(q), free(y), free(kf), free(vf), free(kc), free(vc), free(w);
 }
 
-/* the chunk's attention of every head at the 1B shape, causal, median of 20 */
+/* the chunk's attention of every head, causal, median of 20: 32 query heads,
+ * 8 key heads of D (64: the 1B shape; 128: Qwen3-8B's), a float32 cache */
+template <int D>
 static void
 time_attn(int64_t sq, int64_t l)
 {
 	const int64_t hq = 32, hk = 8, cap = l;
 	void *dq, *dk, *dv, *dy;
-	CHECK(cudaMalloc(&dq, (size_t)(hq * sq * 64 * 4)));
-	CHECK(cudaMalloc(&dy, (size_t)(hq * sq * 64 * 4)));
-	CHECK(cudaMalloc(&dk, (size_t)(hk * cap * 64 * 4)));
-	CHECK(cudaMalloc(&dv, (size_t)(hk * cap * 64 * 4)));
-	CHECK(cudaMemset(dq, 0, (size_t)(hq * sq * 64 * 4)));
-	CHECK(cudaMemset(dk, 0, (size_t)(hk * cap * 64 * 4)));
-	CHECK(cudaMemset(dv, 0, (size_t)(hk * cap * 64 * 4)));
-	CHECK(cudaFuncSetAttribute(attn_kernel<64, float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+	CHECK(cudaMalloc(&dq, (size_t)(hq * sq * D * 4)));
+	CHECK(cudaMalloc(&dy, (size_t)(hq * sq * D * 4)));
+	CHECK(cudaMalloc(&dk, (size_t)(hk * cap * D * 4)));
+	CHECK(cudaMalloc(&dv, (size_t)(hk * cap * D * 4)));
+	CHECK(cudaMemset(dq, 0, (size_t)(hq * sq * D * 4)));
+	CHECK(cudaMemset(dk, 0, (size_t)(hk * cap * D * 4)));
+	CHECK(cudaMemset(dv, 0, (size_t)(hk * cap * D * 4)));
+	CHECK(cudaFuncSetAttribute(attn_kernel<D, float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 				   attn_smem));
 	int sms;
 	CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
 	double t = 1e-3 * median_ms([&] {
-		attn_kernel<64, float><<<sms, MKC_THREADS, attn_smem>>>((float *)dq, (float *)dk,
-			(float *)dv, (float *)dy, hq, hk, sq, l, cap, 2, 0.125f);
+		attn_kernel<D, float><<<sms, MKC_THREADS, attn_smem>>>((float *)dq, (float *)dk,
+			(float *)dv, (float *)dy, hq, hk, sq, l, cap, 2, 0.125f, 1);
 	}), pairs = 0;   /* query-key pairs seen */
 	for (int64_t s = 0; s < sq; s++)
 		pairs += (double)(l - sq + s + 1);
-	printf("attention, 32q 8k x 64, %5lld rows of %5lld  %8.1f us  %6.1f TFLOPS\n", (long long)sq,
-	       (long long)l, t * 1e6, 4.0 * hq * 64 * pairs / t * 1e-12);
+	printf("attention, 32q 8k x %3d, %5lld rows of %5lld  %8.1f us  %6.1f TFLOPS\n", D,
+	       (long long)sq, (long long)l, t * 1e6, 4.0 * hq * D * pairs / t * 1e-12);
 	cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dy);
 }
 
@@ -415,6 +420,8 @@ main(int argc, char **argv)
 		time_products<4, true>();
 		return failures ? 1 : 0;
 	}
+	if (argc > 1 && strcmp(argv[1], "attn") == 0)
+		goto attn;
 	check_products<0>();
 	check_products<1>();
 	check_products<2>();
@@ -426,14 +433,20 @@ main(int argc, char **argv)
 	time_products<2, true>();
 	time_products<3, true>();
 	time_products<4, true>();
+attn:
 	check_attn<64, float>(4, 2, 7, 12, 2);
 	check_attn<64, float>(2, 1, 200, 200, 2);
 	check_attn<64, float>(4, 4, 33, 100, 0);
 	check_attn<128, float>(2, 1, 130, 1000, 2);
 	check_attn<64, uint16_t>(4, 1, 1, 77, 2);
 	check_attn<128, uint16_t>(2, 2, 65, 70, 2);
-	time_attn(128, 128);
-	time_attn(1024, 1024);
-	time_attn(1024, 4000);
+	check_attn<64, float>(4, 2, 300, 900, 2, 2);
+	check_attn<64, uint16_t>(4, 1, 129, 129, 2, 2);
+	check_attn<128, float>(2, 2, 100, 333, 0, 2);
+	time_attn<64>(128, 128);
+	time_attn<64>(1024, 1024);
+	time_attn<64>(1024, 4000);
+	time_attn<128>(1024, 1024);
+	time_attn<128>(1024, 4000);
 	return failures ? 1 : 0;
 }
