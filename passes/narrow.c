@@ -10,7 +10,9 @@
  *           [S, K] float32 output t of an RMSNormalization, a SiluMul or
  *           a Glu the tile computes itself, whose every reader takes t as
  *           x of a product the tile computes (mkc_kernel_tc_gemm,
- *           ir/kernel.c). Those producers then round to bf16 as they store
+ *           ir/kernel.c); and for a tensor-core Attention's output, its
+ *           Transpose's and that one's Reshape's, when the last is read
+ *           only so (narrow_attention, below). Those producers then round to bf16 as they store
  *           (backends/c/rows.h, backends/c/elementwise.h, the tile's own
  *           epilogue) and the tile takes x by cp.async as it takes the
  *           weight.
@@ -47,6 +49,61 @@ narrowable(const mkc_graph *g, const mkc_node *p)
 	return mkc_graph_read_only_by(g, t, tile_x);
 }
 
+/* The one live node that reads t (at one input), or NULL. */
+static mkc_node *
+sole_reader(const mkc_graph *g, const mkc_tensor *t)
+{
+	mkc_node *r = NULL;
+	for (int i = 0; i < g->nodes.n; i++) {
+		mkc_node *n = MKC_NODE(g, i);
+		for (int j = 0; !n->dead && j < n->nin; j++) {
+			if (n->in[j] != t)
+				continue;
+			if (r || j != 0)
+				return NULL;
+			r = n;
+		}
+	}
+	return r;
+}
+
+static bool
+plain(const mkc_tensor *t, int rank)
+{
+	return t && t->kind == MKC_TK_INTERMEDIATE && !mkc_tensor_is_const(t) && !t->storage &&
+	       !t->cap && t->rank == rank && t->dtype == MKC_DT_FLOAT;
+}
+
+/*
+ * A chunk's attention output a [1, H, S, D] reaches the output projection
+ * as Reshape(Transpose(a)) [S, H * D]: passes/views.c makes the Transpose's
+ * output o the buffer that the attention's tiles write (a a view of it),
+ * and the Reshape's f a view of o. Where the attention runs on tensor
+ * cores (its products' rounding to bf16 is the model's already) and f is
+ * read only as a product's x, all three are stored as bf16: the attention
+ * rounds as it stores, and the o_proj tile reads half the bytes (a layer
+ * of a 128-token chunk of the 1B shape spent 58 us on its o_proj, with a
+ * float32 x, against 28 for q/k/v with a bf16 one: H100, session 29).
+ */
+static bool
+narrow_attention(const mkc_graph *g, mkc_node *p)
+{
+	mkc_tensor *a = p->out[0];
+	if (!mkc_kernel_tc_attention(p) || !plain(a, 4))
+		return false;
+	const mkc_node *t = sole_reader(g, a);
+	if (!t || t->op != MKC_OP_TRANSPOSE || t->nout != 1 || !t->kern ||
+	    t->kern->perm[3] != 3 || !plain(t->out[0], 4))
+		return false;
+	mkc_tensor *o = t->out[0];
+	const mkc_node *r = sole_reader(g, o);
+	if (!r || (r->op != MKC_OP_RESHAPE && r->op != MKC_OP_FLATTEN) || r->nout != 1 ||
+	    !plain(r->out[0], 2) || !mkc_graph_read_only_by(g, r->out[0], tile_x))
+		return false;
+	a->storage = o->storage = r->out[0]->storage = MKC_DT_BFLOAT16;
+	return true;
+}
+
 int
 mkc_pass_narrow(mkc_graph *g)
 {
@@ -57,6 +114,8 @@ mkc_pass_narrow(mkc_graph *g)
 		mkc_node *p = MKC_NODE(g, i);
 		if (!p->dead && narrowable(g, p)) {
 			p->out[0]->storage = MKC_DT_BFLOAT16;
+			n++;
+		} else if (!p->dead && narrow_attention(g, p)) {
 			n++;
 		}
 	}

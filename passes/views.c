@@ -33,7 +33,9 @@
  * A node is a view when its output is an intermediate (a graph output has
  * a buffer of the caller's) whose value is not known at compile time, and
  * its data input x has the same element type, dense layout (no KV-cache
- * capacity) and no other storage type (bf16 weights), and is an
+ * capacity) and the same storage type (a weight's bf16 is not an
+ * intermediate's float32; passes/narrow.c stores a chunk attention's
+ * output, its Transpose's and its Reshape's as bf16 alike), and is an
  * intermediate, a graph input or a weight.
  *
  * A Transpose is a view too where its last axis stays last and every
@@ -83,11 +85,11 @@ can_view(const mkc_plan *p, const mkc_node *n)
 	const mkc_tensor *x = n->in[0], *y = n->out[0];
 	if (!is_view_op(n->op) || n->nout != 1 || !x || !y)
 		return false;
-	if (y->kind != MKC_TK_INTERMEDIATE || mkc_tensor_is_const(y) || y->cap || y->storage)
+	if (y->kind != MKC_TK_INTERMEDIATE || mkc_tensor_is_const(y) || y->cap)
 		return false;
 	if (x->kind != MKC_TK_INTERMEDIATE && x->kind != MKC_TK_INPUT && x->kind != MKC_TK_WEIGHT)
 		return false;
-	if (x->dtype != y->dtype || x->cap || x->storage || transposed(p, x) ||
+	if (x->dtype != y->dtype || x->cap || x->storage != y->storage || transposed(p, x) ||
 	    mkc_tensor_numel(x) != mkc_tensor_numel(y))
 		return false;
 	if (n->op != MKC_OP_TRANSPOSE)
@@ -114,9 +116,9 @@ can_write_through(const mkc_plan *p, const mkc_node *n)
 	const mkc_node *w = a->producer;
 	if (!w || w->op != MKC_OP_ATTENTION || w->nout != 1 || w->out[0] != a)
 		return false;
-	if (a->kind != MKC_TK_INTERMEDIATE || mkc_tensor_is_const(a) || a->cap || a->storage ||
-	    o->kind != MKC_TK_INTERMEDIATE || mkc_tensor_is_const(o) || o->cap || o->storage ||
-	    a->dtype != o->dtype || a->rank != o->rank || o->rank == 0 ||
+	if (a->kind != MKC_TK_INTERMEDIATE || mkc_tensor_is_const(a) || a->cap ||
+	    o->kind != MKC_TK_INTERMEDIATE || mkc_tensor_is_const(o) || o->cap ||
+	    a->dtype != o->dtype || a->storage != o->storage || a->rank != o->rank || o->rank == 0 ||
 	    n->kern->perm[o->rank - 1] != o->rank - 1 || p->view_of[a->id] >= 0 ||
 	    p->view_of[o->id] >= 0)
 		return false;

@@ -798,10 +798,10 @@ mkc_ma_put(uint16_t *kt, uint16_t *vt, const mkc_ma_raw<T> (&rk)[NL],
 	}
 }
 
-template <int D, typename T>
+template <int D, typename T, bool YH>
 static __device__ __noinline__ void MKC_UNUSED
 mkc_attn_chunk_mma(const float *q, const int64_t *qs, const T *k, const int64_t *ks, const T *v,
-		   const int64_t *vs, float *y, const int64_t *ys, int64_t Hq, int64_t Hk,
+		   const int64_t *vs, void *y, const int64_t *ys, int64_t Hq, int64_t Hk,
 		   int64_t Sq, int64_t L, int causal, int64_t h0, int64_t h1, int64_t s0,
 		   int64_t s1, float scale, void *smem)
 {
@@ -908,17 +908,24 @@ mkc_attn_chunk_mma(const float *q, const int64_t *qs, const T *k, const int64_t 
 			const int64_t s = r0 + g + a * 8;
 			if (s >= s1)
 				continue;
-			float *yr = y + h * ys[1] + s * ys[2];
-			for (int j = 0; j < D / 8; j++)
-				*(float2 *)(yr + j * 8 + tq * 2) =
-					make_float2(o[j][2 * a] / sum[a], o[j][2 * a + 1] / sum[a]);
+			const int64_t at = h * ys[1] + s * ys[2] + tq * 2;
+			for (int j = 0; j < D / 8; j++) {
+				const float y0 = o[j][2 * a] / sum[a], y1 = o[j][2 * a + 1] / sum[a];
+				if (YH)
+					*(uint32_t *)((uint16_t *)y + at + j * 8) = mkc_mm_pack(y0, y1);
+				else
+					*(float2 *)((float *)y + at + j * 8) = make_float2(y0, y1);
+			}
 		}
 	}
 	__syncthreads();   /* the caller may reuse smem */
 }
 
-/* The tile's views (attention.cuh's mkc_attn_chunk_tile's form); T: the caches' type. */
-template <int D, typename T>
+/*
+ * The tile's views (attention.cuh's mkc_attn_chunk_tile's form); T: the
+ * caches' type; YH: y stored as bf16 (passes/narrow.c: o_proj's x).
+ */
+template <int D, typename T, bool YH>
 static __device__ __forceinline__ void MKC_UNUSED
 mkc_attn_chunk_mma_tile(const mkc_view *q, const mkc_view *k, const mkc_view *v, const mkc_view *y,
 			int causal, int64_t h0, int64_t h1, int64_t s0, int64_t s1, float scale,
@@ -926,7 +933,7 @@ mkc_attn_chunk_mma_tile(const mkc_view *q, const mkc_view *k, const mkc_view *v,
 {
 	const int64_t qs[3] = {q->s[0], q->s[1], q->s[2]}, ks[3] = {k->s[0], k->s[1], k->s[2]};
 	const int64_t vs[3] = {v->s[0], v->s[1], v->s[2]}, ys[3] = {y->s[0], y->s[1], y->s[2]};
-	mkc_attn_chunk_mma<D, T>((const float *)q->p, qs, (const T *)k->p, ks, (const T *)v->p, vs,
-				 (float *)y->p, ys, q->d[1], k->d[1], q->d[2], k->d[2], causal, h0, h1,
-				 s0, s1, scale, smem);
+	mkc_attn_chunk_mma<D, T, YH>((const float *)q->p, qs, (const T *)k->p, ks, (const T *)v->p, vs,
+				     (void *)y->p, ys, q->d[1], k->d[1], q->d[2], k->d[2], causal, h0, h1,
+				     s0, s1, scale, smem);
 }

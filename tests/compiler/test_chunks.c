@@ -345,9 +345,11 @@ Test(chunks, max_chunk_on_a_fixed_step_is_refused, .timeout = 60)
  * read only by tensor-core products, are stored bf16 and those products
  * take a bf16 x (mkc_mma_tile<true, ...>); a SwiGLU is one Glu tile with
  * its gate and up products (passes/fuse_glu.c), storing bf16 itself
- * (mkc_mma_tile<true, true, true>). The C target's graph keeps float32
- * (its results are tested bit for bit elsewhere), and so does the decode
- * plan of the same file.
+ * (mkc_mma_tile<true, true, true>). The attention on tensor cores stores
+ * its rows as bf16 too (mkc_attn_chunk_mma_tile<64, float, true>), and with
+ * them its Transpose's and Reshape's views that o_proj reads. The C
+ * target's graph keeps float32 (its results are tested bit for bit
+ * elsewhere), and so does the decode plan of the same file.
  */
 Test(chunks, product_inputs_are_bf16_where_tensor_cores_read_them, .timeout = 120)
 {
@@ -355,13 +357,15 @@ Test(chunks, product_inputs_are_bf16_where_tensor_cores_read_them, .timeout = 12
 	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s " CHUNK "llama_tiny_d64 --max-chunk 16 "
 		 "--dump-after=narrow -o $d/m.cu > $d/dump && grep -c 'stored bfloat16' $d/dump; for t in "
 		 "'<true, false, false>' '<true, true, true>' '<false, false, false>' '<false, true'; do "
-		 "grep -c \"mkc_mma_tile$t\" $d/m.cu; done; grep -c 'SiluMul(' $d/dump; rm -rf $d",
+		 "grep -c \"mkc_mma_tile$t\" $d/m.cu; done; grep -c 'SiluMul(' $d/dump; "
+		 "grep -c 'mkc_attn_chunk_mma_tile<64, float, true>(&' $d/m.cu; rm -rf $d",
 		 mkc_bin());
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
-	/* two layers: each layer's two norms and its Glu; tile bodies (one a shape)
-	 * for the products they feed (q, k and v: two shapes; down), the Glu, and
-	 * o_proj, which reads the attention's float32 rows; no SwiGLU apart */
-	cr_expect_str_eq(out, "6\n3\n1\n1\n0\n0\n", "%s", out);
+	/* two layers: each layer's two norms, its Glu, its attention's rows and
+	 * their two views; tile bodies (one a shape) for the products they feed
+	 * (q, k and v: two shapes; o_proj; down) and the Glu; no SwiGLU apart;
+	 * one attention body */
+	cr_expect_str_eq(out, "12\n4\n1\n0\n0\n0\n1\n", "%s", out);
 	snprintf(cmd, sizeof cmd, "%s " CHUNK "llama_tiny_d64 --max-chunk 16 --dump-after=narrow "
 		 "2>/dev/null | grep -c 'stored bfloat16'", mkc_bin());
 	mkc_shell(cmd, out, sizeof out);
@@ -373,8 +377,8 @@ Test(chunks, product_inputs_are_bf16_where_tensor_cores_read_them, .timeout = 12
  * weights by TMA (backends/cuda/mma.cuh's mkc_tma_tile), through the maps
  * the runtime makes for each tensor (exec.cuh's mkc_tmaps): every such
  * call passes x's and the weight's (and a Glu's up weight's); o_proj,
- * whose x is the attention's float32 rows, passes none; the HIP target,
- * which has no TMA, none.
+ * whose bf16 x is a view of the attention's rows (a tensor of four axes:
+ * no map of its own), passes none; the HIP target, which has no TMA, none.
  */
 Test(chunks, bf16_products_read_their_operands_through_tensor_maps, .timeout = 120)
 {
@@ -387,7 +391,7 @@ Test(chunks, bf16_products_read_their_operands_through_tensor_maps, .timeout = 1
 		 "grep -c 'MKC_TMAP(m, bi' $d/m.hip; rm -rf $d",
 		 mkc_bin(), mkc_bin());
 	mkc_shell(cmd, out, sizeof out);
-	/* the q/k/v and down bodies and the Glu; the Glu's up weight; o_proj none; hip none */
+	/* the q/k/v and down bodies and the Glu; the Glu's up weight; no float32 x; hip none */
 	cr_expect_str_eq(out, "4\n1\n0\n0\n", "%s", out);
 }
 

@@ -284,9 +284,9 @@ check_products(void)
 	check<V, false, false, false, true>(77, 130, 320);
 }
 
-template <int D, typename T>
+template <int D, typename T, bool YH>
 static __global__ void __launch_bounds__(MKC_THREADS, 1)
-attn_kernel(const float *q, const T *k, const T *v, float *y, int64_t hq, int64_t hk, int64_t sq,
+attn_kernel(const float *q, const T *k, const T *v, void *y, int64_t hq, int64_t hk, int64_t sq,
 	    int64_t l, int64_t cap, int causal, float scale, int64_t hper)
 {
 	extern __shared__ __align__(128) unsigned char smem[];
@@ -294,8 +294,8 @@ attn_kernel(const float *q, const T *k, const T *v, float *y, int64_t hq, int64_
 	const int64_t ks[3] = {hk * cap * D, cap * D, D};
 	for (int64_t t = blockIdx.x; t < hq / hper * nb; t += gridDim.x) {
 		int64_t h = t / nb * hper, s0 = t % nb * 128, s1 = s0 + 128 < sq ? s0 + 128 : sq;
-		mkc_attn_chunk_mma<D, T>(q, qs, k, ks, v, ks, y, qs, hq, hk, sq, l, causal, h,
-					 h + hper, s0, s1, scale, smem);
+		mkc_attn_chunk_mma<D, T, YH>(q, qs, k, ks, v, ks, y, qs, hq, hk, sq, l, causal, h,
+					     h + hper, s0, s1, scale, smem);
 	}
 }
 
@@ -304,7 +304,8 @@ attn_kernel(const float *q, const T *k, const T *v, float *y, int64_t hq, int64_
 #endif
 static const int attn_smem = MKC_MA_SMEM(128);
 
-template <int D, typename T>
+/* YH: y stored as bf16 (its rounding, 2^-8 of the largest value, is in the tolerance) */
+template <int D, typename T, bool YH = false>
 static void
 check_attn(int64_t hq, int64_t hk, int64_t sq, int64_t l, int causal, int64_t hper = 1)
 {
@@ -334,16 +335,27 @@ check_attn(int64_t hq, int64_t hk, int64_t sq, int64_t l, int causal, int64_t hp
 	CHECK(cudaMalloc(&dk, nk * sizeof(T)));
 	CHECK(cudaMalloc(&dv, nk * sizeof(T)));
 	CHECK(cudaMemcpy(dq, q, nq * 4, cudaMemcpyHostToDevice));
-	CHECK(cudaMemcpy(dy, y, nq * 4, cudaMemcpyHostToDevice));
+	if (YH)
+		CHECK(cudaMemset(dy, 0xff, nq * 2));   /* bf16 NaN */
+	else
+		CHECK(cudaMemcpy(dy, y, nq * 4, cudaMemcpyHostToDevice));
 	CHECK(cudaMemcpy(dk, kc, nk * sizeof(T), cudaMemcpyHostToDevice));
 	CHECK(cudaMemcpy(dv, vc, nk * sizeof(T), cudaMemcpyHostToDevice));
 	const float scale = 1.f / sqrtf((float)D);
-	CHECK(cudaFuncSetAttribute(attn_kernel<D, T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+	CHECK(cudaFuncSetAttribute(attn_kernel<D, T, YH>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 				   attn_smem));
-	attn_kernel<D, T><<<5, MKC_THREADS, attn_smem>>>((float *)dq, (T *)dk, (T *)dv, (float *)dy,
-							 hq, hk, sq, l, cap, causal, scale, hper);
+	attn_kernel<D, T, YH><<<5, MKC_THREADS, attn_smem>>>((float *)dq, (T *)dk, (T *)dv, dy, hq,
+							     hk, sq, l, cap, causal, scale, hper);
 	CHECK(cudaGetLastError());
-	CHECK(cudaMemcpy(y, dy, nq * 4, cudaMemcpyDeviceToHost));
+	if (YH) {
+		uint16_t *yh = (uint16_t *)malloc(nq * 2);
+		CHECK(cudaMemcpy(yh, dy, nq * 2, cudaMemcpyDeviceToHost));
+		for (size_t i = 0; i < nq; i++)
+			y[i] = from_bf16(yh[i]);
+		free(yh);
+	} else {
+		CHECK(cudaMemcpy(y, dy, nq * 4, cudaMemcpyDeviceToHost));
+	}
 	double big = 0, err = 0, *w = (double *)malloc((size_t)l * sizeof *w);
 	for (int64_t h = 0; h < hq; h++)
 		for (int64_t s = 0; s < sq; s++) {
@@ -371,7 +383,7 @@ check_attn(int64_t hq, int64_t hk, int64_t sq, int64_t l, int causal, int64_t hp
 	char what[96];
 	snprintf(what, sizeof what, "attention %lldq %lldk x %d, %lld rows of %lld, causal %d%s%s",
 		 (long long)hq, (long long)hk, D, (long long)sq, (long long)l, causal,
-		 sizeof(T) == 2 ? ", bf16" : "", hper > 1 ? ", 2 heads a task" : "");
+		 sizeof(T) == 2 ? ", bf16" : "", hper > 1 ? ", 2 heads a task" : YH ? ", bf16 y" : "");
 	printf("%-56s %s  largest error %.2e of %.2e\n", what, rel <= 2e-2 ? "ok  " : "FAIL", rel, big);
 	failures += !(rel <= 2e-2);
 	cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dy);
@@ -393,12 +405,12 @@ time_attn(int64_t sq, int64_t l)
 	CHECK(cudaMemset(dq, 0, (size_t)(hq * sq * D * 4)));
 	CHECK(cudaMemset(dk, 0, (size_t)(hk * cap * D * 4)));
 	CHECK(cudaMemset(dv, 0, (size_t)(hk * cap * D * 4)));
-	CHECK(cudaFuncSetAttribute(attn_kernel<D, float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-				   attn_smem));
+	CHECK(cudaFuncSetAttribute(attn_kernel<D, float, false>,
+				   cudaFuncAttributeMaxDynamicSharedMemorySize, attn_smem));
 	int sms;
 	CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
 	double t = 1e-3 * median_ms([&] {
-		attn_kernel<D, float><<<sms, MKC_THREADS, attn_smem>>>((float *)dq, (float *)dk,
+		attn_kernel<D, float, false><<<sms, MKC_THREADS, attn_smem>>>((float *)dq, (float *)dk,
 			(float *)dv, (float *)dy, hq, hk, sq, l, cap, 2, 0.125f, 1);
 	}), pairs = 0;   /* query-key pairs seen */
 	for (int64_t s = 0; s < sq; s++)
@@ -443,6 +455,8 @@ attn:
 	check_attn<64, float>(4, 2, 300, 900, 2, 2);
 	check_attn<64, uint16_t>(4, 1, 129, 129, 2, 2);
 	check_attn<128, float>(2, 2, 100, 333, 0, 2);
+	check_attn<64, float, true>(4, 1, 150, 700, 2);
+	check_attn<128, uint16_t, true>(2, 1, 40, 90, 2);
 	time_attn<64>(128, 128);
 	time_attn<64>(1024, 1024);
 	time_attn<64>(1024, 4000);
