@@ -6,13 +6,14 @@
  *
  * PROMPTS is a text file of prompts, one a line: the token count, then the
  * tokens. For each prompt, each repeat empties the caches and times
- * llama_generate of one new token: the prompt but its last token in steps
- * of up to the compiled chunk, then one decode step that gives the first
- * token (runtime/host.h's mkc_prefill). The host clock is read around the
- * call, which returns when the token is on the host. Prints, a prompt a
- * line: "prompt N: token T, ms R1 R2 ..., median M". With TRACE (a file
- * compiled with --profile), the last call's timeline is written there:
- * the last prompt's chunks and its decode step, one step each.
+ * llama_generate of one new token: the prompt in steps of up to the
+ * compiled chunk, the first token drawn from the last chunk's logits (a
+ * prompt of three tokens or more; one of two goes a token a step:
+ * runtime/host.h's mkc_prefill). The host clock is read around the call,
+ * which returns when the token is on the host. Prints, a prompt a line:
+ * "prompt N: token T, ms R1 R2 ..., median M". With TRACE (a file compiled
+ * with --profile), the last call's timeline is written there: the last
+ * prompt's chunks, one step each.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
