@@ -3,6 +3,7 @@
 
     python3 bench/run.py run SHAPE --out DIR [--profile] [--contexts 1,1024,4096]
     python3 bench/run.py report DIR... [--results bench/RESULTS.md] [--png bench/context.png]
+    python3 bench/run.py turns SHAPE --out DIR --mkc A=PATH --mkc B=PATH [--prompts 128,1024]
 
 `run` (on the GPU machine, from the repo root, build/mkc built; one SHAPE
 per command, each well under 10 minutes):
@@ -45,6 +46,13 @@ per command, each well under 10 minutes):
      --prompts, its chunked file's time to first token likewise, in turns.
 It writes DIR/SHAPE.json (every number) and DIR/SHAPE.log (every command
 and its output), and prints the table.
+
+`turns` (on the GPU machine): the folder of step 2, each mkc binary's
+chunked file (--max-chunk) built in parallel, and mkc_ttft on the seeded
+prompts of step 6, binary after binary for --rounds rounds, first tokens
+checked against transformers float32: the quick test of a change to a
+chunk's plan or bodies (DIR/turns.md holds the table), without PyTorch's
+timings.
 
 `report` (here, after fetching the DIRs): appends each SHAPE.md to
 bench/RESULTS.md and draws bench/context.png: ms per token against context
@@ -622,6 +630,75 @@ def ttft_profile(a, folder, work, logf, refs):
     return {"prompt": n, "trace": os.path.basename(trace), "timed": out.strip(), "report": rep}
 
 
+def turns(a):
+    """Time to first token of several mkc binaries on one folder, in turns
+    (bench/run.py turns): the quick check of a change to a chunk's plan or
+    bodies, without the PyTorch baselines. Writes DIR/turns.md; 1 when a
+    build fails or gives another first token than transformers float32."""
+    import concurrent.futures
+    import torch
+    import transformers
+    family, cfg = SHAPES[a.shape]
+    os.makedirs(a.out, exist_ok=True)
+    logf = os.path.join(a.out, f"{a.shape}.turns.log")
+    work = os.path.join(a.work or a.out, a.shape)
+    folder = os.path.join(work, "hf")
+    t0 = time.time()
+    model = make_model(torch, transformers, family, cfg, a.device)
+    refs = prompt_refs(torch, model, cfg, a.prompts, a.device)
+    save_bf16(torch, model, folder)
+    del model
+    log(f"{a.shape}: folder made, first tokens {[r['token'] for r in refs.values()]} "
+        f"({time.time() - t0:.0f} s)")
+    path = os.path.join(work, "prompts.txt")
+    with open(path, "w") as f:
+        for n, r in refs.items():
+            f.write(f"{n} {' '.join(map(str, r['ids']))}\n")
+    names = [m.split("=", 1)[0] for m in a.mkc]
+    bins = {m.split("=", 1)[0]: m.split("=", 1)[1] for m in a.mkc}
+
+    def build(name):
+        return mkc_build(folder, work, a.target, False, logf, a.workers, a.kv, bins[name],
+                         name=f"turns_{name}", chunk=a.max_chunk)
+
+    with concurrent.futures.ThreadPoolExecutor(len(names)) as ex:
+        subs = dict(zip(names, ex.map(build, names)))
+    for nm in names:
+        log(f"{a.shape}: {nm}: mkc {subs[nm][1]:.1f} s, {'nvcc' if a.target == 'cuda' else 'cc'} "
+            f"{subs[nm][2]:.1f} s")
+    got = {nm: [] for nm in names}
+    for r in range(a.rounds):
+        for nm in names:
+            _, out = sh(f"{subs[nm][0]}/mkc_ttft {folder} {path} 3", logf, timeout=600)
+            row = {}
+            for line in out.splitlines():
+                if line.startswith("prompt "):
+                    row[int(line.split()[1].rstrip(":"))] = (
+                        int(line.split("token ")[1].split(",")[0]),
+                        float(line.split("median ")[1]))
+            got[nm].append(row)
+            log(f"{a.shape}: round {r + 1} {nm}: " +
+                " / ".join(f"{row[n][1]:.3f}" for n in a.prompts) + " ms")
+    bad = 0
+    lines = [f"| build | " + " | ".join(f"{n} tokens" for n in a.prompts) + " |",
+             "| --- |" + " --- |" * len(a.prompts)]
+    for nm in names:
+        cells = []
+        for n in a.prompts:
+            toks = {rr[n][0] for rr in got[nm]}
+            same = toks == {refs[n]["token"]}
+            bad += not same
+            cells.append(" / ".join(f"{rr[n][1]:.3f}" for rr in got[nm]) +
+                         ("" if same else f" (token {sorted(toks)}, not {refs[n]['token']})"))
+        lines.append(f"| {nm} | " + " | ".join(cells) + " |")
+    table = "\n".join(lines)
+    with open(os.path.join(a.out, "turns.md"), "w") as f:
+        f.write(f"{a.shape}, --max-chunk {a.max_chunk}, ms to the first token, medians of 3, "
+                f"{a.rounds} rounds in turns:\n\n{table}\n")
+    log(table)
+    return 1 if bad else 0
+
+
 def run(a):
     import torch
     import transformers
@@ -910,6 +987,19 @@ def main(argv):
     r.add_argument("--batch-contexts", default="128,1024", help="with --batches: contexts")
     r.add_argument("--no-compile", action="store_true",
                    help="leave out the torch.compile baselines (minutes of compiling)")
+    t = sp.add_parser("turns", help="time to first token of mkc binaries in turns (GPU machine)")
+    t.add_argument("shape", choices=sorted(SHAPES))
+    t.add_argument("--out", required=True, help="folder for turns.md and the log")
+    t.add_argument("--work", help="folder for the model and builds (default: --out)")
+    t.add_argument("--mkc", action="append", required=True, metavar="NAME=PATH",
+                   help="an mkc binary to time, by a name (twice or more)")
+    t.add_argument("--prompts", default="128,1024,4000")
+    t.add_argument("--max-chunk", type=int, default=1024)
+    t.add_argument("--rounds", type=int, default=2)
+    t.add_argument("--workers", type=int, default=132)
+    t.add_argument("--kv", default="f32", choices=("f32", "bf16"))
+    t.add_argument("--device", default="cuda", help="cuda, or cpu (with --target c) to try it")
+    t.add_argument("--target", default="cuda", choices=("cuda", "c"))
     p = sp.add_parser("report", help="append results to RESULTS.md and draw the picture")
     p.add_argument("dirs", nargs="+")
     p.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"))
@@ -917,6 +1007,15 @@ def main(argv):
     a = ap.parse_args(argv[1:])
     if a.cmd == "report":
         return report(a)
+    if a.cmd == "turns":
+        a.prompts = [int(x) for x in a.prompts.split(",") if x]
+        if any("=" not in m for m in a.mkc):
+            ap.error("--mkc takes NAME=PATH")
+        try:
+            return turns(a)
+        except RuntimeError as e:
+            log(f"{a.shape}: {e}")
+            return 1
     a.contexts = [int(x) for x in a.contexts.split(",")]
     a.prompts = [int(x) for x in a.prompts.split(",") if x]
     a.batches = [int(x) for x in a.batches.split(",") if x]
