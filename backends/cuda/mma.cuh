@@ -697,10 +697,11 @@ mkc_mma_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w
  * whole walk. The keys come MKC_MA_BK at a time: the block stages that
  * many keys and values in shared memory as bf16 (a float32 cache is
  * rounded on the way), rows of D values XOR-swizzled by 16-byte chunks as
- * the product tile's, in two stages: the next block's loads are issued
- * into registers before this block computes and stored into the other
- * stage after it, so their latency hides behind the mma (one block at a
- * time, they cost about 1 us a block on an H100: session 30). Then each
+ * the product tile's, in two stages at a head size of 64: the next
+ * block's loads are issued into registers before this block computes and
+ * stored into the other stage after it, so their latency hides behind the
+ * mma (8-12% faster alone on an H100, session 30; at 128 those registers
+ * would spill, and a block is loaded where it is used). Then each
  * warp
  *   - scores its rows against the block's keys: S = Q K^T by mma, the keys
  *     as column-major B fragments straight from their rows by ldmatrix;
@@ -809,6 +810,10 @@ mkc_attn_chunk_mma(const float *q, const int64_t *qs, const T *k, const int64_t 
 	static_assert(MKC_THREADS / 32 * 16 >= 128, "a warp a 16 rows of the block");
 	constexpr int BK = MKC_MA_BK, NC = D / 8, NT = BK / 8, NL = BK * NC / MKC_THREADS;
 	static_assert(NL * MKC_THREADS == BK * NC, "a block's rows in whole loads a thread");
+	/* the next block in registers (32 a thread at D 64); at D 128 they
+	 * would not fit beside the sums without spills: one stage, loaded
+	 * where it is used */
+	constexpr bool PF = D <= 64;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
 	const float sl = scale * 1.4426950408889634f;
 	const int64_t r0 = s0 + warp * 16;                       /* the warp's first row */
@@ -833,13 +838,22 @@ mkc_attn_chunk_mma(const float *q, const int64_t *qs, const T *k, const int64_t 
 		float o[D / 8][4] = {}, mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.f, 0.f};
 		mkc_ma_raw<T> rk[NL], rv[NL];
 		__syncthreads();   /* the last head's blocks are used up */
-		mkc_ma_fetch<D, NL, T>(rk, rv, kb, ks[2], vb, vs[2], 0, gend);
-		mkc_ma_put<D, NL, T>((uint16_t *)smem, (uint16_t *)smem + BK * D, rk, rv);
+		if (PF) {
+			mkc_ma_fetch<D, NL, T>(rk, rv, kb, ks[2], vb, vs[2], 0, gend);
+			mkc_ma_put<D, NL, T>((uint16_t *)smem, (uint16_t *)smem + BK * D, rk, rv);
+		}
 		for (int b = 0; b < nb; b++) {
 			const int64_t t0 = (int64_t)b * BK;
-			const uint16_t *kt = (const uint16_t *)smem + (b & 1) * 2 * BK * D, *vt = kt + BK * D;
+			const uint16_t *kt = (const uint16_t *)smem + (PF ? b & 1 : 0) * 2 * BK * D;
+			const uint16_t *vt = kt + BK * D;
+			if (!PF) {   /* the last block is used up: this one in its place */
+				if (b)
+					__syncthreads();
+				mkc_ma_fetch<D, NL, T>(rk, rv, kb, ks[2], vb, vs[2], t0, gend);
+				mkc_ma_put<D, NL, T>((uint16_t *)smem, (uint16_t *)smem + BK * D, rk, rv);
+			}
 			__syncthreads();   /* block b is in; the other stage is used up */
-			if (b + 1 < nb)    /* block b + 1 in flight while b computes */
+			if (PF && b + 1 < nb)   /* block b + 1 in flight while b computes */
 				mkc_ma_fetch<D, NL, T>(rk, rv, kb, ks[2], vb, vs[2], t0 + BK, gend);
 			if (t0 < wend) {
 				float sc[NT][4] = {};
@@ -895,7 +909,7 @@ mkc_attn_chunk_mma(const float *q, const int64_t *qs, const T *k, const int64_t 
 					}
 				}
 			}
-			if (b + 1 < nb) {
+			if (PF && b + 1 < nb) {
 				uint16_t *kn = (uint16_t *)smem + ((b + 1) & 1) * 2 * BK * D;
 				mkc_ma_put<D, NL, T>(kn, kn + BK * D, rk, rv);
 			}
