@@ -1484,14 +1484,20 @@ def judge(p, d, kept):
 
 def differ(ref, got):
     """Where got differs from ref: NaN where NaN, infinities equal, finite
-    values within 1e-4 relative or 1e-6 absolute; other types exactly."""
+    values within 1e-4 relative or 1e-6 absolute, plus 4 float32 ulps of
+    the tensor's largest value: an element that cancels terms of about
+    that size (LayerNormalization's bias can) keeps their rounding in
+    mkc's float32 and onnxruntime's alike (seed 65190142's g43: -0.114624
+    and -0.114606 where float64 gives -0.114614), while an element wrong
+    beside a much larger one still shows; other types exactly."""
     if ref.dtype.kind != "f":
         return got != ref
     r, g = ref.astype(np.float64), got.astype(np.float64)
     fin = np.isfinite(r) & np.isfinite(g)
     bad = (np.isnan(r) != np.isnan(g)) | ((np.isinf(r) | np.isinf(g)) & ~fin & ~(r == g))
+    big = float(np.abs(r[fin]).max()) if fin.any() else 0.0
     with np.errstate(all="ignore"):
-        bad |= fin & (np.abs(r - g) > 1e-4 * np.abs(r) + 1e-6)
+        bad |= fin & (np.abs(r - g) > 1e-4 * np.abs(r) + 1e-6 + 4 * 2.0 ** -24 * big)
     return bad
 
 
