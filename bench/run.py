@@ -444,6 +444,26 @@ def time_prefill(torch, model, ids, dev, reps=5):
     return statistics.median(out), int(lg[0, -1].argmax())
 
 
+def write_prompts(path, refs):
+    """refs' prompts as mkc_ttft reads them: a line each, the count, then the tokens."""
+    with open(path, "w") as f:
+        for n, r in refs.items():
+            f.write(f"{n} {' '.join(map(str, r['ids']))}\n")
+    return path
+
+
+def run_ttft(sub, folder, path, logf):
+    """{prompt: (first token, median ms)} of one run of sub's mkc_ttft."""
+    _, out = sh(f"{sub}/mkc_ttft {folder} {path} 3", logf, timeout=1200)
+    got = {}
+    for line in out.splitlines():
+        if line.startswith("prompt "):
+            n = int(line.split()[1].rstrip(":"))
+            got[n] = (int(line.split("token ")[1].split(",")[0]),
+                      float(line.split("median ")[1]))
+    return got
+
+
 def ttft(a, torch, model, cfg, folder, work, logf, refs, n_new, row, plain_ms):
     """Time to first token: mkc (a file compiled with --max-chunk) and
     transformers bf16 on the same prompts; mkc's token checked first. The
@@ -452,21 +472,7 @@ def ttft(a, torch, model, cfg, folder, work, logf, refs, n_new, row, plain_ms):
     csub, t_mkc, t_cc = mkc_build(folder, work, a.target, False, logf, a.workers, a.kv,
                                   name="chunk", chunk=a.max_chunk)
     log(f"{a.shape}: --max-chunk {a.max_chunk}: mkc {t_mkc:.1f} s, nvcc {t_cc:.1f} s")
-    path = os.path.join(csub, "prompts.txt")
-    with open(path, "w") as f:
-        for n, r in refs.items():
-            f.write(f"{n} {' '.join(map(str, r['ids']))}\n")
-
-    def run_ttft(sub):
-        """{prompt: (first token, median ms)} of one run of mkc_ttft."""
-        _, out = sh(f"{sub}/mkc_ttft {folder} {path} 3", logf, timeout=1200)
-        got = {}
-        for line in out.splitlines():
-            if line.startswith("prompt "):
-                n = int(line.split()[1].rstrip(":"))
-                got[n] = (int(line.split("token ")[1].split(",")[0]),
-                          float(line.split("median ")[1]))
-        return got
+    path = write_prompts(os.path.join(csub, "prompts.txt"), refs)
 
     old = None
     if a.old:   # the old build's chunked file, in turns (a.rounds rounds), as the decode steps
@@ -474,15 +480,15 @@ def ttft(a, torch, model, cfg, folder, work, logf, refs, n_new, row, plain_ms):
                                name="old_chunk", chunk=a.max_chunk)
         runs, oruns = [], []
         for _ in range(a.rounds):
-            runs.append(run_ttft(csub))
-            oruns.append(run_ttft(osub))
+            runs.append(run_ttft(csub, folder, path, logf))
+            oruns.append(run_ttft(osub, folder, path, logf))
 
         def med(rs):
             return {n: (rs[0][n][0], statistics.median(r[n][1] for r in rs if n in r))
                     for n in rs[0]}
         got, old = med(runs), med(oruns)
     else:
-        got = run_ttft(csub)
+        got = run_ttft(csub, folder, path, logf)
     rows = []
     cmodel = None if a.no_compile else compiled(torch, model, "transformers' forward")
     for n, r in refs.items():
@@ -618,9 +624,7 @@ def ttft_profile(a, folder, work, logf, refs):
     n = sorted(refs)[len(refs) // 2]
     psub, _, _ = mkc_build(folder, work, a.target, True, logf, a.workers, a.kv, name="chunkprof",
                            chunk=a.max_chunk, steps=2 + (n - 2) // a.max_chunk)
-    path = os.path.join(psub, "prompt.txt")
-    with open(path, "w") as f:
-        f.write(f"{n} {' '.join(map(str, refs[n]['ids']))}\n")
+    path = write_prompts(os.path.join(psub, "prompt.txt"), {n: refs[n]})
     trace = os.path.join(a.out, f"{a.shape}_prompt{n}.trace.json")
     _, out = sh(f"{psub}/mkc_ttft {folder} {path} 3 {trace}", logf, timeout=1200)
     log(f"{a.shape}: --profile, prompt {n}: {out.strip()}")
@@ -650,10 +654,7 @@ def turns(a):
     del model
     log(f"{a.shape}: folder made, first tokens {[r['token'] for r in refs.values()]} "
         f"({time.time() - t0:.0f} s)")
-    path = os.path.join(work, "prompts.txt")
-    with open(path, "w") as f:
-        for n, r in refs.items():
-            f.write(f"{n} {' '.join(map(str, r['ids']))}\n")
+    path = write_prompts(os.path.join(work, "prompts.txt"), refs)
     names = [m.split("=", 1)[0] for m in a.mkc]
     bins = {m.split("=", 1)[0]: m.split("=", 1)[1] for m in a.mkc}
 
@@ -669,13 +670,7 @@ def turns(a):
     got = {nm: [] for nm in names}
     for r in range(a.rounds):
         for nm in names:
-            _, out = sh(f"{subs[nm][0]}/mkc_ttft {folder} {path} 3", logf, timeout=600)
-            row = {}
-            for line in out.splitlines():
-                if line.startswith("prompt "):
-                    row[int(line.split()[1].rstrip(":"))] = (
-                        int(line.split("token ")[1].split(",")[0]),
-                        float(line.split("median ")[1]))
+            row = run_ttft(subs[nm][0], folder, path, logf)
             got[nm].append(row)
             log(f"{a.shape}: round {r + 1} {nm}: " +
                 " / ".join(f"{row[n][1]:.3f}" for n in a.prompts) + " ms")

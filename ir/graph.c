@@ -1082,6 +1082,23 @@ mkc_graph_read_only_by(const mkc_graph *g, const mkc_tensor *t,
 	return reads_if(g, t, ok) > 0;
 }
 
+mkc_node *
+mkc_graph_sole_reader(const mkc_graph *g, const mkc_tensor *t)
+{
+	mkc_node *r = NULL;
+	for (int i = 0; i < g->nodes.n; i++) {
+		mkc_node *n = MKC_NODE(g, i);
+		for (int j = 0; !n->dead && j < n->nin; j++) {
+			if (n->in[j] != t)
+				continue;
+			if (r || j != 0)
+				return NULL;
+			r = n;
+		}
+	}
+	return r;
+}
+
 static bool
 runtime_input(const mkc_node *n, int input)
 {

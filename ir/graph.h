@@ -318,6 +318,8 @@ bool mkc_graph_readers_all(const mkc_graph *g, const mkc_tensor *t,
 /* The same, and some live node reads t (an unread t is not "read only by"). */
 bool mkc_graph_read_only_by(const mkc_graph *g, const mkc_tensor *t,
 			    bool (*ok)(const mkc_node *n, int input));
+/* The one live node that reads t, as its input 0 and nowhere else, or NULL. */
+mkc_node *mkc_graph_sole_reader(const mkc_graph *g, const mkc_tensor *t);
 void mkc_graph_count_uses(mkc_graph *g);
 /* The same, counting only nodes that are not dead (passes that leave dead
  * nodes in place until dce); and n's reads added to its inputs' counts. */

@@ -161,15 +161,15 @@ mkc_kernel_tc_gemm(const mkc_node *n)
 }
 
 /*
- * Whether Attention n is one that a prompt chunk's tensor-core body
- * (backends/cuda/mma.cuh's mkc_attn_chunk_mma) can take: q, k and v 4-D
- * float32 of batch 1 (the caches float32 or bf16 alike), a head size of
- * 64 or 128, no mask, soft cap or present outputs, causal by the past or
- * not at all, not in pages. passes/narrow.c asks it; emit_ops.c's
- * attention_chunk_dim asks it among its own terms.
+ * Whether Attention n is one that a prompt chunk's GPU bodies can take
+ * (backends/core/emit_ops.c's attention_chunk_dim): q, k and v 4-D float32
+ * of batch 1 (the caches float32 or bf16 alike), one head size, no mask,
+ * soft cap or present outputs, causal by the past or not at all, not in
+ * pages. The tensor-core one (backends/cuda/mma.cuh's mkc_attn_chunk_mma)
+ * takes those of a head size of 64 or 128: passes/narrow.c asks that.
  */
 bool
-mkc_kernel_tc_attention(const mkc_node *n)
+mkc_kernel_chunk_attention(const mkc_node *n)
 {
 	if (n->op != MKC_OP_ATTENTION || !n->kern || n->kern->paged || n->nin != 3 || n->nout != 1 ||
 	    n->kern->softcap > 0 || (n->kern->causal != 0 && n->kern->causal != 2))
@@ -178,6 +178,12 @@ mkc_kernel_tc_attention(const mkc_node *n)
 	return q->rank == 4 && k->rank == 4 && v->rank == 4 && q->dtype == MKC_DT_FLOAT &&
 	       k->dtype == MKC_DT_FLOAT && v->dtype == MKC_DT_FLOAT && k->storage == v->storage &&
 	       mkc_dim_eq(q->shape[0], mkc_dim_const(1)) && mkc_dim_is_const(q->shape[3]) &&
-	       mkc_dim_eq(q->shape[3], k->shape[3]) && mkc_dim_eq(q->shape[3], v->shape[3]) &&
-	       q->shape[3].c % 64 == 0 && q->shape[3].c <= 128;
+	       mkc_dim_eq(q->shape[3], k->shape[3]) && mkc_dim_eq(q->shape[3], v->shape[3]);
+}
+
+bool
+mkc_kernel_tc_attention(const mkc_node *n)
+{
+	return mkc_kernel_chunk_attention(n) && n->in[0]->shape[3].c % 64 == 0 &&
+	       n->in[0]->shape[3].c <= 128;
 }

@@ -12,10 +12,10 @@
  *           x of a product the tile computes (mkc_kernel_tc_gemm,
  *           ir/kernel.c); and for a tensor-core Attention's output, its
  *           Transpose's and that one's Reshape's, when the last is read
- *           only so (narrow_attention, below). Those producers then round to bf16 as they store
- *           (backends/c/rows.h, backends/c/elementwise.h, the tile's own
- *           epilogue) and the tile takes x by cp.async as it takes the
- *           weight.
+ *           only so (narrow_attention, below). Those producers then round
+ *           to bf16 as they store (backends/c/rows.h, backends/c/
+ *           elementwise.h, the tile's own epilogue) and the tile takes x
+ *           by cp.async as it takes the weight.
  *
  * Why: the tile rounds x to bf16 on its way into shared memory anyway, so
  * the results are the same bits; but a float32 x is twice the bytes that
@@ -49,24 +49,6 @@ narrowable(const mkc_graph *g, const mkc_node *p)
 	return mkc_graph_read_only_by(g, t, tile_x);
 }
 
-/* The one live node that reads t (at one input), or NULL. */
-static mkc_node *
-sole_reader(const mkc_graph *g, const mkc_tensor *t)
-{
-	mkc_node *r = NULL;
-	for (int i = 0; i < g->nodes.n; i++) {
-		mkc_node *n = MKC_NODE(g, i);
-		for (int j = 0; !n->dead && j < n->nin; j++) {
-			if (n->in[j] != t)
-				continue;
-			if (r || j != 0)
-				return NULL;
-			r = n;
-		}
-	}
-	return r;
-}
-
 static bool
 plain(const mkc_tensor *t, int rank)
 {
@@ -91,12 +73,12 @@ narrow_attention(const mkc_graph *g, mkc_node *p)
 	mkc_tensor *a = p->out[0];
 	if (!mkc_kernel_tc_attention(p) || !plain(a, 4))
 		return false;
-	const mkc_node *t = sole_reader(g, a);
+	const mkc_node *t = mkc_graph_sole_reader(g, a);
 	if (!t || t->op != MKC_OP_TRANSPOSE || t->nout != 1 || !t->kern ||
 	    t->kern->perm[3] != 3 || !plain(t->out[0], 4))
 		return false;
 	mkc_tensor *o = t->out[0];
-	const mkc_node *r = sole_reader(g, o);
+	const mkc_node *r = mkc_graph_sole_reader(g, o);
 	if (!r || (r->op != MKC_OP_RESHAPE && r->op != MKC_OP_FLATTEN) || r->nout != 1 ||
 	    !plain(r->out[0], 2) || !mkc_graph_read_only_by(g, r->out[0], tile_x))
 		return false;

@@ -122,13 +122,7 @@ can_write_through(const mkc_plan *p, const mkc_node *n)
 	    n->kern->perm[o->rank - 1] != o->rank - 1 || p->view_of[a->id] >= 0 ||
 	    p->view_of[o->id] >= 0)
 		return false;
-	for (int i = 0; i < g->nodes.n; i++) {   /* n is a's one reader */
-		const mkc_node *r = MKC_NODE(g, i);
-		for (int k = 0; r != n && !r->dead && k < r->nin; k++)
-			if (r->in[k] == a)
-				return false;
-	}
-	return true;
+	return mkc_graph_sole_reader(g, a) == n;
 }
 
 /* Box b of a, whose base o is Transpose(a): o's axis d is a's axis perm[d]. */

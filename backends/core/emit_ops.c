@@ -932,15 +932,10 @@ attention_fast_dim(const mkc_emitter *e, const mkc_node *n)
 static int64_t
 attention_chunk_dim(const mkc_emitter *e, const mkc_node *n, bool *mma)
 {
-	const mkc_tensor *q = n->in[0], *k = n->in[1], *v = n->in[2];
+	const mkc_tensor *q = n->in[0], *k = n->in[1];
 	*mma = false;
-	if (!e->t->mma || n->nin > 3 || n->nout != 1 || n->kern->softcap > 0 ||
-	    (n->kern->causal != 0 && n->kern->causal != 2) || q->rank != 4 || k->rank != 4 ||
-	    v->rank != 4 || q->dtype != MKC_DT_FLOAT || k->dtype != MKC_DT_FLOAT ||
-	    v->dtype != MKC_DT_FLOAT || is_bf16(k) != is_bf16(v) ||
-	    !mkc_dim_eq(q->shape[0], mkc_dim_const(1)) || !mkc_dim_is_const(q->shape[3]) ||
-	    !mkc_dim_eq(q->shape[3], k->shape[3]) || !mkc_dim_eq(q->shape[3], v->shape[3]) ||
-	    q->shape[3].c % e->t->warp || q->shape[3].c > 128)
+	if (!e->t->mma || !mkc_kernel_chunk_attention(n) || q->shape[3].c % e->t->warp ||
+	    q->shape[3].c > 128)
 		return 0;
 	*mma = mkc_kernel_tc_attention(n) && (e->mma || is_bf16(k));
 	if (!*mma && is_bf16(k))

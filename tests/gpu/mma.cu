@@ -299,9 +299,6 @@ attn_kernel(const float *q, const T *k, const T *v, void *y, int64_t hq, int64_t
 	}
 }
 
-#ifndef MKC_MA_SMEM   /* before the two stages */
-#define MKC_MA_SMEM(D) (2 * MKC_MA_BK * (D) * 2)
-#endif
 static const int attn_smem = MKC_MA_SMEM(128);
 
 /* YH: y stored as bf16 (its rounding, 2^-8 of the largest value, is in the tolerance) */
