@@ -41,6 +41,14 @@
  * each weight (passes/tile.c's wide_glu; 145 KB at 3 stages) */
 #define MKC_MM_WIDE_SMEM MKC_MM_RING_SMEM(2 * MKC_MM_TN, MKC_MM_STAGES)
 
+/* a step of few tokens (2 to MKC_FEW_ROWS) has a plan of its own
+ * (compiler/driver.c), whose products stream their weights as a decode
+ * step's do (mma.cuh's mkc_mm_few_tile): the tokens a tile, and its
+ * shared memory, each of its 8 warps' sums of every row and token (a row
+ * padded to MKC_FEW_ROWS + 1 floats, off the banks of the next) */
+#define MKC_FEW_ROWS 16
+#define MKC_FEW_SMEM (8 * MKC_GEMV_ROWS * (MKC_FEW_ROWS + 1) * 4)
+
 /* the decode attention bodies (attention.cuh): the head size, a multiple
  * of the warp, at most this */
 #define MKC_ATTN_MAX_D 256

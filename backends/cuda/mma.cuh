@@ -277,6 +277,209 @@ mkc_mma_sync_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16
 }
 
 /*
+ * A product of few tokens: a step of 2 to MKC_FEW_ROWS tokens runs a plan
+ * of its own (compiler/driver.c) whose products are cut as a decode step's
+ * (a tile a worker, 16 to 128 weight rows: passes/tile.c), because such a
+ * step, like a decode step, is the time it takes to stream every weight
+ * once. The tile y[i, j] = sum_k x[i, k] w[j, k] at tokens m0..m (at most
+ * MKC_FEW_ROWS) and features n0..n (at most MKC_GEMV_ROWS weight rows; a
+ * Glu's n - n0 of each of its two weights, its gate's rows first) turns
+ * the chunk tile's roles: the weight's rows are the mma's A operand, 16
+ * features a fragment, and the tokens its B, an n8 block for 8 of them, so
+ * a tile pays for the features and tokens it has, not 128 of each.
+ *
+ * Loads, as matvec.cuh's: the 8 warps take the tile's rows 32 at a time
+ * (1, 2 or 4 such groups) and split K among the warps of a group in groups
+ * of 32 (group g to the group's warp g % splits); in a group a lane loads, straight into registers, 16 bytes
+ * of two weight rows (rows r and r + 8 of a 16-row block, r = lane / 4) at
+ * k 8 q.. (q = lane % 4) and the same 8 k of token r of each n8 block.
+ * Both operands take the same order of k, which a sum does not notice:
+ * of a lane's 8, k 4 s + 0..1 are the k 2 q, 2 q + 1 of k16 slice s and
+ * 4 s + 2..3 its k 2 q + 8, 2 q + 9, where the fragments want them. A
+ * batch of groups, about MKC_FEW_LOADS 16-byte loads a lane (weights and
+ * x), is in flight while the batch before it is summed.
+ *
+ * Sums: each warp's partial sums of its rows and every token go to shared
+ * memory (smem, MKC_FEW_SMEM bytes), and one thread an output adds the
+ * splits' in one order (the result does not depend on timing), adds c (a
+ * residual [m, ldc], which may be y itself, or with ldc 0 a bias) or takes
+ * silu(gate) * up (SiluMul's expression), and stores float32 or, YH, bf16.
+ * A float32 x is rounded to bf16 as it is loaded, as the chunk tile rounds
+ * it. Every thread of the block calls it (it synchronises the block).
+ */
+enum { MKC_FEW_LOADS = 12 };
+
+/* a lane's 8 k of x at token t (zeros past m): bf16, or float32 rounded */
+template <bool XH>
+static __device__ __forceinline__ uint4 MKC_UNUSED
+mkc_few_x(const uint4 (&v)[XH ? 1 : 2])
+{
+	if (XH)
+		return v[0];
+	const float *f = (const float *)v;
+	return make_uint4(mkc_mm_pack(f[0], f[1]), mkc_mm_pack(f[2], f[3]), mkc_mm_pack(f[4], f[5]),
+			  mkc_mm_pack(f[6], f[7]));
+}
+
+/*
+ * Batch loads: groups g0, g0 + ks, ... (U of them) of rows r0.. (MB blocks
+ * of 16) and of tokens m0.. (NB blocks of 8); a row past nr, a token past
+ * m or a group past ng reads zeros. Row r < nn is w's, the rest u's.
+ */
+template <int MB, int NB, int U, bool XH>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_few_load(uint4 (&wv)[U][MB][2], uint4 (&xv)[U][NB][XH ? 1 : 2], const uint16_t *w,
+	     const uint16_t *u, int64_t ldw, int64_t r0, int64_t nr, int64_t nn, const void *x,
+	     int64_t ldx, int64_t m, int64_t m0, int64_t g0, int64_t ng, int ks)
+{
+	const int lane = threadIdx.x & 31, r = lane >> 2, q = lane & 3;
+#pragma unroll
+	for (int j = 0; j < U; j++) {
+		const int64_t g = g0 + ks * j, k = g * 32 + q * 8;
+		const bool on = g < ng;
+#pragma unroll
+		for (int b = 0; b < MB; b++)
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				const int64_t row = r0 + b * 16 + r + h * 8;
+				const bool ok = on && row < nr;
+				const uint16_t *p = row < nn ? w + row * ldw : u + (row - nn) * ldw;
+				wv[j][b][h] = mkc_ld16<true>(ok ? p + k : w, ok);
+			}
+#pragma unroll
+		for (int b = 0; b < NB; b++) {
+			const int64_t t = m0 + b * 8 + r;
+			const bool ok = on && t < m;
+			if (XH) {
+				xv[j][b][0] = mkc_ld16<false>(ok ? (const uint16_t *)x + t * ldx + k : x, ok);
+			} else {
+				const float *p = ok ? (const float *)x + t * ldx + k : (const float *)x;
+				xv[j][b][0] = mkc_ld16<false>(p, ok);
+				xv[j][b][XH ? 0 : 1] = mkc_ld16<false>(p + 4, ok);
+			}
+		}
+	}
+}
+
+/*
+ * this warp's sums of rows r0.. (MB blocks of 16) by tokens m0.. (NB blocks
+ * of 8) over groups of K s, s + ks, ... into row s of its sums in smem; a
+ * call of its own (inlined into one function, the six forms took 250
+ * registers where each takes 128-173)
+ */
+template <int MB, int NB, bool XH>
+static __device__ __noinline__ void MKC_UNUSED
+mkc_few_rows(float *red, const uint16_t *w, const uint16_t *u, int64_t ldw, int64_t r0,
+	     int64_t nr, int64_t nn, const void *x, int64_t ldx, int64_t m, int64_t m0, int64_t k,
+	     int s, int ks)
+{
+	/* a group's 16-byte loads: two a block of rows, one or two a block of tokens */
+	constexpr int LG = 2 * MB + NB * (XH ? 1 : 2);
+	constexpr int U = MKC_FEW_LOADS / LG > 0 ? MKC_FEW_LOADS / LG : 1;
+	const int lane = threadIdx.x & 31;
+	const int64_t ng = k / 32;
+	float acc[MB][NB][4] = {};
+	uint4 cw[U][MB][2], nw[U][MB][2], cx[U][NB][XH ? 1 : 2], nx[U][NB][XH ? 1 : 2];
+	mkc_few_load<MB, NB, U, XH>(cw, cx, w, u, ldw, r0, nr, nn, x, ldx, m, m0, s, ng, ks);
+	for (int64_t g0 = s; g0 < ng; g0 += ks * U) {
+		/* the next batch's loads go out before this one is summed */
+		mkc_few_load<MB, NB, U, XH>(nw, nx, w, u, ldw, r0, nr, nn, x, ldx, m, m0, g0 + ks * U,
+					    ng, ks);
+#pragma unroll
+		for (int j = 0; j < U; j++)
+#pragma unroll
+			for (int b = 0; b < NB; b++) {
+				const uint4 xb = mkc_few_x<XH>(cx[j][b]);
+#pragma unroll
+				for (int a = 0; a < MB; a++) {
+					const uint4 lo = cw[j][a][0], hi = cw[j][a][1];
+					const uint32_t f0[4] = {lo.x, hi.x, lo.y, hi.y};
+					const uint32_t f1[4] = {lo.z, hi.z, lo.w, hi.w};
+					mkc_mm_mma(acc[a][b], f0, xb.x, xb.y);
+					mkc_mm_mma(acc[a][b], f1, xb.z, xb.w);
+				}
+			}
+#pragma unroll
+		for (int j = 0; j < U; j++) {
+#pragma unroll
+			for (int a = 0; a < MB; a++)
+				cw[j][a][0] = nw[j][a][0], cw[j][a][1] = nw[j][a][1];
+#pragma unroll
+			for (int b = 0; b < NB; b++)
+#pragma unroll
+				for (int h = 0; h < (XH ? 1 : 2); h++)
+					cx[j][b][h] = nx[j][b][h];
+		}
+	}
+	/* c0, c1: row lane / 4, tokens 2 (lane % 4) and one more; c2, c3 eight rows down */
+#pragma unroll
+	for (int a = 0; a < MB; a++)
+#pragma unroll
+		for (int b = 0; b < NB; b++)
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				const int64_t row = r0 + a * 16 + (lane >> 2) + h * 8;
+				float *o = red + (s * MKC_GEMV_ROWS + row) * (MKC_FEW_ROWS + 1) +
+					   b * 8 + (lane & 3) * 2;
+				if (row < nr) {
+					o[0] = acc[a][b][h * 2];
+					o[1] = acc[a][b][h * 2 + 1];
+				}
+			}
+}
+
+template <int MB, bool XH>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_few_rows_nb(float *red, const uint16_t *w, const uint16_t *u, int64_t ldw, int64_t r0,
+		int64_t nr, int64_t nn, const void *x, int64_t ldx, int64_t m, int64_t m0, int64_t k,
+		int s, int ks)
+{
+	if (m - m0 > 8)
+		mkc_few_rows<MB, 2, XH>(red, w, u, ldw, r0, nr, nn, x, ldx, m, m0, k, s, ks);
+	else
+		mkc_few_rows<MB, 1, XH>(red, w, u, ldw, r0, nr, nn, x, ldx, m, m0, k, s, ks);
+}
+
+template <bool XH, bool GLU, bool YH>
+static __device__ __noinline__ void MKC_UNUSED
+mkc_mm_few_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w,
+		const uint16_t *u, int64_t ldw, const float *c, int64_t ldc, int64_t m, int64_t n,
+		int64_t k, int64_t m0, int64_t n0, void *smem)
+{
+	const int64_t nn = n - n0, nr = GLU ? 2 * nn : nn, nt = m - m0;
+	float *red = (float *)smem;
+	const uint16_t *pw = w + n0 * ldw, *pu = GLU ? u + n0 * ldw : pw;
+	/* the warps as groups of 32 rows by splits of K: a warp's rows go in one
+	 * walk of its share of K (walks of 32 rows one after another, each over
+	 * K / 8: the 1B shape's Glu tile of 126 rows 45.2 -> 38.0 us, its head's
+	 * of 122 rows 304 -> 231 us; tests/gpu/mma.cu on an H100, session 31) */
+	const int rg = nr > 64 ? 4 : nr > 32 ? 2 : 1, ks = MKC_THREADS / 32 / rg;
+	const int warp = threadIdx.x >> 5, r0 = warp / ks * 32, left = (int)nr - r0;
+	if (left > 16)
+		mkc_few_rows_nb<2, XH>(red, pw, pu, ldw, r0, nr, nn, x, ldx, m, m0, k, warp % ks, ks);
+	else if (left > 0)
+		mkc_few_rows_nb<1, XH>(red, pw, pu, ldw, r0, nr, nn, x, ldx, m, m0, k, warp % ks, ks);
+	__syncthreads();
+	/* an output a thread, neighbouring threads neighbouring features of a token */
+	for (int64_t i = threadIdx.x; i < nn * nt; i += MKC_THREADS) {
+		const int64_t t = i / nn, f = i % nn;
+		float s = 0, s2 = 0;
+		for (int v = 0; v < ks; v++) {
+			s += red[(v * MKC_GEMV_ROWS + f) * (MKC_FEW_ROWS + 1) + t];
+			if (GLU)
+				s2 += red[(v * MKC_GEMV_ROWS + nn + f) * (MKC_FEW_ROWS + 1) + t];
+		}
+		const int64_t at = (m0 + t) * ldy + n0 + f;
+		float o = GLU ? mkc_ew_f(MKC_EW_SILU_MUL, s, s2) : c ? c[(m0 + t) * ldc + n0 + f] + s : s;
+		if (YH)
+			((uint16_t *)y)[at] = (uint16_t)mkc_mm_pack(o, 0.0f);
+		else
+			((float *)y)[at] = o;
+	}
+	__syncthreads();   /* the caller may reuse smem */
+}
+
+/*
  * The same tile by Hopper's wgmma (sm_90a: nvcc's
  * __CUDA_ARCH_FEAT_SM90_ALL) for a bf16 x (passes/narrow.c): the block's
  * two warpgroups take 64 tokens each, all MKC_MM_TN features, one

@@ -18,6 +18,11 @@
  * random operands, median of 20, in TFLOPS; a number for the plan, not a
  * benchmark (bench/ times the model).
  *
+ * A step of few tokens' tile (mkc_mm_few_tile, `./mma few`) likewise: 1 to
+ * 32 tokens by tiles of 16 to 128 weight rows, then timed on the 1B shape's
+ * products at 8 and 16 tokens as the few-token plan cuts them (a tile a
+ * worker), beside the 128-feature tile on the same tokens.
+ *
  * The chunk's attention (mkc_attn_chunk_mma) likewise: random queries,
  * keys and values (float32 or bf16 caches with room past L), every block
  * of 128 query rows of every head, against a float64 softmax over the
@@ -96,6 +101,34 @@ mma_kernel(void *y, const void *x, const uint16_t *w, const uint16_t *u, int64_t
 		}
 }
 
+/*
+ * Variant 5: mma.cuh's mkc_mm_few_tile (a step of few tokens), behind a
+ * call as in the megakernel, tiles of tw features (a Glu's of each
+ * weight) by up to MKC_FEW_ROWS tokens.
+ */
+template <bool XH, bool GLU, bool YH>
+static __device__ __noinline__ void
+few_call(void *y, int64_t ldy, const void *x, const uint16_t *w, const uint16_t *u,
+	 const float *c, int64_t m, int64_t n, int64_t k, int64_t m0, int64_t n0, void *smem)
+{
+	mkc_mm_few_tile<XH, GLU, YH>(y, ldy, x, k, w, u, k, c, ldy, m, n, k, m0, n0, smem);
+}
+
+template <bool XH, bool ADD, bool GLU, bool YH>
+static __global__ void __launch_bounds__(MKC_THREADS, 1)
+few_kernel(void *y, const void *x, const uint16_t *w, const uint16_t *u, int64_t m, int64_t n,
+	   int64_t k, int64_t tw)
+{
+	extern __shared__ __align__(128) unsigned char smem[];
+	const int64_t tm = (m + MKC_FEW_ROWS - 1) / MKC_FEW_ROWS, tn = (n + tw - 1) / tw;
+	const float *c = ADD ? (const float *)y : NULL;
+	for (int64_t t = blockIdx.x; t < tm * tn; t += gridDim.x) {
+		int64_t m0 = t % tm * MKC_FEW_ROWS, n0 = t / tm * tw;
+		few_call<XH, GLU, YH>(y, n, x, w, u, c, m0 + MKC_FEW_ROWS < m ? m0 + MKC_FEW_ROWS : m,
+				      n0 + tw < n ? n0 + tw : n, k, m0, n0, smem);
+	}
+}
+
 static uint16_t
 to_bf16(float f)
 {
@@ -144,7 +177,7 @@ static int failures;
 
 template <int V, bool XH, bool ADD, bool GLU = false, bool YH = false>
 static void
-check(int64_t m, int64_t n, int64_t k)
+check(int64_t m, int64_t n, int64_t k, int64_t tw = 0)
 {
 	size_t nx = (size_t)(m * k), nw = (size_t)(n * k), ny = (size_t)(m * n), ys = YH ? 2 : 4;
 	float *xf = (float *)malloc(nx * 4), *y0 = (float *)malloc(ny * 4);
@@ -169,12 +202,19 @@ check(int64_t m, int64_t n, int64_t k)
 		CHECK(cudaMemset(dy, 0xff, ny * 2));   /* bf16 NaNs */
 	else
 		CHECK(cudaMemcpy(dy, y0, ny * 4, cudaMemcpyHostToDevice));
-	if (V >= 3)
+	if (V >= 3 && V < 5)
 		tma_set<GLU>(dx, dw, (uint16_t *)dw + nw, m, n, k);
-	CHECK(cudaFuncSetAttribute(mma_kernel<V, XH, ADD, GLU, YH>,
-				   cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM(V)));
-	mma_kernel<V, XH, ADD, GLU, YH><<<7, MKC_THREADS, TILE_SMEM(V)>>>(dy, dx, (uint16_t *)dw,
-									  (uint16_t *)dw + nw, m, n, k, 1);
+	if (V == 5) {
+		CHECK(cudaFuncSetAttribute(few_kernel<XH, ADD, GLU, YH>,
+					   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_FEW_SMEM));
+		few_kernel<XH, ADD, GLU, YH><<<7, MKC_THREADS, MKC_FEW_SMEM>>>(
+			dy, dx, (uint16_t *)dw, (uint16_t *)dw + nw, m, n, k, tw);
+	} else {
+		CHECK(cudaFuncSetAttribute(mma_kernel<V, XH, ADD, GLU, YH>,
+					   cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM(V)));
+		mma_kernel<V, XH, ADD, GLU, YH><<<7, MKC_THREADS, TILE_SMEM(V)>>>(
+			dy, dx, (uint16_t *)dw, (uint16_t *)dw + nw, m, n, k, 1);
+	}
 	CHECK(cudaGetLastError());
 	CHECK(cudaMemcpy(y, dy, ny * ys, cudaMemcpyDeviceToHost));
 	double big = 0, err = 0;
@@ -195,9 +235,9 @@ check(int64_t m, int64_t n, int64_t k)
 		}
 	const double rel = err / big, tol = GLU ? 1e-4 : 1e-5;
 	char what[80];
-	snprintf(what, sizeof what, "mma%d %lld x %lld x %lld%s%s%s%s", V, (long long)m, (long long)n,
-		 (long long)k, XH ? " bf16 x" : "", ADD ? " add" : "", GLU ? " glu" : "",
-		 YH ? " bf16 y" : "");
+	snprintf(what, sizeof what, "mma%d %lld x %lld x %lld%s%s%s%s%s", V, (long long)m,
+		 (long long)n, (long long)k, V == 5 ? (tw > 32 ? " wide" : " narrow") : "",
+		 XH ? " bf16 x" : "", ADD ? " add" : "", GLU ? " glu" : "", YH ? " bf16 y" : "");
 	printf("%-44s %s  largest error %.2e of %.2e\n", what, rel <= tol ? "ok  " : "FAIL", rel, big);
 	failures += !(rel <= tol);
 	cudaFree(dx), cudaFree(dw), cudaFree(dy);
@@ -251,6 +291,81 @@ time_products(void)
 	timeit<V, XH, true>("gate/up glu, bf16 y", 1024, 8192, 2048);
 	timeit<V, XH>("down_proj", 1024, 2048, 8192);
 	timeit<V, XH>("lm head", 1024, 128256, 2048);
+}
+
+/*
+ * A step of m few tokens: each product of the 1B shape as the few-token
+ * plan cuts it (a tile a worker: n / SMs features, rounded up) by
+ * mkc_mm_few_tile, beside the chunk plan's 128-feature tile (mkc_mma_tile),
+ * a bf16 x; the median of 20 launches and the weights' bytes over it.
+ */
+template <bool GLU>
+static void
+time_few_one(const char *what, int64_t m, int64_t n, int64_t k)
+{
+	void *dx, *dw, *dy;
+	size_t nw = (size_t)(n * k) * (GLU ? 2 : 1);
+	CHECK(cudaMalloc(&dx, (size_t)(m * k * 2)));
+	CHECK(cudaMalloc(&dw, nw * 2));
+	CHECK(cudaMalloc(&dy, (size_t)(m * n * 4)));
+	uint16_t *h = (uint16_t *)malloc(nw * 2);
+	for (size_t i = 0; i < nw; i++)
+		h[i] = to_bf16((float)frand() * 0.1f);
+	CHECK(cudaMemcpy(dw, h, nw * 2, cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy(dx, h, (size_t)(m * k * 2), cudaMemcpyHostToDevice));
+	free(h);
+	int sms;
+	CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+	/* a tile a worker, or as the plan cuts a product past the workers'
+	 * MKC_GEMV_ROWS rows: a whole number of tiles a worker */
+	int64_t tiles = sms;
+	while ((n + tiles - 1) / tiles > (GLU ? MKC_GEMV_ROWS / 2 : MKC_GEMV_ROWS))
+		tiles += sms;
+	const int64_t tw = (n + tiles - 1) / tiles;
+	const uint16_t *u = (uint16_t *)dw + (GLU ? nw / 2 : 0);
+	CHECK(cudaFuncSetAttribute(few_kernel<true, false, GLU, GLU>,
+				   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_FEW_SMEM));
+	double t = 1e-3 * median_ms([&] {
+		few_kernel<true, false, GLU, GLU><<<sms, MKC_THREADS, MKC_FEW_SMEM>>>(
+			dy, dx, (uint16_t *)dw, u, m, n, k, tw);
+	});
+	CHECK(cudaFuncSetAttribute(mma_kernel<1, true, false, GLU, GLU>,
+				   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_MM_SMEM));
+	double t2 = 1e-3 * median_ms([&] {
+		mma_kernel<1, true, false, GLU, GLU><<<sms, MKC_THREADS, MKC_MM_SMEM>>>(
+			dy, dx, (uint16_t *)dw, u, m, n, k, 1);
+	});
+	printf("few %-18s %2lld x %5lld x %5lld, %3lld rows a tile  %7.1f us  %6.0f GB/s;"
+	       "  128-feature tile %7.1f us\n", what, (long long)m, (long long)n, (long long)k,
+	       (long long)(GLU ? 2 * tw : tw), t * 1e6, nw * 2 / t * 1e-9, t2 * 1e6);
+	cudaFree(dx), cudaFree(dw), cudaFree(dy);
+}
+
+static void
+time_few(void)
+{
+	for (int64_t m = 8; m <= 16; m += 8) {
+		time_few_one<false>("q/k/v (fused)", m, 3072, 2048);
+		time_few_one<false>("o_proj", m, 2048, 2048);
+		time_few_one<true>("gate/up glu", m, 8192, 2048);
+		time_few_one<false>("down_proj", m, 2048, 8192);
+		time_few_one<false>("lm head", m, 128256, 2048);
+	}
+}
+
+/* the few-token tile's cases: 1 to 16 tokens, 16 to 128 rows, float32 or bf16 x, residual, Glu */
+static void
+check_few(void)
+{
+	check<5, false, false>(1, 40, 2048, 16);
+	check<5, false, false>(8, 300, 256, 24);
+	check<5, true, false>(16, 130, 8192, 128);
+	check<5, true, true>(9, 200, 512, 64);
+	check<5, false, true>(16, 100, 96, 40);
+	check<5, true, false, true, true>(8, 200, 2048, 62);
+	check<5, false, false, true, false>(13, 70, 160, 20);
+	check<5, true, false, false, true>(3, 129, 1024, 33);
+	check<5, true, false, false, false>(32, 256, 64, 100);
 }
 
 /* the TMA tile's cases: a bf16 x, partial tiles both ways, residual, Glu */
@@ -417,7 +532,7 @@ time_attn(int64_t sq, int64_t l)
 	cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dy);
 }
 
-/* ./mma: every check and timing; ./mma tma: the TMA tile's only */
+/* ./mma: every check and timing; ./mma tma, ./mma few, ./mma attn: one tile's */
 int
 main(int argc, char **argv)
 {
@@ -431,6 +546,12 @@ main(int argc, char **argv)
 	}
 	if (argc > 1 && strcmp(argv[1], "attn") == 0)
 		goto attn;
+	if (argc > 1 && strcmp(argv[1], "few") == 0) {
+		check_few();
+		time_few();
+		return failures ? 1 : 0;
+	}
+	check_few();
 	check_products<0>();
 	check_products<1>();
 	check_products<2>();
