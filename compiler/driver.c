@@ -1,5 +1,6 @@
 /* driver.c - the pass pipeline. See driver.h. */
 #include "driver.h"
+#include "../runtime/limits.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,7 +80,7 @@ set_pages(mkc_graph *g, const mkc_driver_options *o, int chunk, int64_t *max_chu
 	g->page_size = page;
 	g->cache_pages = o->cache_pages ? o->cache_pages
 					: o->max_seqs * ((g->kv_cap + page - 1) / page);
-	if (*max_chunk < o->max_seqs && !o->one_token_twin)
+	if (*max_chunk < o->max_seqs && !o->one_token_twin && !o->few_twin)
 		*max_chunk = o->max_seqs;
 	return 0;
 }
@@ -107,6 +108,11 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		.max_dim = o->max_dim,
 		.no_reuse = o->no_reuse,
 	};
+	/* the few-token plan: one block of all its rows, products as a decode step's */
+	if (o->few_twin) {
+		tp.chunk_rows = o->max_chunk;
+		tp.few_products = true;
+	}
 	mkc_plan *p = NULL;
 	const char *dump = o->dump_after;
 	if (dump && strcmp(dump, "load") == 0)
@@ -161,6 +167,38 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 	}
 	*plan = p;
 	return 0;
+}
+
+int64_t
+mkc_few_tokens(const mkc_driver_options *o)
+{
+	if (o->few_tokens >= 0)
+		return o->few_tokens;
+	return o->wide_target && o->tc_products ? MKC_FEW_ROWS : 0;
+}
+
+int
+mkc_run_twins(const mkc_graph *g, mkc_graph *(*load)(void *user), void *user,
+	      const mkc_driver_options *o, mkc_plan **twins)
+{
+	if (g->chunk_sym < 0)
+		return 0;
+	const int64_t few = mkc_few_tokens(o);
+	int n = 0;
+	for (int k = few >= 2 && few < g->max_chunk ? 0 : 1; k < 2; k++) {
+		mkc_progress(g->ctx, k ? "the one-token step's own plan"
+				       : "the own plan of steps of 2 to %lld tokens", (long long)few);
+		mkc_driver_options d = *o;
+		d.max_chunk = k ? 1 : few;
+		d.one_token_twin = k == 1;
+		d.few_twin = k == 0;
+		d.dump_after = NULL;
+		mkc_graph *gk = load(user);
+		if (!gk || mkc_run_passes(gk, &d, &twins[n]) != 0)
+			return -1;
+		n++;
+	}
+	return n;
 }
 
 /*

@@ -28,8 +28,13 @@ typedef struct {
 	int64_t page_size;       /* positions a cache page holds (0: 16) */
 	int64_t cache_pages;     /* pages in the pool (0: enough for max_seqs at max_seq) */
 	/* the one-token plan of a chunked file (max_chunk 1): its symbols keep
-	 * the chunked plan's numbers, S among them (emit.c's second plan) */
+	 * the chunked plan's numbers, S among them (emit.c's last plan) */
 	bool one_token_twin;
+	/* steps of 2 to few_tokens tokens of a chunked file run a plan of their
+	 * own, its products cut as a decode step's (-1: the target's default,
+	 * MKC_FEW_ROWS where products run on tensor cores, else none; 0: none) */
+	int64_t few_tokens;
+	bool few_twin;           /* this is that plan (max_chunk few_tokens) */
 } mkc_driver_options;
 
 bool mkc_pass_known(const char *name);   /* "load" and every pass */
@@ -43,6 +48,18 @@ int mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan);
  * but axis 0 of every graph input and output) is 1: one sequence a step.
  */
 int mkc_fix_dims(mkc_graph *g, const char *const *dims, int n);
+
+/*
+ * The twins of plan 0 (made from g by mkc_run_passes with o) when g takes
+ * steps of several tokens: the few-token plan where o's --max-chunk passes
+ * its few_tokens, then the one-token plan, each from the model loaded
+ * again by load(user). Returns how many (0 to 2) are in twins, or -1.
+ */
+int mkc_run_twins(const mkc_graph *g, mkc_graph *(*load)(void *user), void *user,
+		  const mkc_driver_options *o, mkc_plan **twins);
+
+/* The few_tokens o gives: its own, or the target's default for -1. */
+int64_t mkc_few_tokens(const mkc_driver_options *o);
 
 /* `mkc test DIR...` (compiler/test.c); returns the exit status. */
 int mkc_test_main(int argc, char **argv);

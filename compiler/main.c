@@ -11,6 +11,7 @@
 #include "passes.h"
 #include "../backends/core/emit.h"
 #include "driver.h"
+#include "../runtime/limits.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,10 @@ static const char usage[] =
 	"  --max-chunk N      a step takes 1 to N new tokens of one sequence (a\n"
 	"                     prompt in chunks; the token count is a run-time\n"
 	"                     dimension); default 1: the decode step, one token\n"
+	"  --few-tokens F     with --max-chunk past F, steps of 2 to F tokens run a\n"
+	"                     plan of their own whose products stream each weight\n"
+	"                     once, as the decode step's do (F from 0 to 16;\n"
+	"                     default 16 on cuda, 0 on c and hip; 0: none)\n"
 	"  --max-seqs N       a step's tokens belong to up to N sequences, each with\n"
 	"                     caches of --max-seq positions in pages of a shared pool\n"
 	"                     (NAME_seq_open, NAME_step_seqs); a step takes up to N\n"
@@ -104,6 +109,7 @@ typedef struct {
 	int verbose;
 	int workers;
 	int64_t max_dim, max_seq, max_chunk, max_seqs, page_size, cache_pages;
+	int64_t few_tokens;       /* --few-tokens (-1: the target's default) */
 	const char *command_line;
 	const char *consts[64];   /* NAME=FILE.pb */
 	bool bf16, dump_dot, no_reuse, kv_io, no_fuse, all_logits;
@@ -158,6 +164,11 @@ parse_args(int argc, char **argv, int from, options *o)
 			if (!parse_count(v, 1, 1LL << 20, &x))
 				return bad_usage("%s needs a token count of at least 1", a);
 			o->max_chunk = x;
+			i++;
+		} else if (strcmp(a, "--few-tokens") == 0) {
+			if (!parse_count(v, 0, MKC_FEW_ROWS, &x))
+				return bad_usage("%s needs a token count from 0 to 16", a);
+			o->few_tokens = x;
 			i++;
 		} else if (strcmp(a, "--max-seqs") == 0 || strcmp(a, "--page-size") == 0 ||
 			   strcmp(a, "--cache-pages") == 0) {
@@ -303,6 +314,21 @@ bind_consts(mkc_graph *g, const options *o)
 	return mkc_fix_dims(g, o->dims, o->ndims);
 }
 
+/* the model loaded again for a twin plan (mkc_run_twins) */
+typedef struct {
+	mkc_ctx *c;
+	const options *o;
+	bool all_logits;
+} reload;
+
+static mkc_graph *
+load_again(void *user)
+{
+	const reload *r = user;
+	mkc_graph *g = mkc_load_model_logits(r->c, r->o->model, r->all_logits);
+	return g && bind_consts(g, r->o) == 0 ? g : NULL;
+}
+
 static int
 compile(const options *o)
 {
@@ -335,19 +361,19 @@ compile(const options *o)
 		.max_seqs = o->max_seqs,
 		.page_size = o->page_size,
 		.cache_pages = o->cache_pages,
+		.few_tokens = o->few_tokens,
 	};
 	if (!g || mkc_run_passes(g, &d, &p) != 0)
 		goto out;
-	/* a chunked file's step of one token: the model compiled again with S at 1 */
-	mkc_plan *p1 = NULL;
-	if (o->out && g->chunk_sym >= 0) {
-		mkc_progress(c, "the one-token step's own plan");
-		mkc_graph *g1 = mkc_load_model_logits(c, o->model, all_logits);
-		d.max_chunk = 1;
-		d.one_token_twin = true;
-		d.dump_after = NULL;
-		if (!g1 || bind_consts(g1, o) != 0 || mkc_run_passes(g1, &d, &p1) != 0)
+	/* a chunked file's steps of few tokens and of one: the model compiled again */
+	mkc_plan *plans[MKC_MAX_PLANS] = {p};
+	int nplans = 1;
+	if (o->out) {
+		reload r = {c, o, all_logits};
+		int n = mkc_run_twins(g, load_again, &r, &d, plans + 1);
+		if (n < 0)
 			goto out;
+		nplans += n;
 	}
 	if (o->out) {
 		const mkc_target *t = mkc_target_find(o->target);
@@ -370,7 +396,7 @@ compile(const options *o)
 				"every symbolic dimension at %lld (--max-dim; --dim NAME=N fixes one)\n",
 				mkc_cstr(c->arena, o->model, false), (double)p->arena_bytes / (1 << 30),
 				(long long)eo.max_dim);
-		if (mkc_emit(p, p1, t, &eo) != 0)
+		if (mkc_emit(plans, nplans, t, &eo) != 0)
 			goto out;
 		mkc_progress(c, "wrote %s", o->out);
 		rc = 0;
@@ -388,7 +414,7 @@ compile(const options *o)
 		char *file = mkc_arena_printf(c->arena, "%s/check.%s", dir, t->ext);
 		mkc_emit_options eo = {.out_path = file, .prefix = "checked_model", .max_dim = 4096,
 				       .embed_limit = o->embed_limit};
-		int erc = mkc_emit(p, NULL, t, &eo);
+		int erc = mkc_emit(&p, 1, t, &eo);
 		unlink(file);
 		unlink(mkc_arena_printf(c->arena, "%s/check.h", dir));
 		rmdir(dir);
@@ -536,6 +562,7 @@ main(int argc, char **argv)
 		return mkc_test_main(argc, argv);
 	options o = {0};
 	o.embed_limit = 4096;
+	o.few_tokens = -1;
 	int rc = parse_args(argc, argv, 1, &o);
 	if (rc)
 		return rc;

@@ -62,6 +62,7 @@ typedef struct {
 	const char *dims[64];
 	int ndims;
 	int64_t max_chunk; /* mkc --max-chunk */
+	int64_t few_tokens; /* mkc --few-tokens (-1: the target's default) */
 	int64_t max_seqs, page_size;   /* mkc --max-seqs, --page-size: the steps are sequence 0's */
 	const char *profile;   /* --profile FILE: the last step's timeline */
 	const char *edit;      /* testing the tests: a command that breaks the emitted file */
@@ -696,6 +697,28 @@ edit_emitted(const char *cmd, const char *file, const char *dir)
 	return rc != 0 || !after || same ? -1 : 0;
 }
 
+/* the model loaded again for a twin plan (mkc_run_twins), bound as the first */
+typedef struct {
+	mkc_ctx *c;
+	const char *model, *dir;
+	const test_options *o;
+} reload;
+
+static mkc_graph *
+load_again(void *user)
+{
+	const reload *r = user;
+	mkc_graph *g = mkc_load_model(r->c, r->model);
+	if (g && r->o->bind_consts) {
+		mkc_tensor **in = mkc_arena_alloc(r->c->arena, (size_t)(g->inputs.n + 1) * sizeof *in);
+		for (int i = 0; i < g->inputs.n; i++)
+			in[i] = MKC_INPUT(g, i);
+		if (bind_consts(r->c, g, r->dir, in, g->inputs.n) != 0)
+			return NULL;
+	}
+	return g && mkc_fix_dims(g, r->o->dims, r->o->ndims) == 0 ? g : NULL;
+}
+
 /* Compiles DIR and runs each of its cases; adds to the counts. */
 static void
 test_dir(const char *dir, const test_options *o, int *passed, int *failed)
@@ -730,7 +753,8 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 				.no_fuse = o->no_fuse, .wide_target = t->warp > 0,
 				.tc_products = t->mma, .tma_products = t->tma,
 				.kv_dtype = (mkc_dtype)o->kv_dtype, .max_chunk = o->max_chunk,
-				.max_seqs = o->max_seqs, .page_size = o->page_size};
+				.max_seqs = o->max_seqs, .page_size = o->page_size,
+				.few_tokens = o->few_tokens};
 	mkc_emit_options eo = {mkc_arena_printf(c->arena, "%s/model.%s", work, t->ext),
 			       "model", "mkc test", o->max_dim ? o->max_dim : 4096, o->embed_limit, o->profile ? 1 : 0,
 			       arch && *arch ? arch : NULL};
@@ -752,22 +776,14 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 		ok = ok && mkc_fix_dims(g, o->dims, o->ndims) == 0;
 	}
 	ok = ok && mkc_run_passes(g, &d, &p) == 0;
-	/* a chunked file's step of one token: the model compiled again with S at 1 */
-	mkc_plan *p1 = NULL;
-	if (ok && g->chunk_sym >= 0) {
-		mkc_graph *g1 = mkc_load_model(c, model);
-		ok = g1 != NULL;
-		if (ok && o->bind_consts) {
-			mkc_tensor **in1 = mkc_arena_alloc(c->arena, (size_t)(g1->inputs.n + 1) *
-							  sizeof *in1);
-			for (int i = 0; i < g1->inputs.n; i++)
-				in1[i] = MKC_INPUT(g1, i);
-			ok = bind_consts(c, g1, dir, in1, g1->inputs.n) == 0;
-		}
-		ok = ok && mkc_fix_dims(g1, o->dims, o->ndims) == 0;
-		d.max_chunk = 1;
-		d.one_token_twin = true;
-		ok = ok && mkc_run_passes(g1, &d, &p1) == 0;
+	/* a chunked file's steps of few tokens and of one: the model compiled again */
+	mkc_plan *plans[MKC_MAX_PLANS] = {p};
+	int nplans = 1;
+	if (ok) {
+		reload r = {c, model, dir, o};
+		int n = mkc_run_twins(g, load_again, &r, &d, plans + 1);
+		ok = n >= 0;
+		nplans += ok ? n : 0;
 	}
 	if (ok && o->stall_event >= 0 && o->stall_event < p->events.n) {
 		/* after verify, on purpose: the event can never fire */
@@ -780,7 +796,7 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 		fprintf(stderr, "mkc test: dropped the wait of task %d (%s)\n", o->drop_wait,
 			MKC_TASK(p, o->drop_wait)->node->name);
 	}
-	if (!ok || mkc_emit(p, p1, t, &eo) != 0) {
+	if (!ok || mkc_emit(plans, nplans, t, &eo) != 0) {
 		printf("FAIL %s: %s", dir, c->errors ? c->errors : "does not compile\n");
 		(*failed)++;
 		remove_scratch(work, false);
@@ -840,6 +856,8 @@ static const char test_usage[] =
 	"  --max-seq N     positions each KV cache holds (default 4096)\n"
 	"  --max-chunk N   compile for steps of up to N new tokens, as mkc\n"
 	"                  --max-chunk (default 1)\n"
+	"  --few-tokens F  steps of 2 to F tokens run a plan of their own, as mkc\n"
+	"                  --few-tokens (default 16 on cuda, 0 on c and hip)\n"
 	"  --max-seqs N    compile as mkc --max-seqs N (caches in pages; the tests\n"
 	"                  step sequence 0), with --page-size P positions a page\n"
 	"  --profile FILE  compile with mkc --profile and write the last step's\n"
@@ -862,7 +880,7 @@ int
 mkc_test_main(int argc, char **argv)
 {
 	test_options o = {.target = "c", .steps = 3, .tol = 1e-5, .drop_wait = -1,
-			  .embed_limit = 4096, .stall_event = -1, .timeout = 20};
+			  .embed_limit = 4096, .stall_event = -1, .timeout = 20, .few_tokens = -1};
 	const char **dirs = calloc((size_t)argc, sizeof *dirs);
 	int ndirs = 0;
 	if (!dirs)
@@ -909,6 +927,8 @@ mkc_test_main(int argc, char **argv)
 			o.max_dim = strtoll(argv[++i], &end, 10);
 		else if (!strcmp(a, "--max-chunk") && has)
 			o.max_chunk = strtoll(argv[++i], &end, 10);
+		else if (!strcmp(a, "--few-tokens") && has)
+			o.few_tokens = strtoll(argv[++i], &end, 10);
 		else if (!strcmp(a, "--max-seqs") && has)
 			o.max_seqs = strtoll(argv[++i], &end, 10);
 		else if (!strcmp(a, "--page-size") && has)
@@ -942,7 +962,7 @@ mkc_test_main(int argc, char **argv)
 		}
 		if (*end || o.steps < 1 || o.threads < 0 || o.workers < 0 || o.tol <= 0 ||
 		    o.embed_limit < 0 || o.timeout <= 0 || o.max_seq < 0 || o.max_dim < 0 ||
-		    o.max_chunk < 0 || o.max_seqs < 0 || o.max_seqs > 65536 || o.page_size < 0) {
+		    o.max_chunk < 0 || o.few_tokens < -1 || o.few_tokens > 16 || o.max_seqs < 0 || o.max_seqs > 65536 || o.page_size < 0) {
 			fprintf(stderr, "mkc test: bad value for %s\n", a);
 			free(dirs);
 			return 2;

@@ -70,6 +70,8 @@ typedef struct {
 	int64_t chunk_rows;        /* a step's tokens: fewest rows a block of them (0: 128) */
 	bool wide_glu;             /* a Glu's tiles past a chunk's first block take
 	                              matmul_tile_cols rows of each weight, not half */
+	bool few_products;         /* a few-token plan's: products cut as a decode
+	                              step's, not matmul_tile_cols a tile */
 	int64_t max_dim;           /* every symbol's largest value (0: 4096) */
 	bool no_reuse;             /* memory: every intermediate gets its own buffer */
 } mkc_target_params;

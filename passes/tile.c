@@ -581,7 +581,9 @@ chunk_blocks(const mkc_plan *p, int64_t *rows)
  * prompts 2.2x (1024 tokens) to 2.9x (4000) slower on an H200
  * (tests/gpu/RESULTS.md, session 16). Anything else is cut along axis into
  * tiles of about CHUNK_TILE_ELEMS elements (the decode cut, a tile a
- * worker, made 105,000 tasks and mkc 150 s). k is the decode cut's count.
+ * worker, made 105,000 tasks and mkc 150 s). k is the decode cut's count,
+ * which a few-token plan's products keep (tp.few_products: its one block
+ * of at most 16 rows streams each weight once, as a decode step does).
  */
 enum { CHUNK_TILE_ELEMS = 64 * 1024 };
 
@@ -592,6 +594,8 @@ chunk_tiles(const mkc_plan *p, const mkc_node *n, mapping m, int axis, int64_t r
 	if (axis < 0 || m == MAP_HEADS)
 		return k;
 	int64_t len = y->shape[axis].c, elems = rows;
+	if (by_columns(n, m) && p->tp.few_products)
+		return k;   /* a step of few tokens streams its weights as a decode step does */
 	if (by_columns(n, m)) {
 		int64_t tc = tile_cols(p, n), t = (len + tc - 1) / tc;
 		return (int)(t < 1 ? 1 : t);
@@ -692,8 +696,11 @@ tile_node(mkc_plan *p, mkc_node *n)
 		 * would get of the wide ones */
 		if (p->tp.wide_glu && two_weights(n) && by_columns(n, m) && nblocks > 1)
 			kw = (k + 1) / 2;
+		/* a few-token plan's norms and embedding rows a row a tile: 2 tiles
+		 * of 8 rows each walking its rows one after another took 11-12 us
+		 * a norm of a 16-token step on its critical path (H200, session 31) */
 		if ((m == MAP_ROWS && axis < 0) || m == MAP_GATHER)
-			k = rows_tiles(n, rows);
+			k = p->tp.few_products ? (int)rows : rows_tiles(n, rows);
 		if ((m == MAP_ELEMENTWISE || m == MAP_ROWS || m == MAP_GATHER) && k > 1) {
 			while (rows % k)
 				k--;

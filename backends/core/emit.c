@@ -13,13 +13,16 @@
  *   loading, binding, KV caches, the timeline);
  *   the tile functions, mkc_run_task, mkc_fill_symvals; the public API.
  *
- * A chunked file (--max-chunk N > 1) holds two plans: plan 0, its steps of
- * any S, and plan 1, the same model compiled with S fixed at 1 (the decode
- * file's plan). The tables hold plan 0's tasks, events, queues and nodes,
- * then plan 1's (mkc_plan_task0 and the queue lists say where each starts);
- * the two share the graph's inputs, outputs, caches and every weight that
- * is the same in both, and one arena, the larger; nodes of one form share
- * one body across plans. MKC_STEP_PLAN(sym) picks a step's plan from S.
+ * A chunked file (--max-chunk N > 1) holds two or three plans: plan 0, its
+ * steps of any S; where N passes --few-tokens F, a plan for steps of 2 to F
+ * tokens (the model compiled with S at most F, its products cut as a
+ * decode step's); last, the same model compiled with S fixed at 1 (the
+ * decode file's plan). The tables hold plan 0's tasks, events, queues and
+ * nodes, then the next plan's (mkc_plan_task0 and the queue lists say
+ * where each starts); the plans share the graph's inputs, outputs, caches
+ * and every weight that is the same in all, and one arena, the largest;
+ * nodes of one form share one body across plans. MKC_STEP_PLAN(sym) picks
+ * a step's plan from S.
  */
 #include "emit.h"
 #include "../../ir/numeric.h"
@@ -325,6 +328,13 @@ needs_table(const mkc_tensor *t)
 static bool rt_same_weight(const mkc_tensor *a, const mkc_tensor *b);
 static int rt_kind(const mkc_tensor *t);
 
+/* What plan k of e is, in a sentence: "chunk", "few-token", "one-token". */
+static const char *
+plan_name(const mkc_emitter *e, int k)
+{
+	return k == 0 ? "chunk" : k == e->nplans - 1 ? "one-token" : "few-token";
+}
+
 /*
  * Plan 0's table index of the tensor t of a later plan is (the same graph
  * input or output, the same cache, the same weight), or -1: t is its own.
@@ -382,8 +392,8 @@ number_tensors(mkc_emitter *e, int k, int n)
 			continue;
 		ix[t->id] = k ? twin(e, t) : -1;
 		if (ix[t->id] < 0 && k && (needs_table(t) || t->kind == MKC_TK_STATE))
-			return mkc_error(g->ctx, "%s: the one-token step's plan has %s '%s', which the "
-					 "chunk's plan lacks", g->path, t->kind == MKC_TK_STATE ?
+			return mkc_error(g->ctx, "%s: the %s plan has %s '%s', which the "
+					 "chunk's plan lacks", g->path, plan_name(e, k), t->kind == MKC_TK_STATE ?
 					 "the cache" : "the graph input or output", t->name);
 		if (ix[t->id] < 0)
 			ix[t->id] = n++;
@@ -840,7 +850,7 @@ emit_schedule(mkc_emitter *e)
 		const mkc_task *t = file_task(e, c, &k);
 		fprintf(f, "\t\"%s (%s) tile %d/%d%s\",\n", mkc_cstr(a, t->node->name, false),
 			mkc_cstr(a, t->node->op_type, false), t->tile, t->ntiles,
-			k ? ", one-token plan" : "");
+			k ? (k == e->nplans - 1 ? ", one-token plan" : ", few-token plan") : "");
 	}
 	/* what a step that fails in a node names (MKC_FAIL_INDEX), on the host */
 	fprintf(f, "};\nstatic const char *const mkc_node_desc[%d] MKC_UNUSED = {\n", nnodes + 1);
@@ -1179,8 +1189,8 @@ number_plans(mkc_emitter *e)
 		for (int s = 0; same && s < g0->syms.n; s++)
 			same = strcmp(MKC_SYM(p->g, s), MKC_SYM(g0, s)) == 0;
 		if (!same)
-			return mkc_error(p->g->ctx, "%s: the one-token step's plan has other symbols or "
-					 "workers than the chunk's", p->g->path);
+			return mkc_error(p->g->ctx, "%s: the %s plan has other symbols or "
+					 "workers than the chunk's", p->g->path, plan_name(e, k));
 		if ((n = number_tensors(e, k, n)) < 0)
 			return -1;
 	}
@@ -1207,9 +1217,13 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 		mkc_ccomment(g->ctx->arena, g->path),
 		(unsigned long long)hash_file(g->path), e->t->name, p->tp.nworkers, p->tasks.n,
 		p->events.n);
+	if (e->nplans > 2)
+		fprintf(f, ";\n * a step of 2 to %lld tokens: its own plan, %d tasks, %d events",
+			(long long)e->plans[1]->g->max_chunk, e->plans[1]->tasks.n,
+			e->plans[1]->events.n);
 	if (e->nplans > 1)
 		fprintf(f, ";\n * a step of one token: its own plan, %d tasks, %d events",
-			e->plans[1]->tasks.n, e->plans[1]->events.n);
+			e->plans[e->nplans - 1]->tasks.n, e->plans[e->nplans - 1]->events.n);
 	fprintf(f, "\n * API: see %s\n */\n", hname);
 	mkc_emit_head(f, e->t, o->arch, prefix);
 	fprintf(f, "\n#define MKC_NSYMS %d\n#define MKC_NTENSORS %d\n#define MKC_NTASKS %d\n"
@@ -1229,8 +1243,12 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 		return -1;
 	emit_io(e);
 	emit_generate_io(e);
-	/* which plan a step runs: a chunked file's one-token plan for a step of one token */
-	if (e->nplans > 1)
+	/* which plan a step runs: a chunked file's one-token plan for a step of
+	 * one token, its few-token plan for one of 2 to F */
+	if (e->nplans > 2)
+		fprintf(f, "#define MKC_STEP_PLAN(sym) ((sym)[%d] == 1 ? 2 : (sym)[%d] <= %lld ? 1 : 0)\n",
+			g->chunk_sym, g->chunk_sym, (long long)e->plans[1]->g->max_chunk);
+	else if (e->nplans > 1)
 		fprintf(f, "#define MKC_STEP_PLAN(sym) ((sym)[%d] == 1 ? 1 : 0)\n", g->chunk_sym);
 	else
 		fprintf(f, "#define MKC_STEP_PLAN(sym) 0\n");
@@ -1250,9 +1268,15 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 		use_plan(e, plan_of(e, e->node0, c));
 		wide = mkc_emit_mma_wide(e, file_node(e, c));
 	}
+	bool few = false;
+	for (int c = 0; c < nnodes && !few; c++) {
+		use_plan(e, plan_of(e, e->node0, c));
+		few = mkc_emit_few(e, file_node(e, c));
+	}
 	use_plan(e, 0);
+	/* the largest: MKC_FEW_SMEM < MKC_MM_SMEM (runtime/limits.h) */
 	fprintf(f, "#define MKC_DYN_SMEM %s\n",
-		wide ? "MKC_MM_WIDE_SMEM" : dyn ? "MKC_MM_SMEM" : "0");
+		wide ? "MKC_MM_WIDE_SMEM" : dyn ? "MKC_MM_SMEM" : few ? "MKC_FEW_SMEM" : "0");
 	emit_schedule(e);
 	emit_boxes(e);
 	emit_profile(e, o);
@@ -1316,8 +1340,10 @@ check_destinations(mkc_ctx *c, const char *out, const char *hpath)
 }
 
 int
-mkc_emit(mkc_plan *p, mkc_plan *decode, const mkc_target *t, const mkc_emit_options *o)
+mkc_emit(mkc_plan *const *plans, int nplans, const mkc_target *t, const mkc_emit_options *o)
 {
+	mkc_plan *p = plans[0];
+	MKC_ASSERT(nplans >= 1 && nplans <= MKC_MAX_PLANS);
 	mkc_ctx *c = p->g->ctx;
 	if (t->unwritten)
 		return mkc_error(c, "%s: %s; nothing was written to %s", p->g->path, t->unwritten,
@@ -1335,8 +1361,9 @@ mkc_emit(mkc_plan *p, mkc_plan *decode, const mkc_target *t, const mkc_emit_opti
 	FILE *hf = cf ? open_temp(c, hpath, &htmp) : NULL;
 	int rc = -1;
 	if (cf && hf) {
-		mkc_emitter e = {.f = cf, .p = p, .t = t, .plans = {p, decode},
-				 .nplans = decode ? 2 : 1};
+		mkc_emitter e = {.f = cf, .p = p, .t = t, .nplans = nplans};
+		for (int k = 0; k < nplans; k++)
+			e.plans[k] = plans[k];
 		fprintf(hf, "/* %s - generated by mkc %s from %s; do not edit. */\n"
 			"#ifndef %s_H\n#define %s_H\n", mkc_ccomment(c->arena, hname), MKC_VERSION,
 			mkc_ccomment(c->arena, p->g->path), prefix, prefix);

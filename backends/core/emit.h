@@ -105,13 +105,16 @@ typedef struct {
 } mkc_emit_options;
 
 /*
- * decode: NULL, or the one-token step's plan of a model p takes in steps of
- * up to --max-chunk tokens (the same model compiled with S fixed at 1): the
- * file then holds both, and a step of one token runs decode's. They share
- * the graph inputs and outputs, the caches and every weight that is the
- * same in both (name, type, bytes and source); the rest is each its own.
+ * Writes the file of plans[0] and its twins (nplans in all, at most
+ * MKC_MAX_PLANS): for a model taken in steps of up to --max-chunk tokens,
+ * the few-token steps' plan where there is one and the one-token step's
+ * last (the same model compiled with S at most --few-tokens, and with S
+ * fixed at 1: compiler/driver.c's mkc_run_twins); a step runs the plan its
+ * S picks. They share the graph inputs and outputs, the caches and every
+ * weight that is the same in all (name, type, bytes and source); the rest
+ * is each its own.
  */
-int mkc_emit(mkc_plan *p, mkc_plan *decode, const mkc_target *t, const mkc_emit_options *o);
+int mkc_emit(mkc_plan *const *plans, int nplans, const mkc_target *t, const mkc_emit_options *o);
 
 /*
  * The start of every file target t emits, up to the tables: its headers,
@@ -133,15 +136,16 @@ const char *mkc_emit_name_problem(const char *name);
  * What the tile emitters (emit_ops.c) need to know about the file being
  * written: each tensor's index in the tensor table.
  */
-enum { MKC_MAX_PLANS = 2, MKC_MAX_UPLOADS = 16 };
+enum { MKC_MAX_PLANS = 3, MKC_MAX_UPLOADS = 16 };
 
 typedef struct {
 	FILE *f;
 	mkc_plan *p;                /* the plan being written (one of plans) */
 	const mkc_target *t;
 	int *index;                 /* its graph's tensor id -> table index, or -1 */
-	/* a file's plans: its steps (0) and, in a chunked file, the one-token
-	 * step compiled apart (1); their tasks, events and nodes follow each
+	/* a file's plans: its steps (0) and, in a chunked file, the few-token
+	 * steps' plan where there is one, then the one-token step's, compiled
+	 * apart (the last); their tasks, events and nodes follow each
 	 * other in the tables, plan k's from task0[k], event0[k], node0[k] */
 	mkc_plan *plans[MKC_MAX_PLANS];
 	int *indexes[MKC_MAX_PLANS];
@@ -167,6 +171,10 @@ int mkc_emit_node(mkc_emitter *e, const mkc_node *n);
 /* Whether node n's tiles run on tensor cores (backends/cuda/mma.cuh): the
  * file then gives each worker MKC_MM_SMEM bytes of dynamic shared memory. */
 bool mkc_emit_mma(const mkc_emitter *e, const mkc_node *n);
+
+/* Whether n's tiles are a few-token plan's products (mma.cuh's
+ * mkc_mm_few_tile): MKC_FEW_SMEM bytes. */
+bool mkc_emit_few(const mkc_emitter *e, const mkc_node *n);
 
 /* Whether Glu node n has tensor-core tiles of MKC_MM_TN rows of each
  * weight (passes/tile.c's wide_glu), by TMA: MKC_MM_WIDE_SMEM bytes. */

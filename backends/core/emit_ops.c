@@ -594,15 +594,47 @@ emit_matmul(mkc_emitter *e, const mkc_node *n)
  */
 _Static_assert(MKC_MM_TK == 64, "ir/kernel.c's mkc_kernel_tc_gemm asks for K a multiple of 64");
 
+/* A tensor-core product's C: none, a float32 residual shaped as y, or a bias [N]. */
+static bool
+mma_c_fits(const mkc_node *n)
+{
+	const mkc_tensor *c = n->op == MKC_OP_GEMM && n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
+	return !c || (c->dtype == MKC_DT_FLOAT && !is_bf16(c) &&
+		      (mkc_tensor_same_shape(c, y) ||
+		       (c->rank == 1 && mkc_dim_eq(c->shape[0], y->shape[1]))));
+}
+
+/*
+ * Whether n is a product of a few-token plan (passes/tile.c's
+ * few_products) that mma.cuh's mkc_mm_few_tile computes: the operands
+ * mma_cols asks, every tile a block of at most MKC_FEW_ROWS tokens by at
+ * most MKC_GEMV_ROWS weight rows (a Glu's features take two).
+ */
+_Static_assert(MKC_FEW_SMEM <= MKC_MM_SMEM, "emit.c gives a file the larger of the two");
+
+bool
+mkc_emit_few(const mkc_emitter *e, const mkc_node *n)
+{
+	if (!e->t->mma || !e->p->tp.few_products || !mkc_kernel_tc_gemm(n) || !mma_c_fits(n))
+		return false;
+	const int64_t most = n->op == MKC_OP_GLU ? MKC_GEMV_ROWS / 2 : MKC_GEMV_ROWS;
+	for (int i = 0; i < e->p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(e->p, i);
+		if (t->node != n)
+			continue;
+		mkc_dim rows, cols;
+		if (!t->clamp || !mkc_dim_sub(t->out.hi[0], t->out.lo[0], &rows) ||
+		    !mkc_dim_sub(t->out.hi[1], t->out.lo[1], &cols) || !mkc_dim_is_const(rows) ||
+		    !mkc_dim_is_const(cols) || rows.c > MKC_FEW_ROWS || cols.c > most)
+			return false;
+	}
+	return true;
+}
+
 static int64_t
 mma_cols(const mkc_emitter *e, const mkc_node *n)
 {
-	if (!e->t->mma || !mkc_kernel_tc_gemm(n))
-		return 0;
-	const mkc_tensor *c = n->op == MKC_OP_GEMM && n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
-	if (c && !(c->dtype == MKC_DT_FLOAT && !is_bf16(c) &&
-		   (mkc_tensor_same_shape(c, y) ||
-		    (c->rank == 1 && mkc_dim_eq(c->shape[0], y->shape[1])))))
+	if (!e->t->mma || !mkc_kernel_tc_gemm(n) || !mma_c_fits(n) || mkc_emit_few(e, n))
 		return 0;
 	const int64_t most = n->op != MKC_OP_GLU || e->t->tma ? MKC_MM_TN : MKC_MM_TN / 2;
 	int64_t widest = 0;
@@ -671,17 +703,21 @@ emit_gemm(mkc_emitter *e, const mkc_node *n)
 	view_in(c, n, glu ? 3 : 2);
 	view_in(u, n, glu ? 2 : 3);
 	decl_all(e, n);
-	if (mkc_emit_mma(e, n)) {
-		/* C: a residual by rows, or a bias (ldc 0: the same row for every token) */
+	const bool few = mkc_emit_few(e, n);
+	if (few || mkc_emit_mma(e, n)) {
+		/* a step of few tokens' tile (the weights streamed once, as a decode
+		 * step's), or the chunk's; C: a residual by rows, or a bias (ldc 0:
+		 * the same row for every token) */
 		const mkc_tensor *cx = !glu && n->nin > 2 ? n->in[2] : NULL;
-		fprintf(e->f, "\tif (lo[0] < hi[0])\n\t\tmkc_mma_tile<%s, %s, %s>(y.p, y.s[0], x0.p, "
+		fprintf(e->f, "\tif (lo[0] < hi[0])\n\t\t%s<%s, %s, %s>(y.p, y.s[0], x0.p, "
 			"x0.s[0], (const uint16_t *)x1.p, %s, x1.s[0], %s, %s, hi[0], hi[1], x0.d[1], "
-			"lo[0], lo[1], mkc_dyn_smem", is_bf16(n->in[0]) ? "true" : "false",
+			"lo[0], lo[1], mkc_dyn_smem", few ? "mkc_mm_few_tile" : "mkc_mma_tile",
+			is_bf16(n->in[0]) ? "true" : "false",
 			glu ? "true" : "false", is_bf16(n->out[0]) ? "true" : "false",
 			glu ? "(const uint16_t *)x2.p" : "NULL", cx ? "(const float *)x2.p" : "NULL",
 			cx && cx->rank == 2 ? "x2.s[0]" : "0");
 		/* by TMA: the maps of x and the weights (slots 0, 1 and a Glu's 2) */
-		if (tma_operands(e, n))
+		if (!few && tma_operands(e, n))
 			fprintf(e->f, ", MKC_TMAP(m, bi[0]), MKC_TMAP(m, bi[1]), %s",
 				glu ? "MKC_TMAP(m, bi[2])" : "NULL");
 		fputs(");\n", e->f);

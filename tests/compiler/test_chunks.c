@@ -206,6 +206,75 @@ Test(chunks, a_step_of_one_token_runs_the_decode_plan, .timeout = 300)
 }
 
 /*
+ * --few-tokens F: steps of 2 to F tokens run a plan of their own (on a GPU
+ * its products stream each weight once, as the decode step's do; on the C
+ * target the same bodies as the chunk's, so only the plan differs). The
+ * goldens pass through all three plans (7 new tokens: the chunk's, 4: the
+ * few-token plan's, 1: the one-token plan's); a 9-token prompt fed as 4,
+ * 2, 2 and 1 tokens (plans 0, 1, 1, 2) gives the logits and caches of the
+ * same prompt a token at a time through the decode file; the header names
+ * the three plans and the step picks by S.
+ */
+Test(chunks, steps_of_few_tokens_run_a_plan_of_their_own, .timeout = 300)
+{
+	cr_assert_eq(mkc_test_run("--max-chunk 8 --few-tokens 4 " CHUNK "qwen3_tiny " CHUNK
+				  "llama_tiny_d64", out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "6 passed, 0 failed"), "%s", out);
+	static const char prog[] =
+		"#include <math.h>\n#include <stdio.h>\n#include <string.h>\n"
+		"#include \"few.h\"\n#include \"one.h\"\n"
+		"static const int64_t prompt[9] = {3, 17, 250, 99, 4, 31, 200, 7, 64};\n"
+		"static float a[256], b[256];\n"
+		"int main(void) {\n"
+		"  few *m; one *d;\n"
+		"  if (few_create(&m, NULL) || few_load_weights(m, DIR) || one_create(&d, NULL) ||\n"
+		"      one_load_weights(d, DIR)) { printf(\"setup failed\\n\"); return 9; }\n"
+		"  static const int sizes[4] = {4, 2, 2, 1};\n"
+		"  for (int c = 0, at = 0; c < 4; at += sizes[c++]) {\n"
+		"    int64_t pos[4], dims[2];\n"
+		"    for (int k = 0; k < sizes[c]; k++) pos[k] = at + k;\n"
+		"    for (int i = 0; i < few_num_dims(); i++)\n"
+		"      dims[i] = strcmp(few_dim_name(i), \"seq_len\") ? -1 : sizes[c];\n"
+		"    const void *in[2] = {prompt + at, pos}; void *o[1] = {a};\n"
+		"    memset(a, 0xff, sizeof a);\n"
+		"    if (few_step(m, in, o, dims)) { printf(\"step: %s\\n\", few_last_error(m)); return 1; }\n"
+		"  }\n"
+		"  for (int t = 0; t < 9; t++) {\n"
+		"    int64_t pos = t; const void *in[2] = {prompt + t, &pos}; void *o[1] = {b};\n"
+		"    if (one_step(d, in, o, NULL)) return 2;\n"
+		"  }\n"
+		"  double lw = 0, cw = 0;\n"
+		"  for (int i = 0; i < 256; i++) lw = fmax(lw, fabs((double)a[i] - b[i]));\n"
+		"  enum { N = 9 * 2 * 32 };\n"
+		"  static float ca[N], cb[N];\n"
+		"  for (int c = 0; c < few_num_caches(); c++) {\n"
+		"    if (few_cache_read(m, c, ca) || one_cache_read(d, c, cb)) return 3;\n"
+		"    for (int i = 0; i < N; i++) cw = fmax(cw, fabs((double)ca[i] - cb[i]));\n"
+		"  }\n"
+		"  printf(\"logits %s, caches %s\\n\", lw < 1e-4 ? \"same\" : \"differ\",\n"
+		"         cw < 1e-4 ? \"same\" : \"differ\");\n"
+		"  few_destroy(m); one_destroy(d); return 0;\n"
+		"}\n";
+	run_beside_decode("few", "--max-chunk 4 --few-tokens 2", prog);
+	cr_expect(strstr(out, "logits same, caches same\n"), "%s", out);
+	cr_expect_null(strstr(out, "runtime error"), "%s", out);
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s " CHUNK "qwen3_tiny --max-chunk 8 --few-tokens 4 "
+		 "-o $d/m.c 2>/dev/null && grep -c -e '^ \\* a step of 2 to 4 tokens: its own plan' -e "
+		 "'^#define MKC_NPLANS 3$' -e '^#define MKC_STEP_PLAN(sym) ((sym)\\[0\\] == 1 ? 2 : "
+		 "(sym)\\[0\\] <= 4 ? 1 : 0)$' $d/m.c; rc=$?; rm -rf $d; exit $rc", mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_expect_str_eq(out, "3\n", "the header names the three plans");
+	/* a limit the chunk's already is: no third plan; a bad count: refused */
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s " CHUNK "qwen3_tiny --max-chunk 4 --few-tokens 4 "
+		 "-o $d/m.c 2>/dev/null && grep -c '^#define MKC_NPLANS 2$' $d/m.c; %s " CHUNK
+		 "qwen3_tiny --few-tokens 17 2>&1; rm -rf $d", mkc_bin(), mkc_bin());
+	mkc_shell(cmd, out, sizeof out);
+	cr_expect(strstr(out, "1\n"), "%s", out);
+	cr_expect(strstr(out, "--few-tokens needs a token count from 0 to 16"), "%s", out);
+}
+
+/*
  * mkc --all-logits: every.c gives each new token's logits [1, S, vocab]. A
  * 9-token prompt in chunks of 4, 4 and 1 gives, row by row, the logits of
  * the same prompt a token at a time through the decode file (to float

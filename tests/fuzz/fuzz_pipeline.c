@@ -46,7 +46,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mkc_driver_options d = {.workers = 4, .max_dim = 64};
 	if (g && mkc_run_passes(g, &d, &p) == 0) {
 		mkc_emit_options eo = {.out_path = out, .max_dim = 64, .embed_limit = 4096};
-		mkc_emit(p, NULL, mkc_target_find("c"), &eo);
+		mkc_emit(&p, 1, mkc_target_find("c"), &eo);
 	}
 	mkc_ctx_destroy(c);
 	unlink(model);

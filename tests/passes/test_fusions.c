@@ -113,7 +113,7 @@ run_graph(mkc_graph *g, const mkc_driver_options *o, int steps)
 		.max_dim = o->max_dim,
 		.embed_limit = 1 << 20,
 	};
-	cr_assert_eq(mkc_emit(p, NULL, mkc_target_find("c"), &eo), 0, "%s", errs());
+	cr_assert_eq(mkc_emit(&p, 1, mkc_target_find("c"), &eo), 0, "%s", errs());
 	FILE *f = fopen(mkc_arena_printf(ctx->arena, "%s/main.c", dir), "w");
 	cr_assert_not_null(f);
 	fputs(harness, f);

@@ -523,3 +523,56 @@ Test(plan, a_chunk_gathers_its_embeddings_by_rows)
 	cr_assert_gt(n, 1, "the embedding is cut");
 	cr_assert_eq(rows, 1024, "the tiles' runs cover the chunk once");
 }
+
+/*
+ * A few-token plan cut for a GPU (mkc_run_twins with --few-tokens 16 out of
+ * 1024): one block of the step's 16 rows, and each product cut as the
+ * decode step's, into about a tile a worker of at most MKC_GEMV_ROWS (the
+ * 128-column tiles of the chunk's plan kept 16 of 132 workers streaming a
+ * 2048-feature product); then the one-token plan. The chunk's plan's are
+ * 128 columns wide.
+ */
+static mkc_graph *
+load_tiny(void *user)
+{
+	return mkc_load_model(ctx, user);
+}
+
+Test(plan, a_few_token_plan_cuts_its_products_as_a_decode_step)
+{
+	char *path = MODEL("hf_chunk/llama_tiny_bf16");
+	mkc_graph *g = load_tiny(path);
+	cr_assert_not_null(g, "%s", errs());
+	mkc_driver_options d = {.workers = 132, .wide_target = true, .tc_products = true,
+				.max_chunk = 1024, .max_seq = 2048, .max_dim = 2048, .few_tokens = -1};
+	mkc_plan *p = NULL, *twins[2] = {NULL, NULL};
+	cr_assert_eq(mkc_run_passes(g, &d, &p), 0, "%s", errs());
+	cr_assert_eq(mkc_run_twins(g, load_tiny, path, &d, twins), 2, "%s", errs());
+	cr_assert_eq(twins[0]->g->max_chunk, 16, "the default on a GPU target");
+	cr_assert_eq(twins[1]->g->max_chunk, 0, "then the one-token plan");
+	int gemm = 0;
+	for (int i = 0; i < twins[0]->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(twins[0], i);
+		if (t->node->op != MKC_OP_GEMM || t->tile)
+			continue;
+		/* the same node of the chunk's plan: one tile a 128 columns of each block */
+		int chunk = 0;
+		for (int j = 0; j < p->tasks.n; j++) {
+			const mkc_task *u = MKC_TASK(p, j);
+			chunk += !strcmp(u->node->name, t->node->name) && u->out.lo[0].c == 0;
+		}
+		const int64_t n = t->node->out[0]->shape[1].c;
+		cr_assert(t->clamp && t->out.hi[0].c - t->out.lo[0].c == 16,
+			  "%s: a block of the step's 16 rows", t->node->name);
+		cr_assert_eq(chunk, (n + 127) / 128, "%s: the chunk's cut", t->node->name);
+		cr_assert_gt(t->ntiles, chunk, "%s: %d tiles, the chunk's %d", t->node->name,
+			     t->ntiles, chunk);
+		for (int j = 0; j < twins[0]->tasks.n; j++) {
+			const mkc_task *u = MKC_TASK(twins[0], j);
+			cr_assert(u->node != t->node || u->out.hi[1].c - u->out.lo[1].c <= 128,
+				  "at most MKC_GEMV_ROWS a tile");
+		}
+		gemm++;
+	}
+	cr_assert_gt(gemm, 2, "the few-token plan has products");
+}
