@@ -52,7 +52,9 @@ chunked file (--max-chunk) built in parallel, and mkc_ttft on the seeded
 prompts of step 6, binary after binary for --rounds rounds, first tokens
 checked against transformers float32: the quick test of a change to a
 chunk's plan or bodies (DIR/turns.md holds the table), without PyTorch's
-timings.
+timings. With --batches, each binary's --max-seqs file instead (step 7's):
+its parity checked, then ms a step of B sequences' tokens at each of
+--batch-contexts, binary after binary (the table appended to turns.md).
 
 `report` (here, after fetching the DIRs): appends each SHAPE.md to
 bench/RESULTS.md and draws bench/context.png: ms per token against context
@@ -657,6 +659,8 @@ def turns(a):
     path = write_prompts(os.path.join(work, "prompts.txt"), refs)
     names = [m.split("=", 1)[0] for m in a.mkc]
     bins = {m.split("=", 1)[0]: m.split("=", 1)[1] for m in a.mkc}
+    if a.batches:
+        return batch_turns(a, folder, work, logf, names, bins, cfg)
 
     def build(name):
         return mkc_build(folder, work, a.target, False, logf, a.workers, a.kv, bins[name],
@@ -690,6 +694,59 @@ def turns(a):
     with open(os.path.join(a.out, "turns.md"), "w") as f:
         f.write(f"{a.shape}, --max-chunk {a.max_chunk}, ms to the first token, medians of 3, "
                 f"{a.rounds} rounds in turns:\n\n{table}\n")
+    log(table)
+    return 1 if bad else 0
+
+
+def batch_turns(a, folder, work, logf, names, bins, cfg):
+    """turns --batches: steps of several sequences (a --max-seqs file) of each
+    build in turns, each build's parity checked first (as batch_run's);
+    appends the table to DIR/turns.md."""
+    import concurrent.futures
+    most = max(a.batches)
+    maxlen = max(max(a.batch_contexts) + BATCH_STEPS * 4, GEN_PROMPT + GEN_NEW) + 64
+    row = cfg["num_key_value_heads"] * cfg["head_dim"]
+
+    def build(name):
+        return mkc_build(folder, work, a.target, False, logf, a.workers, a.kv, bins[name],
+                         name=f"batch_{name}", chunk=max(most, 32), seqs=most, max_seq=maxlen)
+
+    with concurrent.futures.ThreadPoolExecutor(len(names)) as ex:
+        subs = dict(zip(names, ex.map(build, names)))
+    bad = 0
+    parity = {}
+    for nm in names:
+        try:
+            _, out = sh(f"{subs[nm][0]}/mkc_batch {folder} parity {min(8, most)} "
+                        f"{PARITY_STEPS} 1e-2", logf)
+        except RuntimeError as e:   # a token past the tolerance: timed all the same
+            out, bad = str(e), bad + 1
+        parity[nm] = out.strip().splitlines()[-1] if out.strip() else "no output"
+        log(f"{a.shape}: {nm}: mkc {subs[nm][1]:.1f} s, nvcc {subs[nm][2]:.1f} s; {parity[nm]}")
+    got = {}
+    for r in range(a.rounds):
+        for nm in names:
+            for ctx in a.batch_contexts:
+                _, out = sh(f"{subs[nm][0]}/mkc_batch {folder} time {ctx} "
+                            f"{','.join(map(str, a.batches))} {BATCH_STEPS} 3 {row}", logf,
+                            timeout=1200)
+                for line in out.splitlines():
+                    if line.startswith("median: batch "):
+                        f = line.replace(",", "").split()
+                        got.setdefault((nm, int(f[2]), int(f[4])), []).append(float(f[5]))
+            log(f"{a.shape}: round {r + 1} {nm} done")
+    lines = ["| build | " + " | ".join(f"batch {b}, context {c}" for b in a.batches
+                                       for c in a.batch_contexts) + " |",
+             "| --- |" + " --- |" * (len(a.batches) * len(a.batch_contexts))]
+    for nm in names:
+        lines.append(f"| {nm} | " + " | ".join(
+            " / ".join(f"{v:.3f}" for v in got.get((nm, b, c), [])) or "-"
+            for b in a.batches for c in a.batch_contexts) + " |")
+    table = "\n".join(lines)
+    with open(os.path.join(a.out, "turns.md"), "a") as f:
+        f.write(f"{a.shape}, --max-seqs {most}, ms a step of B tokens (one a sequence, every "
+                f"sequence at the context), medians of 3, {a.rounds} rounds in turns:\n\n"
+                f"{table}\n\n" + "".join(f"- {nm}: {parity[nm]}\n" for nm in names))
     log(table)
     return 1 if bad else 0
 
@@ -995,6 +1052,9 @@ def main(argv):
     t.add_argument("--kv", default="f32", choices=("f32", "bf16"))
     t.add_argument("--device", default="cuda", help="cuda, or cpu (with --target c) to try it")
     t.add_argument("--target", default="cuda", choices=("cuda", "c"))
+    t.add_argument("--batches", default="",
+                   help="steps of several sequences instead (a --max-seqs file): batch sizes")
+    t.add_argument("--batch-contexts", default="128,1024", help="with --batches: contexts")
     p = sp.add_parser("report", help="append results to RESULTS.md and draw the picture")
     p.add_argument("dirs", nargs="+")
     p.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"))
@@ -1004,6 +1064,8 @@ def main(argv):
         return report(a)
     if a.cmd == "turns":
         a.prompts = [int(x) for x in a.prompts.split(",") if x]
+        a.batches = [int(x) for x in a.batches.split(",") if x]
+        a.batch_contexts = [int(x) for x in a.batch_contexts.split(",") if x]
         if any("=" not in m for m in a.mkc):
             ap.error("--mkc takes NAME=PATH")
         try:

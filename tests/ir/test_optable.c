@@ -9,7 +9,7 @@
 #include "graph.h"
 #include "kernel.h"
 
-static char readme[1 << 16];
+static char readme[1 << 18];
 
 static void
 load_readme(void)
@@ -18,6 +18,7 @@ load_readme(void)
 	cr_assert_not_null(f, "run the tests from the repository root");
 	size_t n = fread(readme, 1, sizeof readme - 1, f);
 	readme[n] = 0;
+	cr_assert(feof(f), "README.md is longer than this test reads");
 	fclose(f);
 }
 
