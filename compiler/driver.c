@@ -108,11 +108,6 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		.max_dim = o->max_dim,
 		.no_reuse = o->no_reuse,
 	};
-	/* the few-token plan: one block of all its rows, products as a decode step's */
-	if (o->few_twin) {
-		tp.chunk_rows = o->max_chunk;
-		tp.few_products = true;
-	}
 	mkc_plan *p = NULL;
 	const char *dump = o->dump_after;
 	if (dump && strcmp(dump, "load") == 0)
@@ -135,6 +130,13 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		g->max_chunk = max_chunk;
 		mkc_progress(g->ctx, "steps of 1 to %lld new positions (%s)", (long long)max_chunk,
 			     MKC_SYM(g, chunk));
+		/* the few-token plan: one block of all its rows, products cut as a
+		 * decode step's. (A chunk's plan of at most F rows might be cut so
+		 * too; not yet run on a GPU in that form.) */
+		if (o->few_twin) {
+			tp.chunk_rows = max_chunk;
+			tp.few_products = true;
+		}
 	} else if (chunk >= 0) {
 		mkc_graph_fix_sym(g, chunk, 1, o->one_token_twin);
 	} else if (o->max_chunk > 1) {

@@ -30,9 +30,10 @@ typedef struct {
 	/* the one-token plan of a chunked file (max_chunk 1): its symbols keep
 	 * the chunked plan's numbers, S among them (emit.c's last plan) */
 	bool one_token_twin;
-	/* steps of 2 to few_tokens tokens of a chunked file run a plan of their
-	 * own, its products cut as a decode step's (-1: the target's default,
-	 * MKC_FEW_ROWS where products run on tensor cores, else none; 0: none) */
+	/* steps of 2 to few_tokens tokens of a chunked file whose max_chunk is
+	 * more run a plan of their own, its products cut as a decode step's
+	 * (-1: the target's default, MKC_FEW_ROWS where products run on tensor
+	 * cores, else none; 0 or 1: none) */
 	int64_t few_tokens;
 	bool few_twin;           /* this is that plan (max_chunk few_tokens) */
 } mkc_driver_options;

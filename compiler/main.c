@@ -72,7 +72,7 @@ static const char usage[] =
 	"  --few-tokens F     with --max-chunk past F, steps of 2 to F tokens run a\n"
 	"                     plan of their own whose products stream each weight\n"
 	"                     once, as the decode step's do (F from 0 to 16;\n"
-	"                     default 16 on cuda, 0 on c and hip; 0: none)\n"
+	"                     default 16 on cuda, 0 on c and hip; 0 or 1: none)\n"
 	"  --max-seqs N       a step's tokens belong to up to N sequences, each with\n"
 	"                     caches of --max-seq positions in pages of a shared pool\n"
 	"                     (NAME_seq_open, NAME_step_seqs); a step takes up to N\n"

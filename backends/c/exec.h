@@ -9,8 +9,8 @@
  *     yield after a while and a watchdog that names the stuck task);
  *   - after a task it adds 1 to each event it signals (release).
  * Counters are 64-bit and never reset: the epoch grows by one a step.
- * A file may hold two plans (a chunked file's one-token step has its own,
- * MKC_STEP_PLAN): a step runs one plan's queues (plan k's of worker w:
+ * A file may hold several plans (a chunked file's one-token step has its
+ * own, and its steps of few tokens may: MKC_STEP_PLAN): a step runs one plan's queues (plan k's of worker w:
  * k * MKC_NWORKERS + w), and each plan counts its own epochs, its events
  * being its own.
  *

@@ -1256,7 +1256,7 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 	const int nnodes = e->node0[e->nplans];
 	for (int c = 0; c < nnodes && !e->mma; c++) {
 		use_plan(e, plan_of(e, e->node0, c));
-		e->mma = mkc_emit_mma(e, file_node(e, c));
+		e->mma = mkc_emit_mma(e, file_node(e, c)) || mkc_emit_few(e, file_node(e, c));
 	}
 	bool dyn = e->mma;
 	for (int c = 0; c < nnodes && !dyn; c++) {
@@ -1268,15 +1268,10 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 		use_plan(e, plan_of(e, e->node0, c));
 		wide = mkc_emit_mma_wide(e, file_node(e, c));
 	}
-	bool few = false;
-	for (int c = 0; c < nnodes && !few; c++) {
-		use_plan(e, plan_of(e, e->node0, c));
-		few = mkc_emit_few(e, file_node(e, c));
-	}
 	use_plan(e, 0);
-	/* the largest: MKC_FEW_SMEM < MKC_MM_SMEM (runtime/limits.h) */
+	/* a few-token tile's MKC_FEW_SMEM is less than MKC_MM_SMEM (emit_ops.c) */
 	fprintf(f, "#define MKC_DYN_SMEM %s\n",
-		wide ? "MKC_MM_WIDE_SMEM" : dyn ? "MKC_MM_SMEM" : few ? "MKC_FEW_SMEM" : "0");
+		wide ? "MKC_MM_WIDE_SMEM" : dyn ? "MKC_MM_SMEM" : "0");
 	emit_schedule(e);
 	emit_boxes(e);
 	emit_profile(e, o);

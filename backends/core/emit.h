@@ -155,7 +155,8 @@ typedef struct {
 	 * that nodes of one form share one body: bi[k] is slot[k] */
 	int *slot;
 	int nslot;
-	bool mma;                   /* some product runs on tensor cores (mkc_emit_mma) */
+	bool mma;                   /* some product runs on tensor cores (mkc_emit_mma,
+	                               mkc_emit_few) */
 	/* the device tables written so far, with upload_tables */
 	const char *uploads[MKC_MAX_UPLOADS];
 	int nuploads;
@@ -173,7 +174,7 @@ int mkc_emit_node(mkc_emitter *e, const mkc_node *n);
 bool mkc_emit_mma(const mkc_emitter *e, const mkc_node *n);
 
 /* Whether n's tiles are a few-token plan's products (mma.cuh's
- * mkc_mm_few_tile): MKC_FEW_SMEM bytes. */
+ * mkc_mm_few_tile; they take MKC_FEW_SMEM bytes, within MKC_MM_SMEM). */
 bool mkc_emit_few(const mkc_emitter *e, const mkc_node *n);
 
 /* Whether Glu node n has tensor-core tiles of MKC_MM_TN rows of each

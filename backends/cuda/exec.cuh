@@ -27,8 +27,8 @@
  * built on the device at create time and copied into shared memory three
  * tasks ahead (mkc_qdesc_kernel).
  * Counters are never reset; the epoch grows by one a step. A file may
- * hold two plans (a chunked file's one-token step has its own,
- * MKC_STEP_PLAN): a launch runs one plan's queues (plan k's of block w:
+ * hold several plans (a chunked file's one-token step has its own, and its
+ * steps of few tokens may: MKC_STEP_PLAN): a launch runs one plan's queues (plan k's of block w:
  * k * MKC_NWORKERS + w), each plan counting its own epochs over its own
  * events. A watchdog in
  * the wait (clock64, the SM's clock; the device's clock rate gives its
