@@ -848,9 +848,9 @@ emit_schedule(mkc_emitter *e)
 	fprintf(f, "\nstatic const char *const mkc_task_name[MKC_NTASKS] MKC_UNUSED = {\n");
 	for (int c = 0, k; c < ntasks; c++) {
 		const mkc_task *t = file_task(e, c, &k);
-		fprintf(f, "\t\"%s (%s) tile %d/%d%s\",\n", mkc_cstr(a, t->node->name, false),
-			mkc_cstr(a, t->node->op_type, false), t->tile, t->ntiles,
-			k ? (k == e->nplans - 1 ? ", one-token plan" : ", few-token plan") : "");
+		fprintf(f, "\t\"%s (%s) tile %d/%d%s%s%s\",\n", mkc_cstr(a, t->node->name, false),
+			mkc_cstr(a, t->node->op_type, false), t->tile, t->ntiles, k ? ", " : "",
+			k ? plan_name(e, k) : "", k ? " plan" : "");
 	}
 	/* what a step that fails in a node names (MKC_FAIL_INDEX), on the host */
 	fprintf(f, "};\nstatic const char *const mkc_node_desc[%d] MKC_UNUSED = {\n", nnodes + 1);

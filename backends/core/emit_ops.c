@@ -605,38 +605,13 @@ mma_c_fits(const mkc_node *n)
 }
 
 /*
- * Whether n is a product of a few-token plan (passes/tile.c's
- * few_products) that mma.cuh's mkc_mm_few_tile computes: the operands
- * mma_cols asks, every tile a block of at most MKC_FEW_ROWS tokens by at
- * most MKC_GEMV_ROWS weight rows (a Glu's features take two).
+ * The widest of n's tiles in columns when every one is a block of a step's
+ * tokens (clamped at run time) of at most most_rows rows by most_cols
+ * columns, both constant; else 0.
  */
-_Static_assert(MKC_FEW_SMEM <= MKC_MM_SMEM, "emit.c gives a file the larger of the two");
-
-bool
-mkc_emit_few(const mkc_emitter *e, const mkc_node *n)
-{
-	if (!e->t->mma || !e->p->tp.few_products || !mkc_kernel_tc_gemm(n) || !mma_c_fits(n))
-		return false;
-	const int64_t most = n->op == MKC_OP_GLU ? MKC_GEMV_ROWS / 2 : MKC_GEMV_ROWS;
-	for (int i = 0; i < e->p->tasks.n; i++) {
-		const mkc_task *t = MKC_TASK(e->p, i);
-		if (t->node != n)
-			continue;
-		mkc_dim rows, cols;
-		if (!t->clamp || !mkc_dim_sub(t->out.hi[0], t->out.lo[0], &rows) ||
-		    !mkc_dim_sub(t->out.hi[1], t->out.lo[1], &cols) || !mkc_dim_is_const(rows) ||
-		    !mkc_dim_is_const(cols) || rows.c > MKC_FEW_ROWS || cols.c > most)
-			return false;
-	}
-	return true;
-}
-
 static int64_t
-mma_cols(const mkc_emitter *e, const mkc_node *n)
+block_cols(const mkc_emitter *e, const mkc_node *n, int64_t most_rows, int64_t most_cols)
 {
-	if (!e->t->mma || !mkc_kernel_tc_gemm(n) || !mma_c_fits(n) || mkc_emit_few(e, n))
-		return 0;
-	const int64_t most = n->op != MKC_OP_GLU || e->t->tma ? MKC_MM_TN : MKC_MM_TN / 2;
 	int64_t widest = 0;
 	for (int i = 0; i < e->p->tasks.n; i++) {
 		const mkc_task *t = MKC_TASK(e->p, i);
@@ -645,11 +620,37 @@ mma_cols(const mkc_emitter *e, const mkc_node *n)
 		mkc_dim rows, cols;
 		if (!t->clamp || !mkc_dim_sub(t->out.hi[0], t->out.lo[0], &rows) ||
 		    !mkc_dim_sub(t->out.hi[1], t->out.lo[1], &cols) || !mkc_dim_is_const(rows) ||
-		    !mkc_dim_is_const(cols) || rows.c > MKC_MM_TM || cols.c > most)
+		    !mkc_dim_is_const(cols) || rows.c > most_rows || cols.c > most_cols)
 			return 0;
 		widest = cols.c > widest ? cols.c : widest;
 	}
 	return widest;
+}
+
+/*
+ * Whether n is a product of a few-token plan (passes/tile.c's
+ * few_products) that mma.cuh's mkc_mm_few_tile computes: the operands
+ * mma_cols asks, every tile a block of at most MKC_FEW_ROWS tokens by at
+ * most MKC_GEMV_ROWS weight rows (a Glu's features take two).
+ */
+_Static_assert(MKC_FEW_SMEM <= MKC_MM_SMEM, "emit.c gives a file with such tiles MKC_MM_SMEM");
+
+bool
+mkc_emit_few(const mkc_emitter *e, const mkc_node *n)
+{
+	if (!e->t->mma || !e->p->tp.few_products || !mkc_kernel_tc_gemm(n) || !mma_c_fits(n))
+		return false;
+	return block_cols(e, n, MKC_FEW_ROWS,
+			  n->op == MKC_OP_GLU ? MKC_GEMV_ROWS / 2 : MKC_GEMV_ROWS) > 0;
+}
+
+static int64_t
+mma_cols(const mkc_emitter *e, const mkc_node *n)
+{
+	if (!e->t->mma || !mkc_kernel_tc_gemm(n) || !mma_c_fits(n) || mkc_emit_few(e, n))
+		return 0;
+	return block_cols(e, n, MKC_MM_TM,
+			  n->op != MKC_OP_GLU || e->t->tma ? MKC_MM_TN : MKC_MM_TN / 2);
 }
 
 bool
