@@ -44,10 +44,10 @@
 /* a step of few tokens (2 to MKC_FEW_ROWS) has a plan of its own
  * (compiler/driver.c), whose products stream their weights as a decode
  * step's do (mma.cuh's mkc_mm_few_tile): the tokens a tile, and its
- * shared memory, each of its 8 warps' sums of every row and token (a row
- * padded to MKC_FEW_ROWS + 1 floats, off the banks of the next) */
-#define MKC_FEW_ROWS 16
-#define MKC_FEW_SMEM (8 * MKC_GEMV_ROWS * (MKC_FEW_ROWS + 1) * 4)
+ * shared memory, each of its 8 warps' sums of its 32 rows by every token
+ * (a row padded to MKC_FEW_ROWS + 1 floats, off the banks of the next) */
+#define MKC_FEW_ROWS 64
+#define MKC_FEW_SMEM (8 * 32 * (MKC_FEW_ROWS + 1) * 4)
 
 /* the decode attention bodies (attention.cuh): the head size, a multiple
  * of the warp, at most this */

@@ -300,7 +300,8 @@ mkc_mma_sync_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16
  * x), is in flight while the batch before it is summed.
  *
  * Sums: each warp's partial sums of its rows and every token go to shared
- * memory (smem, MKC_FEW_SMEM bytes), and one thread an output adds the
+ * memory (smem, MKC_FEW_SMEM bytes: 8 warps by 32 rows, the splits of a
+ * group of rows side by side), and one thread an output adds the
  * splits' in one order (the result does not depend on timing), adds c (a
  * residual [m, ldc], which may be y itself, or with ldc 0 a bias) or takes
  * silu(gate) * up (SiluMul's expression), and stores float32 or, YH, bf16.
@@ -363,15 +364,16 @@ mkc_few_load(uint4 (&wv)[U][MB][2], uint4 (&xv)[U][NB][XH ? 1 : 2], const uint16
 
 /*
  * this warp's sums of rows r0.. (MB blocks of 16) by tokens m0.. (NB blocks
- * of 8) over groups of K s, s + ks, ... into row s of its sums in smem; a
- * call of its own (inlined into one function, the six forms took 250
- * registers where each takes 128-173)
+ * of 8) over groups of K s, s + ks, ... into split s of its sums in smem
+ * (a split holds the tile's `rows`, 32 a group of rows); a call of its own
+ * (inlined into one function, the six forms took 250 registers where each
+ * takes 128-173)
  */
 template <int MB, int NB, bool XH>
 static __device__ __noinline__ void MKC_UNUSED
 mkc_few_rows(float *red, const uint16_t *w, const uint16_t *u, int64_t ldw, int64_t r0,
 	     int64_t nr, int64_t nn, const void *x, int64_t ldx, int64_t m, int64_t m0, int64_t k,
-	     int s, int ks)
+	     int s, int ks, int rows)
 {
 	/* a group's 16-byte loads: two a block of rows, one or two a block of tokens */
 	constexpr int LG = 2 * MB + NB * (XH ? 1 : 2);
@@ -419,7 +421,7 @@ mkc_few_rows(float *red, const uint16_t *w, const uint16_t *u, int64_t ldw, int6
 #pragma unroll
 			for (int h = 0; h < 2; h++) {
 				const int64_t row = r0 + a * 16 + (lane >> 2) + h * 8;
-				float *o = red + (s * MKC_GEMV_ROWS + row) * (MKC_FEW_ROWS + 1) +
+				float *o = red + (s * rows + row) * (MKC_FEW_ROWS + 1) +
 					   b * 8 + (lane & 3) * 2;
 				if (row < nr) {
 					o[0] = acc[a][b][h * 2];
@@ -428,16 +430,29 @@ mkc_few_rows(float *red, const uint16_t *w, const uint16_t *u, int64_t ldw, int6
 			}
 }
 
+/*
+ * the tile's tokens in 1, 2, 4 or 8 blocks of 8; a float32 x's past 32 in
+ * a second walk of 4 blocks (its loads are twice a bf16 x's: in one walk
+ * the callers spilled)
+ */
 template <int MB, bool XH>
 static __device__ __forceinline__ void MKC_UNUSED
 mkc_few_rows_nb(float *red, const uint16_t *w, const uint16_t *u, int64_t ldw, int64_t r0,
 		int64_t nr, int64_t nn, const void *x, int64_t ldx, int64_t m, int64_t m0, int64_t k,
-		int s, int ks)
+		int s, int ks, int rows)
 {
-	if (m - m0 > 8)
-		mkc_few_rows<MB, 2, XH>(red, w, u, ldw, r0, nr, nn, x, ldx, m, m0, k, s, ks);
+	constexpr int NB = XH ? 8 : 4;
+	if (m - m0 > 32) {
+		mkc_few_rows<MB, NB, XH>(red, w, u, ldw, r0, nr, nn, x, ldx, m, m0, k, s, ks, rows);
+		if (!XH)
+			mkc_few_rows<MB, NB, XH>(red + 32, w, u, ldw, r0, nr, nn, x, ldx, m, m0 + 32, k,
+						 s, ks, rows);
+	} else if (m - m0 > 16)
+		mkc_few_rows<MB, 4, XH>(red, w, u, ldw, r0, nr, nn, x, ldx, m, m0, k, s, ks, rows);
+	else if (m - m0 > 8)
+		mkc_few_rows<MB, 2, XH>(red, w, u, ldw, r0, nr, nn, x, ldx, m, m0, k, s, ks, rows);
 	else
-		mkc_few_rows<MB, 1, XH>(red, w, u, ldw, r0, nr, nn, x, ldx, m, m0, k, s, ks);
+		mkc_few_rows<MB, 1, XH>(red, w, u, ldw, r0, nr, nn, x, ldx, m, m0, k, s, ks, rows);
 }
 
 template <bool XH, bool GLU, bool YH>
@@ -454,20 +469,22 @@ mkc_mm_few_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t
 	 * K / 8: the 1B shape's Glu tile of 126 rows 45.2 -> 38.0 us, its head's
 	 * of 122 rows 304 -> 231 us; tests/gpu/mma.cu on an H100, session 31) */
 	const int rg = nr > 64 ? 4 : nr > 32 ? 2 : 1, ks = MKC_THREADS / 32 / rg;
-	const int warp = threadIdx.x >> 5, r0 = warp / ks * 32, left = (int)nr - r0;
+	const int warp = threadIdx.x >> 5, r0 = warp / ks * 32, left = (int)nr - r0, rows = 32 * rg;
 	if (left > 16)
-		mkc_few_rows_nb<2, XH>(red, pw, pu, ldw, r0, nr, nn, x, ldx, m, m0, k, warp % ks, ks);
+		mkc_few_rows_nb<2, XH>(red, pw, pu, ldw, r0, nr, nn, x, ldx, m, m0, k, warp % ks, ks,
+				       rows);
 	else if (left > 0)
-		mkc_few_rows_nb<1, XH>(red, pw, pu, ldw, r0, nr, nn, x, ldx, m, m0, k, warp % ks, ks);
+		mkc_few_rows_nb<1, XH>(red, pw, pu, ldw, r0, nr, nn, x, ldx, m, m0, k, warp % ks, ks,
+				       rows);
 	__syncthreads();
 	/* an output a thread, neighbouring threads neighbouring features of a token */
 	for (int64_t i = threadIdx.x; i < nn * nt; i += MKC_THREADS) {
 		const int64_t t = i / nn, f = i % nn;
 		float s = 0, s2 = 0;
 		for (int v = 0; v < ks; v++) {
-			s += red[(v * MKC_GEMV_ROWS + f) * (MKC_FEW_ROWS + 1) + t];
+			s += red[(v * rows + f) * (MKC_FEW_ROWS + 1) + t];
 			if (GLU)
-				s2 += red[(v * MKC_GEMV_ROWS + nn + f) * (MKC_FEW_ROWS + 1) + t];
+				s2 += red[(v * rows + nn + f) * (MKC_FEW_ROWS + 1) + t];
 		}
 		const int64_t at = (m0 + t) * ldy + n0 + f;
 		float o = GLU ? mkc_ew_f(MKC_EW_SILU_MUL, s, s2) : c ? c[(m0 + t) * ldc + n0 + f] + s : s;

@@ -19,8 +19,8 @@
  * benchmark (bench/ times the model).
  *
  * A step of few tokens' tile (mkc_mm_few_tile, `./mma few`) likewise: 1 to
- * 32 tokens by tiles of 16 to 128 weight rows, then timed on the 1B shape's
- * products at 8 and 16 tokens as the few-token plan cuts them (a tile a
+ * 100 tokens by tiles of 16 to 128 weight rows, then timed on the 1B shape's
+ * products at 8 to 64 tokens as the few-token plan cuts them (a tile a
  * worker), beside the 128-feature tile on the same tokens.
  *
  * The chunk's attention (mkc_attn_chunk_mma) likewise: random queries,
@@ -344,7 +344,7 @@ time_few_one(const char *what, int64_t m, int64_t n, int64_t k)
 static void
 time_few(void)
 {
-	for (int64_t m = 8; m <= 16; m += 8) {
+	for (int64_t m = 8; m <= 64; m *= 2) {
 		time_few_one<false>("q/k/v (fused)", m, 3072, 2048);
 		time_few_one<false>("o_proj", m, 2048, 2048);
 		time_few_one<true>("gate/up glu", m, 8192, 2048);
@@ -353,7 +353,8 @@ time_few(void)
 	}
 }
 
-/* the few-token tile's cases: 1 to 16 tokens, 16 to 128 rows, float32 or bf16 x, residual, Glu */
+/* the few-token tile's cases: 1 to 64 tokens a tile (blocks of 8 to 64),
+ * 16 to 128 rows, float32 or bf16 x, residual, Glu */
 static void
 check_few(void)
 {
@@ -366,6 +367,12 @@ check_few(void)
 	check<5, false, false, true, false>(13, 70, 160, 20);
 	check<5, true, false, false, true>(3, 129, 1024, 33);
 	check<5, true, false, false, false>(32, 256, 64, 100);
+	check<5, false, false>(24, 300, 256, 24);
+	check<5, true, false>(64, 130, 2048, 128);
+	check<5, false, true>(40, 100, 96, 40);
+	check<5, true, false, true, true>(57, 200, 512, 62);
+	check<5, false, false, true, false>(33, 70, 160, 20);
+	check<5, true, false, false, true>(100, 129, 1024, 33);
 }
 
 /* the TMA tile's cases: a bf16 x, partial tiles both ways, residual, Glu */
