@@ -71,8 +71,8 @@ static const char usage[] =
 	"                     dimension); default 1: the decode step, one token\n"
 	"  --few-tokens F     with --max-chunk past F, steps of 2 to F tokens run a\n"
 	"                     plan of their own whose products stream each weight\n"
-	"                     once, as the decode step's do (F from 0 to 16;\n"
-	"                     default 16 on cuda, 0 on c and hip; 0 or 1: none)\n"
+	"                     once, as the decode step's do (F from 0 to 64;\n"
+	"                     default 64 on cuda, 0 on c and hip; 0 or 1: none)\n"
 	"  --max-seqs N       a step's tokens belong to up to N sequences, each with\n"
 	"                     caches of --max-seq positions in pages of a shared pool\n"
 	"                     (NAME_seq_open, NAME_step_seqs); a step takes up to N\n"
@@ -166,8 +166,9 @@ parse_args(int argc, char **argv, int from, options *o)
 			o->max_chunk = x;
 			i++;
 		} else if (strcmp(a, "--few-tokens") == 0) {
+			_Static_assert(MKC_FEW_ROWS == 64, "the help and this sentence say 64");
 			if (!parse_count(v, 0, MKC_FEW_ROWS, &x))
-				return bad_usage("%s needs a token count from 0 to 16", a);
+				return bad_usage("%s needs a token count from 0 to 64", a);
 			o->few_tokens = x;
 			i++;
 		} else if (strcmp(a, "--max-seqs") == 0 || strcmp(a, "--page-size") == 0 ||

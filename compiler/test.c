@@ -857,7 +857,7 @@ static const char test_usage[] =
 	"  --max-chunk N   compile for steps of up to N new tokens, as mkc\n"
 	"                  --max-chunk (default 1)\n"
 	"  --few-tokens F  steps of 2 to F tokens run a plan of their own, as mkc\n"
-	"                  --few-tokens (default 16 on cuda, 0 on c and hip)\n"
+	"                  --few-tokens (default 64 on cuda, 0 on c and hip)\n"
 	"  --max-seqs N    compile as mkc --max-seqs N (caches in pages; the tests\n"
 	"                  step sequence 0), with --page-size P positions a page\n"
 	"  --profile FILE  compile with mkc --profile and write the last step's\n"

@@ -214,9 +214,11 @@ Test(chunks, a_step_of_one_token_runs_the_decode_plan, .timeout = 300)
  * target the same bodies as the chunk's, so only the plan differs). The
  * goldens go through all three plans (golden_steps_of_several_tokens:
  * 7 new tokens the chunk's, 4 the few-token plan's, 1 the one-token
- * plan's); here a 9-token prompt fed as 4, 2, 2 and 1 tokens (plans 0, 1, 1, 2) gives the logits and caches of the
- * same prompt a token at a time through the decode file; the header names
- * the three plans and the step picks by S.
+ * plan's); here a 9-token prompt fed as 4, 2, 2 and 1 tokens (plans 0,
+ * 1, 1, 2) gives the logits and caches of the same prompt a token at a
+ * time through the decode file, and so does a file whose chunk limit is F
+ * (no third plan: the chunk's is cut as the few-token plan's); the header
+ * names the three plans and the step picks by S.
  */
 Test(chunks, steps_of_few_tokens_run_a_plan_of_their_own, .timeout = 300)
 {
@@ -258,6 +260,10 @@ Test(chunks, steps_of_few_tokens_run_a_plan_of_their_own, .timeout = 300)
 	run_beside_decode("few", "--max-chunk 4 --few-tokens 2", prog);
 	cr_expect(strstr(out, "logits same, caches same\n"), "%s", out);
 	cr_expect_null(strstr(out, "runtime error"), "%s", out);
+	/* a chunk limit within F: the chunk's own plan cut as the few-token plan */
+	run_beside_decode("few", "--max-chunk 4 --few-tokens 4", prog);
+	cr_expect(strstr(out, "logits same, caches same\n"), "%s", out);
+	cr_expect_null(strstr(out, "runtime error"), "%s", out);
 	char cmd[512];
 	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s " CHUNK "qwen3_tiny --max-chunk 8 --few-tokens 4 "
 		 "-o $d/m.c 2>/dev/null && grep -c -e '^ \\* a step of 2 to 4 tokens: its own plan' -e "
@@ -268,10 +274,10 @@ Test(chunks, steps_of_few_tokens_run_a_plan_of_their_own, .timeout = 300)
 	/* a limit the chunk's already is: no third plan; a bad count: refused */
 	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s " CHUNK "qwen3_tiny --max-chunk 4 --few-tokens 4 "
 		 "-o $d/m.c 2>/dev/null && grep -c '^#define MKC_NPLANS 2$' $d/m.c; %s " CHUNK
-		 "qwen3_tiny --few-tokens 17 2>&1; rm -rf $d", mkc_bin(), mkc_bin());
+		 "qwen3_tiny --few-tokens 65 2>&1; rm -rf $d", mkc_bin(), mkc_bin());
 	mkc_shell(cmd, out, sizeof out);
 	cr_expect(strstr(out, "1\n"), "%s", out);
-	cr_expect(strstr(out, "--few-tokens needs a token count from 0 to 16"), "%s", out);
+	cr_expect(strstr(out, "--few-tokens needs a token count from 0 to 64"), "%s", out);
 }
 
 /*
@@ -418,13 +424,15 @@ Test(chunks, max_chunk_on_a_fixed_step_is_refused, .timeout = 60)
  * its rows as bf16 too (mkc_attn_chunk_mma_tile<64, float, true>), and with
  * them its Transpose's and Reshape's views that o_proj reads. The C
  * target's graph keeps float32 (its results are tested bit for bit
- * elsewhere), and so does the decode plan of the same file.
+ * elsewhere), and so does the decode plan of the same file. (--few-tokens
+ * 0: a chunk of 16 is within the default F, whose plan has no such tiles.)
  */
 Test(chunks, product_inputs_are_bf16_where_tensor_cores_read_them, .timeout = 120)
 {
 	char cmd[1024];
 	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s " CHUNK "llama_tiny_d64 --max-chunk 16 "
-		 "--dump-after=narrow -o $d/m.cu > $d/dump && grep -c 'stored bfloat16' $d/dump; for t in "
+		 "--few-tokens 0 --dump-after=narrow -o $d/m.cu > $d/dump && "
+		 "grep -c 'stored bfloat16' $d/dump; for t in "
 		 "'<true, false, false>' '<true, true, true>' '<false, false, false>' '<false, true'; do "
 		 "grep -c \"mkc_mma_tile$t\" $d/m.cu; done; grep -c 'SiluMul(' $d/dump; "
 		 "grep -c 'mkc_attn_chunk_mma_tile<64, float, true>(&' $d/m.cu; rm -rf $d",
@@ -435,8 +443,8 @@ Test(chunks, product_inputs_are_bf16_where_tensor_cores_read_them, .timeout = 12
 	 * (q, k and v: two shapes; o_proj; down) and the Glu; no SwiGLU apart;
 	 * one attention body */
 	cr_expect_str_eq(out, "12\n4\n1\n0\n0\n0\n1\n", "%s", out);
-	snprintf(cmd, sizeof cmd, "%s " CHUNK "llama_tiny_d64 --max-chunk 16 --dump-after=narrow "
-		 "2>/dev/null | grep -c 'stored bfloat16'", mkc_bin());
+	snprintf(cmd, sizeof cmd, "%s " CHUNK "llama_tiny_d64 --max-chunk 16 --few-tokens 0 "
+		 "--dump-after=narrow 2>/dev/null | grep -c 'stored bfloat16'", mkc_bin());
 	mkc_shell(cmd, out, sizeof out);
 	cr_expect_str_eq(out, "0\n", "the c target: %s", out);
 }
@@ -453,10 +461,10 @@ Test(chunks, bf16_products_read_their_operands_through_tensor_maps, .timeout = 1
 {
 	char cmd[1024];
 	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s " CHUNK "llama_tiny_d64 --max-chunk 16 "
-		 "-o $d/m.cu && grep -c 'mkc_mma_tile<true.*MKC_TMAP(m, bi\\[0\\]), MKC_TMAP(m, "
+		 "--few-tokens 0 -o $d/m.cu && grep -c 'mkc_mma_tile<true.*MKC_TMAP(m, bi\\[0\\]), MKC_TMAP(m, "
 		 "bi\\[1\\]), ' $d/m.cu; grep -c 'mkc_mma_tile<true, true.*MKC_TMAP(m, "
 		 "bi\\[2\\]));' $d/m.cu; grep -c 'mkc_mma_tile<false.*MKC_TMAP' $d/m.cu; "
-		 "%s " CHUNK "llama_tiny_d64 --max-chunk 16 --target hip -o $d/m.hip && "
+		 "%s " CHUNK "llama_tiny_d64 --max-chunk 16 --few-tokens 0 --target hip -o $d/m.hip && "
 		 "grep -c 'MKC_TMAP(m, bi' $d/m.hip; rm -rf $d",
 		 mkc_bin(), mkc_bin());
 	mkc_shell(cmd, out, sizeof out);

@@ -10,6 +10,7 @@
 
 #include "../fixture.h"
 #include "../graph_builder.h"
+#include "../../runtime/limits.h"
 #include "driver.h"
 #include "frontend.h"
 #include "passes.h"
@@ -525,8 +526,8 @@ Test(plan, a_chunk_gathers_its_embeddings_by_rows)
 }
 
 /*
- * A few-token plan cut for a GPU (mkc_run_twins with --few-tokens 16 out of
- * 1024): one block of the step's 16 rows, and each product cut as the
+ * A few-token plan cut for a GPU (mkc_run_twins with the default
+ * --few-tokens, MKC_FEW_ROWS, out of 1024): one block of the step's rows, and each product cut as the
  * decode step's, into about a tile a worker of at most MKC_GEMV_ROWS (the
  * 128-column tiles of the chunk's plan kept 16 of 132 workers streaming a
  * 2048-feature product); then the one-token plan. The chunk's plan's are
@@ -548,7 +549,7 @@ Test(plan, a_few_token_plan_cuts_its_products_as_a_decode_step)
 	mkc_plan *p = NULL, *twins[2] = {NULL, NULL};
 	cr_assert_eq(mkc_run_passes(g, &d, &p), 0, "%s", errs());
 	cr_assert_eq(mkc_run_twins(g, load_tiny, path, &d, twins), 2, "%s", errs());
-	cr_assert_eq(twins[0]->g->max_chunk, 16, "the default on a GPU target");
+	cr_assert_eq(twins[0]->g->max_chunk, MKC_FEW_ROWS, "the default on a GPU target");
 	cr_assert_eq(twins[1]->g->max_chunk, 0, "then the one-token plan");
 	int gemm = 0;
 	for (int i = 0; i < twins[0]->tasks.n; i++) {
@@ -562,8 +563,8 @@ Test(plan, a_few_token_plan_cuts_its_products_as_a_decode_step)
 			chunk += !strcmp(u->node->name, t->node->name) && u->out.lo[0].c == 0;
 		}
 		const int64_t n = t->node->out[0]->shape[1].c;
-		cr_assert(t->clamp && t->out.hi[0].c - t->out.lo[0].c == 16,
-			  "%s: a block of the step's 16 rows", t->node->name);
+		cr_assert(t->clamp && t->out.hi[0].c - t->out.lo[0].c == MKC_FEW_ROWS,
+			  "%s: a block of the step's rows", t->node->name);
 		cr_assert_eq(chunk, (n + 127) / 128, "%s: the chunk's cut", t->node->name);
 		cr_assert_gt(t->ntiles, chunk, "%s: %d tiles, the chunk's %d", t->node->name,
 			     t->ntiles, chunk);
