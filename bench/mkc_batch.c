@@ -2,7 +2,7 @@
  * mkc_batch.c - several sequences a step (a model compiled by mkc with
  * --max-seqs): bench/run.py builds it next to llama.cu.
  *
- *   mkc_batch MODEL time CTX B,... STEPS REPEATS ROW
+ *   mkc_batch MODEL time CTX B,... STEPS REPEATS ROW [TRACE]
  *   mkc_batch MODEL parity B N_NEW [TOL]
  *   mkc_batch MODEL gen B,... PROMPT N_NEW REPEATS
  *
@@ -12,7 +12,8 @@
  * each sequence (llama_step_seqs; the host clock around the calls, the
  * tokens and positions uploaded before each, as a server's loop does).
  * Prints each repeat and "median: batch B, context C, X ms per step, Y
- * tokens/s".
+ * tokens/s". With TRACE (a model compiled with --profile), the timeline of
+ * the last step is written there (tools/profile_report.py reads it).
  *
  * parity: B sequences with prompts of 1 + 3q made-up tokens (sequence q),
  * each first alone (llama_generate, greedy, N_NEW tokens), then all
@@ -294,7 +295,7 @@ main(int argc, char **argv)
 {
 	if (argc < 5 || ((strcmp(argv[2], "time") || argc < 8) && strcmp(argv[2], "parity") &&
 			 (strcmp(argv[2], "gen") || argc < 7))) {
-		fprintf(stderr, "usage: mkc_batch MODEL time CTX B,... STEPS REPEATS ROW\n"
+		fprintf(stderr, "usage: mkc_batch MODEL time CTX B,... STEPS REPEATS ROW [TRACE]\n"
 			"       mkc_batch MODEL parity B N_NEW [TOL]\n"
 			"       mkc_batch MODEL gen B,... PROMPT N_NEW REPEATS\n");
 		return 2;
@@ -347,6 +348,8 @@ main(int argc, char **argv)
 		for (int i = 0; past && nth(argv[4], i) > 0; i++)
 			timing(m, &sb, ctx, (int)nth(argv[4], i), steps, repeats, past);
 		free(past);
+		if (argc > 8 && llama_profile_write(m, argv[8]))
+			fail(m, "profile_write");
 	}
 	dev_free(sb.ids), dev_free(sb.pos), dev_free(sb.logits);
 	llama_destroy(m);
