@@ -19,14 +19,21 @@
 
 static char out[1 << 16];
 
-/* Emits model (a path under tests/models, then mkc's options) as CUDA and builds it with nvcc. */
+/*
+ * Emits model (a path under tests/models, then mkc's options) as CUDA and
+ * builds it with nvcc: the front end and the device compiler as a user's
+ * build, ptxas unoptimised (-O0 still assembles for sm_90a and checks each
+ * function's registers and shared memory; the megakernel's register
+ * allocation at -O3 was most of a build's time: 27 -> 16 s for a tiny
+ * model's paged file on the 2-core machine, session 32).
+ */
 static void
 cuda_builds(const char *model)
 {
 	char cmd[1024];
 	snprintf(cmd, sizeof cmd,
 		 "d=$(mktemp -d) && %s tests/models/%s -o $d/m.cu && "
-		 "nvcc -gencode=arch=compute_90a,code=sm_90a -Xcompiler -Wall,-Wextra "
+		 "nvcc -gencode=arch=compute_90a,code=sm_90a -Xptxas -O0 -Xcompiler -Wall,-Wextra "
 		 "-Werror all-warnings -c $d/m.cu -o $d/m.o; rc=$?; rm -rf $d; exit $rc",
 		 mkc_bin(), model);
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s: %s", model, out);
