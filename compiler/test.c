@@ -31,6 +31,7 @@
 #include "frontend.h"
 #include "numeric.h"
 #include "../backends/core/emit.h"
+#include "../runtime/limits.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -962,7 +963,8 @@ mkc_test_main(int argc, char **argv)
 		}
 		if (*end || o.steps < 1 || o.threads < 0 || o.workers < 0 || o.tol <= 0 ||
 		    o.embed_limit < 0 || o.timeout <= 0 || o.max_seq < 0 || o.max_dim < 0 ||
-		    o.max_chunk < 0 || o.few_tokens < -1 || o.few_tokens > 16 || o.max_seqs < 0 || o.max_seqs > 65536 || o.page_size < 0) {
+		    o.max_chunk < 0 || o.few_tokens < -1 || o.few_tokens > MKC_FEW_ROWS ||
+		    o.max_seqs < 0 || o.max_seqs > 65536 || o.page_size < 0) {
 			fprintf(stderr, "mkc test: bad value for %s\n", a);
 			free(dirs);
 			return 2;

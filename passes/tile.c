@@ -583,7 +583,8 @@ chunk_blocks(const mkc_plan *p, int64_t *rows)
  * tiles of about CHUNK_TILE_ELEMS elements (the decode cut, a tile a
  * worker, made 105,000 tasks and mkc 150 s). k is the decode cut's count,
  * which a few-token plan's products keep (tp.few_products: its one block
- * of at most 16 rows streams each weight once, as a decode step does).
+ * of at most MKC_FEW_ROWS rows streams each weight once, as a decode step
+ * does).
  */
 enum { CHUNK_TILE_ELEMS = 64 * 1024 };
 

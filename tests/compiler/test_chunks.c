@@ -19,12 +19,17 @@ Test(chunks, golden_steps_of_several_tokens, .timeout = 300)
 {
 	/* past 5 + 7 new, past 6 + 1 new, an empty cache + 4 new (gen_hf.py):
 	 * the chunk's plan, the one-token plan and (--few-tokens 4) the
-	 * few-token plan */
+	 * few-token plan; then the same with the chunk's plan cut as the
+	 * few-token one */
 	cr_assert_eq(mkc_test_run("--max-chunk 8 --few-tokens 4 " CHUNK "qwen3_tiny " CHUNK
 				  "llama_tiny_bf16 " CHUNK
 				  "llama_tiny_d64", out,
 				  sizeof out), 0, "%s", out);
 	cr_expect(strstr(out, "9 passed, 0 failed"), "%s", out);
+	/* the largest F: the chunk's plan of 8 cut as the few-token plan */
+	cr_assert_eq(mkc_test_run("--max-chunk 8 --few-tokens 64 " CHUNK "qwen3_tiny", out,
+				  sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "3 passed, 0 failed"), "%s", out);
 }
 
 Test(chunks, a_chunk_longer_than_compiled_is_refused, .timeout = 300)

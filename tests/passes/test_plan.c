@@ -576,4 +576,14 @@ Test(plan, a_few_token_plan_cuts_its_products_as_a_decode_step)
 		gemm++;
 	}
 	cr_assert_gt(gemm, 2, "the few-token plan has products");
+	/* a chunk limit within F: the chunk's own plan is cut so, and has no such twin */
+	mkc_graph *g2 = load_tiny(path);
+	cr_assert_not_null(g2, "%s", errs());
+	mkc_driver_options d2 = d;
+	d2.max_chunk = 32;
+	mkc_plan *p2 = NULL, *one[2] = {NULL, NULL};
+	cr_assert_eq(mkc_run_passes(g2, &d2, &p2), 0, "%s", errs());
+	cr_assert(p2->tp.few_products && p2->g->max_chunk == 32, "the chunk's plan cut as few");
+	cr_assert_eq(mkc_run_twins(g2, load_tiny, path, &d2, one), 1, "%s", errs());
+	cr_assert_eq(one[0]->g->max_chunk, 0, "the one-token plan alone");
 }

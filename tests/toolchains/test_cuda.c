@@ -52,8 +52,11 @@ static const char *const float_models[] = {
 	/* float16 at the interface: its Casts and generate's argmax of float16 logits */
 	"genai/llama_tiny_fp16", "genai/qwen3_tiny_fp16 --max-chunk 4",
 	/* sequences, caches in pages (runtime/seqs.h): the parts' portable body (head
-	 * size 16), then attention.cuh's through the page table, in bf16 */
-	"hf_chunk/llama_tiny_bf16 --max-seqs 4 --max-chunk 16 --page-size 8",
+	 * size 16), then attention.cuh's through the page table, in bf16; the
+	 * first in three plans, the chunk's tensor-core tiles (a chunk within the
+	 * default --few-tokens is cut as the few-token plan) and the few-token
+	 * plan's, the second in two, both few-token tiles */
+	"hf_chunk/llama_tiny_bf16 --max-seqs 4 --max-chunk 16 --page-size 8 --few-tokens 4",
 	"hf_chunk/llama_tiny_d64 --max-seqs 4 --max-chunk 16 --page-size 16 --kv bf16"};
 
 ParameterizedTestParameters(golden, emitted_cuda_builds_for_sm_90a)
