@@ -130,11 +130,12 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		g->max_chunk = max_chunk;
 		mkc_progress(g->ctx, "steps of 1 to %lld new positions (%s)", (long long)max_chunk,
 			     MKC_SYM(g, chunk));
-		/* the few-token plan: one block of all its rows, products cut as a
-		 * decode step's; so too a chunk's plan of at most F rows, which
-		 * then has no few-token twin (mkc_run_twins) */
+		/* a plan of at most F rows (the few-token twin, whose max_chunk is
+		 * F, or a chunk's plan within F, which then has no such twin:
+		 * mkc_run_twins): one block of all its rows, products cut as a
+		 * decode step's */
 		const int64_t few = mkc_few_tokens(o);
-		if (o->few_twin || (!o->one_token_twin && few >= 2 && max_chunk <= few)) {
+		if (few >= 2 && max_chunk <= few) {
 			tp.chunk_rows = max_chunk;
 			tp.few_products = true;
 		}

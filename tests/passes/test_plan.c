@@ -527,11 +527,12 @@ Test(plan, a_chunk_gathers_its_embeddings_by_rows)
 
 /*
  * A few-token plan cut for a GPU (mkc_run_twins with the default
- * --few-tokens, MKC_FEW_ROWS, out of 1024): one block of the step's rows, and each product cut as the
- * decode step's, into about a tile a worker of at most MKC_GEMV_ROWS (the
- * 128-column tiles of the chunk's plan kept 16 of 132 workers streaming a
- * 2048-feature product); then the one-token plan. The chunk's plan's are
- * 128 columns wide.
+ * --few-tokens, MKC_FEW_ROWS, out of 1024): one block of the step's rows,
+ * and each product cut as the decode step's, into about a tile a worker of
+ * at most MKC_GEMV_ROWS (the 128-column tiles of the chunk's plan kept 16
+ * of 132 workers streaming a 2048-feature product); then the one-token
+ * plan. The chunk's plan's are 128 columns wide. A chunk limit within F
+ * has its own plan cut so, and no such twin.
  */
 static mkc_graph *
 load_tiny(void *user)
