@@ -5,6 +5,7 @@
  *   mkc_batch MODEL time CTX B,... STEPS REPEATS ROW [TRACE]
  *   mkc_batch MODEL parity B N_NEW [TOL]
  *   mkc_batch MODEL gen B,... PROMPT N_NEW REPEATS
+ *   mkc_batch MODEL mixed N PROMPT N_NEW GAP [STRICT]
  *
  * time: for each batch size B, each repeat closes every sequence, opens B,
  * fills each one's caches with CTX positions of random values (ROW values a
@@ -36,6 +37,21 @@
  * F ms, tokens H" (Y: generated tokens over the whole call; F: the median
  * of the requests' first tokens as the callback hears them; H: a hash of
  * every request's tokens, the same for the same tokens).
+ *
+ * mixed: N requests (prompts of PROMPT made-up tokens, different for each,
+ * N_NEW greedy tokens each) arriving GAP ms apart, served by a server's loop
+ * on the host, a llama_step_seqs a step (continuous batching: prompts
+ * arriving while earlier requests decode). Each step takes one token of
+ * every decoding request, then as much of the admitted prompts, in arrival
+ * order, as the step's rows hold; a request is admitted once it has arrived
+ * and a sequence and the cache pages of its whole life are free; the rows
+ * that end a prompt or carry a decode token are drawn by llama_sample; a
+ * request's sequence is closed when it has its tokens. Prints "mixed: N
+ * requests, ... first token P50 / P90 ms (from arrival), X tokens/s, S
+ * steps of R rows on average, same as alone: K of N" (alone: llama_generate
+ * of each request by itself, run first, untimed) and exits 1 when K < N
+ * with STRICT given (the C target's test: its steps of several rows take
+ * the same bodies in the same order as a step of one).
  *
  * Built with -DBENCH_CUDA against a .cu file, the buffers a step takes are
  * device memory.
@@ -290,14 +306,134 @@ gen_timing(llama *m, int b, int n_prompt, int n_new, int repeats, int64_t vocab)
 	free(rq), free(prompts), free(out), free(ms), free(first), free(gen_first);
 }
 
+/* A request of the mixed run. */
+typedef struct {
+	int state;        /* 0 not admitted, 1 its prompt being fed, 2 decoding, 3 done */
+	int seq, fed, got;
+	int64_t last;     /* its last token drawn */
+	double first_ms;  /* arrival to first token */
+} mixed_req;
+
+/* Pages a sequence of n positions holds. */
+static int64_t
+pages_of(int64_t n)
+{
+	return (n + llama_page_size() - 1) / llama_page_size();
+}
+
+static int
+mixed_run(llama *m, step_bufs *sb, int n, int n_prompt, int n_new, double gap, int strict)
+{
+	const int rows = (int)llama_max_dim(llama_step_dim());
+	mixed_req *rq = calloc((size_t)n, sizeof *rq);
+	int64_t *prompts = malloc((size_t)n * (size_t)n_prompt * sizeof *prompts);
+	int64_t *alone = malloc((size_t)n * (size_t)n_new * sizeof *alone);
+	int64_t *out = malloc((size_t)n * (size_t)n_new * sizeof *out);
+	int64_t *ids = malloc((size_t)rows * sizeof *ids), *pos = malloc((size_t)rows * sizeof *pos);
+	int64_t *at = malloc((size_t)rows * sizeof *at), *drawn = malloc((size_t)rows * sizeof *drawn);
+	int *who = malloc((size_t)rows * sizeof *who), *owner = malloc((size_t)rows * sizeof *owner);
+	llama_sampling *greedy = calloc((size_t)rows, sizeof *greedy);
+	double *first = malloc((size_t)n * sizeof *first);
+	int seq0, same = 0, steps = 0, done = 0, next = 0;
+	long long fed_rows = 0;
+	const int64_t life = pages_of(n_prompt + n_new);
+	for (int q = 0; q < n; q++)
+		for (int i = 0; i < n_prompt; i++)
+			prompts[(size_t)q * n_prompt + i] = (7 + 13 * i + 101 * q) % sb->vocab;
+	for (int q = 0; q < n; q++) {   /* each alone, untimed */
+		restart(m, &seq0, 1);
+		if (llama_generate(m, prompts + (size_t)q * n_prompt, n_prompt, n_new,
+				   alone + (size_t)q * n_new))
+			fail(m, "generate");
+	}
+	restart(m, &seq0, 1);
+	int idle0 = 1;   /* sequence 0 is open and empty: the next admitted request's */
+	const double t0 = now();
+	while (done < n) {
+		const double t = (now() - t0) * 1e3;
+		/* admissions: arrived, a sequence free, and the pages of every
+		 * admitted request's whole life */
+		int64_t owed = 0, open = 0;
+		for (int q = 0; q < next; q++)
+			if (rq[q].state == 1 || rq[q].state == 2) {
+				owed += life - pages_of(llama_seq_len(m, rq[q].seq));
+				open++;
+			}
+		while (next < n && next * gap <= t && open < llama_max_seqs() &&
+		       llama_free_pages(m) - owed >= life) {
+			if (idle0)
+				rq[next].seq = 0, idle0 = 0;
+			else if (llama_seq_open(m, &rq[next].seq))
+				fail(m, "seq_open");
+			rq[next++].state = 1;
+			owed += life, open++;
+		}
+		int k = 0;   /* the step: a token of each decoding request, then prompts */
+		for (int q = 0; q < next; q++)
+			if (rq[q].state == 2) {
+				who[k] = rq[q].seq, owner[k] = q, ids[k] = rq[q].last;
+				pos[k++] = n_prompt + rq[q].got - 1;
+			}
+		for (int q = 0; q < next && k < rows; q++)
+			while (rq[q].state == 1 && rq[q].fed < n_prompt && k < rows) {
+				who[k] = rq[q].seq, owner[k] = q;
+				ids[k] = prompts[(size_t)q * n_prompt + rq[q].fed];
+				pos[k++] = rq[q].fed++;
+			}
+		if (k == 0)   /* nothing admitted yet: wait for the next arrival */
+			continue;
+		if (step(m, sb, who, ids, pos, k))
+			fail(m, "step_seqs");
+		for (int r = 0; r < k; r++)
+			at[r] = pos[r] + 1;
+		if (llama_sample(m, sb->logits, k, greedy, at, drawn))
+			fail(m, "sample");
+		steps++, fed_rows += k;
+		for (int r = 0; r < k; r++) {
+			mixed_req *x = &rq[owner[r]];
+			if (x->state == 1 && pos[r] != n_prompt - 1)
+				continue;   /* inside a prompt: no token */
+			x->state = 2;
+			x->last = out[(size_t)owner[r] * n_new + x->got++] = drawn[r];
+			if (x->got == 1)
+				x->first_ms = (now() - t0) * 1e3 - owner[r] * gap;
+			if (x->got == n_new) {   /* its pages back; sequence 0 kept open */
+				if (x->seq ? llama_seq_close(m, x->seq) : llama_cache_reset(m))
+					fail(m, "seq_close");
+				idle0 |= x->seq == 0;
+				x->state = 3;
+				done++;
+			}
+		}
+	}
+	const double ms = (now() - t0) * 1e3;
+	for (int q = 0; q < n; q++) {
+		first[q] = rq[q].first_ms;
+		same += !memcmp(out + (size_t)q * n_new, alone + (size_t)q * n_new,
+				(size_t)n_new * sizeof *out);
+	}
+	qsort(first, (size_t)n, sizeof *first, cmp_double);
+	printf("mixed: %d requests, prompt %d, new %d, %.3f ms apart: %.3f ms, first token %.3f / "
+	       "%.3f ms (median / 90th percentile, from arrival), %.1f tokens/s, %d steps of %.1f "
+	       "rows on average, same as alone: %d of %d\n", n, n_prompt, n_new, gap, ms,
+	       first[n / 2], first[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1],
+	       (double)n * n_new * 1e3 / ms, steps, steps ? (double)fed_rows / steps : 0.0, same, n);
+	fflush(stdout);
+	free(rq), free(prompts), free(alone), free(out), free(ids), free(pos), free(at);
+	free(drawn), free(who), free(owner), free(greedy), free(first);
+	return strict && same < n;
+}
+
 int
 main(int argc, char **argv)
 {
 	if (argc < 5 || ((strcmp(argv[2], "time") || argc < 8) && strcmp(argv[2], "parity") &&
-			 (strcmp(argv[2], "gen") || argc < 7))) {
+			 (strcmp(argv[2], "gen") || argc < 7) &&
+			 (strcmp(argv[2], "mixed") || argc < 7))) {
 		fprintf(stderr, "usage: mkc_batch MODEL time CTX B,... STEPS REPEATS ROW [TRACE]\n"
 			"       mkc_batch MODEL parity B N_NEW [TOL]\n"
-			"       mkc_batch MODEL gen B,... PROMPT N_NEW REPEATS\n");
+			"       mkc_batch MODEL gen B,... PROMPT N_NEW REPEATS\n"
+			"       mkc_batch MODEL mixed N PROMPT N_NEW GAP [STRICT]\n");
 		return 2;
 	}
 	llama *m;
@@ -323,6 +459,19 @@ main(int argc, char **argv)
 	int rc = 0;
 	if (!strcmp(argv[2], "parity")) {
 		rc = parity(m, &sb, atoi(argv[3]), atoi(argv[4]), argc > 5 ? atof(argv[5]) : 1e-2);
+	} else if (!strcmp(argv[2], "mixed")) {
+		const int n = atoi(argv[3]), n_prompt = atoi(argv[4]), n_new = atoi(argv[5]);
+		const double gap = atof(argv[6]);
+		if (n < 1 || n_prompt < 1 || n_new < 1 || gap < 0 ||
+		    n_prompt + n_new > llama_cache_capacity() ||
+		    pages_of(n_prompt + n_new) > llama_free_pages(m)) {
+			fprintf(stderr, "mkc_batch: N, PROMPT and N_NEW >= 1, GAP >= 0, and a request's "
+				"PROMPT + N_NEW within a sequence's capacity (%lld) and the page pool\n",
+				(long long)llama_cache_capacity());
+			rc = 2;
+		} else {
+			rc = mixed_run(m, &sb, n, n_prompt, n_new, gap, argc > 7 && atoi(argv[7]));
+		}
 	} else if (!strcmp(argv[2], "gen")) {
 		const int n_prompt = atoi(argv[4]), n_new = atoi(argv[5]), repeats = atoi(argv[6]);
 		if (n_prompt < 1 || n_new < 1 || repeats < 1) {

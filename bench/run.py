@@ -34,6 +34,10 @@ per command, each well under 10 minutes):
      then ms per step of B tokens (one of each sequence, all at each of
      --batch-contexts) against PyTorch's static-cache step over a batch of
      B, as a CUDA graph and under torch.compile (bench/mkc_batch.c);
+     generate_batch's loop in one launch and a launch a step; and a mixed
+     run: twice as many requests as sequences arriving --mixed-gap ms
+     apart while the earlier ones decode (mkc_batch mixed: time to first
+     token from arrival, tokens/s, each request's tokens against alone);
   8. with --profile, builds a second file with mkc --profile, times it too
      (the profiler's own cost) and writes the timeline of one step at the
      middle context; with --prompts, the timeline of the middle prompt's
@@ -68,6 +72,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -538,6 +543,18 @@ def same_tokens(r):
     return "yes" if r["kernel_tokens"] == r["host_tokens"] else "NO"
 
 
+def parse_mixed(out):
+    """mkc_batch mixed's line as a dict (empty if none)."""
+    m = re.search(r"mixed: (\d+) requests, prompt (\d+), new (\d+), ([\d.]+) ms apart: "
+                  r"([\d.]+) ms, first token ([\d.]+) / ([\d.]+) ms .*?, ([\d.]+) tokens/s, "
+                  r"(\d+) steps of ([\d.]+) rows on average, same as alone: (\d+) of (\d+)", out)
+    if not m:
+        return {}
+    keys = ("requests", "prompt", "new", "gap_ms", "ms", "first_p50_ms", "first_p90_ms",
+            "tokens_s", "steps", "rows", "same", "of")
+    return {k: float(v) if "." in v else int(v) for k, v in zip(keys, m.groups())}
+
+
 def batch_run(a, torch, model, family, cfg, folder, work, logf, row):
     """Several sequences a step (issue 30): mkc (a file compiled with
     --max-seqs) against PyTorch's static-cache step over a batch, as a CUDA
@@ -588,6 +605,13 @@ def batch_run(a, torch, model, family, cfg, folder, work, logf, row):
             if line.startswith("gen median: batch "):
                 f = line.replace(",", "").split()
                 gen[(name, int(f[3]))] = (float(f[8]), float(f[10]), float(f[14]), f[17])
+    # the mixed run: twice as many requests as sequences, arriving a.mixed_gap ms
+    # apart while the earlier ones decode (a server's loop, a step at a time)
+    n_req = 2 * most
+    _, out = sh(f"{bsub}/mkc_batch {folder} mixed {n_req} {GEN_PROMPT} {GEN_NEW} {a.mixed_gap}",
+                logf, timeout=1200)
+    res["mixed"] = parse_mixed(out)
+    log(f"{a.shape}: mixed: {res['mixed']}")
     for b in a.batches:
         r = {"batch": b, "prompt": GEN_PROMPT, "new": GEN_NEW}
         for name, _ in progs:
@@ -960,6 +984,17 @@ def table(res):
                              f"{r.get('host_ms', nan):.1f} | {r.get('host_tokens_s', nan):.0f} | "
                              f"{r.get('host_first_ms', nan):.1f} | "
                              f"{same_tokens(r)} |")
+        mx = bt.get("mixed")
+        if mx:
+            lines += ["", f"Mixed run (`mkc_batch mixed`: {mx['requests']} requests of "
+                      f"{mx['prompt']} prompt and {mx['new']} greedy tokens arriving "
+                      f"{mx['gap_ms']} ms apart, a server's loop of `_step_seqs` on the host, "
+                      f"each step every decoding request's token and the waiting prompts' "
+                      f"chunks): {mx['ms']:.1f} ms, {mx['tokens_s']:.0f} tokens/s, first "
+                      f"token {mx['first_p50_ms']:.1f} ms (median) / {mx['first_p90_ms']:.1f} "
+                      f"(90th percentile) from arrival, {mx['steps']} steps of "
+                      f"{mx['rows']:.1f} rows on average; {mx['same']} of {mx['of']} requests "
+                      "the tokens they get alone."]
     if "old_mkc_ms" in res["rows"][0]:
         lines += ["", f"The same run timed the old mkc build in turns with this one "
                   f"({len(res['ab_rounds']['new'])} rounds, medians): " +
@@ -1037,6 +1072,8 @@ def main(argv):
     r.add_argument("--batches", default="",
                    help="several sequences a step: batch sizes to time (e.g. 1,8,32,64)")
     r.add_argument("--batch-contexts", default="128,1024", help="with --batches: contexts")
+    r.add_argument("--mixed-gap", type=float, default=1.0,
+                   help="with --batches: ms between the mixed run's arrivals")
     r.add_argument("--no-compile", action="store_true",
                    help="leave out the torch.compile baselines (minutes of compiling)")
     t = sp.add_parser("turns", help="time to first token of mkc binaries in turns (GPU machine)")

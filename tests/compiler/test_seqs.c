@@ -114,6 +114,34 @@ Test(seqs, generate_batch_is_each_request_alone, .timeout = 300)
 	cr_expect(strstr(out, "bad: -1 sampling.top_k is -1"), "%s", out);
 }
 
+/*
+ * bench/mkc_batch.c's mixed run (a server's loop: requests arriving while
+ * others decode, a step of decode tokens and prompt chunks together):
+ * every request gets the tokens it gets alone, through 4 sequences and a
+ * pool of 24 pages (6 requests of 4 pages: they wait for a sequence) and
+ * of 8 (they wait for pages, two at a time); a request longer than the
+ * pool is refused.
+ */
+Test(seqs, a_mixed_run_gives_each_request_its_tokens_alone, .timeout = 300)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && m=tests/models/hf/qwen3_tiny && for p in 24 8; do "
+		 "mkdir $d/$p && %s $m -o $d/$p/llama.c --max-seqs 4 --max-chunk 8 --page-size 4 "
+		 "--max-seq 64 --cache-pages $p --workers 2 && "
+		 "cc -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined "
+		 "-fno-sanitize-recover=all -pthread -I$d/$p -Ibench -o $d/$p/t bench/mkc_batch.c "
+		 "$d/$p/llama.c -lm && timeout 120 $d/$p/t $m mixed 6 9 5 0.5 1 || exit 1; done; "
+		 "timeout 120 $d/8/t $m mixed 2 30 5 0 1 2>&1; echo rc $?; rm -rf $d", mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	const char *a = strstr(out, "mixed: 6 requests, prompt 9, new 5, 0.500 ms apart: ");
+	cr_expect(a && strstr(a, "same as alone: 6 of 6\n"), "%s", out);
+	cr_expect(a && strstr(a + 1, "mixed: 6 requests") &&
+		  strstr(strstr(a + 1, "mixed: 6 requests"), "same as alone: 6 of 6\n"), "%s", out);
+	cr_expect(strstr(out, "a request's PROMPT + N_NEW within a sequence's capacity (64) and the "
+			 "page pool\nrc 2\n"), "%s", out);
+}
+
 /* The golden steps through sequence 0, pages of 3 positions (not a divisor
  * of anything), chunks and single tokens. */
 Test(seqs, golden_tests_through_pages, .timeout = 300)
