@@ -758,7 +758,7 @@ def batch_turns(a, folder, work, logf, names, bins, cfg):
                     if line.startswith("median: batch "):
                         f = line.replace(",", "").split()
                         got.setdefault((nm, int(f[2]), int(f[4])), []).append(float(f[5]))
-            log(f"{a.shape}: round {r + 1} {nm} done")
+                        log(f"{a.shape}: round {r + 1} {nm}: {line}")   # kept if cut short
     lines = ["| build | " + " | ".join(f"batch {b}, context {c}" for b in a.batches
                                        for c in a.batch_contexts) + " |",
              "| --- |" + " --- |" * (len(a.batches) * len(a.batch_contexts))]
