@@ -3,6 +3,7 @@
 
     python3 bench/run.py run SHAPE --out DIR [--profile] [--contexts 1,1024,4096]
     python3 bench/run.py report DIR... [--results bench/RESULTS.md] [--png bench/context.png]
+                                      [--batch-png bench/batch.png]
     python3 bench/run.py turns SHAPE --out DIR --mkc A=PATH --mkc B=PATH [--prompts 128,1024]
 
 `run` (on the GPU machine, from the repo root, build/mkc built; one SHAPE
@@ -62,7 +63,9 @@ its parity checked, then ms a step of B sequences' tokens at each of
 
 `report` (here, after fetching the DIRs): appends each SHAPE.md to
 bench/RESULTS.md and draws bench/context.png: ms per token against context
-for mkc and both baselines, a panel per shape.
+for mkc and both baselines, a panel per shape; and, for results with
+--batches, bench/batch.png: tokens/s against the sequences a step, mkc beside
+the CUDA-graph and torch.compile steps, a panel per shape and context.
 
 Achieved bandwidth counts the bytes a bf16 decode step must move: every
 weight once (an untied embedding table only the row it looks up), and the
@@ -1046,8 +1049,40 @@ def report(a):
         axes[0][0].legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(a.png, dpi=100)
-    print(f"appended {len(results)} results to {a.results}" + (f"; drew {a.png}" if a.png else ""))
+    batched = [r for r in results if r.get("batch", {}).get("rows")]
+    if a.batch_png and batched:
+        batch_plot(batched, a.batch_png)
+    print(f"appended {len(results)} results to {a.results}" + (f"; drew {a.png}" if a.png else "")
+          + (f" and {a.batch_png}" if a.batch_png and batched else ""))
     return 0
+
+
+def batch_plot(results, path):
+    """Tokens/s a step against the batch, a panel a (shape, context): mkc
+    beside PyTorch's static-cache step as a CUDA graph and under
+    torch.compile (--batches' rows), the same run's numbers."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    panels = [(r, c) for r in results for c in sorted({x["context"] for x in r["batch"]["rows"]})]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 4), squeeze=False)
+    for ax, (r, c) in zip(axes[0], panels):
+        rows = sorted((x for x in r["batch"]["rows"] if x["context"] == c), key=lambda x: x["batch"])
+        b = [x["batch"] for x in rows]
+        for key, label in (("mkc_ms", "mkc"), ("graph_ms", "PyTorch static cache + CUDA graph"),
+                           ("compiled_ms", "torch.compile + CUDA graph")):
+            ax.plot(b, [x["batch"] * 1e3 / x[key] if x.get(key) else float("nan") for x in rows],
+                    "o-", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sequences a step")
+        ax.set_ylabel("tokens/s")
+        commit = (r.get("commit") or "")[:7]
+        ax.set_title(f"{r['shape']}, context {c}" + (f" ({commit})" if commit else ""))
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
 
 
 def main(argv):
@@ -1096,6 +1131,8 @@ def main(argv):
     p.add_argument("dirs", nargs="+")
     p.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"))
     p.add_argument("--png", default=os.path.join(ROOT, "bench", "context.png"))
+    p.add_argument("--batch-png", default=os.path.join(ROOT, "bench", "batch.png"),
+                   help="tokens/s against the batch, for results with --batches")
     a = ap.parse_args(argv[1:])
     if a.cmd == "report":
         return report(a)
