@@ -125,6 +125,13 @@ step(llama *m, step_bufs *sb, const int *seq, const int64_t *ids, const int64_t 
 	return llama_step_seqs(m, seq, n, in, out);
 }
 
+/* Token i of sequence (or request) q's made-up prompt. */
+static int64_t
+prompt_token(int q, int64_t i, int64_t vocab)
+{
+	return (7 + 13 * i + 101 * q) % vocab;
+}
+
 static int64_t
 argmax(const float *x, int64_t n)
 {
@@ -161,7 +168,7 @@ parity(llama *m, step_bufs *sb, int b, int n_new, double tol)
 	for (int q = 0; q < b; q++) {   /* alone */
 		int64_t prompt[1024];
 		for (int i = 0; i < 1 + 3 * q; i++)
-			prompt[i] = (7 + 13 * i + 101 * q) % sb->vocab;
+			prompt[i] = prompt_token(q, i, sb->vocab);
 		restart(m, seq, 1);
 		if (llama_generate(m, prompt, 1 + 3 * q, n_new, want + (size_t)q * n_new))
 			fail(m, "generate");
@@ -186,7 +193,7 @@ parity(llama *m, step_bufs *sb, int b, int n_new, double tol)
 		for (int q = 0; q < b; q++)
 			while (fed[q] < 1 + 3 * q && n < rows) {
 				who[n] = seq[q];
-				ids[n] = (7 + 13 * fed[q] + 101 * q) % sb->vocab;
+				ids[n] = prompt_token(q, fed[q], sb->vocab);
 				pos[n++] = fed[q]++;
 			}
 		for (int q = 0; q < b; q++)
@@ -279,7 +286,7 @@ gen_timing(llama *m, int b, int n_prompt, int n_new, int repeats, int64_t vocab)
 	uint64_t h = 1469598103934665603ull;
 	for (int q = 0; q < b; q++)
 		for (int i = 0; i < n_prompt; i++)
-			prompts[(size_t)q * n_prompt + i] = (7 + 13 * i + 101 * q) % vocab;
+			prompts[(size_t)q * n_prompt + i] = prompt_token(q, i, vocab);
 	for (int r = 0; r < repeats; r++) {
 		for (int q = 0; q < b; q++) {
 			memset(&rq[q], 0, sizeof rq[q]);   /* greedy: temperature 0 */
@@ -307,8 +314,9 @@ gen_timing(llama *m, int b, int n_prompt, int n_new, int repeats, int64_t vocab)
 }
 
 /* A request of the mixed run. */
+enum { WAITING, PROMPT, DECODING, DONE };
 typedef struct {
-	int state;        /* 0 not admitted, 1 its prompt being fed, 2 decoding, 3 done */
+	int state;        /* WAITING (not admitted), PROMPT (being fed), DECODING, DONE */
 	int seq, fed, got;
 	int64_t last;     /* its last token drawn */
 	double first_ms;  /* arrival to first token */
@@ -339,7 +347,7 @@ mixed_run(llama *m, step_bufs *sb, int n, int n_prompt, int n_new, double gap, i
 	const int64_t life = pages_of(n_prompt + n_new);
 	for (int q = 0; q < n; q++)
 		for (int i = 0; i < n_prompt; i++)
-			prompts[(size_t)q * n_prompt + i] = (7 + 13 * i + 101 * q) % sb->vocab;
+			prompts[(size_t)q * n_prompt + i] = prompt_token(q, i, sb->vocab);
 	for (int q = 0; q < n; q++) {   /* each alone, untimed */
 		restart(m, &seq0, 1);
 		if (llama_generate(m, prompts + (size_t)q * n_prompt, n_prompt, n_new,
@@ -355,7 +363,7 @@ mixed_run(llama *m, step_bufs *sb, int n, int n_prompt, int n_new, double gap, i
 		 * admitted request's whole life */
 		int64_t owed = 0, open = 0;
 		for (int q = 0; q < next; q++)
-			if (rq[q].state == 1 || rq[q].state == 2) {
+			if (rq[q].state == PROMPT || rq[q].state == DECODING) {
 				owed += life - pages_of(llama_seq_len(m, rq[q].seq));
 				open++;
 			}
@@ -365,17 +373,17 @@ mixed_run(llama *m, step_bufs *sb, int n, int n_prompt, int n_new, double gap, i
 				rq[next].seq = 0, idle0 = 0;
 			else if (llama_seq_open(m, &rq[next].seq))
 				fail(m, "seq_open");
-			rq[next++].state = 1;
+			rq[next++].state = PROMPT;
 			owed += life, open++;
 		}
 		int k = 0;   /* the step: a token of each decoding request, then prompts */
 		for (int q = 0; q < next; q++)
-			if (rq[q].state == 2) {
+			if (rq[q].state == DECODING) {
 				who[k] = rq[q].seq, owner[k] = q, ids[k] = rq[q].last;
 				pos[k++] = n_prompt + rq[q].got - 1;
 			}
 		for (int q = 0; q < next && k < rows; q++)
-			while (rq[q].state == 1 && rq[q].fed < n_prompt && k < rows) {
+			while (rq[q].state == PROMPT && rq[q].fed < n_prompt && k < rows) {
 				who[k] = rq[q].seq, owner[k] = q;
 				ids[k] = prompts[(size_t)q * n_prompt + rq[q].fed];
 				pos[k++] = rq[q].fed++;
@@ -391,9 +399,9 @@ mixed_run(llama *m, step_bufs *sb, int n, int n_prompt, int n_new, double gap, i
 		steps++, fed_rows += k;
 		for (int r = 0; r < k; r++) {
 			mixed_req *x = &rq[owner[r]];
-			if (x->state == 1 && pos[r] != n_prompt - 1)
+			if (x->state == PROMPT && pos[r] != n_prompt - 1)
 				continue;   /* inside a prompt: no token */
-			x->state = 2;
+			x->state = DECODING;
 			x->last = out[(size_t)owner[r] * n_new + x->got++] = drawn[r];
 			if (x->got == 1)
 				x->first_ms = (now() - t0) * 1e3 - owner[r] * gap;
@@ -401,7 +409,7 @@ mixed_run(llama *m, step_bufs *sb, int n, int n_prompt, int n_new, double gap, i
 				if (x->seq ? llama_seq_close(m, x->seq) : llama_cache_reset(m))
 					fail(m, "seq_close");
 				idle0 |= x->seq == 0;
-				x->state = 3;
+				x->state = DONE;
 				done++;
 			}
 		}
@@ -416,7 +424,7 @@ mixed_run(llama *m, step_bufs *sb, int n, int n_prompt, int n_new, double gap, i
 	printf("mixed: %d requests, prompt %d, new %d, %.3f ms apart: %.3f ms, first token %.3f / "
 	       "%.3f ms (median / 90th percentile, from arrival), %.1f tokens/s, %d steps of %.1f "
 	       "rows on average, same as alone: %d of %d\n", n, n_prompt, n_new, gap, ms,
-	       first[n / 2], first[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1],
+	       first[n / 2], first[n * 9 / 10],
 	       (double)n * n_new * 1e3 / ms, steps, steps ? (double)fed_rows / steps : 0.0, same, n);
 	fflush(stdout);
 	free(rq), free(prompts), free(alone), free(out), free(ids), free(pos), free(at);

@@ -393,7 +393,7 @@ time_few_one(const char *what, int64_t m, int64_t n, int64_t k)
 		double tb = 1e-3 * median_ms([&] {
 			split_sum<<<sms, MKC_THREADS>>>(ys, part, m * n, p);
 		});
-		/* the same sums as the plain cut's y (dy, from its last launch), to rounding */
+		/* the same product as dy (last written by the 128-feature tile), to rounding */
 		float *a = (float *)malloc((size_t)(m * n * 4)), *b = (float *)malloc((size_t)(m * n * 4));
 		CHECK(cudaMemcpy(a, dy, (size_t)(m * n * 4), cudaMemcpyDeviceToHost));
 		CHECK(cudaMemcpy(b, ys, (size_t)(m * n * 4), cudaMemcpyDeviceToHost));
