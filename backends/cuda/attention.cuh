@@ -362,6 +362,63 @@ mkc_attn_group(const float *pq, int64_t qst, const T *pk, int64_t kst, const T *
 }
 
 /*
+ * The partial results of mkc_attn_group by one warp alone, its rounds of
+ * PW positions one after another (the next in flight while one is
+ * summed), no barrier of the block: the query rows in the warp's own slot
+ * qsh of shared memory, the sums written by the warp. A step of several
+ * sequences (caches in pages) gives a part tile one chunk of each of its
+ * rows' sequences, a few rounds each, and the block's walk of one row at
+ * a time (8 warps over a chunk, three barriers a row) cost 85 us a tile
+ * of 64 rows at context 128 (the 1B shape, 64 sequences, H100, session
+ * 32: 2.9 of the step's 6.8 ms). Every lane of the warp calls it.
+ */
+template <int D, int G, typename T>
+static __device__ void
+mkc_attn_group_warp(const float *pq, int64_t qst, const T *pk, int64_t kst, const T *pv,
+		    int64_t vst, int64_t t0, int64_t t1, const int32_t *tab, int64_t page,
+		    float scale, float *part, int64_t pst, float4 (*qsh)[D / 4])
+{
+	typedef mkc_attn_shape<D, T> S;
+	const int lane = threadIdx.x % MKC_WARP;
+	uint4 ka[S::NK], kb[S::NK];
+	uint32_t va[S::PW][S::J], vb[S::PW][S::J];
+	mkc_attn_fetch<D>(pk, kst, pv, vst, t0, t1, tab, page, ka, va);
+	mkc_warp_sync();   /* the warp's last row's reads of qsh are done */
+	for (int i = lane; i < G * D; i += MKC_WARP)
+		((float *)qsh)[i] = pq[i / D * qst + i % D];
+	mkc_warp_sync();
+	float mx[G], sum[G], acc[G][S::J];
+#pragma unroll
+	for (int g = 0; g < G; g++) {
+		mx[g] = -INFINITY;
+		sum[g] = 0;
+#pragma unroll
+		for (int j = 0; j < S::J; j++)
+			acc[g][j] = 0;
+	}
+	for (int64_t base = t0; base < t1; base += 2 * S::PW) {
+		mkc_attn_fetch<D>(pk, kst, pv, vst, base + S::PW, t1, tab, page, kb, vb);
+		mkc_attn_round<D, G, T>(qsh, ka, va, base + lane / S::KL < t1, scale, mx, sum, acc);
+		if (base + S::PW >= t1)
+			break;
+		mkc_attn_fetch<D>(pk, kst, pv, vst, base + 2 * S::PW, t1, tab, page, ka, va);
+		mkc_attn_round<D, G, T>(qsh, kb, vb, base + S::PW + lane / S::KL < t1, scale, mx,
+					sum, acc);
+	}
+#pragma unroll
+	for (int g = 0; g < G; g++) {
+		float *pp = part + g * pst;
+#pragma unroll
+		for (int j = 0; j < S::J; j++)
+			pp[lane + MKC_WARP * j] = acc[g][j];
+		if (lane == 0) {
+			pp[D] = mx[g];
+			pp[D + 1] = sum[g];
+		}
+	}
+}
+
+/*
  * AttnPart (passes/split_attn.c): rows r0..r1 of part [B, Hk * C, G * Sq,
  * D + 2], row r being key head r / C over chunk r % C of the L positions,
  * for each of the G query heads of that key head and each query position.
@@ -377,6 +434,25 @@ mkc_attn_part(const float *q, const int64_t *qs, const T *k, const int64_t *ks, 
 	      int64_t Sq, int64_t L, int64_t C, int64_t r0, int64_t r1, float scale,
 	      const mkc_rt_pages *pg)
 {
+	/* rows of several sequences: a warp a (row, query position) at a time,
+	 * where the query rows fit a warp's slot (16 KB for the block) */
+	constexpr bool WARPS = G * D <= 512;
+	__shared__ float4 qw[WARPS ? MKC_ATTN_WARPS : 1][WARPS ? G : 1][D / 4];
+	if (WARPS && pg && Sq >= MKC_ATTN_WARPS / 2) {
+		const int warp = threadIdx.x / MKC_WARP;
+		for (int64_t i = warp; i < B * (r1 - r0) * Sq; i += MKC_ATTN_WARPS) {
+			const int64_t b = i / ((r1 - r0) * Sq), r = r0 + i / Sq % (r1 - r0), s = i % Sq;
+			const int64_t kh = r / C, c = r % C, n = pg->pos[s] + 1;
+			mkc_attn_group_warp<D, G, T>(q + b * qs[0] + kh * G * qs[1] + s * qs[2], qs[1],
+						     k + b * ks[0] + kh * ks[1], ks[2],
+						     v + b * vs[0] + kh * vs[1], vs[2],
+						     mkc_rt_part_lo(c, C, n), mkc_rt_part_lo(c + 1, C, n),
+						     pg->table + pg->seq[s] * pg->per_seq, pg->page,
+						     scale, part + b * ps[0] + r * ps[1] + s * ps[2],
+						     Sq * ps[2], qw[WARPS ? warp : 0]);
+		}
+		return;
+	}
 	for (int64_t b = 0; b < B; b++)
 		for (int64_t r = r0; r < r1; r++) {
 			const int64_t kh = r / C, c = r % C;
