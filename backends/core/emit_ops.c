@@ -1071,13 +1071,18 @@ emit_attn_part(mkc_emitter *e, const mkc_node *n)
 	const char *pages = n->kern->paged ? "&m->pages" : "NULL";
 	/* in pages, a GPU part's round of positions (attention.cuh's PW) within a page */
 	const int64_t round = e->t->warp ? e->t->warp / (d / 16 > 0 ? d / 16 : 1) : 1;
+	/* a warp a query row (attention.cuh's W) for steps of several
+	 * sequences' tokens, at least a row a warp; on 32-lane warps only */
+	const bool warps = n->kern->paged && e->t->warp == 32 &&
+			   e->p->g->max_chunk >= MKC_THREADS / 32;
 	if (e->t->warp && d % e->t->warp == 0 && d <= MKC_ATTN_MAX_D && grp <= MKC_ATTN_MAX_GROUP &&
 	    is_bf16(n->in[1]) == is_bf16(n->in[2]) &&
 	    (!n->kern->paged || e->p->g->page_size % round == 0))
 		/* the element type of the caches: float, or uint16_t for bf16 */
-		fprintf(e->f, "\tmkc_attn_part_tile<%lld, %lld, %s>(&x0, &x1, &x2, &y, %lldLL, lo[1], "
-			"hi[1], %s, %s);\n", (long long)d, (long long)grp,
-			is_bf16(n->in[1]) ? "uint16_t" : "float", (long long)c, fs, pages);
+		fprintf(e->f, "\tmkc_attn_part_tile<%lld, %lld, %s, %s>(&x0, &x1, &x2, &y, %lldLL, "
+			"lo[1], hi[1], %s, %s);\n", (long long)d, (long long)grp,
+			is_bf16(n->in[1]) ? "uint16_t" : "float", warps ? "true" : "false",
+			(long long)c, fs, pages);
 	else
 		fprintf(e->f, "\tmkc_attn_part_c(&x0, &x1, &x2, &y, %lldLL, lo[1], hi[1], %s, %s);\n",
 			(long long)c, fs, pages);

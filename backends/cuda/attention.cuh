@@ -378,6 +378,8 @@ mkc_attn_group_warp(const float *pq, int64_t qst, const T *pk, int64_t kst, cons
 		    int64_t vst, int64_t t0, int64_t t1, const int32_t *tab, int64_t page,
 		    float scale, float *part, int64_t pst, float4 (*qsh)[D / 4])
 {
+	static_assert(D % MKC_WARP == 0 && D <= MKC_ATTN_MAX_D && G >= 1 && G <= MKC_ATTN_MAX_GROUP,
+		      "head size, group");
 	typedef mkc_attn_shape<D, T> S;
 	const int lane = threadIdx.x % MKC_WARP;
 	uint4 ka[S::NK], kb[S::NK];
@@ -426,32 +428,38 @@ mkc_attn_group_warp(const float *pq, int64_t qst, const T *pk, int64_t kst, cons
  * caches in pages (pg), query position s's are its sequence's 0 ..
  * pg->pos[s], chunk c of them mkc_rt_part_lo(c) .. mkc_rt_part_lo(c + 1)
  * (multiples of 32, so a round never crosses a page).
+ *
+ * W (the emitter's choice: paged caches, steps of at least
+ * MKC_ATTN_WARPS query positions, 32-lane warps): a step of that many
+ * positions gives each warp (row, position) pairs of its own
+ * (mkc_attn_group_warp), its query rows in its own slot of shared memory
+ * (8 * G * D floats for the block, which only such files hold). HIP's
+ * 64-lane groups run as two CUDA warps under the mapping header, where
+ * mkc_warp_sync does not order them: the emitter keeps W off there.
  */
-template <int D, int G, typename T>
+template <int D, int G, typename T, bool W = false>
 static __device__ __noinline__ void MKC_UNUSED
 mkc_attn_part(const float *q, const int64_t *qs, const T *k, const int64_t *ks, const T *v,
 	      const int64_t *vs, float *part, const int64_t *ps, int64_t B,
 	      int64_t Sq, int64_t L, int64_t C, int64_t r0, int64_t r1, float scale,
 	      const mkc_rt_pages *pg)
 {
-	/* rows of several sequences: a warp a (row, query position) at a time,
-	 * where the query rows fit a warp's slot (16 KB for the block) */
-	constexpr bool WARPS = G * D <= 512;
-	__shared__ float4 qw[WARPS ? MKC_ATTN_WARPS : 1][WARPS ? G : 1][D / 4];
-	if (WARPS && pg && Sq >= MKC_ATTN_WARPS / 2) {
-		const int warp = threadIdx.x / MKC_WARP;
-		for (int64_t i = warp; i < B * (r1 - r0) * Sq; i += MKC_ATTN_WARPS) {
-			const int64_t b = i / ((r1 - r0) * Sq), r = r0 + i / Sq % (r1 - r0), s = i % Sq;
-			const int64_t kh = r / C, c = r % C, n = pg->pos[s] + 1;
-			mkc_attn_group_warp<D, G, T>(q + b * qs[0] + kh * G * qs[1] + s * qs[2], qs[1],
-						     k + b * ks[0] + kh * ks[1], ks[2],
-						     v + b * vs[0] + kh * vs[1], vs[2],
-						     mkc_rt_part_lo(c, C, n), mkc_rt_part_lo(c + 1, C, n),
-						     pg->table + pg->seq[s] * pg->per_seq, pg->page,
-						     scale, part + b * ps[0] + r * ps[1] + s * ps[2],
-						     Sq * ps[2], qw[WARPS ? warp : 0]);
+	if constexpr (W) {
+		__shared__ float4 qw[MKC_ATTN_WARPS][G][D / 4];
+		if (pg && Sq >= MKC_ATTN_WARPS) {
+			const int warp = threadIdx.x / MKC_WARP;
+			for (int64_t i = warp; i < B * (r1 - r0) * Sq; i += MKC_ATTN_WARPS) {
+				const int64_t b = i / ((r1 - r0) * Sq), r = r0 + i / Sq % (r1 - r0);
+				const int64_t s = i % Sq, kh = r / C, c = r % C, n = pg->pos[s] + 1;
+				mkc_attn_group_warp<D, G, T>(
+					q + b * qs[0] + kh * G * qs[1] + s * qs[2], qs[1],
+					k + b * ks[0] + kh * ks[1], ks[2], v + b * vs[0] + kh * vs[1],
+					vs[2], mkc_rt_part_lo(c, C, n), mkc_rt_part_lo(c + 1, C, n),
+					pg->table + pg->seq[s] * pg->per_seq, pg->page, scale,
+					part + b * ps[0] + r * ps[1] + s * ps[2], Sq * ps[2], qw[warp]);
+			}
+			return;
 		}
-		return;
 	}
 	for (int64_t b = 0; b < B; b++)
 		for (int64_t r = r0; r < r1; r++) {
@@ -565,8 +573,9 @@ mkc_attn_rows_tile(const mkc_view *q, const mkc_view *k, const mkc_view *v, cons
 			 scale);
 }
 
-/* AttnPart: rows r0 .. r1 of part, the caches' elements T (float, or uint16_t for bf16). */
-template <int D, int G, typename T>
+/* AttnPart: rows r0 .. r1 of part, the caches' elements T (float, or
+ * uint16_t for bf16); W: a warp a query row where a step has enough */
+template <int D, int G, typename T, bool W>
 static __device__ __forceinline__ void MKC_UNUSED
 mkc_attn_part_tile(const mkc_view *q, const mkc_view *k, const mkc_view *v, const mkc_view *part,
 		   int64_t C, int64_t r0, int64_t r1, float scale, const mkc_rt_pages *pg)
@@ -574,8 +583,9 @@ mkc_attn_part_tile(const mkc_view *q, const mkc_view *k, const mkc_view *v, cons
 	const int64_t qs[3] = {q->s[0], q->s[1], q->s[2]}, ks[3] = {k->s[0], k->s[1], k->s[2]};
 	const int64_t vs[3] = {v->s[0], v->s[1], v->s[2]};
 	const int64_t ps[3] = {part->s[0], part->s[1], part->s[2]};
-	mkc_attn_part<D, G, T>((const float *)q->p, qs, (const T *)k->p, ks, (const T *)v->p, vs,
-			       (float *)part->p, ps, q->d[0], q->d[2], k->d[2], C, r0, r1, scale, pg);
+	mkc_attn_part<D, G, T, W>((const float *)q->p, qs, (const T *)k->p, ks, (const T *)v->p,
+				  vs, (float *)part->p, ps, q->d[0], q->d[2], k->d[2], C, r0, r1,
+				  scale, pg);
 }
 
 /* AttnMerge: query heads h0 .. h1 of y from their key head's C partial results. */
