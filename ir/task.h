@@ -43,6 +43,9 @@ typedef struct mkc_task {
 	 * left empty computes nothing
 	 */
 	bool clamp;
+	/* a few-token plan's product cut as a chunk plan's, for its tile
+	 * (passes/tile.c's few_chunk_cut) */
+	bool chunk_cut;
 	mkc_region *reads, *writes;
 	int nreads, nwrites;
 	int *preds;                /* tasks that must finish first (deps) */

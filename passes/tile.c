@@ -588,6 +588,23 @@ chunk_blocks(const mkc_plan *p, int64_t *rows)
  */
 enum { CHUNK_TILE_ELEMS = 64 * 1024 };
 
+/*
+ * Whether a few-token plan's product whose decode cut is k tiles is cut as
+ * a chunk's instead (matmul_tile_cols a tile, the chunk's tensor-core tile
+ * on a GPU: mkc_task's chunk_cut): a cut of several tiles a worker, the
+ * output layer's. The few-token tile re-reads the step's tokens for every
+ * 32 weight rows, where the chunk's tile stages them once for 128: the
+ * 1B shape's head (128256 rows, 8 tiles a worker) took 229 / 301 / 435 us
+ * at 8 / 32 / 64 tokens by the few-token tile against 214 / 219 / 235 by
+ * the chunk's (H100, tests/gpu/mma.cu, session 32); the products of a
+ * layer, a tile or two a worker, are faster by the few-token tile.
+ */
+static bool
+few_chunk_cut(const mkc_plan *p, int64_t k)
+{
+	return k > 2 * (int64_t)p->tp.nworkers;
+}
+
 static int
 chunk_tiles(const mkc_plan *p, const mkc_node *n, mapping m, int axis, int64_t rows, int k)
 {
@@ -595,7 +612,7 @@ chunk_tiles(const mkc_plan *p, const mkc_node *n, mapping m, int axis, int64_t r
 	if (axis < 0 || m == MAP_HEADS)
 		return k;
 	int64_t len = y->shape[axis].c, elems = rows;
-	if (by_columns(n, m) && p->tp.few_products)
+	if (by_columns(n, m) && p->tp.few_products && !few_chunk_cut(p, k))
 		return k;   /* a step of few tokens streams its weights as a decode step does */
 	if (by_columns(n, m)) {
 		int64_t tc = tile_cols(p, n), t = (len + tc - 1) / tc;
@@ -688,8 +705,10 @@ tile_node(mkc_plan *p, mkc_node *n)
 	int raxis = chunk_axis(p, n, m, axis);
 	int64_t rows = 0, nblocks = 1, sub = 0;
 	int kw = 0;   /* the tiles of each block past the first (0: k) */
+	bool chunk_cut = false;
 	if (raxis >= 0) {
 		nblocks = chunk_blocks(p, &rows);
+		chunk_cut = by_columns(n, m) && p->tp.few_products && few_chunk_cut(p, k);
 		k = chunk_tiles(p, n, m, axis, rows, k);
 		/* a Glu's blocks past the first in tiles twice as wide (a TMA
 		 * tile of 256 weight rows re-reads a third less from L2); the
@@ -715,6 +734,7 @@ tile_node(mkc_plan *p, mkc_node *n)
 		if (kw && i >= k)
 			blk = 1 + (i - k) / kw, c = (i - k) % kw, kb = kw;
 		mkc_task *t = mkc_plan_add_task(p, n, i, total);
+		t->chunk_cut = chunk_cut;
 		if (n->out[0])
 			t->out = sub ? mkc_box_full(n->out[0]) : tile_box(n->out[0], axis, c, kb);
 		if (raxis >= 0) {

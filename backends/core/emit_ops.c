@@ -627,18 +627,30 @@ block_cols(const mkc_emitter *e, const mkc_node *n, int64_t most_rows, int64_t m
 	return widest;
 }
 
+/* Whether passes/tile.c cut n as a chunk plan's product in a few-token plan. */
+static bool
+chunk_cut(const mkc_emitter *e, const mkc_node *n)
+{
+	for (int i = 0; i < e->p->tasks.n; i++)
+		if (MKC_TASK(e->p, i)->node == n)
+			return MKC_TASK(e->p, i)->chunk_cut;
+	return false;
+}
+
 /*
  * Whether n is a product of a few-token plan (passes/tile.c's
  * few_products) that mma.cuh's mkc_mm_few_tile computes: the operands
  * mma_cols asks, every tile a block of at most MKC_FEW_ROWS tokens by at
- * most MKC_GEMV_ROWS weight rows (a Glu's features take two).
+ * most MKC_GEMV_ROWS weight rows (a Glu's features take two), and not
+ * cut as a chunk's product (the output layer's: the chunk's tile).
  */
 _Static_assert(MKC_FEW_SMEM <= MKC_MM_SMEM, "emit.c gives a file with such tiles MKC_MM_SMEM");
 
 bool
 mkc_emit_few(const mkc_emitter *e, const mkc_node *n)
 {
-	if (!e->t->mma || !e->p->tp.few_products || !mkc_kernel_tc_gemm(n) || !mma_c_fits(n))
+	if (!e->t->mma || !e->p->tp.few_products || !mkc_kernel_tc_gemm(n) || !mma_c_fits(n) ||
+	    chunk_cut(e, n))
 		return false;
 	return block_cols(e, n, MKC_FEW_ROWS,
 			  n->op == MKC_OP_GLU ? MKC_GEMV_ROWS / 2 : MKC_GEMV_ROWS) > 0;
