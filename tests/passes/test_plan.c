@@ -573,6 +573,8 @@ Test(plan, a_few_token_plan_cuts_its_products_as_a_decode_step)
 			const mkc_task *u = MKC_TASK(twins[0], j);
 			cr_assert(u->node != t->node || u->out.hi[1].c - u->out.lo[1].c <= 128,
 				  "at most MKC_GEMV_ROWS a tile");
+			cr_assert(!u->chunk_cut, "%s: a tile or two a worker, no chunk's cut",
+				  u->node->name);
 		}
 		gemm++;
 	}
@@ -587,4 +589,33 @@ Test(plan, a_few_token_plan_cuts_its_products_as_a_decode_step)
 	cr_assert(p2->tp.few_products && p2->g->max_chunk == 32, "the chunk's plan cut as few");
 	cr_assert_eq(mkc_run_twins(g2, load_tiny, path, &d2, one), 1, "%s", errs());
 	cr_assert_eq(one[0]->g->max_chunk, 0, "the one-token plan alone");
+}
+
+/*
+ * A few-token plan's product whose decode cut has more than two tiles a
+ * worker (the output layer's) is cut as the chunk's, 128 columns a tile,
+ * for the chunk's tile (its tasks' chunk_cut): the tiny Llama's head of
+ * 1024 rows on 2 workers, 8 tiles, where every row's logits are wanted
+ * (--all-logits, --max-seqs; a prompt's step takes its last row's alone).
+ */
+Test(plan, a_few_token_plans_long_product_is_cut_as_a_chunks)
+{
+	mkc_graph *g = mkc_load_model_logits(ctx, MODEL("tiny_llama_hf"), true);
+	cr_assert_not_null(g, "%s", errs());
+	mkc_driver_options d = {.workers = 2, .wide_target = true, .tc_products = true,
+				.max_chunk = 16, .max_seqs = 16, .max_seq = 256, .max_dim = 256,
+				.few_tokens = -1};
+	mkc_plan *p = NULL;
+	cr_assert_eq(mkc_run_passes(g, &d, &p), 0, "%s", errs());
+	cr_assert(p->tp.few_products, "a chunk limit within F: the few-token plan");
+	int head = 0;
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		if (strcmp(t->node->name, "lm_head"))
+			continue;
+		cr_assert(t->chunk_cut, "tile %d: the chunk's cut", t->tile);
+		cr_assert_eq(t->out.hi[1].c - t->out.lo[1].c, 128, "tile %d: 128 columns", t->tile);
+		head++;
+	}
+	cr_assert_eq(head, 1024 / 128, "the head's tiles");
 }
