@@ -548,12 +548,12 @@ chunk_axis(const mkc_plan *p, const mkc_node *n, mapping m, int axis)
 	bool rows_apart = m == MAP_ELEMENTWISE || m == MAP_ROWS || m == MAP_COPY ||
 			  (m == MAP_GEMM && (n->op == MKC_OP_GEMM || n->op == MKC_OP_GLU)) ||
 			  (m == MAP_MATMUL && y->rank == 2) ||
-			  (m == MAP_HEADS && y->rank == 4) || m == MAP_GATHER;
+			  ((m == MAP_HEADS || m == MAP_MERGE) && y->rank == 4) || m == MAP_GATHER;
 	if (g->chunk_sym < 0 || !y || !rows_apart)
 		return -1;
 	int limit = m == MAP_ROWS ? n->kern->axis : m == MAP_ELEMENTWISE || m == MAP_COPY ? y->rank
 										    : y->rank - 1;
-	if (m == MAP_HEADS)
+	if (m == MAP_HEADS || m == MAP_MERGE)
 		limit = 3;   /* the query positions, axis 2 */
 	for (int a = 0; a < limit; a++)
 		if (a != axis && mkc_dim_eq(y->shape[a], mkc_dim_sym(g->chunk_sym)))
@@ -609,7 +609,7 @@ static int
 chunk_tiles(const mkc_plan *p, const mkc_node *n, mapping m, int axis, int64_t rows, int k)
 {
 	const mkc_tensor *y = n->out[0];
-	if (axis < 0 || m == MAP_HEADS)
+	if (axis < 0 || m == MAP_HEADS || m == MAP_MERGE)
 		return k;
 	int64_t len = y->shape[axis].c, elems = rows;
 	if (by_columns(n, m) && p->tp.few_products && !few_chunk_cut(p, k))
@@ -710,6 +710,20 @@ tile_node(mkc_plan *p, mkc_node *n)
 		nblocks = chunk_blocks(p, &rows);
 		chunk_cut = by_columns(n, m) && p->tp.few_products && few_chunk_cut(p, k);
 		k = chunk_tiles(p, n, m, axis, rows, k);
+		/* an AttnMerge's blocks in pieces of rows while there are workers
+		 * for them, all its heads' tiles a piece: a few-token plan's one
+		 * block of 64 rows by the 1B shape's 32 heads kept 32 of 132
+		 * workers busy, 32 us a layer of a step of 64 sequences (H100,
+		 * session 32) */
+		if (m == MAP_MERGE) {
+			int64_t pieces = p->tp.nworkers / (k * nblocks);
+			while (pieces > 1 && rows % pieces)
+				pieces--;
+			if (pieces > 1) {
+				rows /= pieces;
+				nblocks *= pieces;
+			}
+		}
 		/* a Glu's blocks past the first in tiles twice as wide (a TMA
 		 * tile of 256 weight rows re-reads a third less from L2); the
 		 * first, all a short prompt runs, keeps more tiles than workers

@@ -97,15 +97,19 @@ mkc_attn_part_c(const mkc_view *q, const mkc_view *k, const mkc_view *v, const m
 	}
 }
 
-/* AttnMerge: query heads h0 .. h1 of y [B, Hq, Sq, D] from the C partial results of their key head. */
+/*
+ * AttnMerge: query heads h0 .. h1 at query positions s0 .. s1 of y [B, Hq,
+ * Sq, D] from the C partial results of their key head.
+ */
 static inline MKC_BODY void MKC_UNUSED
-mkc_attn_merge_c(const mkc_view *part, const mkc_view *y, int64_t C, int64_t h0, int64_t h1)
+mkc_attn_merge_c(const mkc_view *part, const mkc_view *y, int64_t C, int64_t h0, int64_t h1,
+		 int64_t s0, int64_t s1)
 {
 	const int64_t B = y->d[0], Sq = y->d[2], D = y->d[3], G = y->d[1] / (part->d[1] / C);
-	const int64_t *ps = part->s, *ys = y->s, nh = h1 - h0;
-	for (int64_t o = MKC_LANE; o < B * nh * Sq * D; o += MKC_NLANES) {
-		const int64_t b = o / (nh * Sq * D), h = h0 + o / (Sq * D) % nh;
-		const int64_t s = o / D % Sq, d = o % D, kh = h / G;
+	const int64_t *ps = part->s, *ys = y->s, nh = h1 - h0, ns = s1 - s0;
+	for (int64_t o = MKC_LANE; o < B * nh * ns * D; o += MKC_NLANES) {
+		const int64_t b = o / (nh * ns * D), h = h0 + o / (ns * D) % nh;
+		const int64_t s = s0 + o / D % ns, d = o % D, kh = h / G;
 		const float *pp =
 			(const float *)part->p + b * ps[0] + kh * C * ps[1] + (h % G * Sq + s) * ps[2];
 		float m = -INFINITY, sum = 0, acc = 0;

@@ -1109,10 +1109,11 @@ emit_attn_merge(mkc_emitter *e, const mkc_node *n)
 	/* the one-trip body where the chunks are many (runtime/limits.h says why) */
 	if (e->t->warp && d % e->t->warp == 0 && d <= MKC_THREADS && c > MKC_MERGE_WIDE_CHUNKS &&
 	    c <= MKC_ATTN_MAX_CHUNKS)
-		fprintf(e->f, "\tmkc_attn_merge_tile<%lld>(&x0, &y, %lldLL, lo[1], hi[1]);\n",
-			(long long)d, (long long)c);
+		fprintf(e->f, "\tmkc_attn_merge_tile<%lld>(&x0, &y, %lldLL, lo[1], hi[1], lo[2], "
+			"hi[2]);\n", (long long)d, (long long)c);
 	else
-		fprintf(e->f, "\tmkc_attn_merge_c(&x0, &y, %lldLL, lo[1], hi[1]);\n", (long long)c);
+		fprintf(e->f, "\tmkc_attn_merge_c(&x0, &y, %lldLL, lo[1], hi[1], lo[2], hi[2]);\n",
+			(long long)c);
 	return 0;
 }
 

@@ -252,7 +252,7 @@ attn_case(int Hk, int G, int D, int L, int C, bool bf)
 	/* a few rows a tile, as tiles would have them */
 	for (int r = 0; r < Hk * C; r += 3)
 		mkc_attn_part_c(&qv, &kv, &vv, &pv, C, r, r + 3 < Hk * C ? r + 3 : Hk * C, scale, NULL);
-	mkc_attn_merge_c(&pv, &yv, C, 0, Hq);
+	mkc_attn_merge_c(&pv, &yv, C, 0, Hq, 0, 1);
 	double e = rel_err(y, want, (size_t)Hq * D);
 	cr_expect(e <= 1e-5, "mkc_attn_part_c + merge, Hk %d G %d D %d L %d C %d bf16 %d: error %.2e",
 		  Hk, G, D, L, C, bf, e);

@@ -133,7 +133,7 @@ static __global__ void
 merge_kernel(const float *part, const int64_t *ps, float *y, const int64_t *ys, int64_t C,
 	     int64_t G, int64_t h0, int64_t h1)
 {
-	mkc_attn_merge<D>(part, ps, y, ys, 1, 1, C, G, h0, h1);
+	mkc_attn_merge<D>(part, ps, y, ys, 1, 1, C, G, h0, h1, 0, 1);
 }
 
 template <int D>

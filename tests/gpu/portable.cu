@@ -1103,7 +1103,10 @@ struct merge_call {
 	const int64_t *heads;   /* tile t is query heads heads[t] .. heads[t + 1] */
 	MKC_HD void operator()(int t) const
 	{
-		mkc_attn_merge_c(mine(part), mine(y), C, heads[t], heads[t + 1]);
+		/* the query positions in two pieces, as a few-token plan's tiles have them */
+		const int64_t sq = mine(y)->d[2];
+		mkc_attn_merge_c(mine(part), mine(y), C, heads[t], heads[t + 1], 0, sq / 2);
+		mkc_attn_merge_c(mine(part), mine(y), C, heads[t], heads[t + 1], sq / 2, sq);
 	}
 };
 
