@@ -142,10 +142,8 @@ mkc_attn_rows(const float *q, const int64_t *qs, const float *k, const int64_t *
 	      const float *v, const int64_t *vs, float *y, const int64_t *ys, int64_t B,
 	      int64_t Sq, int64_t L, int64_t group, int64_t h0, int64_t h1, float scale)
 {
-	const int64_t ns = s1 - s0;
-	for (int64_t row = 0; row < B * (h1 - h0) * ns; row++) {
-		const int64_t b = row / ((h1 - h0) * ns), h = h0 + row / ns % (h1 - h0);
-		const int64_t s = s0 + row % ns;
+	for (int64_t row = 0; row < B * (h1 - h0) * Sq; row++) {
+		const int64_t b = row / ((h1 - h0) * Sq), h = h0 + row / Sq % (h1 - h0), s = row % Sq;
 		const int64_t kh = h / group;
 		mkc_attn_range<D>(q + b * qs[0] + h * qs[1] + s * qs[2], k + b * ks[0] + kh * ks[1], ks[2],
 				  v + b * vs[0] + kh * vs[1], vs[2], 0, L, scale,
@@ -482,8 +480,8 @@ mkc_attn_part(const float *q, const int64_t *qs, const T *k, const int64_t *ks, 
 
 /*
  * AttnMerge (passes/split_attn.c): query heads h0..h1 at query positions
- * s0..s1 of y [B, Hq, Sq, D] from the C partial results of their key head in part [B, Hk * C, G * Sq,
- * D + 2], rescaled to their common maximum, as backends/c/attention.h's
+ * s0..s1 of y [B, Hq, Sq, D] from the C partial results of their key head
+ * in part [B, Hk * C, G * Sq, D + 2], rescaled to their common maximum, as backends/c/attention.h's
  * mkc_attn_merge_c computes them (in another order of the sums). There a
  * lane walks the C chunks of one output element a load at a time: 4.2 us
  * a head for 44 chunks on an H200 (SmolLM2-135M: 30 of them on every
@@ -592,7 +590,7 @@ mkc_attn_part_tile(const mkc_view *q, const mkc_view *k, const mkc_view *v, cons
 				  scale, pg);
 }
 
-/* AttnMerge: query heads h0 .. h1 at positions s0 .. s1 of y from their key head's C partial results. */
+/* AttnMerge: query heads h0 .. h1 at positions s0 .. s1 of y from their key head's C parts. */
 template <int D>
 static __device__ __forceinline__ void MKC_UNUSED
 mkc_attn_merge_tile(const mkc_view *part, const mkc_view *y, int64_t C, int64_t h0, int64_t h1,
