@@ -444,22 +444,22 @@ mkc_attn_part(const float *q, const int64_t *qs, const T *k, const int64_t *ks, 
 	      int64_t Sq, int64_t L, int64_t C, int64_t r0, int64_t r1, float scale,
 	      const mkc_rt_pages *pg)
 {
-	if constexpr (W) {
-		__shared__ float4 qw[MKC_ATTN_WARPS][G][D / 4];
-		if (pg && Sq >= MKC_ATTN_WARPS) {
-			const int warp = threadIdx.x / MKC_WARP;
-			for (int64_t i = warp; i < B * (r1 - r0) * Sq; i += MKC_ATTN_WARPS) {
-				const int64_t b = i / ((r1 - r0) * Sq), r = r0 + i / Sq % (r1 - r0);
-				const int64_t s = i % Sq, kh = r / C, c = r % C, n = pg->pos[s] + 1;
-				mkc_attn_group_warp<D, G, T>(
-					q + b * qs[0] + kh * G * qs[1] + s * qs[2], qs[1],
-					k + b * ks[0] + kh * ks[1], ks[2], v + b * vs[0] + kh * vs[1],
-					vs[2], mkc_rt_part_lo(c, C, n), mkc_rt_part_lo(c + 1, C, n),
-					pg->table + pg->seq[s] * pg->per_seq, pg->page, scale,
-					part + b * ps[0] + r * ps[1] + s * ps[2], Sq * ps[2], qw[warp]);
-			}
-			return;
+	/* W's query rows, a slot a warp (C++14 for hipcc: no if constexpr;
+	 * one slot, never used, where W is off) */
+	__shared__ float4 qw[W ? MKC_ATTN_WARPS : 1][G][D / 4];
+	if (W && pg && Sq >= MKC_ATTN_WARPS) {
+		const int warp = threadIdx.x / MKC_WARP;
+		for (int64_t i = warp; i < B * (r1 - r0) * Sq; i += MKC_ATTN_WARPS) {
+			const int64_t b = i / ((r1 - r0) * Sq), r = r0 + i / Sq % (r1 - r0);
+			const int64_t s = i % Sq, kh = r / C, c = r % C, n = pg->pos[s] + 1;
+			mkc_attn_group_warp<D, G, T>(
+				q + b * qs[0] + kh * G * qs[1] + s * qs[2], qs[1],
+				k + b * ks[0] + kh * ks[1], ks[2], v + b * vs[0] + kh * vs[1], vs[2],
+				mkc_rt_part_lo(c, C, n), mkc_rt_part_lo(c + 1, C, n),
+				pg->table + pg->seq[s] * pg->per_seq, pg->page, scale,
+				part + b * ps[0] + r * ps[1] + s * ps[2], Sq * ps[2], qw[W ? warp : 0]);
 		}
+		return;
 	}
 	for (int64_t b = 0; b < B; b++)
 		for (int64_t r = r0; r < r1; r++) {
