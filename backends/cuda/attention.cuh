@@ -269,6 +269,42 @@ mkc_attn_round(const float4 (*qsh)[D / 4], const uint4 (&kv)[S::NK],
 }
 
 /*
+ * The walk of one warp over positions start, start + step, ... below t1, PW
+ * a round (ka, va: the first round's keys and values, already fetched),
+ * folded into fresh running maxima mx, sums and accumulators acc of the G
+ * rows in qsh: two register sets in turn (a, b), so that no copy waits for
+ * the round behind; while one round is summed the next is in flight.
+ */
+template <int D, int G, typename T, typename S = mkc_attn_shape<D, T>>
+static __device__ __forceinline__ void
+mkc_attn_walk(const float4 (*qsh)[D / 4], const T *pk, int64_t kst, const T *pv, int64_t vst,
+	      int64_t start, int64_t step, int64_t t1, const int32_t *tab, int64_t page,
+	      float scale, uint4 (&ka)[S::NK], uint32_t (&va)[S::PW][S::J], float *mx, float *sum,
+	      float (*acc)[S::J])
+{
+	const int lane = threadIdx.x % MKC_WARP;
+	uint4 kb[S::NK];
+	uint32_t vb[S::PW][S::J];
+#pragma unroll
+	for (int g = 0; g < G; g++) {
+		mx[g] = -INFINITY;
+		sum[g] = 0;
+#pragma unroll
+		for (int j = 0; j < S::J; j++)
+			acc[g][j] = 0;
+	}
+	for (int64_t base = start; base < t1; base += 2 * step) {
+		mkc_attn_fetch<D>(pk, kst, pv, vst, base + step, t1, tab, page, kb, vb);
+		mkc_attn_round<D, G, T>(qsh, ka, va, base + lane / S::KL < t1, scale, mx, sum, acc);
+		if (base + step >= t1)
+			break;
+		mkc_attn_fetch<D>(pk, kst, pv, vst, base + 2 * step, t1, tab, page, ka, va);
+		mkc_attn_round<D, G, T>(qsh, kb, vb, base + step + lane / S::KL < t1, scale, mx, sum,
+					acc);
+	}
+}
+
+/*
  * G query rows that share their keys and values (the query heads of one
  * key head), against positions t0..t1 (through the page table tab, pages
  * of page positions, where not NULL: mkc_attn_fetch), for flash-decoding's
@@ -303,33 +339,16 @@ mkc_attn_group(const float *pq, int64_t qst, const T *pk, int64_t kst, const T *
 	__shared__ float4 qsh[G][D / 4];
 	__shared__ float wm[NW][G], wsum[NW][G], wacc[NW][G][D];
 	const int lane = threadIdx.x % MKC_WARP, warp = threadIdx.x / MKC_WARP;
-	uint4 ka[S::NK], kb[S::NK];
-	uint32_t va[S::PW][S::J], vb[S::PW][S::J];
+	uint4 ka[S::NK];
+	uint32_t va[S::PW][S::J];
 	mkc_attn_fetch<D>(pk, kst, pv, vst, t0 + (int64_t)warp * S::PW, t1, tab, page, ka, va);
 	__syncthreads();   /* the last call's reads of qsh and wacc are done */
 	for (int i = threadIdx.x; i < G * D; i += blockDim.x)
 		((float *)qsh)[i] = pq[i / D * qst + i % D];
 	__syncthreads();
 	float mx[G], sum[G], acc[G][S::J];
-#pragma unroll
-	for (int g = 0; g < G; g++) {
-		mx[g] = -INFINITY;
-		sum[g] = 0;
-#pragma unroll
-		for (int j = 0; j < S::J; j++)
-			acc[g][j] = 0;
-	}
-	/* two register sets in turn (a, b), so that no copy waits for the
-	 * round behind: while one round is summed the next is in flight */
-	for (int64_t base = t0 + (int64_t)warp * S::PW; base < t1; base += 2 * R) {
-		mkc_attn_fetch<D>(pk, kst, pv, vst, base + R, t1, tab, page, kb, vb);
-		mkc_attn_round<D, G, T>(qsh, ka, va, base + lane / S::KL < t1, scale, mx, sum, acc);
-		if (base + R >= t1)
-			break;
-		mkc_attn_fetch<D>(pk, kst, pv, vst, base + 2 * R, t1, tab, page, ka, va);
-		mkc_attn_round<D, G, T>(qsh, kb, vb, base + R + lane / S::KL < t1, scale, mx, sum,
-					acc);
-	}
+	mkc_attn_walk<D, G, T>(qsh, pk, kst, pv, vst, t0 + (int64_t)warp * S::PW, R, t1, tab, page,
+			       scale, ka, va, mx, sum, acc);
 #pragma unroll
 	for (int g = 0; g < G; g++) {
 		if (lane == 0) {
@@ -382,31 +401,16 @@ mkc_attn_group_warp(const float *pq, int64_t qst, const T *pk, int64_t kst, cons
 		      "head size, group");
 	typedef mkc_attn_shape<D, T> S;
 	const int lane = threadIdx.x % MKC_WARP;
-	uint4 ka[S::NK], kb[S::NK];
-	uint32_t va[S::PW][S::J], vb[S::PW][S::J];
+	uint4 ka[S::NK];
+	uint32_t va[S::PW][S::J];
 	mkc_attn_fetch<D>(pk, kst, pv, vst, t0, t1, tab, page, ka, va);
 	mkc_warp_sync();   /* the warp's last row's reads of qsh are done */
 	for (int i = lane; i < G * D; i += MKC_WARP)
 		((float *)qsh)[i] = pq[i / D * qst + i % D];
 	mkc_warp_sync();
 	float mx[G], sum[G], acc[G][S::J];
-#pragma unroll
-	for (int g = 0; g < G; g++) {
-		mx[g] = -INFINITY;
-		sum[g] = 0;
-#pragma unroll
-		for (int j = 0; j < S::J; j++)
-			acc[g][j] = 0;
-	}
-	for (int64_t base = t0; base < t1; base += 2 * S::PW) {
-		mkc_attn_fetch<D>(pk, kst, pv, vst, base + S::PW, t1, tab, page, kb, vb);
-		mkc_attn_round<D, G, T>(qsh, ka, va, base + lane / S::KL < t1, scale, mx, sum, acc);
-		if (base + S::PW >= t1)
-			break;
-		mkc_attn_fetch<D>(pk, kst, pv, vst, base + 2 * S::PW, t1, tab, page, ka, va);
-		mkc_attn_round<D, G, T>(qsh, kb, vb, base + S::PW + lane / S::KL < t1, scale, mx,
-					sum, acc);
-	}
+	mkc_attn_walk<D, G, T>(qsh, pk, kst, pv, vst, t0, S::PW, t1, tab, page, scale, ka, va, mx,
+			       sum, acc);
 #pragma unroll
 	for (int g = 0; g < G; g++) {
 		float *pp = part + g * pst;
