@@ -19,8 +19,11 @@
  * With --max-seqs (g->max_seqs) the keys and values are caches in pages
  * and each query row s (of Sq, the step's tokens) a sequence's: its
  * positions are its own sequence's 0 .. pos[s] (runtime/common.h's
- * mkc_rt_pages), and chunk c of them is mkc_rt_part_lo(c) ..
- * mkc_rt_part_lo(c + 1) of that count. The attention is then causal by
+ * mkc_rt_pages), and chunk c of them is their chunk j =
+ * mkc_rt_part_chunk(c, C, s), mkc_rt_part_lo(j) .. mkc_rt_part_lo(j + 1)
+ * of that count (turned by s: at a short context only a few chunks hold
+ * positions, and unturned their tiles would hold every sequence's). The
+ * attention is then causal by
  * the positions whatever its is_causal says (as the general body reads
  * it), and Sq may be the step's symbol.
  *

@@ -57,8 +57,8 @@ mkc_attn_kv(const mkc_view *c, int64_t o)
  * heads of q [B, Hk * G, Sq, D] that share that key head and each query
  * position: the unnormalised sums of the values, the maximum score and
  * the sum of exp(score - maximum). With caches in pages (pg), query
- * position s's are its sequence's 0 .. pg->pos[s], chunk c of them
- * mkc_rt_part_lo(c) .. mkc_rt_part_lo(c + 1).
+ * position s's are its sequence's 0 .. pg->pos[s], chunk j of them
+ * mkc_rt_part_lo(j) .. mkc_rt_part_lo(j + 1), j = mkc_rt_part_chunk(c, C, s).
  */
 static inline MKC_BODY void MKC_UNUSED
 mkc_attn_part_c(const mkc_view *q, const mkc_view *k, const mkc_view *v, const mkc_view *part,
@@ -73,9 +73,9 @@ mkc_attn_part_c(const mkc_view *q, const mkc_view *k, const mkc_view *v, const m
 		const int64_t i = o / D % (G * Sq), dd = o % D, h = hk * G + i / Sq, s = i % Sq;
 		const float *pq = (const float *)q->p + b * qs[0] + h * qs[1] + s * qs[2];
 		float mx = -INFINITY, sum = 0, acc = 0;
-		const int64_t n_s = pg ? pg->pos[s] + 1 : L;
-		const int64_t t0 = pg ? mkc_rt_part_lo(ch, C, n_s) : ch * L / C;
-		const int64_t t1 = pg ? mkc_rt_part_lo(ch + 1, C, n_s) : (ch + 1) * L / C;
+		const int64_t n_s = pg ? pg->pos[s] + 1 : L, j = pg ? mkc_rt_part_chunk(ch, C, s) : ch;
+		const int64_t t0 = pg ? mkc_rt_part_lo(j, C, n_s) : ch * L / C;
+		const int64_t t1 = pg ? mkc_rt_part_lo(j + 1, C, n_s) : (ch + 1) * L / C;
 		for (int64_t t = t0; t < t1; t++) {
 			const int64_t row = pg ? mkc_rt_page_at(pg, pg->seq[s], t) : t;
 			const int64_t ko = b * ks[0] + hk * ks[1] + row * ks[2];

@@ -430,7 +430,8 @@ mkc_attn_group_warp(const float *pq, int64_t qst, const T *pk, int64_t kst, cons
  * for each of the G query heads of that key head and each query position.
  * The caches k and v are float32 (T float) or bf16 (T uint16_t). With
  * caches in pages (pg), query position s's are its sequence's 0 ..
- * pg->pos[s], chunk c of them mkc_rt_part_lo(c) .. mkc_rt_part_lo(c + 1)
+ * pg->pos[s], and chunk c's are those of its chunk j =
+ * mkc_rt_part_chunk(c, C, s), mkc_rt_part_lo(j) .. mkc_rt_part_lo(j + 1)
  * (multiples of 32, so a round never crosses a page).
  *
  * W (the emitter's choice: paged caches, steps of at least
@@ -455,7 +456,8 @@ mkc_attn_part(const float *q, const int64_t *qs, const T *k, const int64_t *ks, 
 		const int warp = threadIdx.x / MKC_WARP;
 		for (int64_t i = warp; i < B * (r1 - r0) * Sq; i += MKC_ATTN_WARPS) {
 			const int64_t b = i / ((r1 - r0) * Sq), r = r0 + i / Sq % (r1 - r0);
-			const int64_t s = i % Sq, kh = r / C, c = r % C, n = pg->pos[s] + 1;
+			const int64_t s = i % Sq, kh = r / C, n = pg->pos[s] + 1;
+			const int64_t c = mkc_rt_part_chunk(r % C, C, s);
 			mkc_attn_group_warp<D, G, T>(
 				q + b * qs[0] + kh * G * qs[1] + s * qs[2], qs[1],
 				k + b * ks[0] + kh * ks[1], ks[2], v + b * vs[0] + kh * vs[1], vs[2],
@@ -470,11 +472,12 @@ mkc_attn_part(const float *q, const int64_t *qs, const T *k, const int64_t *ks, 
 			const int64_t kh = r / C, c = r % C;
 			for (int64_t s = 0; s < Sq; s++) {
 				const int64_t n = pg ? pg->pos[s] + 1 : L;
+				const int64_t j = pg ? mkc_rt_part_chunk(c, C, s) : c;
 				mkc_attn_group<D, G, T>(q + b * qs[0] + kh * G * qs[1] + s * qs[2], qs[1],
 						     k + b * ks[0] + kh * ks[1], ks[2],
 						     v + b * vs[0] + kh * vs[1], vs[2],
-						     pg ? mkc_rt_part_lo(c, C, n) : c * L / C,
-						     pg ? mkc_rt_part_lo(c + 1, C, n) : (c + 1) * L / C,
+						     pg ? mkc_rt_part_lo(j, C, n) : c * L / C,
+						     pg ? mkc_rt_part_lo(j + 1, C, n) : (c + 1) * L / C,
 						     pg ? pg->table + pg->seq[s] * pg->per_seq : NULL,
 						     pg ? pg->page : 0, scale,
 						     part + b * ps[0] + r * ps[1] + s * ps[2], Sq * ps[2]);
