@@ -404,10 +404,14 @@ mkc_attn_group_warp(const float *pq, int64_t qst, const T *pk, int64_t kst, cons
 	uint4 ka[S::NK];
 	uint32_t va[S::PW][S::J];
 	mkc_attn_fetch<D>(pk, kst, pv, vst, t0, t1, tab, page, ka, va);
-	mkc_warp_sync();   /* the warp's last row's reads of qsh are done */
-	for (int i = lane; i < G * D; i += MKC_WARP)
-		((float *)qsh)[i] = pq[i / D * qst + i % D];
-	mkc_warp_sync();
+	/* a chunk without positions (most of a short context's) needs no query:
+	 * its sums are written as they start (the maximum -inf weighs nothing) */
+	if (t0 < t1) {
+		mkc_warp_sync();   /* the warp's last row's reads of qsh are done */
+		for (int i = lane; i < G * D; i += MKC_WARP)
+			((float *)qsh)[i] = pq[i / D * qst + i % D];
+		mkc_warp_sync();
+	}
 	float mx[G], sum[G], acc[G][S::J];
 	mkc_attn_walk<D, G, T>(qsh, pk, kst, pv, vst, t0, S::PW, t1, tab, page, scale, ka, va, mx,
 			       sum, acc);
