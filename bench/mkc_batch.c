@@ -51,7 +51,14 @@
  * steps of R rows on average, same as alone: K of N" (alone: llama_generate
  * of each request by itself, run first, untimed) and exits 1 when K < N
  * with STRICT given (the C target's test: its steps of several rows take
- * the same bodies in the same order as a step of one).
+ * the same bodies in the same order as a step of one). On a GPU a step's
+ * products round with the rows beside them, and one flipped near tie
+ * changes the rest of a free-running answer, so each request that parted
+ * from its tokens alone is judged where it parted: its prompt and the
+ * tokens both runs share are fed again alone, and the line adds "; the
+ * other N - K parted at a near tie (the largest gap G)" when the token it
+ * took there is within 1e-2 of that row's largest logit (parity's
+ * measure), or names the first that is not.
  *
  * Built with -DBENCH_CUDA against a .cu file, the buffers a step takes are
  * device memory.
@@ -329,6 +336,32 @@ pages_of(int64_t n)
 	return (n + llama_page_size() - 1) / llama_page_size();
 }
 
+/*
+ * How far below the top of the logits that follow tokens[0..len) alone
+ * (fed again in steps of up to the compiled rows) token t is: gap's
+ * measure. A mixed run's request that parted from its tokens alone at
+ * token d took t where alone took another: a near tie there is rounding.
+ */
+static double
+gap_alone(llama *m, step_bufs *sb, const int64_t *tokens, int64_t len, int64_t t, float *row)
+{
+	const int rows = (int)llama_max_dim(llama_step_dim());
+	int seq;
+	int64_t ids[4096], pos[4096];
+	int who[4096] = {0};
+	restart(m, &seq, 1);
+	for (int64_t i = 0; i < len;) {
+		int k = 0;
+		for (; k < rows && k < 4096 && i < len; k++, i++)
+			ids[k] = tokens[i], pos[k] = i;
+		if (step(m, sb, who, ids, pos, k))
+			fail(m, "a step alone");
+		if (i == len)
+			to_host(row, sb->logits + (size_t)(k - 1) * sb->vocab, (size_t)sb->vocab * 4);
+	}
+	return gap(row, sb->vocab, t);
+}
+
 static int
 mixed_run(llama *m, step_bufs *sb, int n, int n_prompt, int n_new, double gap, int strict)
 {
@@ -423,13 +456,53 @@ mixed_run(llama *m, step_bufs *sb, int n, int n_prompt, int n_new, double gap, i
 	qsort(first, (size_t)n, sizeof *first, cmp_double);
 	printf("mixed: %d requests, prompt %d, new %d, %.3f ms apart: %.3f ms, first token %.3f / "
 	       "%.3f ms (median / 90th percentile, from arrival), %.1f tokens/s, %d steps of %.1f "
-	       "rows on average, same as alone: %d of %d\n", n, n_prompt, n_new, gap, ms,
+	       "rows on average, same as alone: %d of %d", n, n_prompt, n_new, gap, ms,
 	       first[n / 2], first[n * 9 / 10],
 	       (double)n * n_new * 1e3 / ms, steps, steps ? (double)fed_rows / steps : 0.0, same, n);
+	/* where the others parted: the shared tokens fed again alone */
+	int64_t *seen = malloc((size_t)(n_prompt + n_new) * sizeof *seen);
+	float *row = malloc((size_t)sb->vocab * sizeof *row);
+	double worst = 0;
+	int far_q = -1, far_d = 0;
+	for (int q = 0; q < n && same < n; q++) {
+		const int64_t *o = out + (size_t)q * n_new, *a = alone + (size_t)q * n_new;
+		int d = 0;
+		while (d < n_new && o[d] == a[d])
+			d++;
+		if (d == n_new)
+			continue;
+		memcpy(seen, prompts + (size_t)q * n_prompt, (size_t)n_prompt * sizeof *seen);
+		memcpy(seen + n_prompt, a, (size_t)d * sizeof *seen);
+		const double g = gap_alone(m, sb, seen, n_prompt + d, o[d], row);
+		worst = g > worst ? g : worst;
+		if (g > 1e-2 && far_q < 0)
+			far_q = q, far_d = d;
+	}
+	if (same < n && far_q < 0)
+		printf("; the other %d parted at a near tie (the largest gap %.3g)", n - same, worst);
+	else if (same < n)
+		printf("; request %d parted at its token %d, not at a near tie (the largest gap %.3g)",
+		       far_q, far_d, worst);
+	printf("\n");
+	/* STRICT also checks the judge: request 0's prompt and first half fed
+	 * again alone put the next of its tokens alone on top */
+	int judge = 0;
+	if (strict) {
+		const int d = n_new / 2;
+		memcpy(seen, prompts, (size_t)n_prompt * sizeof *seen);
+		memcpy(seen + n_prompt, alone, (size_t)d * sizeof *seen);
+		const double g = gap_alone(m, sb, seen, n_prompt + d, alone[d], row);
+		if (g > 0) {
+			printf("mixed: request 0 fed again alone puts its token %d %.3g below the top\n",
+			       d, g);
+			judge = 1;
+		}
+	}
 	fflush(stdout);
+	free(seen), free(row);
 	free(rq), free(prompts), free(alone), free(out), free(ids), free(pos), free(at);
 	free(drawn), free(who), free(owner), free(greedy), free(first);
-	return strict && same < n;
+	return strict ? same < n || judge : far_q >= 0;
 }
 
 int

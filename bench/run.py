@@ -555,7 +555,15 @@ def parse_mixed(out):
         return {}
     keys = ("requests", "prompt", "new", "gap_ms", "ms", "first_p50_ms", "first_p90_ms",
             "tokens_s", "steps", "rows", "same", "of")
-    return {k: float(v) if "." in v else int(v) for k, v in zip(keys, m.groups())}
+    res = {k: float(v) if "." in v else int(v) for k, v in zip(keys, m.groups())}
+    # where the others parted from their tokens alone: a near tie, or not
+    t = re.search(r"parted at a near tie \(the largest gap ([\d.e+-]+)\)", out)
+    far = re.search(r"(request \d+ parted at its token \d+, not at a near tie[^\n]*)", out)
+    if t:
+        res["tie_gap"] = float(t.group(1))
+    if far:
+        res["far"] = far.group(1)
+    return res
 
 
 def batch_run(a, torch, model, family, cfg, folder, work, logf, row):
@@ -611,8 +619,11 @@ def batch_run(a, torch, model, family, cfg, folder, work, logf, row):
     # the mixed run: twice as many requests as sequences, arriving a.mixed_gap ms
     # apart while the earlier ones decode (a server's loop, a step at a time)
     n_req = 2 * most
-    _, out = sh(f"{bsub}/mkc_batch {folder} mixed {n_req} {GEN_PROMPT} {GEN_NEW} {a.mixed_gap}",
-                logf, timeout=1200)
+    try:
+        _, out = sh(f"{bsub}/mkc_batch {folder} mixed {n_req} {GEN_PROMPT} {GEN_NEW} "
+                    f"{a.mixed_gap}", logf, timeout=1200)
+    except RuntimeError as e:   # a request parted beyond a near tie: reported, kept
+        out = str(e)
     res["mixed"] = parse_mixed(out)
     log(f"{a.shape}: mixed: {res['mixed']}")
     for b in a.batches:
@@ -997,7 +1008,10 @@ def table(res):
                       f"token {mx['first_p50_ms']:.1f} ms (median) / {mx['first_p90_ms']:.1f} "
                       f"(90th percentile) from arrival, {mx['steps']} steps of "
                       f"{mx['rows']:.1f} rows on average; {mx['same']} of {mx['of']} requests "
-                      "the tokens they get alone."]
+                      "the tokens they get alone" +
+                      (f", the others parted from them at near ties (largest gap "
+                       f"{mx['tie_gap']:.3g})" if "tie_gap" in mx else "") +
+                      (f"; {mx['far']}" if "far" in mx else "") + "."]
     if "old_mkc_ms" in res["rows"][0]:
         lines += ["", f"The same run timed the old mkc build in turns with this one "
                   f"({len(res['ab_rounds']['new'])} rounds, medians): " +

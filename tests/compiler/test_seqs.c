@@ -120,7 +120,9 @@ Test(seqs, generate_batch_is_each_request_alone, .timeout = 300)
  * every request gets the tokens it gets alone, through 4 sequences and a
  * pool of 24 pages (6 requests of 4 pages: they wait for a sequence) and
  * of 8 (they wait for pages, two at a time); a request longer than the
- * pool is refused.
+ * pool is refused. STRICT also checks the replay that judges, on a GPU,
+ * where a request parted from its tokens alone: request 0's prompt and
+ * first tokens fed again alone put its next token on top (exit 1 if not).
  */
 Test(seqs, a_mixed_run_gives_each_request_its_tokens_alone, .timeout = 300)
 {
