@@ -23,9 +23,8 @@
  * mkc_rt_part_chunk(c, C, s), mkc_rt_part_lo(j) .. mkc_rt_part_lo(j + 1)
  * of that count (turned by s: at a short context only a few chunks hold
  * positions, and unturned their tiles would hold every sequence's). The
- * attention is then causal by
- * the positions whatever its is_causal says (as the general body reads
- * it), and Sq may be the step's symbol.
+ * attention is then causal by the positions whatever its is_causal says
+ * (as the general body reads it), and Sq may be the step's symbol.
  *
  * A decode step's attention is one query row a head against L cached
  * positions: as one task a head, 32 tiles of the Llama-3.2-1B shape each
