@@ -132,6 +132,10 @@ step(llama *m, step_bufs *sb, const int *seq, const int64_t *ids, const int64_t 
 	return llama_step_seqs(m, seq, n, in, out);
 }
 
+/* A near tie: a token within this of its row's largest logit, relative to the
+ * row's largest magnitude (gap's measure; parity's default TOL, the mixed run's). */
+#define NEAR_TIE 1e-2
+
 /* Token i of sequence (or request) q's made-up prompt. */
 static int64_t
 prompt_token(int q, int64_t i, int64_t vocab)
@@ -475,7 +479,7 @@ mixed_run(llama *m, step_bufs *sb, int n, int n_prompt, int n_new, double gap, i
 		memcpy(seen + n_prompt, a, (size_t)d * sizeof *seen);
 		const double g = gap_alone(m, sb, seen, n_prompt + d, o[d], row);
 		worst = g > worst ? g : worst;
-		if (g > 1e-2 && far_q < 0)
+		if (g > NEAR_TIE && far_q < 0)
 			far_q = q, far_d = d;
 	}
 	if (same < n && far_q < 0)
@@ -539,7 +543,7 @@ main(int argc, char **argv)
 	}
 	int rc = 0;
 	if (!strcmp(argv[2], "parity")) {
-		rc = parity(m, &sb, atoi(argv[3]), atoi(argv[4]), argc > 5 ? atof(argv[5]) : 1e-2);
+		rc = parity(m, &sb, atoi(argv[3]), atoi(argv[4]), argc > 5 ? atof(argv[5]) : NEAR_TIE);
 	} else if (!strcmp(argv[2], "mixed")) {
 		const int n = atoi(argv[3]), n_prompt = atoi(argv[4]), n_new = atoi(argv[5]);
 		const double gap = atof(argv[6]);
