@@ -129,46 +129,6 @@ few_kernel(void *y, const void *x, const uint16_t *w, const uint16_t *u, int64_t
 	}
 }
 
-/*
- * A product split along K into P parts (a question for the few-token plan:
- * at 64 tokens each of its tiles reads all of x for its rows, so down_proj's
- * 128 tiles of 16 rows read 128 MB of x a layer against 34 MB of weight):
- * tile t takes part t % P of K for tw rows (P times the plain cut's), its
- * sums into part [P, m, n] (float32); then split_sum adds the parts in order.
- */
-static __device__ __noinline__ void
-few_part_call(float *y, int64_t ldy, const uint16_t *x, int64_t ldx, const uint16_t *w,
-	      int64_t m, int64_t n, int64_t k, int64_t n0, void *smem)
-{
-	mkc_mm_few_tile<true, false, false>(y, ldy, x, ldx, w, NULL, ldx, NULL, 0, m, n, k, 0, n0,
-					    smem);
-}
-
-static __global__ void __launch_bounds__(MKC_THREADS, 1)
-few_split_kernel(float *part, const uint16_t *x, const uint16_t *w, int64_t m, int64_t n,
-		 int64_t k, int64_t tw, int p)
-{
-	extern __shared__ __align__(128) unsigned char smem[];
-	const int64_t tn = (n + tw - 1) / tw, kp = k / p;
-	for (int64_t t = blockIdx.x; t < tn * p; t += gridDim.x) {
-		const int64_t q = t % p, n0 = t / p * tw;
-		few_part_call(part + q * m * n, n, x + q * kp, k, w + q * kp, m,
-			      n0 + tw < n ? n0 + tw : n, kp, n0, smem);
-	}
-}
-
-static __global__ void
-split_sum(float *y, const float *part, int64_t mn, int p)
-{
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < mn;
-	     i += (int64_t)gridDim.x * blockDim.x) {
-		float s = 0;
-		for (int q = 0; q < p; q++)
-			s += part[q * mn + i];
-		y[i] = s;
-	}
-}
-
 static uint16_t
 to_bf16(float f)
 {
@@ -378,38 +338,6 @@ time_few_one(const char *what, int64_t m, int64_t n, int64_t k)
 	printf("few %-18s %2lld x %5lld x %5lld, %3lld rows a tile  %7.1f us  %6.0f GB/s;"
 	       "  128-feature tile %7.1f us\n", what, (long long)m, (long long)n, (long long)k,
 	       (long long)(GLU ? 2 * tw : tw), t * 1e6, nw * 2 / t * 1e-9, t2 * 1e6);
-	/* split along K (not a Glu; a long K): P parts of P times the rows, then the sum */
-	for (int p = 4; !GLU && k >= 4096 && p <= 8 && p * tw <= MKC_GEMV_ROWS; p *= 2) {
-		float *part, *ys;
-		CHECK(cudaMalloc((void **)&part, (size_t)(p * m * n * 4)));
-		CHECK(cudaMalloc((void **)&ys, (size_t)(m * n * 4)));
-		CHECK(cudaFuncSetAttribute(few_split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-					   MKC_FEW_SMEM));
-		const int64_t tiles = (n + p * tw - 1) / (p * tw) * p;
-		double ta = 1e-3 * median_ms([&] {
-			few_split_kernel<<<sms, MKC_THREADS, MKC_FEW_SMEM>>>(
-				part, (const uint16_t *)dx, (const uint16_t *)dw, m, n, k, p * tw, p);
-		});
-		double tb = 1e-3 * median_ms([&] {
-			split_sum<<<sms, MKC_THREADS>>>(ys, part, m * n, p);
-		});
-		/* the same product as dy (last written by the 128-feature tile), to rounding */
-		float *a = (float *)malloc((size_t)(m * n * 4)), *b = (float *)malloc((size_t)(m * n * 4));
-		CHECK(cudaMemcpy(a, dy, (size_t)(m * n * 4), cudaMemcpyDeviceToHost));
-		CHECK(cudaMemcpy(b, ys, (size_t)(m * n * 4), cudaMemcpyDeviceToHost));
-		double big = 0, err = 0;
-		for (int64_t i = 0; i < m * n; i++) {
-			big = fmax(big, fabs(a[i]));
-			err = fmax(err, fabs(a[i] - b[i]));
-		}
-		printf("few %-18s %2lld x %5lld x %5lld, split K in %d: %3lld tiles of %3lld rows "
-		       "%7.1f us + sum %5.1f us; %s (largest difference %.2e of %.2e)\n", what,
-		       (long long)m, (long long)n, (long long)k, p, (long long)tiles,
-		       (long long)(p * tw), ta * 1e6, tb * 1e6, err <= 1e-3 * big ? "same" : "FAIL",
-		       err, big);
-		free(a), free(b);
-		cudaFree(part), cudaFree(ys);
-	}
 	cudaFree(dx), cudaFree(dw), cudaFree(dy);
 }
 
