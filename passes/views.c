@@ -114,7 +114,8 @@ can_write_through(const mkc_plan *p, const mkc_node *n)
 		return false;
 	const mkc_tensor *a = n->in[0], *o = n->out[0];
 	const mkc_node *w = a->producer;
-	if (!w || w->op != MKC_OP_ATTENTION || w->nout != 1 || w->out[0] != a)
+	if (!w || (w->op != MKC_OP_ATTENTION && w->op != MKC_OP_ATTN_MERGE) || w->nout != 1 ||
+	    w->out[0] != a)
 		return false;
 	if (a->kind != MKC_TK_INTERMEDIATE || mkc_tensor_is_const(a) || a->cap ||
 	    o->kind != MKC_TK_INTERMEDIATE || mkc_tensor_is_const(o) || o->cap ||

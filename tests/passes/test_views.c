@@ -220,3 +220,38 @@ Test(views, a_chunks_head_transposes_are_read_and_written_in_place)
 	}
 	cr_assert_gt(attn, 1);
 }
+
+/*
+ * A step of several sequences (caches in pages) splits its attention into
+ * parts and a merge, and the merge's output [B, H, S, D] goes to o_proj
+ * through a Transpose to [B, S, H, D]: the merge writes that layout itself
+ * (every merge body takes its output's strides), so the Transpose has no
+ * task (it was a stage of its own on a step's critical path: 11-15 us a
+ * layer of the 1B shape at 8 and 64 sequences, H100, session 34).
+ */
+Test(views, a_paged_steps_merge_writes_through_its_transpose)
+{
+	mkc_graph *g = mkc_load_model(ctx, "tests/models/hf/qwen3_tiny");
+	cr_assert_not_null(g, "%s", errs());
+	mkc_driver_options d = {.workers = 8, .max_chunk = 8, .max_seqs = 4, .page_size = 4};
+	mkc_plan *p = NULL;
+	cr_assert_eq(mkc_run_passes(g, &d, &p), 0, "%s", errs());
+	int merges = 0;
+	for (int i = 0; i < p->tasks.n; i++) {
+		const mkc_task *t = MKC_TASK(p, i);
+		const mkc_tensor *x = t->node->nin ? t->node->in[0] : NULL;
+		cr_assert(t->node->op != MKC_OP_TRANSPOSE || !x || !x->producer ||
+			  x->producer->op != MKC_OP_ATTN_MERGE, "'%s' has a task", t->node->name);
+		if (t->node->op != MKC_OP_ATTN_MERGE)
+			continue;
+		merges++;
+		const mkc_tensor *a = t->node->out[0];
+		cr_assert_geq(p->view_of[a->id], 0, "'%s' is no view", a->name);
+		cr_assert_eq(t->writes[0].t->id, p->view_of[a->id], "it writes the base");
+		/* the base's axis 1 is the tile's positions, axis 2 its heads */
+		cr_assert(mkc_dim_eq(t->writes[0].box.lo[2], t->out.lo[1]) &&
+			  mkc_dim_eq(t->writes[0].box.hi[2], t->out.hi[1]) &&
+			  mkc_dim_eq(t->writes[0].box.lo[1], t->out.lo[2]), "an exact box");
+	}
+	cr_assert_gt(merges, 1);
+}
