@@ -600,19 +600,20 @@ enum { CHUNK_TILE_ELEMS = 64 * 1024 };
  * layer, a tile or two a worker, are faster by the few-token tile.
  */
 static bool
-few_chunk_cut(const mkc_plan *p, int64_t k)
+few_chunk_cut(const mkc_plan *p, const mkc_node *n, mapping m, int64_t k)
 {
-	return k > 2 * (int64_t)p->tp.nworkers;
+	return by_columns(n, m) && p->tp.few_products && k > 2 * (int64_t)p->tp.nworkers;
 }
 
 static int
-chunk_tiles(const mkc_plan *p, const mkc_node *n, mapping m, int axis, int64_t rows, int k)
+chunk_tiles(const mkc_plan *p, const mkc_node *n, mapping m, int axis, int64_t rows, int k,
+	    bool chunk_cut)
 {
 	const mkc_tensor *y = n->out[0];
 	if (axis < 0 || m == MAP_HEADS || m == MAP_MERGE)
 		return k;
 	int64_t len = y->shape[axis].c, elems = rows;
-	if (by_columns(n, m) && p->tp.few_products && !few_chunk_cut(p, k))
+	if (by_columns(n, m) && p->tp.few_products && !chunk_cut)
 		return k;   /* a step of few tokens streams its weights as a decode step does */
 	if (by_columns(n, m)) {
 		int64_t tc = tile_cols(p, n), t = (len + tc - 1) / tc;
@@ -708,8 +709,8 @@ tile_node(mkc_plan *p, mkc_node *n)
 	bool chunk_cut = false;
 	if (raxis >= 0) {
 		nblocks = chunk_blocks(p, &rows);
-		chunk_cut = by_columns(n, m) && p->tp.few_products && few_chunk_cut(p, k);
-		k = chunk_tiles(p, n, m, axis, rows, k);
+		chunk_cut = few_chunk_cut(p, n, m, k);
+		k = chunk_tiles(p, n, m, axis, rows, k, chunk_cut);
 		/* an AttnMerge's blocks in pieces of rows while there are workers
 		 * for them, all its heads' tiles a piece: a few-token plan's one
 		 * block of 64 rows by the 1B shape's 32 heads kept 32 of 132
