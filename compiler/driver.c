@@ -20,6 +20,7 @@ typedef struct {
 static const pass passes[] = {
 	{"infer", mkc_pass_infer, NULL},
 	{"half", mkc_pass_half, NULL},
+	{"decompose", mkc_pass_decompose, NULL},
 	{"gqa", mkc_pass_gqa, NULL},
 	{"layout", mkc_pass_layout, NULL},
 	{"canon", mkc_pass_canon, NULL},

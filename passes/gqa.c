@@ -54,30 +54,6 @@
 
 #include <string.h>
 
-/*
- * A new node op_type (ai.onnx) named at's name/what, just before at,
- * reading in, with the given attributes; its one output is out (NULL: a new
- * tensor), shaped by inference. NULL on an error (reported).
- */
-static mkc_tensor *
-add(mkc_graph *g, mkc_node *at, const char *what, const char *op_type, int nin,
-    mkc_tensor *const *in, int nattr, const mkc_attr *attr, mkc_tensor *out)
-{
-	mkc_arena *a = g->ctx->arena;
-	mkc_node *n = mkc_graph_add_node(g, mkc_arena_printf(a, "%s/%s", at->name, what), "",
-					 op_type, nin, 1, nattr);
-	memcpy(n->in, in, (size_t)nin * sizeof *in);
-	if (nattr)
-		memcpy(n->attr, attr, (size_t)nattr * sizeof *attr);
-	if (!out)
-		out = mkc_graph_tensor(g, mkc_graph_fresh_name(g, at->name, what));
-	out->producer = n;
-	n->out[0] = out;
-	mkc_node_count_reads(n, 1);
-	mkc_graph_move_before(g, n, at);
-	return mkc_infer_node(g, n) == 0 ? out : NULL;
-}
-
 static mkc_attr
 int_attr(const char *name, int64_t v)
 {
@@ -105,7 +81,7 @@ reshape(mkc_graph *g, mkc_node *at, const char *what, mkc_tensor *x, int64_t las
 			mkc_dim_const(d)};
 	const char *sn = mkc_graph_fresh_name(g, at->name, mkc_arena_printf(a, "%s_shape", what));
 	mkc_tensor *in[2] = {x, mkc_graph_ints(g, sn, d ? 4 : 3, s)};
-	return add(g, at, what, "Reshape", 2, in, 0, NULL, out);
+	return mkc_infer_add(g, at, what, "Reshape", 2, in, 0, NULL, out);
 }
 
 /* x [B, S, h * d] as heads [B, h, S, d]; NULL on an error. */
@@ -115,8 +91,8 @@ to_heads(mkc_graph *g, mkc_node *at, const char *what, mkc_tensor *x, int64_t h,
 	mkc_arena *a = g->ctx->arena;
 	mkc_tensor *split = reshape(g, at, mkc_arena_printf(a, "%s_split", what), x, h * d, d, NULL);
 	mkc_attr perm = perm_attr();
-	return split ? add(g, at, mkc_arena_printf(a, "%s_heads", what), "Transpose", 1, &split, 1,
-			   &perm, NULL)
+	return split ? mkc_infer_add(g, at, mkc_arena_printf(a, "%s_heads", what), "Transpose", 1,
+				     &split, 1, &perm, NULL)
 		     : NULL;
 }
 
@@ -138,14 +114,14 @@ rows(mkc_graph *g, mkc_node *at, mkc_tensor *cache, mkc_dim p, mkc_dim s)
 	mkc_tensor *in[4] = {cache, mkc_graph_ints(g, mkc_graph_fresh_name(g, cache->name, "starts"), 1, &p),
 			     mkc_graph_ints(g, mkc_graph_fresh_name(g, cache->name, "ends"), 1, &end),
 			     mkc_graph_ints(g, mkc_graph_fresh_name(g, cache->name, "axes"), 1, &zero)};
-	mkc_tensor *sl = add(g, at, mkc_arena_printf(a, "%s_slice", cache->name), "Slice", 4, in, 0,
-			     NULL, NULL);
+	mkc_tensor *sl = mkc_infer_add(g, at, mkc_arena_printf(a, "%s_slice", cache->name), "Slice",
+				       4, in, 0, NULL, NULL);
 	if (!sl)
 		return NULL;
 	mkc_dim shape[3] = {mkc_dim_const(1), mkc_dim_const(-1), cache->shape[1]};
 	mkc_tensor *rin[2] = {sl, mkc_graph_ints(g, mkc_graph_fresh_name(g, cache->name, "rows_shape"), 3, shape)};
-	return add(g, at, mkc_arena_printf(a, "%s_rows", cache->name), "Reshape", 2, rin, 0, NULL,
-		   mkc_graph_tensor(g, name));
+	return mkc_infer_add(g, at, mkc_arena_printf(a, "%s_rows", cache->name), "Reshape", 2, rin,
+			     0, NULL, mkc_graph_tensor(g, name));
 }
 
 /* The LengthCheck of seqlens_k and total (NULL: none) against p + s, once. */
@@ -234,8 +210,8 @@ take_apart(mkc_graph *g, mkc_node *n)
 		mkc_attr at[2] = {int_attr("interleaved", mkc_node_attr_int(n, "rotary_interleaved", 0)),
 				  int_attr("rotary_embedding_dim", r < d ? r : 0)};
 		mkc_tensor *qin[3] = {qh, cr, sr}, *kin[3] = {kh, cr, sr};
-		qh = add(g, n, "q_rope", "RotaryEmbedding", 3, qin, 2, at, NULL);
-		kh = add(g, n, "k_rope", "RotaryEmbedding", 3, kin, 2, at, NULL);
+		qh = mkc_infer_add(g, n, "q_rope", "RotaryEmbedding", 3, qin, 2, at, NULL);
+		kh = mkc_infer_add(g, n, "k_rope", "RotaryEmbedding", 3, kin, 2, at, NULL);
 		if (!qh || !kh)
 			return -1;
 	}
@@ -248,8 +224,8 @@ take_apart(mkc_graph *g, mkc_node *n)
 	mkc_tensor *y = n->out[0];
 	for (int i = 0; i < n->nout; i++)
 		n->out[i] = NULL;
-	if (!add(g, n, "key_concat", "Concat", 2, kin, 1, &axis, present[0]) ||
-	    !add(g, n, "value_concat", "Concat", 2, vin, 1, &axis, present[1]))
+	if (!mkc_infer_add(g, n, "key_concat", "Concat", 2, kin, 1, &axis, present[0]) ||
+	    !mkc_infer_add(g, n, "value_concat", "Concat", 2, vin, 1, &axis, present[1]))
 		return -1;
 	/* one query at the end sees every key; a chunk's the diagonal at the end */
 	mkc_attr at[3];
@@ -261,9 +237,9 @@ take_apart(mkc_graph *g, mkc_node *n)
 	if (cap > 0)
 		at[na++] = (mkc_attr){.name = "softcap", .type = MKC_AT_FLOAT, .f = cap};
 	mkc_tensor *ain[3] = {qh, present[0], present[1]};
-	mkc_tensor *att = add(g, n, "attn", "Attention", 3, ain, na, at, NULL);
+	mkc_tensor *att = mkc_infer_add(g, n, "attn", "Attention", 3, ain, na, at, NULL);
 	mkc_attr perm = perm_attr();
-	mkc_tensor *pos = att ? add(g, n, "attn_positions", "Transpose", 1, &att, 1, &perm, NULL)
+	mkc_tensor *pos = att ? mkc_infer_add(g, n, "attn_positions", "Transpose", 1, &att, 1, &perm, NULL)
 			      : NULL;
 	if (!pos)
 		return -1;
@@ -342,8 +318,9 @@ inputs_as_heads(mkc_graph *g, mkc_node *n)
 		if (strcmp(n->attr[i].name, "q_num_heads") && strcmp(n->attr[i].name, "kv_num_heads"))
 			at[nat++] = n->attr[i];
 	mkc_attr perm = perm_attr();
-	mkc_tensor *att = add(g, n, "heads", "Attention", n->nin, in, nat, at, NULL);
-	mkc_tensor *pos = att ? add(g, n, "positions", "Transpose", 1, &att, 1, &perm, NULL) : NULL;
+	mkc_tensor *att = mkc_infer_add(g, n, "heads", "Attention", n->nin, in, nat, at, NULL);
+	mkc_tensor *pos = att ? mkc_infer_add(g, n, "positions", "Transpose", 1, &att, 1, &perm, NULL)
+			      : NULL;
 	return pos && reshape(g, n, "flat", pos, h * dv, 0, y) ? 1 : -1;
 }
 
@@ -374,7 +351,7 @@ take_qk_norms(mkc_graph *g, mkc_node *n)
 		mkc_tensor *h = reshape(g, n, mkc_arena_printf(a, "%s_heads", w), n->in[i],
 					heads[i] * d, d, NULL);
 		mkc_tensor *nin[2] = {h, n->in[14 + i]};
-		mkc_tensor *y = h ? add(g, n, w, "RMSNormalization", 2, nin, 1, &eps, NULL) : NULL;
+		mkc_tensor *y = h ? mkc_infer_add(g, n, w, "RMSNormalization", 2, nin, 1, &eps, NULL) : NULL;
 		mkc_tensor *r = y ? reshape(g, n, mkc_arena_printf(a, "%s_flat", w), y, heads[i] * d,
 					    0, NULL) : NULL;
 		if (!r)

@@ -169,6 +169,19 @@ infer_same(mkc_graph *g, mkc_node *n)
 	return 0;
 }
 
+/* Trilu: x's shape and type, x at least a matrix, k one integer */
+static int
+infer_trilu(mkc_graph *g, mkc_node *n)
+{
+	const mkc_tensor *x = n->in[0], *k = n->nin > 1 ? n->in[1] : NULL;
+	if (x->rank < 2)
+		return mkc_node_error(g, n, "input must have at least 2 axes, not %d", x->rank);
+	if (k && (k->dtype != MKC_DT_INT64 || k->rank != 0))
+		return mkc_node_error(g, n, "k must be an int64 scalar");
+	copy_out(n, 0, x, x->dtype);
+	return 0;
+}
+
 static int
 infer_to_bool(mkc_graph *g, mkc_node *n)
 {
@@ -1459,6 +1472,26 @@ mkc_infer_node(mkc_graph *g, mkc_node *n)
 				n->dead = false;   /* a graph output must still be written */
 	}
 	return 0;
+}
+
+/* See passes.h. */
+mkc_tensor *
+mkc_infer_add(mkc_graph *g, mkc_node *at, const char *what, const char *op_type, int nin,
+	      mkc_tensor *const *in, int nattr, const mkc_attr *attr, mkc_tensor *out)
+{
+	mkc_arena *a = g->ctx->arena;
+	mkc_node *n = mkc_graph_add_node(g, mkc_arena_printf(a, "%s/%s", at->name, what), "",
+					 op_type, nin, 1, nattr);
+	memcpy(n->in, in, (size_t)nin * sizeof *in);
+	if (nattr)
+		memcpy(n->attr, attr, (size_t)nattr * sizeof *attr);
+	if (!out)
+		out = mkc_graph_tensor(g, mkc_graph_fresh_name(g, at->name, what));
+	out->producer = n;
+	n->out[0] = out;
+	mkc_node_count_reads(n, 1);
+	mkc_graph_move_before(g, n, at);
+	return mkc_infer_node(g, n) == 0 ? out : NULL;
 }
 
 int

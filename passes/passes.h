@@ -51,6 +51,7 @@
 
 int mkc_pass_infer(mkc_graph *g);
 int mkc_pass_half(mkc_graph *g);           /* passes/half.c: float16 computed as float32 */
+int mkc_pass_decompose(mkc_graph *g);      /* passes/decompose.c: ops as graphs of others */
 int mkc_pass_gqa(mkc_graph *g);            /* passes/gqa.c: GroupQueryAttention taken apart */
 int mkc_pass_layout(mkc_graph *g);         /* passes/layout.c: weights stored as products read them */
 int mkc_pass_flat(mkc_graph *g);           /* passes/flat.c: hidden states as rows [S, X] */
@@ -97,6 +98,15 @@ int mkc_fold_node(mkc_graph *g, mkc_node *n);
  * from ONNX ops. 0, or -1 with the error reported.
  */
 int mkc_infer_node(mkc_graph *g, mkc_node *n);
+
+/*
+ * A new node op_type (ai.onnx) named at's name/what, just before at,
+ * reading in, with the given attributes; its one output is out (NULL: a new
+ * tensor), shaped by mkc_infer_node. NULL on an error (reported).
+ */
+mkc_tensor *mkc_infer_add(mkc_graph *g, mkc_node *at, const char *what, const char *op_type,
+			  int nin, mkc_tensor *const *in, int nattr, const mkc_attr *attr,
+			  mkc_tensor *out);
 
 /* Largest tensor the evaluator computes, in elements. */
 enum { MKC_FOLD_MAX = 1 << 16 };

@@ -29,11 +29,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPECTED = os.path.join(ROOT, "tests/conformance/expected_failures.txt")
 RESULTS = os.path.join(ROOT, "tests/conformance/RESULTS.md")
 
-# Test folder names are the op's name in snake case, except these.
+# Test folder names are the op's name in snake case, except these (a tuple: several names).
 PREFIX = {"MatMul": "matmul", "IsNaN": "isnan", "CastLike": "castlike",
           "ConstantOfShape": "constantofshape", "LessOrEqual": "less_equal",
           "GreaterOrEqual": "greater_equal", "RMSNormalization": "rms_normalization",
-          "And": "and", "Or": "or"}
+          "And": "and", "Or": "or", "Trilu": ("tril", "triu")}
 # Folders that share a prefix but test another op.
 OTHER_OPS = ("gather_elements", "reduce_sum_square", "softmax_cross_entropy",
              "split_to_sequence", "constant_pad", "less_equal", "greater_equal",
@@ -49,23 +49,24 @@ def ops_of_table():
     return ops
 
 
-def prefix_of(op):
-    return PREFIX.get(op) or re.sub(r"(?<!^)(?=[A-Z])", "_", op).lower()
+def prefixes_of(op):
+    p = PREFIX.get(op) or re.sub(r"(?<!^)(?=[A-Z])", "_", op).lower()
+    return p if isinstance(p, tuple) else (p,)
 
 
 def tests_of(op, names):
-    p = prefix_of(op)
     found = []
-    for n in names:
-        rest = n[len("test_"):]
-        if not rest.startswith(p) or n.endswith("_expanded"):
-            continue
-        tail = rest[len(p):]
-        if tail and not (tail[0] == "_" or tail[0].isdigit()):
-            continue
-        if any(rest.startswith(o) and not p.startswith(o) for o in OTHER_OPS):
-            continue
-        found.append(n)
+    for p in prefixes_of(op):
+        for n in names:
+            rest = n[len("test_"):]
+            if not rest.startswith(p) or n.endswith("_expanded"):
+                continue
+            tail = rest[len(p):]
+            if tail and not (tail[0] == "_" or tail[0].isdigit()):
+                continue
+            if any(rest.startswith(o) and not p.startswith(o) for o in OTHER_OPS):
+                continue
+            found.append(n)
     return found
 
 

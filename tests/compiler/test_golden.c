@@ -270,18 +270,24 @@ Test(golden, contrib_ops_match_onnxruntime, .timeout = 300)
  * past (query s sees the past and the chunk up to s: passes/state.c
  * splits the past off and says so with is_causal = 2), with the past as
  * inputs too (--kv-io keeps the node whole). Refused before session 15.
+ * And an additive mask built by Trilu, as transformers' _update_causal_mask
+ * builds it (a fill of float32's lowest kept above diagonal past_len + 1, k
+ * from the past's shape), over a past, and a Trilu alone over symbolic axes
+ * with k a run-time input: passes/decompose.c takes Trilu apart into a
+ * Where of position comparisons (refused before session 35).
  */
 Test(golden, causal_attention_matches_onnxruntime, .timeout = 120)
 {
 	const char *m = "tests/models/hand/attention_causal tests/models/hand/attention_causal_wide "
-			"tests/models/hand/attention_causal_past";
+			"tests/models/hand/attention_causal_past tests/models/hand/attention_trilu_mask "
+			"tests/models/hand/trilu_symbolic";
 	char args[512];
 	snprintf(args, sizeof args, "--shuffle 2 --threads 4 %s", m);
 	cr_assert_eq(mkc_test(args), 0, "%s", out);
-	cr_assert(strstr(out, "3 passed, 0 failed"), "%s", out);
+	cr_assert(strstr(out, "5 passed, 0 failed"), "%s", out);
 	snprintf(args, sizeof args, "--kv-io %s", m);
 	cr_assert_eq(mkc_test(args), 0, "%s", out);
-	cr_assert(strstr(out, "3 passed, 0 failed"), "%s", out);
+	cr_assert(strstr(out, "5 passed, 0 failed"), "%s", out);
 }
 
 /*

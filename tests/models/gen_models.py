@@ -717,6 +717,52 @@ def gen_causal_attention(outdir):
         write_case(os.path.join(outdir, name), model, {i: f(*shapes[i]) for i in shapes})
 
 
+def gen_trilu_mask(outdir):
+    """Attention (opset 23) over a past of three with an additive mask built
+    as transformers' _update_causal_mask builds it: a [S, P + S] fill of
+    float32's lowest kept above diagonal P + 1 by Trilu (upper), the rest 0,
+    k computed from the past's shape (Shape -> Gather -> Add). mkc takes the
+    Trilu apart (passes/decompose.c) and computes the mask as given;
+    onnxruntime's outputs are the reference. And a Trilu alone over symbolic
+    axes with k a run-time input (trilu_symbolic)."""
+    rng = np.random.default_rng(29)
+    f = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    n = helper.make_node
+    S, P = 4, 3
+    shapes = {"q": [1, 4, S, 8], "k": [1, 2, S, 8], "v": [1, 2, S, 8],
+              "past_key": [1, 2, P, 8], "past_value": [1, 2, P, 8]}
+    lowest = np.array([np.finfo(np.float32).min], np.float32)
+    inits = [numpy_helper.from_array(np.array([S, P + S], np.int64), "mask_shape"),
+             numpy_helper.from_array(np.array(2, np.int64), "axis_pos"),
+             numpy_helper.from_array(np.array(1, np.int64), "one")]
+    nodes = [n("ConstantOfShape", ["mask_shape"], ["fill"], name="fill",
+               value=numpy_helper.from_array(lowest, "value")),
+             n("Shape", ["past_key"], ["past_shape"], name="past_shape"),
+             n("Gather", ["past_shape", "axis_pos"], ["past_len"], name="past_len"),
+             n("Add", ["past_len", "one"], ["diagonal"], name="diagonal"),
+             n("Trilu", ["fill", "diagonal"], ["mask"], name="triu", upper=1),
+             n("Attention", ["q", "k", "v", "mask", "past_key", "past_value"],
+               ["y", "present_key", "present_value"], name="attn")]
+    oshapes = {"y": [1, 4, S, 8], "present_key": [1, 2, P + S, 8],
+               "present_value": [1, 2, P + S, 8]}
+    graph = helper.make_graph(nodes, "attention_trilu_mask",
+                              [value_info(i, F32, shapes[i]) for i in shapes],
+                              [value_info(o, F32, oshapes[o]) for o in oshapes],
+                              initializer=inits)
+    model = make_model(graph)
+    model.opset_import[0].version = 23
+    model.ir_version = 11
+    write_case(os.path.join(outdir, "attention_trilu_mask"), model,
+               {i: f(*shapes[i]) for i in shapes})
+    # Trilu over symbolic axes [S, L] with k a run-time input, lower (upper = 0)
+    graph = helper.make_graph([n("Trilu", ["x", "k"], ["y"], name="tril", upper=0)],
+                              "trilu_symbolic",
+                              [value_info("x", F32, ["S", "L"]), value_info("k", I64, [])],
+                              [value_info("y", F32, ["S", "L"])])
+    write_case(os.path.join(outdir, "trilu_symbolic"), make_model(graph),
+               {"x": f(3, 5), "k": np.array(1, np.int64)})
+
+
 # -------------------------------------------------------------- bad inputs
 
 def gen_raw_garbage(outdir, storage_bytes):
@@ -941,6 +987,7 @@ def main(argv):
     gen_escape_names(outdir)
     gen_contrib(outdir)
     gen_causal_attention(outdir)
+    gen_trilu_mask(outdir)
     gen_ext_odd(outdir)
     gen_first_step(outdir)
     gen_nan_propagation(outdir)

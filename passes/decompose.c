@@ -1,0 +1,102 @@
+/*
+ * decompose.c - ops that mkc computes as graphs of the ops it has.
+ *
+ * requires: infer (dtypes, shapes and compile-time values), half (no
+ *           float16 left to type a constant by).
+ * provides: no Trilu: each is the Where below, writing its output tensor;
+ *           every new tensor typed and shaped; nodes in topological order.
+ *
+ * Trilu(x, k) keeps element [.., i, j] of x where j - i >= k (upper = 1,
+ * the default) or j - i <= k (upper = 0), and writes 0 elsewhere:
+ *
+ *   Where(Sub(Range(0, N, 1), Unsqueeze(Range(0, M, 1), [1])) >= k, x, 0)
+ *
+ * (<= for upper = 0) over x's last two axes [M, N], broadcast across the
+ * axes before them. M, N and k may be symbolic (a causal mask over past_len
+ * + S keys sized by the step's S, k = past_len + 1): integer Ranges and
+ * comparisons take them, and the Where is an ordinary elementwise tile. A
+ * Trilu whose inputs are all known folds as its nodes do.
+ */
+#include "passes.h"
+
+#include <string.h>
+
+/* A scalar int64 tensor holding d, named after at. */
+static mkc_tensor *
+int_scalar(mkc_graph *g, const mkc_node *at, const char *what, mkc_dim d)
+{
+	mkc_tensor *t = mkc_graph_ints(g, mkc_graph_fresh_name(g, at->name, what), 1, &d);
+	t->rank = 0;
+	return t;
+}
+
+/* A scalar 0 of type dt (a weight), named after at. */
+static mkc_tensor *
+zero_of(mkc_graph *g, const mkc_node *at, mkc_dtype dt)
+{
+	mkc_tensor *t = mkc_graph_tensor(g, mkc_graph_fresh_name(g, at->name, "zero"));
+	t->kind = MKC_TK_WEIGHT;
+	t->dtype = dt;
+	t->rank = 0;
+	t->nbytes = mkc_dtype_size(dt);
+	void *zeros = mkc_arena_alloc(g->ctx->arena, t->nbytes);
+	memset(zeros, 0, t->nbytes);
+	t->data = zeros;
+	return t;
+}
+
+/* Trilu n as the Where above; -1 on an error (reported). */
+static int
+trilu(mkc_graph *g, mkc_node *n)
+{
+	mkc_tensor *x = n->in[0], *y = n->out[0];
+	const int r = x->rank;
+	bool upper = mkc_node_attr_int(n, "upper", 1) != 0;
+	mkc_tensor *k = n->nin > 1 && n->in[1] ? n->in[1]
+					       : int_scalar(g, n, "k", mkc_dim_const(0));
+	mkc_tensor *zero = int_scalar(g, n, "start", mkc_dim_const(0)),
+		   *one = int_scalar(g, n, "delta", mkc_dim_const(1));
+	mkc_tensor *rin[3] = {zero, int_scalar(g, n, "rows_limit", x->shape[r - 2]), one};
+	mkc_tensor *cin[3] = {zero, int_scalar(g, n, "cols_limit", x->shape[r - 1]), one};
+	mkc_tensor *rows = mkc_infer_add(g, n, "rows", "Range", 3, rin, 0, NULL, NULL);
+	mkc_tensor *cols = mkc_infer_add(g, n, "cols", "Range", 3, cin, 0, NULL, NULL);
+	if (!rows || !cols)
+		return -1;
+	mkc_dim ax1 = mkc_dim_const(1);
+	mkc_tensor *uin[2] = {rows, mkc_graph_ints(g, mkc_graph_fresh_name(g, n->name, "axes"), 1,
+						   &ax1)};
+	mkc_tensor *col = mkc_infer_add(g, n, "rows_column", "Unsqueeze", 2, uin, 0, NULL, NULL);
+	if (!col)
+		return -1;
+	mkc_tensor *din[2] = {cols, col};
+	mkc_tensor *diff = mkc_infer_add(g, n, "offset", "Sub", 2, din, 0, NULL, NULL);
+	if (!diff)
+		return -1;
+	mkc_tensor *kin[2] = {diff, k};
+	mkc_tensor *keep = mkc_infer_add(g, n, "keep", upper ? "GreaterOrEqual" : "LessOrEqual", 2,
+					 kin, 0, NULL, NULL);
+	if (!keep)
+		return -1;
+	mkc_node_count_reads(n, -1);
+	n->dead = true;
+	y->producer = NULL;
+	mkc_tensor *win[3] = {keep, x, zero_of(g, n, x->dtype)};
+	return mkc_infer_add(g, n, "where", "Where", 3, win, 0, NULL, y) ? 0 : -1;
+}
+
+int
+mkc_pass_decompose(mkc_graph *g)
+{
+	int done = 0;
+	for (int i = 0; i < g->nodes.n; i++) {
+		mkc_node *n = MKC_NODE(g, i);
+		if (n->dead || n->op != MKC_OP_TRILU)
+			continue;
+		if (trilu(g, n) != 0)
+			return -1;
+		done++;
+	}
+	if (done)
+		mkc_progress(g->ctx, "decompose: %d Trilu as Where of position comparisons", done);
+	return 0;
+}
