@@ -202,6 +202,7 @@ fuzz:  ## build the libFuzzer targets (clang), run each FUZZ_SECONDS, JOBS at a 
 			$(LIBS) -o build/fuzz/fuzz_$$t || exit 1; \
 		rm -rf build/fuzz/seeds_$$t && mkdir -p build/fuzz/seeds_$$t build/fuzz/corpus_$$t; \
 	done
+	mkdir -p $(patsubst %,build/fuzz/seeds_%,pipeline $(FUZZ_READERS))   # seeds for all, run or not
 	for f in $$(find tests/models/hand -maxdepth 2 -name '*.onnx' -size -64k); do \
 		{ printf '\000'; cat $$f; } > build/fuzz/seeds_pipeline/$$(echo $$f | tr / _); done
 	for f in tests/models/hand/json/*.json; do \
