@@ -718,6 +718,19 @@ def op_tile(b):
     b.node("Tile", [x, b.const(np.array(reps, np.int64))], [(x.dt, y)])
 
 
+def op_trilu(b):
+    """Trilu (opset 14) on the types onnxruntime's CPU kernel takes: k left
+    out, a constant (any sign, past the matrix too) or an input."""
+    x = operand(b, (F32, F64, I64, BOOL), rank=int(b.choice([2, 2, 3])))
+    ins = [x]
+    r = b.rng.random()
+    if r < 0.6:
+        ins.append(b.const(np.array(int(b.rng.integers(-6, 7)), np.int64)))
+    elif r < 0.8:
+        ins.append(b.fresh(I64, ()))
+    b.node("Trilu", ins, [(x.dt, x.shape)], upper=int(b.choice([0, 1])))
+
+
 def op_mha(b):
     """com.microsoft.MultiHeadAttention as onnxruntime-genai's fp16 CPU export
     writes it: 3-D query, key and value (or 4-D key and value), an additive
@@ -1111,7 +1124,7 @@ OPS = {
     "com.microsoft.RotaryEmbedding": (1, 1, op_ms_rotary),
     "com.microsoft.GroupQueryAttention": (1, 1, op_gqa),
     "com.microsoft.MultiHeadAttention": (1, 1, op_mha),
-    "Tile": (1, 6, op_tile),
+    "Tile": (1, 6, op_tile), "Trilu": (1, 14, op_trilu),
     **PATTERNS,
 }
 
