@@ -675,7 +675,7 @@ fold_slice(mkc_graph *g, mkc_node *n)
 		if (sp[i].c > 0)
 			s = s < 0 ? 0 : s > dim ? dim : s;
 		else
-			s = s < 0 ? -1 : s > dim - 1 ? dim - 1 : s;
+			s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;   /* as infer's slice_len */
 		start[a] = s;
 		step[a] = sp[i].c;
 	}

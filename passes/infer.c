@@ -828,9 +828,11 @@ slice_len(mkc_graph *g, mkc_node *n, mkc_dim dim, mkc_dim st, mkc_dim en,
 			/* ceil((e - s) / step), without e - s + step overflowing */
 			*len = mkc_dim_const(e > s ? 1 + (e - s - 1) / step : 0);
 		} else {
-			s = s < 0 ? -1 : s > d - 1 ? d - 1 : s;
+			/* a start before the axis is clamped to its first element, as
+			 * ONNX and onnxruntime do (numpy's slices would take none) */
+			s = s < 0 ? 0 : s > d - 1 ? d - 1 : s;
 			e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
-			*len = mkc_dim_const(s > e ? 1 + (s - e - 1) / -step : 0);
+			*len = mkc_dim_const(d > 0 && s > e ? 1 + (s - e - 1) / -step : 0);
 		}
 		return 0;
 	}

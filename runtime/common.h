@@ -271,7 +271,7 @@ mkc_rt_slice_start(int64_t start, int64_t step, int64_t dim)
 		start += dim;
 	if (step > 0)
 		return start < 0 ? 0 : start > dim ? dim : start;
-	return start < 0 ? -1 : start > dim - 1 ? dim - 1 : start;
+	return start < 0 ? 0 : start > dim - 1 ? dim - 1 : start;   /* ONNX: [0, dim - 1] */
 }
 
 /*

@@ -1700,14 +1700,6 @@ def _attr(n, name, default=None):
 
 
 
-def _slice_clamp(n, ins):
-    x = np.asarray(ins[0])
-    st = np.asarray(ins[1]).ravel()
-    axes = np.asarray(ins[3]).ravel() if len(ins) > 3 and ins[3] is not None else np.arange(st.size)
-    steps = np.asarray(ins[4]).ravel() if len(ins) > 4 and ins[4] is not None else np.ones(st.size)
-    return any(sp < 0 and s0 < -x.shape[int(a)] for s0, a, sp in zip(st, axes, steps))
-
-
 def _float64(n, ins):
     moves = ("Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat",
              "Split", "Slice", "Gather", "Expand", "Shape", "Size", "Constant")
@@ -1716,10 +1708,6 @@ def _float64(n, ins):
 
 
 KNOWN = {
-    "new-slice-negative-step": ("Slice with a negative step and a start before the first "
-                                "element gives nothing, where ONNX clamps the start to the "
-                                "first element and keeps it", lambda n, ins: n.op_type == "Slice"
-                                and _slice_clamp(n, ins)),
     "new-float64": ("float64 tensors are computed in float32 (neither refused nor exact)",
                     _float64),
     "new-uint64": ("uint64 values from 2^63 on are computed as negative int64",
