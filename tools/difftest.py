@@ -1714,9 +1714,11 @@ KNOWN = {
                    lambda n, ins: any(v is not None and np.asarray(v).dtype == np.uint64 and
                                       bool(np.any(np.asarray(v) >= 2**63)) for v in ins)),
     "new-attention-nan": ("Attention drops a NaN score (a NaN query or key, inf * 0, a product "
-                          "q k that overflows float32) instead of giving NaN",
+                          "q k that overflows float32, a NaN or +inf in the additive mask) "
+                          "instead of giving NaN",
                           lambda n, ins: (n.op_type == "Attention" and
-                          (_nonfinite(ins[:3] + ins[4:]) or _attention_products_overflow(ins))) or
+                          (_nonfinite(ins[:3] + ins[4:]) or _attention_products_overflow(ins) or
+                           _nan_or_posinf(ins[3:4]))) or
                           # MultiHeadAttention is Attention in mkc; its bias (input 5) too
                           (n.op_type == "MultiHeadAttention" and
                            (_nonfinite(ins[:3] + ins[5:]) or
@@ -1728,6 +1730,13 @@ def _nonfinite(vs):
     """Whether a float value among vs (None: an input left out) holds a NaN or an inf."""
     return any(v is not None and np.asarray(v).dtype.kind == "f" and
                not np.all(np.isfinite(np.asarray(v))) for v in vs)
+
+
+def _nan_or_posinf(vs):
+    """Whether a float value among vs (an additive mask, whose -inf is an
+    ordinary masked position) holds a NaN or a +inf."""
+    return any(v is not None and np.asarray(v).dtype.kind == "f" and
+               bool(np.any(np.isnan(np.asarray(v)) | np.isposinf(np.asarray(v)))) for v in vs)
 
 
 def _as_heads(n, v):
