@@ -52,10 +52,9 @@ trilu(mkc_graph *g, mkc_node *n)
 	mkc_tensor *x = n->in[0], *y = n->out[0];
 	const int r = x->rank;
 	bool upper = mkc_node_attr_int(n, "upper", 1) != 0;
-	mkc_tensor *k = n->nin > 1 && n->in[1] ? n->in[1]
-					       : int_scalar(g, n, "k", mkc_dim_const(0));
-	mkc_tensor *zero = int_scalar(g, n, "start", mkc_dim_const(0)),
+	mkc_tensor *zero = int_scalar(g, n, "zero_int", mkc_dim_const(0)),
 		   *one = int_scalar(g, n, "delta", mkc_dim_const(1));
+	mkc_tensor *k = n->nin > 1 && n->in[1] ? n->in[1] : zero;   /* k's default is 0 */
 	mkc_tensor *rin[3] = {zero, int_scalar(g, n, "rows_limit", x->shape[r - 2]), one};
 	mkc_tensor *cin[3] = {zero, int_scalar(g, n, "cols_limit", x->shape[r - 1]), one};
 	mkc_tensor *rows = mkc_infer_add(g, n, "rows", "Range", 3, rin, 0, NULL, NULL);

@@ -669,14 +669,7 @@ fold_slice(mkc_graph *g, mkc_node *n)
 		if (!mkc_dim_is_const(st[i]))
 			return 0;
 		int64_t a = ax[i].c < 0 ? ax[i].c + x->rank : ax[i].c;
-		int64_t dim = x->shape[a].c, s = st[i].c;
-		if (s < 0)
-			s += dim;
-		if (sp[i].c > 0)
-			s = s < 0 ? 0 : s > dim ? dim : s;
-		else
-			s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;   /* as infer's slice_len */
-		start[a] = s;
+		start[a] = mkc_slice_first(st[i].c, sp[i].c, x->shape[a].c);
 		step[a] = sp[i].c;
 	}
 	int64_t xs[MKC_MAX_RANK], ps[MKC_MAX_RANK], base = 0;

@@ -806,6 +806,19 @@ infer_split(mkc_graph *g, mkc_node *n)
 	return 0;
 }
 
+/* See passes.h. */
+int64_t
+mkc_slice_first(int64_t start, int64_t step, int64_t dim)
+{
+	if (start < 0)
+		start += dim;
+	if (step > 0)
+		return start < 0 ? 0 : start > dim ? dim : start;
+	/* a start before the axis is clamped to its first element, as ONNX and
+	 * onnxruntime do (numpy's slices would take none) */
+	return start < 0 ? 0 : start > dim - 1 ? dim - 1 : start;
+}
+
 /*
  * Slice length along one axis. Constant sizes follow ONNX exactly (clamping
  * included). With a symbolic size or bounds only step 1 is handled: negative
@@ -817,20 +830,14 @@ slice_len(mkc_graph *g, mkc_node *n, mkc_dim dim, mkc_dim st, mkc_dim en,
 	  int64_t step, mkc_dim *len)
 {
 	if (mkc_dim_is_const(dim) && mkc_dim_is_const(st) && mkc_dim_is_const(en)) {
-		int64_t d = dim.c, s = st.c, e = en.c;
-		if (s < 0)
-			s += d;
+		int64_t d = dim.c, s = mkc_slice_first(st.c, step, d), e = en.c;
 		if (e < 0)
 			e += d;
 		if (step > 0) {
-			s = s < 0 ? 0 : s > d ? d : s;
 			e = e < 0 ? 0 : e > d ? d : e;
 			/* ceil((e - s) / step), without e - s + step overflowing */
 			*len = mkc_dim_const(e > s ? 1 + (e - s - 1) / step : 0);
 		} else {
-			/* a start before the axis is clamped to its first element, as
-			 * ONNX and onnxruntime do (numpy's slices would take none) */
-			s = s < 0 ? 0 : s > d - 1 ? d - 1 : s;
 			e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
 			*len = mkc_dim_const(d > 0 && s > e ? 1 + (s - e - 1) / -step : 0);
 		}

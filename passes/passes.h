@@ -108,6 +108,13 @@ mkc_tensor *mkc_infer_add(mkc_graph *g, mkc_node *at, const char *what, const ch
 			  int nin, mkc_tensor *const *in, int nattr, const mkc_attr *attr,
 			  mkc_tensor *out);
 
+/*
+ * Slice's first index along an axis of dim elements from its start and
+ * step, clamped as ONNX clamps it (infer's lengths and fold's values; the
+ * emitted code's twin is runtime/common.h's mkc_rt_slice_start).
+ */
+int64_t mkc_slice_first(int64_t start, int64_t step, int64_t dim);
+
 /* Largest tensor the evaluator computes, in elements. */
 enum { MKC_FOLD_MAX = 1 << 16 };
 

@@ -263,7 +263,8 @@ mkc_rt_index_sentence(char *buf, size_t n, const char *who, const mkc_rt_bad *b)
 	}
 }
 
-/* Slice bounds with ONNX's clamping; returns the first index. */
+/* Slice bounds with ONNX's clamping; returns the first index (passes/infer.c's
+ * mkc_slice_first computes the same at compile time). */
 static inline MKC_HD int64_t MKC_UNUSED
 mkc_rt_slice_start(int64_t start, int64_t step, int64_t dim)
 {
