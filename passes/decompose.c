@@ -4,7 +4,8 @@
  * requires: infer (dtypes, shapes and compile-time values), half (no
  *           float16 left to type a constant by).
  * provides: no Trilu: each is the Where below, writing its output tensor;
- *           every new tensor typed and shaped; nodes in topological order.
+ *           no MatMul of a vector (below); every new tensor typed and
+ *           shaped; nodes in topological order.
  *
  * Trilu(x, k) keeps element [.., i, j] of x where j - i >= k (upper = 1,
  * the default) or j - i <= k (upper = 0), and writes 0 elsewhere:
@@ -16,6 +17,15 @@
  * + S keys sized by the step's S, k = past_len + 1): integer Ranges and
  * comparisons take them, and the Where is an ordinary elementwise tile. A
  * Trilu whose inputs are all known folds as its nodes do.
+ *
+ * MatMul of a vector (numpy's matmul, as ONNX defines it): a [K] is the
+ * row [1, K] and b [K] the column [K, 1], and the axis each added is
+ * squeezed from the product:
+ *
+ *   Squeeze(MatMul(Unsqueeze(a, [0]), Unsqueeze(b, [1])), [-2, -1])
+ *
+ * (only the axes of the operands that were vectors), so that the products'
+ * bodies, which take [.., M, K] by [.., K, N], need no third form.
  */
 #include "passes.h"
 
@@ -83,19 +93,67 @@ trilu(mkc_graph *g, mkc_node *n)
 	return mkc_infer_add(g, n, "where", "Where", 3, win, 0, NULL, y) ? 0 : -1;
 }
 
+/* x with an axis of 1 inserted at `axis` (a constant), named after at. */
+static mkc_tensor *
+unsqueeze(mkc_graph *g, mkc_node *at, const char *what, mkc_tensor *x, int64_t axis)
+{
+	mkc_dim d = mkc_dim_const(axis);
+	mkc_tensor *in[2] = {x, mkc_graph_ints(g, mkc_graph_fresh_name(g, at->name, "axes"), 1, &d)};
+	return mkc_infer_add(g, at, what, "Unsqueeze", 2, in, 0, NULL, NULL);
+}
+
+/* MatMul n of a vector as the Squeeze above; -1 on an error (reported). */
+static int
+vector_matmul(mkc_graph *g, mkc_node *n)
+{
+	mkc_tensor *a = n->in[0], *b = n->in[1], *y = n->out[0];
+	mkc_dim axes[2];
+	int nax = 0;
+	if (a->rank == 1) {
+		if (!(a = unsqueeze(g, n, "row", a, 0)))
+			return -1;
+		axes[nax++] = mkc_dim_const(-2);
+	}
+	if (b->rank == 1) {
+		if (!(b = unsqueeze(g, n, "column", b, 1)))
+			return -1;
+		axes[nax++] = mkc_dim_const(-1);
+	}
+	mkc_tensor *pin[2] = {a, b};
+	mkc_tensor *p = mkc_infer_add(g, n, "product", "MatMul", 2, pin, 0, NULL, NULL);
+	if (!p)
+		return -1;
+	mkc_node_count_reads(n, -1);
+	n->dead = true;
+	y->producer = NULL;
+	mkc_tensor *sin[2] = {p, mkc_graph_ints(g, mkc_graph_fresh_name(g, n->name, "squeezed"),
+						  nax, axes)};
+	return mkc_infer_add(g, n, "squeeze", "Squeeze", 2, sin, 0, NULL, y) ? 0 : -1;
+}
+
 int
 mkc_pass_decompose(mkc_graph *g)
 {
-	int done = 0;
+	int tri = 0, vec = 0;
 	for (int i = 0; i < g->nodes.n; i++) {
 		mkc_node *n = MKC_NODE(g, i);
-		if (n->dead || n->op != MKC_OP_TRILU)
+		if (n->dead)
 			continue;
-		if (trilu(g, n) != 0)
-			return -1;
-		done++;
+		if (n->op == MKC_OP_TRILU) {
+			if (trilu(g, n) != 0)
+				return -1;
+			tri++;
+		} else if (n->op == MKC_OP_MATMUL && n->nin == 2 &&
+			   (n->in[0]->rank == 1 || n->in[1]->rank == 1)) {
+			if (vector_matmul(g, n) != 0)
+				return -1;
+			vec++;
+		}
 	}
-	if (done)
-		mkc_progress(g->ctx, "decompose: %d Trilu as Where of position comparisons", done);
+	if (tri)
+		mkc_progress(g->ctx, "decompose: %d Trilu as Where of position comparisons", tri);
+	if (vec)
+		mkc_progress(g->ctx, "decompose: %d MatMul of a vector as a product of a row or a "
+			     "column", vec);
 	return 0;
 }

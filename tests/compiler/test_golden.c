@@ -291,6 +291,20 @@ Test(golden, causal_attention_matches_onnxruntime, .timeout = 120)
 }
 
 /*
+ * MatMul of a vector against onnxruntime: a vector by a weight, rows of a
+ * symbolic batch by a vector, and two vectors (a scalar output); refused
+ * on every target before session 36 ("MatMul of a vector"), now a product
+ * of a row or a column with the added axis squeezed (passes/decompose.c).
+ */
+Test(golden, matmul_of_a_vector_matches_onnxruntime, .timeout = 60)
+{
+	cr_assert_eq(mkc_test("-v tests/models/hand/matmul_vector"), 0, "%s", out);
+	cr_assert(strstr(out, "1 passed, 0 failed"), "%s", out);
+	cr_assert(strstr(out, "decompose: 3 MatMul of a vector as a product of a row or a column"),
+		  "%s", out);
+}
+
+/*
  * More queues than requested threads: every static queue still gets a
  * thread of its own (one thread running two queues in turn can wait in the
  * first on a task of the second: this failed before).

@@ -763,6 +763,29 @@ def gen_trilu_mask(outdir):
                {"x": f(3, 5), "k": np.array(1, np.int64)})
 
 
+def gen_matmul_vector(outdir):
+    """MatMul of a vector, as numpy's matmul: a vector [K] by a weight [K, N]
+    (a row), rows [B, 3, K] (B symbolic) by a vector (a column), and two
+    vectors (a scalar). mkc computes each as a product of a row or a column
+    with the added axis squeezed (passes/decompose.c); onnxruntime's outputs
+    are the reference."""
+    rng = np.random.default_rng(36)
+    f = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    n = helper.make_node
+    K = 6
+    nodes = [n("MatMul", ["v", "w"], ["row"], name="vector_by_weight"),
+             n("MatMul", ["x", "u"], ["column"], name="rows_by_vector"),
+             n("MatMul", ["v", "u"], ["dot"], name="vector_by_vector")]
+    graph = helper.make_graph(nodes, "matmul_vector",
+                              [value_info("v", F32, [K]), value_info("x", F32, ["B", 3, K]),
+                               value_info("u", F32, [K])],
+                              [value_info("row", F32, [5]), value_info("column", F32, ["B", 3]),
+                               value_info("dot", F32, [])],
+                              initializer=[numpy_helper.from_array(f(K, 5), "w")])
+    write_case(os.path.join(outdir, "matmul_vector"), make_model(graph),
+               {"v": f(K), "x": f(2, 3, K), "u": f(K)})
+
+
 # -------------------------------------------------------------- bad inputs
 
 def gen_raw_garbage(outdir, storage_bytes):
@@ -988,6 +1011,7 @@ def main(argv):
     gen_contrib(outdir)
     gen_causal_attention(outdir)
     gen_trilu_mask(outdir)
+    gen_matmul_vector(outdir)
     gen_ext_odd(outdir)
     gen_first_step(outdir)
     gen_nan_propagation(outdir)
