@@ -55,11 +55,35 @@ zero_of(mkc_graph *g, const mkc_node *at, mkc_dtype dt)
 	return t;
 }
 
+/* x with an axis of 1 inserted at `axis` (a constant), named after at. */
+static mkc_tensor *
+unsqueeze(mkc_graph *g, mkc_node *at, const char *what, mkc_tensor *x, int64_t axis)
+{
+	mkc_dim d = mkc_dim_const(axis);
+	mkc_tensor *in[2] = {x, mkc_graph_ints(g, mkc_graph_fresh_name(g, at->name, "axes"), 1, &d)};
+	return mkc_infer_add(g, at, what, "Unsqueeze", 2, in, 0, NULL, NULL);
+}
+
+/*
+ * n gone, its output written by a new node op_type(in) instead (the last
+ * of those n is taken apart into); -1 on an error (reported).
+ */
+static int
+write_output(mkc_graph *g, mkc_node *n, const char *what, const char *op_type, int nin,
+	     mkc_tensor *const *in)
+{
+	mkc_tensor *y = n->out[0];
+	mkc_node_count_reads(n, -1);
+	n->dead = true;
+	y->producer = NULL;
+	return mkc_infer_add(g, n, what, op_type, nin, in, 0, NULL, y) ? 0 : -1;
+}
+
 /* Trilu n as the Where above; -1 on an error (reported). */
 static int
 trilu(mkc_graph *g, mkc_node *n)
 {
-	mkc_tensor *x = n->in[0], *y = n->out[0];
+	mkc_tensor *x = n->in[0];
 	const int r = x->rank;
 	bool upper = mkc_node_attr_int(n, "upper", 1) != 0;
 	mkc_tensor *zero = int_scalar(g, n, "zero_int", mkc_dim_const(0)),
@@ -71,10 +95,7 @@ trilu(mkc_graph *g, mkc_node *n)
 	mkc_tensor *cols = mkc_infer_add(g, n, "cols", "Range", 3, cin, 0, NULL, NULL);
 	if (!rows || !cols)
 		return -1;
-	mkc_dim ax1 = mkc_dim_const(1);
-	mkc_tensor *uin[2] = {rows, mkc_graph_ints(g, mkc_graph_fresh_name(g, n->name, "axes"), 1,
-						   &ax1)};
-	mkc_tensor *col = mkc_infer_add(g, n, "rows_column", "Unsqueeze", 2, uin, 0, NULL, NULL);
+	mkc_tensor *col = unsqueeze(g, n, "rows_column", rows, 1);
 	if (!col)
 		return -1;
 	mkc_tensor *din[2] = {cols, col};
@@ -86,27 +107,15 @@ trilu(mkc_graph *g, mkc_node *n)
 					 kin, 0, NULL, NULL);
 	if (!keep)
 		return -1;
-	mkc_node_count_reads(n, -1);
-	n->dead = true;
-	y->producer = NULL;
 	mkc_tensor *win[3] = {keep, x, zero_of(g, n, x->dtype)};
-	return mkc_infer_add(g, n, "where", "Where", 3, win, 0, NULL, y) ? 0 : -1;
-}
-
-/* x with an axis of 1 inserted at `axis` (a constant), named after at. */
-static mkc_tensor *
-unsqueeze(mkc_graph *g, mkc_node *at, const char *what, mkc_tensor *x, int64_t axis)
-{
-	mkc_dim d = mkc_dim_const(axis);
-	mkc_tensor *in[2] = {x, mkc_graph_ints(g, mkc_graph_fresh_name(g, at->name, "axes"), 1, &d)};
-	return mkc_infer_add(g, at, what, "Unsqueeze", 2, in, 0, NULL, NULL);
+	return write_output(g, n, "where", "Where", 3, win);
 }
 
 /* MatMul n of a vector as the Squeeze above; -1 on an error (reported). */
 static int
 vector_matmul(mkc_graph *g, mkc_node *n)
 {
-	mkc_tensor *a = n->in[0], *b = n->in[1], *y = n->out[0];
+	mkc_tensor *a = n->in[0], *b = n->in[1];
 	mkc_dim axes[2];
 	int nax = 0;
 	if (a->rank == 1) {
@@ -123,12 +132,9 @@ vector_matmul(mkc_graph *g, mkc_node *n)
 	mkc_tensor *p = mkc_infer_add(g, n, "product", "MatMul", 2, pin, 0, NULL, NULL);
 	if (!p)
 		return -1;
-	mkc_node_count_reads(n, -1);
-	n->dead = true;
-	y->producer = NULL;
 	mkc_tensor *sin[2] = {p, mkc_graph_ints(g, mkc_graph_fresh_name(g, n->name, "squeezed"),
 						  nax, axes)};
-	return mkc_infer_add(g, n, "squeeze", "Squeeze", 2, sin, 0, NULL, y) ? 0 : -1;
+	return write_output(g, n, "squeeze", "Squeeze", 2, sin);
 }
 
 int
