@@ -139,6 +139,9 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		if (few >= 2 && max_chunk <= few) {
 			tp.chunk_rows = max_chunk;
 			tp.few_products = true;
+			/* a GPU's product by rows without tensor cores is a warp an
+			 * output, where a NormGemm's general body is a lane one */
+			g->few_norms = o->tc_products || !o->wide_target;
 		}
 	} else if (chunk >= 0) {
 		mkc_graph_fix_sym(g, chunk, 1, o->one_token_twin);

@@ -242,6 +242,11 @@ struct mkc_graph {
 	 * fixed at 1) and its largest value */
 	int chunk_sym;
 	int64_t max_chunk;
+	/* the driver: a few-token plan's graph (one block of at most
+	 * MKC_FEW_ROWS rows) on a target whose products may normalise such
+	 * rows (passes/fuse_norm.c): the C target's general bodies, or
+	 * tensor-core tiles (tc_products, for bf16 weights) */
+	bool few_norms;
 	/* the driver (mkc --max-seqs): a step's tokens belong to up to max_seqs
 	 * sequences, whose caches are pages of page_size positions, cache_pages
 	 * of them shared (passes/state.c); max_seqs 0: one sequence, dense */

@@ -141,23 +141,28 @@ mkc_kernel_print(FILE *f, const mkc_graph *g, const mkc_node *n)
  * Whether Gemm n is the product a tensor-core tile (backends/cuda/mma.cuh)
  * can take: x [S, K] float32 by a bf16 weight [N, K] (transB), K a
  * multiple of the tile's K step (64), alpha 1 (and beta 1 with C); or Glu
- * n on those terms (its up weight is the gate's twin: passes/fuse_glu.c).
- * passes/narrow.c and backends/core/emit_ops.c's mkc_emit_mma ask alike.
+ * n on those terms (its up weight is the gate's twin: passes/fuse_glu.c);
+ * or NormGemm or NormGlu (passes/fuse_norm.c: x normalised first), which
+ * only a few-token plan's tile takes. passes/narrow.c and
+ * backends/core/emit_ops.c's mkc_emit_mma and mkc_emit_few ask alike.
  */
 bool
 mkc_kernel_tc_gemm(const mkc_node *n)
 {
-	if ((n->op != MKC_OP_GEMM && n->op != MKC_OP_GLU) || !n->kern || n->nout != 1 || n->nin < 2)
+	const bool norm = n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU;
+	const bool glu = n->op == MKC_OP_GLU || n->op == MKC_OP_NORM_GLU;
+	if ((n->op != MKC_OP_GEMM && !glu && !norm) || !n->kern || n->nout != 1 || n->nin < 2 + norm)
 		return false;
-	if (n->op == MKC_OP_GLU && n->in[2]->storage != n->in[1]->storage)
+	const int wi = norm ? 2 : 1;   /* the weight's input */
+	if (glu && n->in[wi + 1]->storage != n->in[wi]->storage)
 		return false;
-	const mkc_tensor *x = n->in[0], *w = n->in[1], *y = n->out[0];
+	const mkc_tensor *x = n->in[0], *w = n->in[wi], *y = n->out[0];
 	return !n->kern->trans_a && n->kern->trans_b && x->rank == 2 &&
 	       x->dtype == MKC_DT_FLOAT && y->dtype == MKC_DT_FLOAT &&
 	       mkc_dim_is_const(x->shape[1]) && x->shape[1].c % 64 == 0 &&
 	       w->kind == MKC_TK_WEIGHT && w->storage == MKC_DT_BFLOAT16 && w->rank == 2 &&
 	       n->kern->alpha == 1.0f &&
-	       (n->op == MKC_OP_GLU || n->nin < 3 || n->kern->beta == 1.0f);
+	       (glu || n->nin < wi + 2 || n->kern->beta == 1.0f);
 }
 
 /*

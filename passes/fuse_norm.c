@@ -20,20 +20,66 @@
  * Taken only when the norm is over the last axis of one row (all other
  * axes 1), its scale is that row's length, it has one output, and that
  * output is no graph output.
+ *
+ * In a few-token plan (a step of 2 to MKC_FEW_ROWS tokens, its products
+ * cut as a decode step's; g->few_norms, where the target's products may
+ * normalise its rows) a norm of the step's rows [S, K] is taken too: there
+ * the norm was a stage of its own before q/k/v and before the Glu, about
+ * 8 us a norm of every layer of a step of 8 sequences of the 1B shape
+ * (H100, session 34), where the product tiles read every row anyway. The
+ * few-token tile (backends/cuda/mma.cuh's mkc_mm_few_tile) sums each
+ * row's squares from the x it loads and scales its sums. Only where every
+ * reader has at most FEW_COLS_A_WORKER output columns a worker:
+ * passes/tile.c cuts a wider product of such a plan (the output layer's)
+ * as a chunk's (few_chunk_cut: more than two tiles a worker, of 128
+ * columns, or 64 for a Glu's two weights), and the chunk's tensor-core
+ * tile takes no norm; and on tensor cores, only products their tile
+ * takes (a bf16 weight, K a multiple of 64).
  */
 #include "passes.h"
 
 #include <string.h>
 
-/* Whether n reads t only as the activations of a product by rows of a weight. */
+enum { FEW_COLS_A_WORKER = 2 * 64 };
+
+/*
+ * Whether n reads t only as the activations of a product by rows of a
+ * weight; with rows, one of a few-token plan's that passes/tile.c cuts as
+ * a decode step's.
+ */
 static bool
-fusable_reader(const mkc_node *n, const mkc_tensor *t)
+fusable_reader(const mkc_graph *g, const mkc_node *n, const mkc_tensor *t, bool rows)
 {
 	if (n->op != MKC_OP_GEMM || n->in[0] != t || n->in[1] == t || (n->nin > 2 && n->in[2] == t))
 		return false;
 	const mkc_tensor *w = n->in[1];
+	if (rows && (!mkc_dim_is_const(w->shape[0]) ||
+		     w->shape[0].c > FEW_COLS_A_WORKER * (int64_t)g->nworkers))
+		return false;
+	/* on tensor cores only what their tile takes (ir/kernel.c's mkc_kernel_tc_gemm) */
+	const mkc_dim k = t->shape[t->rank - 1];
+	if (rows && g->tc_products &&
+	    (w->storage != MKC_DT_BFLOAT16 || !mkc_dim_is_const(k) || k.c % 64))
+		return false;
 	return !mkc_node_attr_int(n, "transA", 0) && mkc_node_attr_int(n, "transB", 0) &&
 	       w->kind == MKC_TK_WEIGHT && w->rank == 2 && mkc_dim_eq(w->shape[1], t->shape[t->rank - 1]);
+}
+
+/* Whether x is one row, or a few-token plan's [S, K] rows (S its step's tokens, or fewer). */
+static bool
+norm_rows(const mkc_graph *g, const mkc_tensor *x, bool *rows)
+{
+	*rows = false;
+	bool one = true;
+	for (int d = 0; d < x->rank - 1; d++)
+		one = one && mkc_dim_eq(x->shape[d], mkc_dim_const(1));
+	if (one)
+		return true;
+	mkc_dim s = x->shape[0];
+	*rows = g->few_norms && x->rank == 2 &&
+		((mkc_dim_is_const(s) && s.c <= g->max_chunk) ||
+		 (g->chunk_sym >= 0 && mkc_dim_bare_sym(s) == g->chunk_sym));
+	return *rows;
 }
 
 static bool
@@ -47,15 +93,15 @@ fusable_norm(const mkc_graph *g, const mkc_node *n)
 	    y->kind == MKC_TK_OUTPUT || s->rank != 1 || !mkc_dim_eq(s->shape[0], x->shape[x->rank - 1]) ||
 	    !mkc_dim_is_const(s->shape[0]))
 		return false;
-	for (int d = 0; d < x->rank - 1; d++)
-		if (!mkc_dim_eq(x->shape[d], mkc_dim_const(1)))
-			return false;
+	bool rows;
+	if (!norm_rows(g, x, &rows))
+		return false;
 	int readers = 0;
 	for (int i = 0; i < g->nodes.n; i++) {
 		const mkc_node *m = MKC_NODE(g, i);
 		for (int k = 0; k < m->nin; k++)
 			if (m->in[k] == y) {
-				if (!fusable_reader(m, y))
+				if (!fusable_reader(g, m, y, rows))
 					return false;
 				readers++;
 				break;
@@ -86,11 +132,14 @@ fuse_into(mkc_graph *g, const mkc_node *norm, mkc_node *n)
 int
 mkc_pass_fuse_norm(mkc_graph *g)
 {
-	int fused = 0;
+	int fused = 0, rows = 0;
 	for (int i = 0; i < g->nodes.n; i++) {
 		mkc_node *norm = MKC_NODE(g, i);
 		if (!fusable_norm(g, norm))
 			continue;
+		bool r;
+		norm_rows(g, norm->in[0], &r);
+		rows += r;
 		for (int j = 0; j < g->nodes.n; j++) {
 			mkc_node *n = MKC_NODE(g, j);
 			if (n != norm && n->nin > 0 && n->in[0] == norm->out[0] && n->op == MKC_OP_GEMM)
@@ -101,6 +150,10 @@ mkc_pass_fuse_norm(mkc_graph *g)
 	}
 	if (!fused)
 		return 0;
-	mkc_progress(g->ctx, "fuse_norm: %d RMS norms into the products that read them", fused);
+	if (rows)
+		mkc_progress(g->ctx, "fuse_norm: %d RMS norms into the products that read them (%d of a "
+			     "few-token step's rows)", fused, rows);
+	else
+		mkc_progress(g->ctx, "fuse_norm: %d RMS norms into the products that read them", fused);
 	return mkc_pass_dce(g);
 }

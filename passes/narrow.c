@@ -8,8 +8,8 @@
  *           (g->tc_products: backends/cuda/mma.cuh) and in a chunked plan
  *           (g->max_chunk > 1), t->storage = MKC_DT_BFLOAT16 for each
  *           [S, K] float32 output t of an RMSNormalization, a SiluMul or
- *           a Glu the tile computes itself, whose every reader takes t as
- *           x of a product the tile computes (mkc_kernel_tc_gemm,
+ *           a Glu or NormGlu the tile computes itself, whose every reader
+ *           takes t as x of a product the tile computes (mkc_kernel_tc_gemm,
  *           ir/kernel.c); and for a tensor-core Attention's output, its
  *           Transpose's and that one's Reshape's, when the last is read
  *           only so (narrow_attention, below). Those producers then round
@@ -29,18 +29,26 @@
 #include "passes.h"
 #include "../ir/kernel.h"
 
-/* Input 0 (x) of a product the tensor-core tile computes. */
+/*
+ * Input 0 (x) of a product the tensor-core tile computes, but a NormGemm's
+ * or NormGlu's (the rows the tile normalises, summing their squares in
+ * float32).
+ */
 static bool
 tile_x(const mkc_node *n, int input)
 {
-	return input == 0 && mkc_kernel_tc_gemm(n);
+	return input == 0 && mkc_kernel_tc_gemm(n) && n->op != MKC_OP_NORM_GEMM &&
+	       n->op != MKC_OP_NORM_GLU;
 }
 
 static bool
 narrowable(const mkc_graph *g, const mkc_node *p)
 {
 	if (p->op != MKC_OP_RMS_NORM && p->op != MKC_OP_SILU_MUL &&
-	    !(p->op == MKC_OP_GLU && mkc_kernel_tc_gemm(p)))
+	    !((p->op == MKC_OP_GLU || p->op == MKC_OP_NORM_GLU) && mkc_kernel_tc_gemm(p)))
+		return false;
+	/* a NormGlu of one row is the decode step's matvec, which stores float32 */
+	if (p->op == MKC_OP_NORM_GLU && mkc_dim_eq(p->in[0]->shape[0], mkc_dim_const(1)))
 		return false;
 	const mkc_tensor *t = p->out[0];
 	if (t->kind != MKC_TK_INTERMEDIATE || mkc_tensor_is_const(t) || t->storage || t->cap ||

@@ -315,9 +315,10 @@ matmul_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 
 /*
  * Gemm: A by output rows, B by output columns (its rows when transB), C
- * broadcast. NormGemm (x, scale, W, C) reads its one row x and the scale
- * whole, then W and C as Gemm reads B and C; NormGlu (x, scale, Wg, Wu)
- * reads Wu as it reads Wg, and so does Glu (x, Wg, Wu), x as Gemm's A.
+ * broadcast. NormGemm (x, scale, W, C) reads the scale whole and its rows
+ * x as Gemm reads A (each whole: a row is normalised by all of it), then
+ * W and C as Gemm reads B and C; NormGlu (x, scale, Wg, Wu) reads Wu as
+ * it reads Wg, and so does Glu (x, Wg, Wu), x as Gemm's A.
  */
 static void
 gemm_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
@@ -332,10 +333,8 @@ gemm_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 		w = 2;
 	}
 	mkc_box a = mkc_box_full(n->in[0]), b = mkc_box_full(n->in[w]);
-	if (!norm) {
-		a.lo[ta] = ob->lo[0];
-		a.hi[ta] = ob->hi[0];
-	}
+	a.lo[ta] = ob->lo[0];
+	a.hi[ta] = ob->hi[0];
 	b.lo[!tb] = ob->lo[1];
 	b.hi[!tb] = ob->hi[1];
 	mkc_task_add_region(p, t, false, n->in[0], &a);
@@ -546,7 +545,8 @@ chunk_axis(const mkc_plan *p, const mkc_node *n, mapping m, int axis)
 	const mkc_graph *g = p->g;
 	const mkc_tensor *y = n->out[0];
 	bool rows_apart = m == MAP_ELEMENTWISE || m == MAP_ROWS || m == MAP_COPY ||
-			  (m == MAP_GEMM && (n->op == MKC_OP_GEMM || n->op == MKC_OP_GLU)) ||
+			  (m == MAP_GEMM && (n->op == MKC_OP_GEMM || n->op == MKC_OP_GLU ||
+					     n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU)) ||
 			  (m == MAP_MATMUL && y->rank == 2) ||
 			  ((m == MAP_HEADS || m == MAP_MERGE) && y->rank == 4) || m == MAP_GATHER;
 	if (g->chunk_sym < 0 || !y || !rows_apart)

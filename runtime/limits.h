@@ -47,7 +47,13 @@
  * shared memory, each of its 8 warps' sums of its 32 rows by every token
  * (a row padded to MKC_FEW_ROWS + 1 floats, off the banks of the next) */
 #define MKC_FEW_ROWS 64
-#define MKC_FEW_SMEM (8 * 32 * (MKC_FEW_ROWS + 1) * 4)
+#define MKC_FEW_SMEM (8 * 32 * (MKC_FEW_ROWS + 1) * 4 + MKC_FEW_NORM_SMEM)
+/* and, a norm in it (passes/fuse_norm.c), each split's sums of squares of every token */
+#define MKC_FEW_NORM_SMEM (8 * MKC_FEW_ROWS * 4)
+
+/* a product's norm (NormGemm, NormGlu) on a GPU: none, or its scale's type
+ * (backends/cuda/matvec.cuh's mkc_gemv_tile, mma.cuh's mkc_mm_few_tile) */
+enum { MKC_NORM_NONE, MKC_NORM_F32, MKC_NORM_BF16 };
 
 /* the decode attention bodies (attention.cuh): the head size, a multiple
  * of the warp, at most this */

@@ -165,9 +165,10 @@ mkc_matmul_split_k(const mkc_view *y, const mkc_view *a, const mkc_view *b, cons
 }
 
 /*
- * NormGemm (passes/fuse_norm.c): the product of the normalised row x of K,
- * RMSNormalization's x * (1 / sqrt(mean(x^2) + eps)) * scale, by the rows
- * of W, output column idx[1] taking row idx[1]; then Gemm's epilogue. With
+ * NormGemm (passes/fuse_norm.c): the product of the normalised rows x of K
+ * (one, or a few-token step's), RMSNormalization's x * (1 / sqrt(mean(x^2)
+ * + eps)) * scale, by the rows of W, output (idx[0], idx[1]) taking row
+ * idx[0] of x and row idx[1] of W; then Gemm's epilogue. With
  * a second weight U (NormGlu, passes/fuse_glu.c) the result is SiluMul's
  * (elementwise.h) of alpha times the two products. The float operations
  * are the norm's and the Gemm's own, in their order, so the result is
@@ -206,14 +207,20 @@ mkc_norm_gemm(const mkc_view *y, const mkc_view *x, const mkc_view *scale, const
 	      const mkc_view *u, const mkc_view *c, const mkc_mm_opt *o, const int64_t *lo,
 	      const int64_t *hi)
 {
-	const float *px = (const float *)x->p;
 	const int64_t K = x->d[1];
-	const float mean = 0, inv = mkc_norm_inv(px, K, o->eps);
+	const float mean = 0;
+	float inv = 0;
+	int64_t at = -1;   /* the row whose inv is held */
 	int64_t ext[3], idx[3];
 	const int64_t cnt = mkc_rt_extents(lo, hi, 2, ext);
 	const mkc_mm_epi e = mkc_mm_epi_of(c, o);
 	for (int64_t f = MKC_LANE; f < cnt; f += MKC_NLANES) {
 		mkc_rt_unflat(f, lo, ext, 2, idx);
+		const float *px = (const float *)x->p + idx[0] * x->s[0];
+		if (idx[0] != at) {
+			inv = mkc_norm_inv(px, K, o->eps);
+			at = idx[0];
+		}
 		const float acc = mkc_norm_dot(px, K, mean, inv, scale, w, idx[1]);
 		const float out = u ? mkc_glu_out(acc, mkc_norm_dot(px, K, mean, inv, scale, u, idx[1]), o)
 				    : mkc_mm_out(acc, idx, &e);

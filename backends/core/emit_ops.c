@@ -598,7 +598,8 @@ _Static_assert(MKC_MM_TK == 64, "ir/kernel.c's mkc_kernel_tc_gemm asks for K a m
 static bool
 mma_c_fits(const mkc_node *n)
 {
-	const mkc_tensor *c = n->op == MKC_OP_GEMM && n->nin > 2 ? n->in[2] : NULL, *y = n->out[0];
+	const int ci = n->op == MKC_OP_GEMM ? 2 : n->op == MKC_OP_NORM_GEMM ? 3 : -1;
+	const mkc_tensor *c = ci > 0 && n->nin > ci ? n->in[ci] : NULL, *y = n->out[0];
 	return !c || (c->dtype == MKC_DT_FLOAT && !is_bf16(c) &&
 		      (mkc_tensor_same_shape(c, y) ||
 		       (c->rank == 1 && mkc_dim_eq(c->shape[0], y->shape[1]))));
@@ -652,14 +653,22 @@ mkc_emit_few(const mkc_emitter *e, const mkc_node *n)
 	if (!e->t->mma || !e->p->tp.few_products || !mkc_kernel_tc_gemm(n) || !mma_c_fits(n) ||
 	    chunk_cut(e, n))
 		return false;
-	return block_cols(e, n, MKC_FEW_ROWS,
-			  n->op == MKC_OP_GLU ? MKC_GEMV_ROWS / 2 : MKC_GEMV_ROWS) > 0;
+	const bool glu = n->op == MKC_OP_GLU || n->op == MKC_OP_NORM_GLU;
+	return block_cols(e, n, MKC_FEW_ROWS, glu ? MKC_GEMV_ROWS / 2 : MKC_GEMV_ROWS) > 0;
 }
 
+static bool
+is_norm_product(const mkc_node *n)
+{
+	return n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU;
+}
+
+/* the chunk's tile takes no norm (NormGemm, NormGlu: only the few-token tile does) */
 static int64_t
 mma_cols(const mkc_emitter *e, const mkc_node *n)
 {
-	if (!e->t->mma || !mkc_kernel_tc_gemm(n) || !mma_c_fits(n) || mkc_emit_few(e, n))
+	if (!e->t->mma || is_norm_product(n) || !mkc_kernel_tc_gemm(n) || !mma_c_fits(n) ||
+	    mkc_emit_few(e, n))
 		return 0;
 	return block_cols(e, n, MKC_MM_TM,
 			  n->op != MKC_OP_GLU || e->t->tma ? MKC_MM_TN : MKC_MM_TN / 2);
@@ -763,9 +772,24 @@ static int
 emit_norm_gemm(mkc_emitter *e, const mkc_node *n)
 {
 	bool glu = n->op == MKC_OP_NORM_GLU;
-	char c[16], ga[96];
+	char c[16], ga[96], fe[48];
 	view_in(c, n, glu ? 4 : 3);
 	decl_all(e, n);
+	if (mkc_emit_few(e, n)) {
+		/* a few-token step's rows: the few-token tile normalises them (mma.cuh) */
+		const mkc_tensor *cx = !glu && n->nin > 3 ? n->in[3] : NULL;
+		fprintf(e->f, "\tif (lo[0] < hi[0])\n\t\tmkc_mm_few_tile<false, %s, %s, %s>(y.p, "
+			"y.s[0], x0.p, x0.s[0], (const uint16_t *)x2.p, %s, x2.s[0], %s, %s, hi[0], "
+			"hi[1], x0.d[1], lo[0], lo[1], mkc_dyn_smem, x1.p, %s);\n",
+			glu ? "true" : "false", is_bf16(n->out[0]) ? "true" : "false",
+			is_bf16(n->in[1]) ? "MKC_NORM_BF16" : "MKC_NORM_F32",
+			glu ? "(const uint16_t *)x3.p" : "NULL", cx ? "(const float *)x3.p" : "NULL",
+			cx && cx->rank == 2 ? "x3.s[0]" : "0", flit(fe, n->kern->eps));
+		return 0;
+	}
+	if (is_bf16(n->out[0]))
+		return unsupported(e, n, "y written as bf16 for a few-token tile this product does "
+				   "not get (passes/narrow.c and mkc_emit_few disagree)");
 	emit_mm_opt(e, n, 0);
 	if (gemv_fits(e, n, 2, 2))
 		fprintf(e->f, "\tmkc_gemv_tile<%s, %s>(&y, &x0, &x2, %s, &x1, %s, &o, lo, hi);\n",

@@ -457,8 +457,22 @@ mkc_attn_part(const float *q, const int64_t *qs, const T *k, const int64_t *ks, 
 	 * one slot, never used, where W is off) */
 	__shared__ float4 qw[W ? MKC_ATTN_WARPS : 1][G][D / 4];
 	if (W && pg && Sq >= MKC_ATTN_WARPS) {
+		/* each block of MKC_ATTN_WARPS items gives every warp one, warp w
+		 * item w ^ (block % MKC_ATTN_WARPS): by index alone (w, w + 8,
+		 * ...) the rows whose chunk holds positions, which come every 4
+		 * at a short context (129 positions in 16 chunks: 3, 7, 11, 15,
+		 * turned by s), all went to two warps of a tile (the 1B shape, 64
+		 * sequences at context 128, H100: 67 us a tile, session 34). The
+		 * xor spreads rows every 2, 4 or 8 over all warps, every 16 over
+		 * half, and takes no walk (s34-deal counted them in a walk of the
+		 * tile's list by every warp: 7% slower at context 1024) */
+		static_assert((MKC_ATTN_WARPS & (MKC_ATTN_WARPS - 1)) == 0, "warps: a power of 2");
 		const int warp = threadIdx.x / MKC_WARP;
-		for (int64_t i = warp; i < B * (r1 - r0) * Sq; i += MKC_ATTN_WARPS) {
+		const int64_t items = B * (r1 - r0) * Sq;
+		for (int64_t blk = 0; blk * MKC_ATTN_WARPS < items; blk++) {
+			const int64_t i = blk * MKC_ATTN_WARPS + (warp ^ (int)(blk % MKC_ATTN_WARPS));
+			if (i >= items)
+				continue;
 			const int64_t b = i / ((r1 - r0) * Sq), r = r0 + i / Sq % (r1 - r0);
 			const int64_t s = i % Sq, kh = r / C, n = pg->pos[s] + 1;
 			const int64_t c = mkc_rt_part_chunk(r % C, C, s);

@@ -214,9 +214,8 @@ struct mkc_gemv_elem<true> {
 	typedef uint16_t type;
 };
 
-/* mkc_gemv_tile's options: the weights' type, the norm's scale, the epilogue */
+/* mkc_gemv_tile's options: the weights' type, the norm's scale (runtime/limits.h), the epilogue */
 enum { MKC_W_F32, MKC_W_BF16 };
-enum { MKC_NORM_NONE, MKC_NORM_F32, MKC_NORM_BF16 };
 enum { MKC_EPI_MM, MKC_EPI_GLU };   /* a product's own epilogue (mkc_mm_out), or SiluMul's */
 
 /*

@@ -307,37 +307,99 @@ mkc_mma_sync_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16
  * silu(gate) * up (SiluMul's expression), and stores float32 or, YH, bf16.
  * A float32 x is rounded to bf16 as it is loaded, as the chunk tile rounds
  * it. Every thread of the block calls it (it synchronises the block).
+ *
+ * With a norm (NS, the scale's type: NormGemm and NormGlu, passes/
+ * fuse_norm.c) x is the float32 rows before RMSNormalization: each loaded
+ * x is multiplied by its scale before it is rounded, the first group of
+ * rows' warps sum every token's squares of the x they load (together all
+ * of K; past smem's sums, MKC_FEW_NORM_SMEM) and the sums of the products
+ * are multiplied by the token's 1 / sqrt(mean(x^2) + eps) before the
+ * epilogue. The norm rounded x * inv * scale to bf16 where this rounds x *
+ * scale: the same relative rounding, not the same bits.
  */
-enum { MKC_FEW_LOADS = 12 };
+#ifndef MKC_FEW_LOADS
+#define MKC_FEW_LOADS 12
+#endif
+/*
+ * The loop's batches in turns (two in flight) for tiles of at most
+ * MKC_FEW_PP_NB blocks of 8 tokens, a copy of the next batch into the
+ * current one past that. tests/gpu/mma.cu fewt on an H200 (session 35): in
+ * turns the Glu tile 34.4 -> 31.5 us at 8 tokens and 43.6 -> 42.2 at 32, no
+ * better at 64 (53.9 -> 53.3), where the 64-sequence step was 1% slower.
+ */
+/* 1: a split of K takes its groups side by side (an experiment, tests/gpu/mma.cu fewt) */
+#ifndef MKC_FEW_SPAN
+#define MKC_FEW_SPAN 1
+#endif
+#ifndef MKC_FEW_PP_NB
+#define MKC_FEW_PP_NB 4
+#endif
 
-/* a lane's 8 k of x at token t (zeros past m): bf16, or float32 rounded */
+/* a lane's 8 k of x at token t (zeros past m): bf16, or float32 rounded (times sc with a norm) */
 template <bool XH>
 static __device__ __forceinline__ uint4 MKC_UNUSED
-mkc_few_x(const uint4 (&v)[XH ? 1 : 2])
+mkc_few_x(const uint4 (&v)[XH ? 1 : 2], const float *sc)
 {
 	if (XH)
 		return v[0];
-	const float *f = (const float *)v;
+	float f[8];
+	const float *p = (const float *)v;
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+		f[i] = sc ? p[i] * sc[i] : p[i];
 	return make_uint4(mkc_mm_pack(f[0], f[1]), mkc_mm_pack(f[2], f[3]), mkc_mm_pack(f[4], f[5]),
 			  mkc_mm_pack(f[6], f[7]));
 }
 
-/*
- * Batch loads: groups g0, g0 + ks, ... (U of them) of rows r0.. (MB blocks
- * of 16) and of tokens m0.. (NB blocks of 8); a row past nr, a token past
- * m or a group past ng reads zeros. Row r < nn is w's, the rest u's.
- */
-template <int MB, int NB, int U, bool XH>
+/* a norm's scale at a lane's 8 k: its 16-byte loads (two of float32, NS = MKC_NORM_F32, or one of bf16) */
+template <int NS>
 static __device__ __forceinline__ void MKC_UNUSED
-mkc_few_load(uint4 (&wv)[U][MB][2], uint4 (&xv)[U][NB][XH ? 1 : 2], const uint16_t *w,
-	     const uint16_t *u, int64_t ldw, int64_t r0, int64_t nr, int64_t nn, const void *x,
-	     int64_t ldx, int64_t m, int64_t m0, int64_t g0, int64_t ng, int ks)
+mkc_few_scale_load(uint4 (&v)[2], const void *sc, int64_t k, bool on)
+{
+	if (NS == MKC_NORM_BF16) {
+		v[0] = mkc_ld16<true>(on ? (const uint16_t *)sc + k : sc, on);
+	} else if (NS == MKC_NORM_F32) {
+		const float *p = on ? (const float *)sc + k : (const float *)sc;
+		v[0] = mkc_ld16<true>(p, on);
+		v[1] = mkc_ld16<true>(p + 4, on);
+	}
+}
+
+/* ... and as float32 */
+template <int NS>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_few_scale(float (&f)[8], const uint4 (&v)[2])
+{
+	const uint32_t u[8] = {v[0].x, v[0].y, v[0].z, v[0].w, v[1].x, v[1].y, v[1].z, v[1].w};
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		if (NS == MKC_NORM_BF16) {
+			f[2 * i] = mkc_rt_bf16((uint16_t)u[i]);
+			f[2 * i + 1] = mkc_rt_bf16((uint16_t)(u[i] >> 16));
+		} else {
+			f[2 * i] = __uint_as_float(u[2 * i]);
+			f[2 * i + 1] = __uint_as_float(u[2 * i + 1]);
+		}
+}
+
+/*
+ * Batch loads: groups g0, g0 + st, ... (U of them) of rows r0.. (MB blocks
+ * of 16) and of tokens m0.. (NB blocks of 8); a row past nr, a token past
+ * m or a group from ge on reads zeros. Row r < nn is w's, the rest u's.
+ */
+template <int MB, int NB, int U, bool XH, int NS>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_few_load(uint4 (&wv)[U][MB][2], uint4 (&xv)[U][NB][XH ? 1 : 2], uint4 (&sv)[U][2],
+	     const uint16_t *w, const uint16_t *u, int64_t ldw, int64_t r0, int64_t nr, int64_t nn,
+	     const void *x, int64_t ldx, const void *sc, int64_t m, int64_t m0, int64_t g0,
+	     int64_t ge, int64_t st)
 {
 	const int lane = threadIdx.x & 31, r = lane >> 2, q = lane & 3;
 #pragma unroll
 	for (int j = 0; j < U; j++) {
-		const int64_t g = g0 + ks * j, k = g * 32 + q * 8;
-		const bool on = g < ng;
+		const int64_t g = g0 + st * j, k = g * 32 + q * 8;
+		const bool on = g < ge;
+		mkc_few_scale_load<NS>(sv[j], sc, k, on);
 #pragma unroll
 		for (int b = 0; b < MB; b++)
 #pragma unroll
@@ -363,54 +425,108 @@ mkc_few_load(uint4 (&wv)[U][MB][2], uint4 (&xv)[U][NB][XH ? 1 : 2], const uint16
 }
 
 /*
- * this warp's sums of rows r0.. (MB blocks of 16) by tokens m0.. (NB blocks
- * of 8) over groups of K s, s + ks, ... into split s of its sums in smem
- * (a split holds the tile's `rows`, 32 a group of rows); a call of its own
- * (inlined into one function, the six forms took 250 registers where each
- * takes 128-173)
+ * acc += a batch of U groups: rows (MB blocks of 16) by tokens (NB blocks
+ * of 8); with a norm (NS) x times its scale sv, and each token's squares
+ * of this lane's x into ss
  */
-template <int MB, int NB, bool XH>
+template <int MB, int NB, int U, bool XH, int NS>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_few_sum(float (&acc)[MB][NB][4], float (&ss)[NB], const uint4 (&wv)[U][MB][2],
+	    const uint4 (&xv)[U][NB][XH ? 1 : 2], const uint4 (&sv)[U][2])
+{
+#pragma unroll
+	for (int j = 0; j < U; j++) {
+		float f[8];
+		if (NS != MKC_NORM_NONE)
+			mkc_few_scale<NS>(f, sv[j]);
+#pragma unroll
+		for (int b = 0; b < NB; b++) {
+			if (NS != MKC_NORM_NONE) {
+				const float *p = (const float *)xv[j][b];
+#pragma unroll
+				for (int i = 0; i < 8; i++)
+					ss[b] += p[i] * p[i];
+			}
+			const uint4 xb = mkc_few_x<XH>(xv[j][b], NS != MKC_NORM_NONE ? f : NULL);
+#pragma unroll
+			for (int a = 0; a < MB; a++) {
+				const uint4 lo = wv[j][a][0], hi = wv[j][a][1];
+				const uint32_t f0[4] = {lo.x, hi.x, lo.y, hi.y};
+				const uint32_t f1[4] = {lo.z, hi.z, lo.w, hi.w};
+				mkc_mm_mma(acc[a][b], f0, xb.x, xb.y);
+				mkc_mm_mma(acc[a][b], f1, xb.z, xb.w);
+			}
+		}
+	}
+}
+
+/*
+ * this warp's sums of rows r0.. (MB blocks of 16) by tokens m0.. (NB blocks
+ * of 8) over split s of ks of K's groups into split s of its sums in smem
+ * (a split holds the tile's `rows`, 32 a group of rows); with a norm (NS)
+ * each x scaled by sc as it is rounded and, where sq is given, the
+ * tokens' sums of squares of the x it loaded into split s of sq (a call
+ * of its own: inlined into one function, the six forms took 250
+ * registers where each takes 128-173)
+ */
+template <int MB, int NB, bool XH, int NS>
 static __device__ __noinline__ void MKC_UNUSED
 mkc_few_rows(float *red, const uint16_t *w, const uint16_t *u, int64_t ldw, int64_t r0,
-	     int64_t nr, int64_t nn, const void *x, int64_t ldx, int64_t m, int64_t m0, int64_t k,
-	     int s, int ks, int rows)
+	     int64_t nr, int64_t nn, const void *x, int64_t ldx, const void *sc, float *sq,
+	     int64_t m, int64_t m0, int64_t k, int s, int ks, int rows)
 {
-	/* a group's 16-byte loads: two a block of rows, one or two a block of tokens */
+	static_assert(!XH || NS == MKC_NORM_NONE, "a norm's rows are float32");
+	/* a group's 16-byte loads: two a block of rows, one or two a block of
+	 * tokens (a norm's scale, one or two more, hits in cache: not counted) */
 	constexpr int LG = 2 * MB + NB * (XH ? 1 : 2);
 	constexpr int U = MKC_FEW_LOADS / LG > 0 ? MKC_FEW_LOADS / LG : 1;
 	const int lane = threadIdx.x & 31;
 	const int64_t ng = k / 32;
-	float acc[MB][NB][4] = {};
+	float acc[MB][NB][4] = {}, ss[NB] = {};
 	uint4 cw[U][MB][2], nw[U][MB][2], cx[U][NB][XH ? 1 : 2], nx[U][NB][XH ? 1 : 2];
-	mkc_few_load<MB, NB, U, XH>(cw, cx, w, u, ldw, r0, nr, nn, x, ldx, m, m0, s, ng, ks);
-	for (int64_t g0 = s; g0 < ng; g0 += ks * U) {
-		/* the next batch's loads go out before this one is summed */
-		mkc_few_load<MB, NB, U, XH>(nw, nx, w, u, ldw, r0, nr, nn, x, ldx, m, m0, g0 + ks * U,
-					    ng, ks);
+	uint4 cs[U][2], ns[U][2];
+#if MKC_FEW_SPAN
+	/* split s's groups side by side: a warp reads a row's 64-byte pieces
+	 * one after another, not every ks-th of them */
+	const int64_t per = (ng + ks - 1) / ks, gb = s * per, st = 1,
+		      ge = gb + per < ng ? gb + per : ng;
+#else
+	const int64_t gb = s, st = ks, ge = ng;   /* split s: groups s, s + ks, ... */
+#endif
+	mkc_few_load<MB, NB, U, XH, NS>(cw, cx, cs, w, u, ldw, r0, nr, nn, x, ldx, sc, m, m0, gb,
+					ge, st);
+	if (NB <= MKC_FEW_PP_NB) {
+		/* two batches in flight while one is waited for: the loop takes them in
+		 * turns, each batch loaded into the registers the one before the last
+		 * left, so no copy waits for a load (a batch from ge on reads zeros) */
+		for (int64_t g0 = gb; g0 < ge; g0 += 2 * st * U) {
+			mkc_few_load<MB, NB, U, XH, NS>(nw, nx, ns, w, u, ldw, r0, nr, nn, x, ldx, sc,
+							m, m0, g0 + st * U, ge, st);
+			mkc_few_sum<MB, NB, U, XH, NS>(acc, ss, cw, cx, cs);
+			if (g0 + st * U >= ge)
+				break;
+			mkc_few_load<MB, NB, U, XH, NS>(cw, cx, cs, w, u, ldw, r0, nr, nn, x, ldx, sc,
+							m, m0, g0 + 2 * st * U, ge, st);
+			mkc_few_sum<MB, NB, U, XH, NS>(acc, ss, nw, nx, ns);
+		}
+	} else {
+		for (int64_t g0 = gb; g0 < ge; g0 += st * U) {
+			/* the next batch's loads go out before this one is summed */
+			mkc_few_load<MB, NB, U, XH, NS>(nw, nx, ns, w, u, ldw, r0, nr, nn, x, ldx, sc,
+							m, m0, g0 + st * U, ge, st);
+			mkc_few_sum<MB, NB, U, XH, NS>(acc, ss, cw, cx, cs);
 #pragma unroll
-		for (int j = 0; j < U; j++)
+			for (int j = 0; j < U; j++) {
 #pragma unroll
-			for (int b = 0; b < NB; b++) {
-				const uint4 xb = mkc_few_x<XH>(cx[j][b]);
+				for (int a = 0; a < MB; a++)
+					cw[j][a][0] = nw[j][a][0], cw[j][a][1] = nw[j][a][1];
 #pragma unroll
-				for (int a = 0; a < MB; a++) {
-					const uint4 lo = cw[j][a][0], hi = cw[j][a][1];
-					const uint32_t f0[4] = {lo.x, hi.x, lo.y, hi.y};
-					const uint32_t f1[4] = {lo.z, hi.z, lo.w, hi.w};
-					mkc_mm_mma(acc[a][b], f0, xb.x, xb.y);
-					mkc_mm_mma(acc[a][b], f1, xb.z, xb.w);
-				}
+				for (int b = 0; b < NB; b++)
+#pragma unroll
+					for (int h = 0; h < (XH ? 1 : 2); h++)
+						cx[j][b][h] = nx[j][b][h];
+				cs[j][0] = ns[j][0], cs[j][1] = ns[j][1];
 			}
-#pragma unroll
-		for (int j = 0; j < U; j++) {
-#pragma unroll
-			for (int a = 0; a < MB; a++)
-				cw[j][a][0] = nw[j][a][0], cw[j][a][1] = nw[j][a][1];
-#pragma unroll
-			for (int b = 0; b < NB; b++)
-#pragma unroll
-				for (int h = 0; h < (XH ? 1 : 2); h++)
-					cx[j][b][h] = nx[j][b][h];
 		}
 	}
 	/* c0, c1: row lane / 4, tokens 2 (lane % 4) and one more; c2, c3 eight rows down */
@@ -428,54 +544,73 @@ mkc_few_rows(float *red, const uint16_t *w, const uint16_t *u, int64_t ldw, int6
 					o[1] = acc[a][b][h * 2 + 1];
 				}
 			}
+	/* a token's squares: its 4 lanes' (k 8 q.. of each group) added */
+	if (NS != MKC_NORM_NONE && sq)
+#pragma unroll
+		for (int b = 0; b < NB; b++) {
+			float v = ss[b];
+			v += __shfl_xor_sync(0xffffffffu, v, 1);
+			v += __shfl_xor_sync(0xffffffffu, v, 2);
+			if ((lane & 3) == 0)
+				sq[s * MKC_FEW_ROWS + b * 8 + (lane >> 2)] = v;
+		}
 }
 
 /*
- * the tile's tokens in 1, 2, 4 or 8 blocks of 8; a float32 x's past 32 in
- * a second walk of 4 blocks (its loads are twice a bf16 x's: in one walk
- * the callers spilled)
+ * the tile's tokens in 1, 2, 4 or 8 blocks of 8 (a float32 x at most 4:
+ * its loads are twice a bf16 x's, and in one walk of 8 the callers
+ * spilled; mkc_mm_few_tile gives its warps 32 tokens each)
  */
-template <int MB, bool XH>
+template <int MB, bool XH, int NS>
 static __device__ __forceinline__ void MKC_UNUSED
 mkc_few_rows_nb(float *red, const uint16_t *w, const uint16_t *u, int64_t ldw, int64_t r0,
-		int64_t nr, int64_t nn, const void *x, int64_t ldx, int64_t m, int64_t m0, int64_t k,
-		int s, int ks, int rows)
+		int64_t nr, int64_t nn, const void *x, int64_t ldx, const void *sc, float *sq,
+		int64_t m, int64_t m0, int64_t k, int s, int ks, int rows)
 {
-	constexpr int NB = XH ? 8 : 4;
-	if (m - m0 > 32) {
-		mkc_few_rows<MB, NB, XH>(red, w, u, ldw, r0, nr, nn, x, ldx, m, m0, k, s, ks, rows);
-		if (!XH)
-			mkc_few_rows<MB, NB, XH>(red + 32, w, u, ldw, r0, nr, nn, x, ldx, m, m0 + 32, k,
-						 s, ks, rows);
-	} else if (m - m0 > 16)
-		mkc_few_rows<MB, 4, XH>(red, w, u, ldw, r0, nr, nn, x, ldx, m, m0, k, s, ks, rows);
+	if (m - m0 > 32)
+		mkc_few_rows<MB, XH ? 8 : 4, XH, NS>(red, w, u, ldw, r0, nr, nn, x, ldx, sc, sq, m, m0,
+						     k, s, ks, rows);
+	else if (m - m0 > 16)
+		mkc_few_rows<MB, 4, XH, NS>(red, w, u, ldw, r0, nr, nn, x, ldx, sc, sq, m, m0, k, s,
+					    ks, rows);
 	else if (m - m0 > 8)
-		mkc_few_rows<MB, 2, XH>(red, w, u, ldw, r0, nr, nn, x, ldx, m, m0, k, s, ks, rows);
+		mkc_few_rows<MB, 2, XH, NS>(red, w, u, ldw, r0, nr, nn, x, ldx, sc, sq, m, m0, k, s,
+					    ks, rows);
 	else
-		mkc_few_rows<MB, 1, XH>(red, w, u, ldw, r0, nr, nn, x, ldx, m, m0, k, s, ks, rows);
+		mkc_few_rows<MB, 1, XH, NS>(red, w, u, ldw, r0, nr, nn, x, ldx, sc, sq, m, m0, k, s,
+					    ks, rows);
 }
 
-template <bool XH, bool GLU, bool YH>
+/* NS and sc, eps: a norm of x first (MKC_NORM_F32 or _BF16, the scale's type), or none */
+template <bool XH, bool GLU, bool YH, int NS = MKC_NORM_NONE>
 static __device__ __noinline__ void MKC_UNUSED
 mkc_mm_few_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w,
 		const uint16_t *u, int64_t ldw, const float *c, int64_t ldc, int64_t m, int64_t n,
-		int64_t k, int64_t m0, int64_t n0, void *smem)
+		int64_t k, int64_t m0, int64_t n0, void *smem, const void *sc = NULL,
+		float eps = 0)
 {
 	const int64_t nn = n - n0, nr = GLU ? 2 * nn : nn, nt = m - m0;
-	float *red = (float *)smem;
+	float *red = (float *)smem, *sq = red + 8 * 32 * (MKC_FEW_ROWS + 1);
 	const uint16_t *pw = w + n0 * ldw, *pu = GLU ? u + n0 * ldw : pw;
 	/* the warps as groups of 32 rows by splits of K: a warp's rows go in one
 	 * walk of its share of K (walks of 32 rows one after another, each over
 	 * K / 8: the 1B shape's Glu tile of 126 rows 45.2 -> 38.0 us, its head's
 	 * of 122 rows 304 -> 231 us; tests/gpu/mma.cu on an H100, session 31) */
-	const int rg = nr > 64 ? 4 : nr > 32 ? 2 : 1, ks = MKC_THREADS / 32 / rg;
-	const int warp = threadIdx.x >> 5, r0 = warp / ks * 32, left = (int)nr - r0, rows = 32 * rg;
+	const int rg = nr > 64 ? 4 : nr > 32 ? 2 : 1, ks0 = MKC_THREADS / 32 / rg;
+	const int warp = threadIdx.x >> 5, r0 = warp / ks0 * 32, left = (int)nr - r0, rows = 32 * rg;
+	/* a float32 x of more than 32 tokens: a group's warps in two halves,
+	 * each 32 of the tokens over K in half as many splits, so the weights
+	 * stream once (the halves read each row about together: the second
+	 * from L2), where a warp walked them twice, 32 tokens a walk */
+	const int hv = !XH && nt > 32 ? 2 : 1, ks = ks0 / hv, s = warp % ks0 % ks,
+		  h = warp % ks0 / ks;
+	float *wsq = NS != MKC_NORM_NONE && r0 == 0 ? sq + h * 32 : NULL;   /* the first group's */
 	if (left > 16)
-		mkc_few_rows_nb<2, XH>(red, pw, pu, ldw, r0, nr, nn, x, ldx, m, m0, k, warp % ks, ks,
-				       rows);
+		mkc_few_rows_nb<2, XH, NS>(red + h * 32, pw, pu, ldw, r0, nr, nn, x, ldx, sc, wsq, m,
+					   m0 + h * 32, k, s, ks, rows);
 	else if (left > 0)
-		mkc_few_rows_nb<1, XH>(red, pw, pu, ldw, r0, nr, nn, x, ldx, m, m0, k, warp % ks, ks,
-				       rows);
+		mkc_few_rows_nb<1, XH, NS>(red + h * 32, pw, pu, ldw, r0, nr, nn, x, ldx, sc, wsq, m,
+					   m0 + h * 32, k, s, ks, rows);
 	__syncthreads();
 	/* an output a thread, neighbouring threads neighbouring features of a token */
 	for (int64_t i = threadIdx.x; i < nn * nt; i += MKC_THREADS) {
@@ -485,6 +620,14 @@ mkc_mm_few_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t
 			s += red[(v * rows + f) * (MKC_FEW_ROWS + 1) + t];
 			if (GLU)
 				s2 += red[(v * rows + nn + f) * (MKC_FEW_ROWS + 1) + t];
+		}
+		if (NS != MKC_NORM_NONE) {
+			float q = 0;
+			for (int v = 0; v < ks; v++)
+				q += sq[v * MKC_FEW_ROWS + t];
+			const float inv = 1.0f / sqrtf(q / (float)k + eps);
+			s *= inv;
+			s2 *= inv;
 		}
 		const int64_t at = (m0 + t) * ldy + n0 + f;
 		float o = GLU ? mkc_ew_f(MKC_EW_SILU_MUL, s, s2) : c ? c[(m0 + t) * ldc + n0 + f] + s : s;

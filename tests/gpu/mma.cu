@@ -19,7 +19,9 @@
  * benchmark (bench/ times the model).
  *
  * A step of few tokens' tile (mkc_mm_few_tile, `./mma few`) likewise: 1 to
- * 100 tokens by tiles of 16 to 128 weight rows, then timed on the 1B shape's
+ * 100 tokens by tiles of 16 to 128 weight rows, and with an RMS norm of x
+ * first (NormGemm's: the reference rounds x * scale to bf16 as the tile
+ * does and scales each row's sums by its float64 1 / rms), then timed on the 1B shape's
  * products at 8 to 64 tokens as the few-token plan cuts them (a tile a
  * worker), beside the 128-feature tile on the same tokens.
  *
@@ -106,26 +108,29 @@ mma_kernel(void *y, const void *x, const uint16_t *w, const uint16_t *u, int64_t
  * call as in the megakernel, tiles of tw features (a Glu's of each
  * weight) by up to MKC_FEW_ROWS tokens.
  */
-template <bool XH, bool GLU, bool YH>
+template <bool XH, bool GLU, bool YH, int NS>
 static __device__ __noinline__ void
 few_call(void *y, int64_t ldy, const void *x, const uint16_t *w, const uint16_t *u,
-	 const float *c, int64_t m, int64_t n, int64_t k, int64_t m0, int64_t n0, void *smem)
+	 const float *c, int64_t m, int64_t n, int64_t k, int64_t m0, int64_t n0, void *smem,
+	 const void *sc, float eps)
 {
-	mkc_mm_few_tile<XH, GLU, YH>(y, ldy, x, k, w, u, k, c, ldy, m, n, k, m0, n0, smem);
+	mkc_mm_few_tile<XH, GLU, YH, NS>(y, ldy, x, k, w, u, k, c, ldy, m, n, k, m0, n0, smem, sc,
+					 eps);
 }
 
-template <bool XH, bool ADD, bool GLU, bool YH>
+/* NS: x normalised first (an RMS norm of scale sc, float32 or bf16), or not */
+template <bool XH, bool ADD, bool GLU, bool YH, int NS = MKC_NORM_NONE>
 static __global__ void __launch_bounds__(MKC_THREADS, 1)
 few_kernel(void *y, const void *x, const uint16_t *w, const uint16_t *u, int64_t m, int64_t n,
-	   int64_t k, int64_t tw)
+	   int64_t k, int64_t tw, const void *sc = NULL, float eps = 0)
 {
 	extern __shared__ __align__(128) unsigned char smem[];
 	const int64_t tm = (m + MKC_FEW_ROWS - 1) / MKC_FEW_ROWS, tn = (n + tw - 1) / tw;
 	const float *c = ADD ? (const float *)y : NULL;
 	for (int64_t t = blockIdx.x; t < tm * tn; t += gridDim.x) {
 		int64_t m0 = t % tm * MKC_FEW_ROWS, n0 = t / tm * tw;
-		few_call<XH, GLU, YH>(y, n, x, w, u, c, m0 + MKC_FEW_ROWS < m ? m0 + MKC_FEW_ROWS : m,
-				      n0 + tw < n ? n0 + tw : n, k, m0, n0, smem);
+		few_call<XH, GLU, YH, NS>(y, n, x, w, u, c, m0 + MKC_FEW_ROWS < m ? m0 + MKC_FEW_ROWS : m,
+					  n0 + tw < n ? n0 + tw : n, k, m0, n0, smem, sc, eps);
 	}
 }
 
@@ -175,7 +180,7 @@ tma_set(const void *x, const void *w, const void *u, int64_t m, int64_t n, int64
 
 static int failures;
 
-template <int V, bool XH, bool ADD, bool GLU = false, bool YH = false>
+template <int V, bool XH, bool ADD, bool GLU = false, bool YH = false, int NS = MKC_NORM_NONE>
 static void
 check(int64_t m, int64_t n, int64_t k, int64_t tw = 0)
 {
@@ -184,9 +189,33 @@ check(int64_t m, int64_t n, int64_t k, int64_t tw = 0)
 	unsigned char *y = (unsigned char *)malloc(ny * ys);
 	uint16_t *xh = (uint16_t *)malloc(nx * 2), *wh = (uint16_t *)malloc(nw * 2 * 2);
 	uint16_t *uh = wh + nw;   /* GLU's up weight */
-	for (size_t i = 0; i < nx; i++) {
+	/* a norm's scale (in [0.5, 1.5), bf16 values where it is kept so), and
+	 * each row's 1 / rms in float64; x as the tile rounds it: x * scale */
+	float *scf = (float *)malloc((size_t)k * 4);
+	uint16_t *sch = (uint16_t *)malloc((size_t)k * 2);
+	double *inv = (double *)malloc((size_t)m * 8);
+	const float eps = 1e-5f;
+	for (int64_t q = 0; q < k; q++) {
+		scf[q] = 0.5f + (float)frand() * 0.5f + 0.5f;
+		sch[q] = to_bf16(scf[q]);
+		if (NS == MKC_NORM_BF16)
+			scf[q] = from_bf16(sch[q]);
+	}
+	for (size_t i = 0; i < nx; i++)
 		xf[i] = (float)frand();
-		xh[i] = to_bf16(xf[i]);
+	for (int64_t i = 0; i < m; i++) {
+		double ss = 0;
+		for (int64_t q = 0; q < k; q++)
+			ss += (double)xf[i * k + q] * xf[i * k + q];
+		inv[i] = NS ? 1 / sqrt(ss / k + eps) : 1;
+		for (int64_t q = 0; q < k; q++)
+			xh[i * k + q] = to_bf16(NS ? xf[i * k + q] * scf[q] : xf[i * k + q]);
+	}
+	void *dsc = NULL;
+	if (NS) {
+		CHECK(cudaMalloc(&dsc, (size_t)k * 4));
+		CHECK(cudaMemcpy(dsc, NS == MKC_NORM_BF16 ? (void *)sch : (void *)scf,
+				 (size_t)k * (NS == MKC_NORM_BF16 ? 2 : 4), cudaMemcpyHostToDevice));
 	}
 	for (size_t i = 0; i < 2 * nw; i++)
 		wh[i] = to_bf16((float)frand());
@@ -205,10 +234,10 @@ check(int64_t m, int64_t n, int64_t k, int64_t tw = 0)
 	if (V >= 3 && V < 5)
 		tma_set<GLU>(dx, dw, (uint16_t *)dw + nw, m, n, k);
 	if (V == 5) {
-		CHECK(cudaFuncSetAttribute(few_kernel<XH, ADD, GLU, YH>,
+		CHECK(cudaFuncSetAttribute(few_kernel<XH, ADD, GLU, YH, NS>,
 					   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_FEW_SMEM));
-		few_kernel<XH, ADD, GLU, YH><<<7, MKC_THREADS, MKC_FEW_SMEM>>>(
-			dy, dx, (uint16_t *)dw, (uint16_t *)dw + nw, m, n, k, tw);
+		few_kernel<XH, ADD, GLU, YH, NS><<<7, MKC_THREADS, MKC_FEW_SMEM>>>(
+			dy, dx, (uint16_t *)dw, (uint16_t *)dw + nw, m, n, k, tw, dsc, eps);
 	} else {
 		CHECK(cudaFuncSetAttribute(mma_kernel<V, XH, ADD, GLU, YH>,
 					   cudaFuncAttributeMaxDynamicSharedMemorySize, TILE_SMEM(V)));
@@ -220,11 +249,13 @@ check(int64_t m, int64_t n, int64_t k, int64_t tw = 0)
 	double big = 0, err = 0;
 	for (int64_t i = 0; i < m; i++)
 		for (int64_t j = 0; j < n; j++) {
-			double s = ADD ? y0[i * n + j] : 0, su = 0;
+			double s = 0, su = 0;
 			for (int64_t q = 0; q < k; q++) {
 				s += (double)from_bf16(xh[i * k + q]) * from_bf16(wh[j * k + q]);
 				su += (double)from_bf16(xh[i * k + q]) * from_bf16(uh[j * k + q]);
 			}
+			s = s * inv[i] + (ADD ? y0[i * n + j] : 0);
+			su *= inv[i];
 			if (GLU)
 				s = s / (1 + exp(-s)) * su;
 			big = fmax(big, fabs(s));
@@ -235,13 +266,14 @@ check(int64_t m, int64_t n, int64_t k, int64_t tw = 0)
 		}
 	const double rel = err / big, tol = GLU ? 1e-4 : 1e-5;
 	char what[80];
-	snprintf(what, sizeof what, "mma%d %lld x %lld x %lld%s%s%s%s%s", V, (long long)m,
+	snprintf(what, sizeof what, "mma%d %lld x %lld x %lld%s%s%s%s%s%s", V, (long long)m,
 		 (long long)n, (long long)k, V == 5 ? (tw > 32 ? " wide" : " narrow") : "",
-		 XH ? " bf16 x" : "", ADD ? " add" : "", GLU ? " glu" : "", YH ? " bf16 y" : "");
+		 XH ? " bf16 x" : "", ADD ? " add" : "", GLU ? " glu" : "", YH ? " bf16 y" : "",
+		 NS == MKC_NORM_F32 ? " norm" : NS == MKC_NORM_BF16 ? " norm bf16" : "");
 	printf("%-44s %s  largest error %.2e of %.2e\n", what, rel <= tol ? "ok  " : "FAIL", rel, big);
 	failures += !(rel <= tol);
-	cudaFree(dx), cudaFree(dw), cudaFree(dy);
-	free(xf), free(y), free(y0), free(xh), free(wh);
+	cudaFree(dx), cudaFree(dw), cudaFree(dy), cudaFree(dsc);
+	free(xf), free(y), free(y0), free(xh), free(wh), free(scf), free(sch), free(inv);
 }
 
 /*
@@ -299,6 +331,9 @@ time_products(void)
  * mkc_mm_few_tile, beside the chunk plan's 128-feature tile (mkc_mma_tile),
  * a bf16 x; the median of 20 launches and the weights' bytes over it.
  */
+/* ./mma fewt: the few-token tile alone, not the chunk's tile beside it */
+static bool few_alone;
+
 template <bool GLU>
 static void
 time_few_one(const char *what, int64_t m, int64_t n, int64_t k)
@@ -329,12 +364,15 @@ time_few_one(const char *what, int64_t m, int64_t n, int64_t k)
 		few_kernel<true, false, GLU, GLU><<<sms, MKC_THREADS, MKC_FEW_SMEM>>>(
 			dy, dx, (uint16_t *)dw, u, m, n, k, tw);
 	});
-	CHECK(cudaFuncSetAttribute(mma_kernel<1, true, false, GLU, GLU>,
-				   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_MM_SMEM));
-	double t2 = 1e-3 * median_ms([&] {
-		mma_kernel<1, true, false, GLU, GLU><<<sms, MKC_THREADS, MKC_MM_SMEM>>>(
-			dy, dx, (uint16_t *)dw, u, m, n, k, 1);
-	});
+	double t2 = 0;   /* the chunk's tile, unless few_alone */
+	if (!few_alone) {
+		CHECK(cudaFuncSetAttribute(mma_kernel<1, true, false, GLU, GLU>,
+					   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_MM_SMEM));
+		t2 = 1e-3 * median_ms([&] {
+			mma_kernel<1, true, false, GLU, GLU><<<sms, MKC_THREADS, MKC_MM_SMEM>>>(
+				dy, dx, (uint16_t *)dw, u, m, n, k, 1);
+		});
+	}
 	printf("few %-18s %2lld x %5lld x %5lld, %3lld rows a tile  %7.1f us  %6.0f GB/s;"
 	       "  128-feature tile %7.1f us\n", what, (long long)m, (long long)n, (long long)k,
 	       (long long)(GLU ? 2 * tw : tw), t * 1e6, nw * 2 / t * 1e-9, t2 * 1e6);
@@ -373,6 +411,13 @@ check_few(void)
 	check<5, true, false, true, true>(57, 200, 512, 62);
 	check<5, false, false, true, false>(33, 70, 160, 20);
 	check<5, true, false, false, true>(100, 129, 1024, 33);
+	/* x normalised first (NormGemm, NormGlu): float32 x, scale float32 or bf16 */
+	check<5, false, false, false, false, MKC_NORM_F32>(8, 96, 2048, 24);
+	check<5, false, true, false, false, MKC_NORM_BF16>(13, 70, 160, 20);
+	check<5, false, false, true, true, MKC_NORM_BF16>(8, 200, 2048, 62);
+	check<5, false, false, true, false, MKC_NORM_F32>(33, 130, 512, 64);
+	check<5, false, true, false, false, MKC_NORM_F32>(64, 300, 256, 128);
+	check<5, false, false, false, false, MKC_NORM_BF16>(1, 40, 2048, 16);
 }
 
 /* the TMA tile's cases: a bf16 x, partial tiles both ways, residual, Glu */
@@ -539,7 +584,8 @@ time_attn(int64_t sq, int64_t l)
 	cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dy);
 }
 
-/* ./mma: every check and timing; ./mma tma, ./mma few, ./mma attn: one tile's */
+/* ./mma: every check and timing; ./mma tma, ./mma few, ./mma attn: one tile's; ./mma fewt:
+ * the few-token tile alone */
 int
 main(int argc, char **argv)
 {
@@ -553,6 +599,13 @@ main(int argc, char **argv)
 	}
 	if (argc > 1 && strcmp(argv[1], "attn") == 0)
 		goto attn;
+	if (argc > 1 && strcmp(argv[1], "fewt") == 0) {   /* build with -DMKC_FEW_LOADS=N to compare */
+		few_alone = true;
+		printf("MKC_FEW_LOADS %d\n", MKC_FEW_LOADS);
+		check_few();
+		time_few();
+		return failures ? 1 : 0;
+	}
 	if (argc > 1 && strcmp(argv[1], "few") == 0) {
 		check_few();
 		time_few();

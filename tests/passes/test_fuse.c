@@ -178,18 +178,18 @@ kept_dir(const char *err)
 }
 
 static void
-expect_same_bits_chunk(const char *model, const char *weights, const char *want_fused,
-		       const char *chunk)
+expect_same_bits_few(const char *model, const char *weights, const char *want_fused,
+		     const char *chunk, const char *few)
 {
 	/* bf16 weights move the results off the float32 reference; the bits are the test */
 	const char *tol = strcmp(weights, "bf16") ? "1e-5" : "1e-2";
-	mkc_result *r = mkc_run("test", "--keep", "-v", "--max-chunk", chunk, "--weights", weights,
-				"--tolerance", tol, model, NULL);
+	mkc_result *r = mkc_run("test", "--keep", "-v", "--max-chunk", chunk, "--few-tokens", few,
+				"--weights", weights, "--tolerance", tol, model, NULL);
 	cr_assert_eq(r->status, 0, "%s%s", r->out, r->err);
 	cr_assert(strstr(r->err, want_fused), "%s: no '%s' in\n%s", model, want_fused, r->err);
 	const char *fused = kept_dir(r->err);
-	r = mkc_run("test", "--keep", "-v", "--max-chunk", chunk, "--no-fuse", "--weights", weights,
-		    "--tolerance", tol, model, NULL);
+	r = mkc_run("test", "--keep", "-v", "--max-chunk", chunk, "--few-tokens", few, "--no-fuse",
+		    "--weights", weights, "--tolerance", tol, model, NULL);
 	cr_assert_eq(r->status, 0, "%s%s", r->out, r->err);
 	cr_assert_null(strstr(r->err, "fuse: "), "--no-fuse ran the pass:\n%s", r->err);
 	cr_assert_null(strstr(r->err, "fuse_glu: "), "--no-fuse ran fuse_glu:\n%s", r->err);
@@ -205,6 +205,14 @@ expect_same_bits_chunk(const char *model, const char *weights, const char *want_
 	cr_expect_eq(rc, 0, "%s: fused and unfused results differ: %s", model, out);
 	snprintf(cmd, sizeof cmd, "rm -rf %s %s", fused, plain);
 	cr_expect_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+}
+
+/* steps of up to chunk tokens, no few-token plan (the C target's default) */
+static void
+expect_same_bits_chunk(const char *model, const char *weights, const char *want_fused,
+		       const char *chunk)
+{
+	expect_same_bits_few(model, weights, want_fused, chunk, "0");
 }
 
 /* one token a step (--max-chunk 1 is the decode step's graph) */
@@ -257,6 +265,38 @@ Test(fuse, fused_chunks_give_the_same_bits, .timeout = 300)
 	expect_same_bits_chunk("tests/models/hf_chunk/qwen3_tiny", "bf16",
 			       "fuse_glu: 2 SwiGLU with the products that feed them (2 on rows no "
 			       "norm went into: Glu)", "8");
+}
+
+/*
+ * A few-token plan (--few-tokens 8: the chunk's plan of 8 cut as one) takes
+ * the norms of its [S, K] rows into the products after them (NormGemm,
+ * NormGlu of every row: passes/fuse_norm.c), with the same bits. With
+ * every token's logits (--all-logits) the output layer's norm is of the
+ * step's rows too: taken at 8 workers, where its 256 columns are within 2
+ * x 64 a worker (passes/tile.c cuts the product as a decode step's); not
+ * at one, where they are not (tile.c would cut it as a chunk's, whose GPU
+ * tile takes no norm).
+ */
+Test(fuse, few_token_rows_take_their_norms, .timeout = 300)
+{
+	expect_same_bits_few("tests/models/hf_chunk/llama_tiny_bf16", "f32",
+			     "fuse_norm: 5 RMS norms into the products that read them (4 of a "
+			     "few-token step's rows)", "8", "8");
+	expect_same_bits_few("tests/models/hf_chunk/qwen3_tiny", "bf16",
+			     "fuse_norm: 5 RMS norms into the products that read them (4 of a "
+			     "few-token step's rows)", "8", "8");
+	for (int w = 8; w >= 1; w -= 7) {
+		char cmd[1024], out[16384];
+		snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s -v tests/models/hf_chunk/llama_tiny_bf16 "
+			 "--max-chunk 8 --few-tokens 8 --all-logits --workers %d -o $d/m.c 2>&1; "
+			 "rm -rf $d", mkc_bin(), w);
+		cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+		cr_expect(strstr(out, w == 8 ? "fuse_norm: 5 RMS norms into the products that read "
+						"them (5 of a few-token step's rows)"
+					     : "fuse_norm: 4 RMS norms into the products that read "
+						"them (4 of a few-token step's rows)"),
+			  "--workers %d: %s", w, out);
+	}
 }
 
 /*
