@@ -82,8 +82,9 @@ norm_rows(const mkc_graph *g, const mkc_tensor *x, bool *rows)
 	return *rows;
 }
 
+/* Whether norm n goes into its readers; rows: of a few-token step's rows (norm_rows). */
 static bool
-fusable_norm(const mkc_graph *g, const mkc_node *n)
+fusable_norm(const mkc_graph *g, const mkc_node *n, bool *rows)
 {
 	if (n->op != MKC_OP_RMS_NORM || n->dead || n->nout != 1 || n->nin != 2)
 		return false;
@@ -93,15 +94,14 @@ fusable_norm(const mkc_graph *g, const mkc_node *n)
 	    y->kind == MKC_TK_OUTPUT || s->rank != 1 || !mkc_dim_eq(s->shape[0], x->shape[x->rank - 1]) ||
 	    !mkc_dim_is_const(s->shape[0]))
 		return false;
-	bool rows;
-	if (!norm_rows(g, x, &rows))
+	if (!norm_rows(g, x, rows))
 		return false;
 	int readers = 0;
 	for (int i = 0; i < g->nodes.n; i++) {
 		const mkc_node *m = MKC_NODE(g, i);
 		for (int k = 0; k < m->nin; k++)
 			if (m->in[k] == y) {
-				if (!fusable_reader(g, m, y, rows))
+				if (!fusable_reader(g, m, y, *rows))
 					return false;
 				readers++;
 				break;
@@ -135,10 +135,9 @@ mkc_pass_fuse_norm(mkc_graph *g)
 	int fused = 0, rows = 0;
 	for (int i = 0; i < g->nodes.n; i++) {
 		mkc_node *norm = MKC_NODE(g, i);
-		if (!fusable_norm(g, norm))
-			continue;
 		bool r;
-		norm_rows(g, norm->in[0], &r);
+		if (!fusable_norm(g, norm, &r))
+			continue;
 		rows += r;
 		for (int j = 0; j < g->nodes.n; j++) {
 			mkc_node *n = MKC_NODE(g, j);
