@@ -86,6 +86,29 @@ set_pages(mkc_graph *g, const mkc_driver_options *o, int chunk, int64_t *max_chu
 	return 0;
 }
 
+/*
+ * A few-token plan's norms go into the products after them (fuse_norm)
+ * where the products normalise rows well: on the C target, or on
+ * tensor-core tiles (a GPU's product by rows without tensor cores is a
+ * warp an output, where a NormGemm's general body is a lane one) ...
+ */
+static bool
+few_norms(const mkc_driver_options *o)
+{
+	return o->tc_products || !o->wide_target;
+}
+
+/*
+ * ... in steps of at most FEW_NORM_TOKENS tokens. The GPU tile then reads
+ * the float32 rows before the norm where it read the norm's bf16 ones: the
+ * 1B shape's step of 8 sequences 2.24 -> 1.88 ms with the norms inside, of
+ * 64 sequences 4.19 -> 4.20 at context 128 and 5.29 -> 5.62 at 1024 (H100,
+ * session 37, with session 35's span and xor; the norms alone cost 12-15% at
+ * 64, session 36). A plan of more tokens keeps its norms, and a twin of at
+ * most FEW_NORM_TOKENS takes the smaller steps (mkc_run_twins).
+ */
+enum { FEW_NORM_TOKENS = 32 };
+
 int
 mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 {
@@ -139,9 +162,7 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		if (few >= 2 && max_chunk <= few) {
 			tp.chunk_rows = max_chunk;
 			tp.few_products = true;
-			/* a GPU's product by rows without tensor cores is a warp an
-			 * output, where a NormGemm's general body is a lane one */
-			g->few_norms = o->tc_products || !o->wide_target;
+			g->few_norms = few_norms(o) && max_chunk <= FEW_NORM_TOKENS;
 		}
 	} else if (chunk >= 0) {
 		mkc_graph_fix_sym(g, chunk, 1, o->one_token_twin);
@@ -191,22 +212,31 @@ mkc_run_twins(const mkc_graph *g, mkc_graph *(*load)(void *user), void *user,
 {
 	if (g->chunk_sym < 0)
 		return 0;
+	/* each twin's most tokens, fewer than the plan before it's */
+	int64_t most[3], top = g->max_chunk;
+	int nt = 0;
 	const int64_t few = mkc_few_tokens(o);
-	int n = 0;
-	for (int k = few >= 2 && few < g->max_chunk ? 0 : 1; k < 2; k++) {
-		mkc_progress(g->ctx, k ? "the one-token step's own plan"
-				       : "the own plan of steps of 2 to %lld tokens", (long long)few);
+	if (few >= 2 && few < top)
+		most[nt++] = top = few;
+	if (few >= 2 && top > FEW_NORM_TOKENS && few_norms(o))
+		most[nt++] = FEW_NORM_TOKENS;
+	most[nt++] = 1;
+	for (int n = 0; n < nt; n++) {
+		if (most[n] == 1)
+			mkc_progress(g->ctx, "the one-token step's own plan");
+		else
+			mkc_progress(g->ctx, "the own plan of steps of 2 to %lld tokens",
+				     (long long)most[n]);
 		mkc_driver_options d = *o;
-		d.max_chunk = k ? 1 : few;
-		d.one_token_twin = k == 1;
-		d.few_twin = k == 0;
+		d.max_chunk = most[n];
+		d.one_token_twin = most[n] == 1;
+		d.few_twin = most[n] > 1;
 		d.dump_after = NULL;
 		mkc_graph *gk = load(user);
 		if (!gk || mkc_run_passes(gk, &d, &twins[n]) != 0)
 			return -1;
-		n++;
 	}
-	return n;
+	return nt;
 }
 
 /*

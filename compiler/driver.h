@@ -53,8 +53,11 @@ int mkc_fix_dims(mkc_graph *g, const char *const *dims, int n);
 /*
  * The twins of plan 0 (made from g by mkc_run_passes with o) when g takes
  * steps of several tokens: the few-token plan where o's --max-chunk passes
- * its few_tokens, then the one-token plan, each from the model loaded
- * again by load(user). Returns how many (0 to 2) are in twins, or -1.
+ * its few_tokens, a few-token plan of steps of at most 32 tokens (whose
+ * norms go into its products) where the plan before it takes more, then
+ * the one-token plan, each from the model loaded again by load(user).
+ * Returns how many (0 to 3: twins holds MKC_MAX_PLANS - 1) are in twins,
+ * or -1.
  */
 int mkc_run_twins(const mkc_graph *g, mkc_graph *(*load)(void *user), void *user,
 		  const mkc_driver_options *o, mkc_plan **twins);

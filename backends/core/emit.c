@@ -1217,10 +1217,10 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 		mkc_ccomment(g->ctx->arena, g->path),
 		(unsigned long long)hash_file(g->path), e->t->name, p->tp.nworkers, p->tasks.n,
 		p->events.n);
-	if (e->nplans > 2)
+	for (int k = 1; k + 1 < e->nplans; k++)
 		fprintf(f, ";\n * a step of 2 to %lld tokens: its own plan, %d tasks, %d events",
-			(long long)e->plans[1]->g->max_chunk, e->plans[1]->tasks.n,
-			e->plans[1]->events.n);
+			(long long)e->plans[k]->g->max_chunk, e->plans[k]->tasks.n,
+			e->plans[k]->events.n);
 	if (e->nplans > 1)
 		fprintf(f, ";\n * a step of one token: its own plan, %d tasks, %d events",
 			e->plans[e->nplans - 1]->tasks.n, e->plans[e->nplans - 1]->events.n);
@@ -1244,14 +1244,15 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 	emit_io(e);
 	emit_generate_io(e);
 	/* which plan a step runs: a chunked file's one-token plan for a step of
-	 * one token, its few-token plan for one of 2 to F */
-	if (e->nplans > 2)
-		fprintf(f, "#define MKC_STEP_PLAN(sym) ((sym)[%d] == 1 ? 2 : (sym)[%d] <= %lld ? 1 : 0)\n",
-			g->chunk_sym, g->chunk_sym, (long long)e->plans[1]->g->max_chunk);
-	else if (e->nplans > 1)
-		fprintf(f, "#define MKC_STEP_PLAN(sym) ((sym)[%d] == 1 ? 1 : 0)\n", g->chunk_sym);
-	else
-		fprintf(f, "#define MKC_STEP_PLAN(sym) 0\n");
+	 * one token, else the last few-token plan that holds its tokens (the
+	 * twins hold fewer and fewer, driver.c's mkc_run_twins) */
+	fprintf(f, "#define MKC_STEP_PLAN(sym) (");
+	if (e->nplans > 1)
+		fprintf(f, "(sym)[%d] == 1 ? %d : ", g->chunk_sym, e->nplans - 1);
+	for (int k = e->nplans - 2; k >= 1; k--)
+		fprintf(f, "(sym)[%d] <= %lld ? %d : ", g->chunk_sym,
+			(long long)e->plans[k]->g->max_chunk, k);
+	fprintf(f, "0)\n");
 	fprintf(f, "#define MKC_DECODE_PLAN %d\n", e->nplans - 1);
 	const int nnodes = e->node0[e->nplans];
 	for (int c = 0; c < nnodes && !e->mma; c++) {

@@ -136,7 +136,7 @@ const char *mkc_emit_name_problem(const char *name);
  * What the tile emitters (emit_ops.c) need to know about the file being
  * written: each tensor's index in the tensor table.
  */
-enum { MKC_MAX_PLANS = 3, MKC_MAX_UPLOADS = 16 };
+enum { MKC_MAX_PLANS = 4, MKC_MAX_UPLOADS = 16 };
 
 typedef struct {
 	FILE *f;

@@ -42,22 +42,28 @@ Test(chunks, a_chunk_longer_than_compiled_is_refused, .timeout = 300)
 
 /*
  * qwen3_tiny compiled twice, as NAME.c with flags and as one.c (the decode
- * step), and prog built against both (ASan and UBSan) and run; its output
- * in out, and it must exit 0.
+ * step), both with caches of max_seq positions, and prog built against both
+ * (ASan and UBSan) and run; its output in out, and it must exit 0.
  */
 static void
-run_beside_decode(const char *name, const char *flags, const char *prog)
+run_beside_decode_seq(const char *name, const char *flags, const char *prog, int max_seq)
 {
 	static char cmd[1 << 15];
 	const char *dir = CHUNK "qwen3_tiny";
 	snprintf(cmd, sizeof cmd,
-		 "d=$(mktemp -d) && %s %s %s --max-seq 32 -o $d/%s.c && "
-		 "%s %s --max-seq 32 -o $d/one.c && cat > $d/t.c <<'EOF'\n%sEOF\n"
+		 "d=$(mktemp -d) && %s %s %s --max-seq %d -o $d/%s.c && "
+		 "%s %s --max-seq %d -o $d/one.c && cat > $d/t.c <<'EOF'\n%sEOF\n"
 		 "cc -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined "
 		 "-fno-sanitize-recover=all -DDIR=\\\"%s\\\" -pthread -I$d -o $d/t $d/t.c $d/%s.c "
 		 "$d/one.c -lm && timeout 120 $d/t; rc=$?; rm -rf $d; exit $rc",
-		 mkc_bin(), dir, flags, name, mkc_bin(), dir, prog, dir, name);
+		 mkc_bin(), dir, flags, max_seq, name, mkc_bin(), dir, max_seq, prog, dir, name);
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+}
+
+static void
+run_beside_decode(const char *name, const char *flags, const char *prog)
+{
+	run_beside_decode_seq(name, flags, prog, 32);
 }
 
 /*
@@ -214,6 +220,48 @@ Test(chunks, a_step_of_one_token_runs_the_decode_plan, .timeout = 300)
 }
 
 /*
+ * A prompt of N_PROMPT tokens ((i * 37 + 11) % 256) fed as SIZES tokens a
+ * step through few.c, and a token at a time through one.c (the decode
+ * file): prints whether the last step's logits and the caches are the same
+ * (within 1e-4). Built with N_PROMPT and SIZES defined in front.
+ */
+static const char prompt_prog[] =
+	"#include <math.h>\n#include <stdio.h>\n#include <string.h>\n"
+	"#include \"few.h\"\n#include \"one.h\"\n"
+	"static float a[256], b[256];\n"
+	"int main(void) {\n"
+	"  few *m; one *d; int64_t prompt[N_PROMPT];\n"
+	"  for (int i = 0; i < N_PROMPT; i++) prompt[i] = (i * 37 + 11) % 256;\n"
+	"  if (few_create(&m, NULL) || few_load_weights(m, DIR) || one_create(&d, NULL) ||\n"
+	"      one_load_weights(d, DIR)) { printf(\"setup failed\\n\"); return 9; }\n"
+	"  static const int sizes[] = {SIZES};\n"
+	"  for (int c = 0, at = 0; c < (int)(sizeof sizes / sizeof sizes[0]); at += sizes[c++]) {\n"
+	"    int64_t pos[128], dims[2];\n"
+	"    for (int k = 0; k < sizes[c]; k++) pos[k] = at + k;\n"
+	"    for (int i = 0; i < few_num_dims(); i++)\n"
+	"      dims[i] = strcmp(few_dim_name(i), \"seq_len\") ? -1 : sizes[c];\n"
+	"    const void *in[2] = {prompt + at, pos}; void *o[1] = {a};\n"
+	"    memset(a, 0xff, sizeof a);\n"
+	"    if (few_step(m, in, o, dims)) { printf(\"step: %s\\n\", few_last_error(m)); return 1; }\n"
+	"  }\n"
+	"  for (int t = 0; t < N_PROMPT; t++) {\n"
+	"    int64_t pos = t; const void *in[2] = {prompt + t, &pos}; void *o[1] = {b};\n"
+	"    if (one_step(d, in, o, NULL)) return 2;\n"
+	"  }\n"
+	"  double lw = 0, cw = 0;\n"
+	"  for (int i = 0; i < 256; i++) lw = fmax(lw, fabs((double)a[i] - b[i]));\n"
+	"  enum { N = N_PROMPT * 2 * 32 };\n"
+	"  static float ca[N], cb[N];\n"
+	"  for (int c = 0; c < few_num_caches(); c++) {\n"
+	"    if (few_cache_read(m, c, ca) || one_cache_read(d, c, cb)) return 3;\n"
+	"    for (int i = 0; i < N; i++) cw = fmax(cw, fabs((double)ca[i] - cb[i]));\n"
+	"  }\n"
+	"  printf(\"logits %s, caches %s\\n\", lw < 1e-4 ? \"same\" : \"differ\",\n"
+	"         cw < 1e-4 ? \"same\" : \"differ\");\n"
+	"  few_destroy(m); one_destroy(d); return 0;\n"
+	"}\n";
+
+/*
  * --few-tokens F: steps of 2 to F tokens run a plan of their own (on a GPU
  * its products stream each weight once, as the decode step's do; on the C
  * target the same bodies as the chunk's, so only the plan differs). The
@@ -227,41 +275,8 @@ Test(chunks, a_step_of_one_token_runs_the_decode_plan, .timeout = 300)
  */
 Test(chunks, steps_of_few_tokens_run_a_plan_of_their_own, .timeout = 300)
 {
-	static const char prog[] =
-		"#include <math.h>\n#include <stdio.h>\n#include <string.h>\n"
-		"#include \"few.h\"\n#include \"one.h\"\n"
-		"static const int64_t prompt[9] = {3, 17, 250, 99, 4, 31, 200, 7, 64};\n"
-		"static float a[256], b[256];\n"
-		"int main(void) {\n"
-		"  few *m; one *d;\n"
-		"  if (few_create(&m, NULL) || few_load_weights(m, DIR) || one_create(&d, NULL) ||\n"
-		"      one_load_weights(d, DIR)) { printf(\"setup failed\\n\"); return 9; }\n"
-		"  static const int sizes[4] = {4, 2, 2, 1};\n"
-		"  for (int c = 0, at = 0; c < 4; at += sizes[c++]) {\n"
-		"    int64_t pos[4], dims[2];\n"
-		"    for (int k = 0; k < sizes[c]; k++) pos[k] = at + k;\n"
-		"    for (int i = 0; i < few_num_dims(); i++)\n"
-		"      dims[i] = strcmp(few_dim_name(i), \"seq_len\") ? -1 : sizes[c];\n"
-		"    const void *in[2] = {prompt + at, pos}; void *o[1] = {a};\n"
-		"    memset(a, 0xff, sizeof a);\n"
-		"    if (few_step(m, in, o, dims)) { printf(\"step: %s\\n\", few_last_error(m)); return 1; }\n"
-		"  }\n"
-		"  for (int t = 0; t < 9; t++) {\n"
-		"    int64_t pos = t; const void *in[2] = {prompt + t, &pos}; void *o[1] = {b};\n"
-		"    if (one_step(d, in, o, NULL)) return 2;\n"
-		"  }\n"
-		"  double lw = 0, cw = 0;\n"
-		"  for (int i = 0; i < 256; i++) lw = fmax(lw, fabs((double)a[i] - b[i]));\n"
-		"  enum { N = 9 * 2 * 32 };\n"
-		"  static float ca[N], cb[N];\n"
-		"  for (int c = 0; c < few_num_caches(); c++) {\n"
-		"    if (few_cache_read(m, c, ca) || one_cache_read(d, c, cb)) return 3;\n"
-		"    for (int i = 0; i < N; i++) cw = fmax(cw, fabs((double)ca[i] - cb[i]));\n"
-		"  }\n"
-		"  printf(\"logits %s, caches %s\\n\", lw < 1e-4 ? \"same\" : \"differ\",\n"
-		"         cw < 1e-4 ? \"same\" : \"differ\");\n"
-		"  few_destroy(m); one_destroy(d); return 0;\n"
-		"}\n";
+	static char prog[sizeof prompt_prog + 64];
+	snprintf(prog, sizeof prog, "#define N_PROMPT 9\n#define SIZES 4, 2, 2, 1\n%s", prompt_prog);
 	run_beside_decode("few", "--max-chunk 4 --few-tokens 2", prog);
 	cr_expect(strstr(out, "logits same, caches same\n"), "%s", out);
 	cr_expect_null(strstr(out, "runtime error"), "%s", out);
@@ -283,6 +298,49 @@ Test(chunks, steps_of_few_tokens_run_a_plan_of_their_own, .timeout = 300)
 	mkc_shell(cmd, out, sizeof out);
 	cr_expect(strstr(out, "1\n"), "%s", out);
 	cr_expect(strstr(out, "--few-tokens needs a token count from 0 to 64"), "%s", out);
+}
+
+/*
+ * A few-token plan takes its norms into its products only for steps of at
+ * most 32 tokens (driver.c's FEW_NORM_TOKENS: on a GPU the tile then reads
+ * float32 rows, which costs at 64 tokens); a plan of more tokens keeps
+ * them, and a twin of at most 32 takes the smaller steps. A 120-token
+ * prompt fed in chunks through every plan of such a file gives the logits
+ * and caches of the same prompt a token at a time: --max-chunk 64 (the
+ * chunk's plan cut as the few-token one, then the twin of 32 and the
+ * one-token plan) and --max-chunk 128 (four plans).
+ */
+Test(chunks, few_token_norms_inside_only_to_32_tokens, .timeout = 300)
+{
+	static char prog[sizeof prompt_prog + 64], cmd[1024];
+	/* plans 0 (33 to 64: its norms its own), 1 (2 to 32: in the products), 2 */
+	snprintf(prog, sizeof prog, "#define N_PROMPT 120\n#define SIZES 50, 40, 20, 8, 1, 1\n%s",
+		 prompt_prog);
+	run_beside_decode_seq("few", "--max-chunk 64 --few-tokens 64", prog, 128);
+	cr_expect(strstr(out, "logits same, caches same\n"), "%s", out);
+	cr_expect_null(strstr(out, "runtime error"), "%s", out);
+	/* plans 0 (the chunk's), 1 (33 to 64), 2 (2 to 32), 3 */
+	snprintf(prog, sizeof prog, "#define N_PROMPT 120\n#define SIZES 70, 40, 8, 1, 1\n%s",
+		 prompt_prog);
+	run_beside_decode_seq("few", "--max-chunk 128 --few-tokens 64", prog, 128);
+	cr_expect(strstr(out, "logits same, caches same\n"), "%s", out);
+	cr_expect_null(strstr(out, "runtime error"), "%s", out);
+	/* the plans, the step's pick, and which plans took the norms */
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s -v " CHUNK "qwen3_tiny --max-chunk 128 "
+		 "--few-tokens 64 -o $d/m.c 2>&1 | grep -e 'of 2 to' -e 'fuse_norm: ' && grep -e "
+		 "'^ \\* a step of 2 to' -e '^#define MKC_NPLANS' -e '^#define MKC_STEP_PLAN' $d/m.c; "
+		 "rc=$?; rm -rf $d; exit $rc", mkc_bin());
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "mkc: the own plan of steps of 2 to 64 tokens\n"
+			      "mkc: fuse_norm: 1 RMS norms into the products that read them\n"
+			      "mkc: the own plan of steps of 2 to 32 tokens\n"
+			      "mkc: fuse_norm: 5 RMS norms into the products that read them (4 of a "
+			      "few-token step's rows)\n"), "%s", out);
+	cr_expect(strstr(out, " * a step of 2 to 64 tokens: its own plan"), "%s", out);
+	cr_expect(strstr(out, " * a step of 2 to 32 tokens: its own plan"), "%s", out);
+	cr_expect(strstr(out, "#define MKC_NPLANS 4\n"), "%s", out);
+	cr_expect(strstr(out, "#define MKC_STEP_PLAN(sym) ((sym)[0] == 1 ? 3 : (sym)[0] <= 32 ? 2 : "
+			      "(sym)[0] <= 64 ? 1 : 0)\n"), "%s", out);
 }
 
 /*

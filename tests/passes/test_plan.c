@@ -530,9 +530,11 @@ Test(plan, a_chunk_gathers_its_embeddings_by_rows)
  * --few-tokens, MKC_FEW_ROWS, out of 1024): one block of the step's rows,
  * and each product cut as the decode step's, into about a tile a worker of
  * at most MKC_GEMV_ROWS (the 128-column tiles of the chunk's plan kept 16
- * of 132 workers streaming a 2048-feature product); then the one-token
- * plan. The chunk's plan's are 128 columns wide. A chunk limit within F
- * has its own plan cut so, and no such twin.
+ * of 132 workers streaming a 2048-feature product); then a twin of steps
+ * of at most 32 tokens, the one of the two whose norms go into its
+ * products (driver.c's FEW_NORM_TOKENS); then the one-token plan. The
+ * chunk's plan's are 128 columns wide. A chunk limit within F has its own
+ * plan cut so, and no such twin (32 and below: no twin of 32 either).
  */
 static mkc_graph *
 load_tiny(void *user)
@@ -547,11 +549,13 @@ Test(plan, a_few_token_plan_cuts_its_products_as_a_decode_step)
 	cr_assert_not_null(g, "%s", errs());
 	mkc_driver_options d = {.workers = 132, .wide_target = true, .tc_products = true,
 				.max_chunk = 1024, .max_seq = 2048, .max_dim = 2048, .few_tokens = -1};
-	mkc_plan *p = NULL, *twins[2] = {NULL, NULL};
+	mkc_plan *p = NULL, *twins[3] = {NULL, NULL, NULL};
 	cr_assert_eq(mkc_run_passes(g, &d, &p), 0, "%s", errs());
-	cr_assert_eq(mkc_run_twins(g, load_tiny, path, &d, twins), 2, "%s", errs());
+	cr_assert_eq(mkc_run_twins(g, load_tiny, path, &d, twins), 3, "%s", errs());
 	cr_assert_eq(twins[0]->g->max_chunk, MKC_FEW_ROWS, "the default on a GPU target");
-	cr_assert_eq(twins[1]->g->max_chunk, 0, "then the one-token plan");
+	cr_assert_eq(twins[1]->g->max_chunk, 32, "then steps of at most 32 tokens");
+	cr_assert(!twins[0]->g->few_norms && twins[1]->g->few_norms, "the norms inside at 32");
+	cr_assert_eq(twins[2]->g->max_chunk, 0, "then the one-token plan");
 	int gemm = 0;
 	for (int i = 0; i < twins[0]->tasks.n; i++) {
 		const mkc_task *t = MKC_TASK(twins[0], i);
