@@ -305,31 +305,27 @@ Test(chunks, steps_of_few_tokens_run_a_plan_of_their_own, .timeout = 300)
  * most 32 tokens (driver.c's FEW_NORM_TOKENS: on a GPU the tile then reads
  * float32 rows, which costs at 64 tokens); a plan of more tokens keeps
  * them, and a twin of at most 32 takes the smaller steps. A 120-token
- * prompt fed in chunks through every plan of such a file gives the logits
- * and caches of the same prompt a token at a time: --max-chunk 64 (the
- * chunk's plan cut as the few-token one, then the twin of 32 and the
- * one-token plan) and --max-chunk 128 (four plans).
+ * prompt fed in chunks through every plan of a --max-chunk 128 file (the
+ * chunk's plan, then 2 to 64, 2 to 32 and one token) gives the logits and
+ * caches of the same prompt a token at a time; a --max-chunk 64 file (a
+ * --max-seqs 64 file's plans) has its chunk's plan cut as the few-token
+ * one, then the twin of 32 and the one-token plan.
  */
 Test(chunks, few_token_norms_inside_only_to_32_tokens, .timeout = 300)
 {
 	static char prog[sizeof prompt_prog + 64], cmd[1024];
-	/* plans 0 (33 to 64: its norms its own), 1 (2 to 32: in the products), 2 */
-	snprintf(prog, sizeof prog, "#define N_PROMPT 120\n#define SIZES 50, 40, 20, 8, 1, 1\n%s",
-		 prompt_prog);
-	run_beside_decode_seq("few", "--max-chunk 64 --few-tokens 64", prog, 128);
-	cr_expect(strstr(out, "logits same, caches same\n"), "%s", out);
-	cr_expect_null(strstr(out, "runtime error"), "%s", out);
-	/* plans 0 (the chunk's), 1 (33 to 64), 2 (2 to 32), 3 */
+	/* plans 0 (the chunk's), 1 (33 to 64: its norms its own), 2 (2 to 32: in
+	 * the products), 3 */
 	snprintf(prog, sizeof prog, "#define N_PROMPT 120\n#define SIZES 70, 40, 8, 1, 1\n%s",
 		 prompt_prog);
 	run_beside_decode_seq("few", "--max-chunk 128 --few-tokens 64", prog, 128);
 	cr_expect(strstr(out, "logits same, caches same\n"), "%s", out);
 	cr_expect_null(strstr(out, "runtime error"), "%s", out);
 	/* the plans, the step's pick, and which plans took the norms */
-	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s -v " CHUNK "qwen3_tiny --max-chunk 128 "
-		 "--few-tokens 64 -o $d/m.c 2>&1 | grep -e 'of 2 to' -e 'fuse_norm: ' && grep -e "
-		 "'^ \\* a step of 2 to' -e '^#define MKC_NPLANS' -e '^#define MKC_STEP_PLAN' $d/m.c; "
-		 "rc=$?; rm -rf $d; exit $rc", mkc_bin());
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && for c in 128 64; do %s -v " CHUNK "qwen3_tiny "
+		 "--max-chunk $c --few-tokens 64 -o $d/m.c 2>&1 | grep -e 'of 2 to' -e 'fuse_norm: ' && "
+		 "grep -e '^ \\* a step of 2 to' -e '^#define MKC_NPLANS' -e '^#define MKC_STEP_PLAN' "
+		 "$d/m.c || { rm -rf $d; exit 1; }; done; rm -rf $d", mkc_bin());
 	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
 	cr_expect(strstr(out, "mkc: the own plan of steps of 2 to 64 tokens\n"
 			      "mkc: fuse_norm: 1 RMS norms into the products that read them\n"
@@ -339,6 +335,9 @@ Test(chunks, few_token_norms_inside_only_to_32_tokens, .timeout = 300)
 	cr_expect(strstr(out, " * a step of 2 to 64 tokens: its own plan"), "%s", out);
 	cr_expect(strstr(out, " * a step of 2 to 32 tokens: its own plan"), "%s", out);
 	cr_expect(strstr(out, "#define MKC_NPLANS 4\n"), "%s", out);
+	cr_expect(strstr(out, "#define MKC_NPLANS 3\n"), "%s", out);
+	cr_expect(strstr(out, "#define MKC_STEP_PLAN(sym) ((sym)[0] == 1 ? 2 : (sym)[0] <= 32 ? 1 : "
+			      "0)\n"), "%s", out);
 	cr_expect(strstr(out, "#define MKC_STEP_PLAN(sym) ((sym)[0] == 1 ? 3 : (sym)[0] <= 32 ? 2 : "
 			      "(sym)[0] <= 64 ? 1 : 0)\n"), "%s", out);
 }
