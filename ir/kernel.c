@@ -100,7 +100,7 @@ mkc_kernel_print(FILE *f, const mkc_graph *g, const mkc_node *n)
 	case MKC_KERN_MATMUL:
 		fprintf(f, " trans_a=%d trans_b=%d alpha=%.9g beta=%.9g", k->trans_a, k->trans_b,
 			(double)k->alpha, (double)k->beta);
-		if (n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU)
+		if (mkc_kernel_norm_product(n))
 			fprintf(f, " eps=%.9g", (double)k->eps);
 		break;
 	case MKC_KERN_ROWS:
@@ -147,9 +147,15 @@ mkc_kernel_print(FILE *f, const mkc_graph *g, const mkc_node *n)
  * backends/core/emit_ops.c's mkc_emit_mma and mkc_emit_few ask alike.
  */
 bool
+mkc_kernel_norm_product(const mkc_node *n)
+{
+	return n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU;
+}
+
+bool
 mkc_kernel_tc_gemm(const mkc_node *n)
 {
-	const bool norm = n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU;
+	const bool norm = mkc_kernel_norm_product(n);
 	const bool glu = n->op == MKC_OP_GLU || n->op == MKC_OP_NORM_GLU;
 	if ((n->op != MKC_OP_GEMM && !glu && !norm) || !n->kern || n->nout != 1 || n->nin < 2 + norm)
 		return false;

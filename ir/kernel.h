@@ -99,6 +99,8 @@ const mkc_op_kernel *mkc_op_kernel_of(mkc_op op);
 
 /* Gemm n is a product a tensor-core tile takes (ir/kernel.c says which). */
 bool mkc_kernel_tc_gemm(const mkc_node *n);
+/* n is NormGemm or NormGlu: a product of rows normalised first (passes/fuse_norm.c). */
+bool mkc_kernel_norm_product(const mkc_node *n);
 /* Attention n is one a chunk's GPU bodies take, and the tensor-core one (ir/kernel.c). */
 bool mkc_kernel_chunk_attention(const mkc_node *n);
 bool mkc_kernel_tc_attention(const mkc_node *n);

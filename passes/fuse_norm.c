@@ -38,6 +38,7 @@
  */
 #include "passes.h"
 
+#include <stdio.h>
 #include <string.h>
 
 enum { FEW_COLS_A_WORKER = 2 * 64 };
@@ -149,10 +150,10 @@ mkc_pass_fuse_norm(mkc_graph *g)
 	}
 	if (!fused)
 		return 0;
+	char part[48] = "";
 	if (rows)
-		mkc_progress(g->ctx, "fuse_norm: %d RMS norms into the products that read them (%d of a "
-			     "few-token step's rows)", fused, rows);
-	else
-		mkc_progress(g->ctx, "fuse_norm: %d RMS norms into the products that read them", fused);
+		snprintf(part, sizeof part, " (%d of a few-token step's rows)", rows);
+	mkc_progress(g->ctx, "fuse_norm: %d RMS norms into the products that read them%s", fused,
+		     part);
 	return mkc_pass_dce(g);
 }

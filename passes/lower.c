@@ -149,7 +149,7 @@ lower_matmul(const mkc_node *n, mkc_kernel *k)
 	k->trans_b = mkc_node_attr_int(n, "transB", 0);
 	k->alpha = mkc_node_attr_float(n, "alpha", 1);
 	k->beta = mkc_node_attr_float(n, "beta", 1);
-	if (n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU)
+	if (mkc_kernel_norm_product(n))
 		k->eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
 }
 

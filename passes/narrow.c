@@ -37,8 +37,7 @@
 static bool
 tile_x(const mkc_node *n, int input)
 {
-	return input == 0 && mkc_kernel_tc_gemm(n) && n->op != MKC_OP_NORM_GEMM &&
-	       n->op != MKC_OP_NORM_GLU;
+	return input == 0 && mkc_kernel_tc_gemm(n) && !mkc_kernel_norm_product(n);
 }
 
 static bool

@@ -326,8 +326,7 @@ gemm_reads(mkc_plan *p, mkc_task *t, const mkc_box *ob)
 	mkc_node *n = t->node;
 	bool ta = n->kern->trans_a, tb = n->kern->trans_b;
 	int w = 1;
-	bool norm = n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU;
-	if (norm) {
+	if (mkc_kernel_norm_product(n)) {
 		mkc_box s = mkc_box_full(n->in[1]);
 		mkc_task_add_region(p, t, false, n->in[1], &s);
 		w = 2;
@@ -546,7 +545,7 @@ chunk_axis(const mkc_plan *p, const mkc_node *n, mapping m, int axis)
 	const mkc_tensor *y = n->out[0];
 	bool rows_apart = m == MAP_ELEMENTWISE || m == MAP_ROWS || m == MAP_COPY ||
 			  (m == MAP_GEMM && (n->op == MKC_OP_GEMM || n->op == MKC_OP_GLU ||
-					     n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU)) ||
+					     mkc_kernel_norm_product(n))) ||
 			  (m == MAP_MATMUL && y->rank == 2) ||
 			  ((m == MAP_HEADS || m == MAP_MERGE) && y->rank == 4) || m == MAP_GATHER;
 	if (g->chunk_sym < 0 || !y || !rows_apart)

@@ -657,17 +657,11 @@ mkc_emit_few(const mkc_emitter *e, const mkc_node *n)
 	return block_cols(e, n, MKC_FEW_ROWS, glu ? MKC_GEMV_ROWS / 2 : MKC_GEMV_ROWS) > 0;
 }
 
-static bool
-is_norm_product(const mkc_node *n)
-{
-	return n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU;
-}
-
 /* the chunk's tile takes no norm (NormGemm, NormGlu: only the few-token tile does) */
 static int64_t
 mma_cols(const mkc_emitter *e, const mkc_node *n)
 {
-	if (!e->t->mma || is_norm_product(n) || !mkc_kernel_tc_gemm(n) || !mma_c_fits(n) ||
+	if (!e->t->mma || mkc_kernel_norm_product(n) || !mkc_kernel_tc_gemm(n) || !mma_c_fits(n) ||
 	    mkc_emit_few(e, n))
 		return 0;
 	return block_cols(e, n, MKC_MM_TM,
