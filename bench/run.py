@@ -321,8 +321,12 @@ def time_graph(torch, step, ctx, reps=3, per=20, batch=1):
 def compiled(torch, fn, what):
     """fn under torch.compile (inductor's own kernels, no CUDA graphs of its
     own: the callers capture one), or None with a line in the log when it
-    cannot be compiled here."""
+    cannot be compiled here. Dynamo's caches are cleared first: every batch
+    and context is a graph of its own, and past its recompile limit (8 for
+    one function) dynamo refuses the next with fullgraph=True (session 38:
+    the batch table's 64-sequence rows)."""
     try:
+        torch._dynamo.reset()
         return torch.compile(fn, fullgraph=True, dynamic=False)
     except Exception as e:   # noqa: BLE001 - a baseline that fails is reported, not fatal
         log(f"torch.compile of {what} failed: {e}")
