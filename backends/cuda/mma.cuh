@@ -1162,6 +1162,17 @@ mkc_ma_put(uint16_t *kt, uint16_t *vt, const mkc_ma_raw<T> (&rk)[NL],
 	}
 }
 
+/* 2^x by the special function unit alone (denormal results flushed to 0;
+ * exp2f adds a range check and two multiplies to each, which at a head size
+ * of 64 was a tenth of the block's instructions) */
+static __device__ __forceinline__ float MKC_UNUSED
+mkc_ma_exp2(float x)
+{
+	float y;
+	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+	return y;
+}
+
 template <int D, typename T, bool YH>
 static __device__ __noinline__ void MKC_UNUSED
 mkc_attn_chunk_mma(const float *q, const int64_t *qs, const T *k, const int64_t *ks, const T *v,
@@ -1228,29 +1239,49 @@ mkc_attn_chunk_mma(const float *q, const int64_t *qs, const T *k, const int64_t 
 						mkc_mm_mma(sc[2 * nj], qa[kk], bf[0], bf[1]);
 						mkc_mm_mma(sc[2 * nj + 1], qa[kk], bf[2], bf[3]);
 					}
-				/* c0, c1: row g, keys 2 tq and one more of the 8; c2, c3: row g + 8 */
-				float bm[2] = {-INFINITY, -INFINITY};
-				const bool full = t0 + BK <= wall;
-				for (int j = 0; j < NT; j++)
-					for (int e = 0; e < 4; e++) {
-						const int64_t t = t0 + j * 8 + tq * 2 + (e & 1);
-						const int64_t s = r0 + g + (e >> 1) * 8;
-						if (!full && (t >= (causal == 2 ? past + s + 1 : L) || t >= gend))
-							sc[j][e] = -INFINITY;
-						bm[e >> 1] = fmaxf(bm[e >> 1], sc[j][e]);
+				/* c0, c1: row g, keys 2 tq and one more of the 8; c2, c3: row g + 8.
+				 * A block that every row of the warp sees whole skips the mask
+				 * (a branch the warp takes as one): a lane's rows see keys t0 + j
+				 * for j below vis, compared as ints */
+				if (t0 + BK > wall) {
+					int vis[2];
+#pragma unroll
+					for (int a = 0; a < 2; a++) {
+						const int64_t s = r0 + g + a * 8;
+						int64_t e = causal == 2 ? past + s + 1 : L;
+						e = (e < gend ? e : gend) - t0 - tq * 2;
+						vis[a] = e < 0 ? 0 : e > BK ? BK : (int)e;
 					}
-				float rs[2], ps[2] = {0.f, 0.f};
+#pragma unroll
+					for (int j = 0; j < NT; j++)
+#pragma unroll
+						for (int e = 0; e < 4; e++)
+							if (j * 8 + (e & 1) >= vis[e >> 1])
+								sc[j][e] = -INFINITY;
+				}
+				float bm[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+				for (int j = 0; j < NT; j++)
+#pragma unroll
+					for (int e = 0; e < 4; e++)
+						bm[e >> 1] = fmaxf(bm[e >> 1], sc[j][e]);
+				/* the new maxima; ms: one a row that is finite (a row that has
+				 * seen no key yet has only -inf scores, whose exponentials are 0) */
+				float rs[2], ps[2] = {0.f, 0.f}, ms[2];
+#pragma unroll
 				for (int a = 0; a < 2; a++) {
 					bm[a] = fmaxf(bm[a], __shfl_xor_sync(0xffffffffu, bm[a], 1));
 					bm[a] = fmaxf(bm[a], __shfl_xor_sync(0xffffffffu, bm[a], 2));
 					const float nm = fmaxf(mx[a], bm[a]);
-					rs[a] = nm == -INFINITY ? 1.f : exp2f(mx[a] - nm);
+					rs[a] = nm == -INFINITY ? 1.f : mkc_ma_exp2(mx[a] - nm);
 					mx[a] = nm;
+					ms[a] = nm == -INFINITY ? 0.f : nm;
 				}
+#pragma unroll
 				for (int j = 0; j < NT; j++)
+#pragma unroll
 					for (int e = 0; e < 4; e++) {
-						const float m = mx[e >> 1];
-						sc[j][e] = m == -INFINITY ? 0.f : exp2f(sc[j][e] - m);
+						sc[j][e] = mkc_ma_exp2(sc[j][e] - ms[e >> 1]);
 						ps[e >> 1] += sc[j][e];
 					}
 				for (int a = 0; a < 2; a++)
