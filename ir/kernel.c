@@ -137,6 +137,13 @@ mkc_kernel_print(FILE *f, const mkc_graph *g, const mkc_node *n)
 		fprintf(f, " (refused: %s)", k->refuse);
 }
 
+/* NormGemm or NormGlu: a product of rows normalised first (passes/fuse_norm.c) */
+bool
+mkc_kernel_norm_product(const mkc_node *n)
+{
+	return n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU;
+}
+
 /*
  * Whether Gemm n is the product a tensor-core tile (backends/cuda/mma.cuh)
  * can take: x [S, K] float32 by a bf16 weight [N, K] (transB), K a
@@ -146,12 +153,6 @@ mkc_kernel_print(FILE *f, const mkc_graph *g, const mkc_node *n)
  * only a few-token plan's tile takes. passes/narrow.c and
  * backends/core/emit_ops.c's mkc_emit_mma and mkc_emit_few ask alike.
  */
-bool
-mkc_kernel_norm_product(const mkc_node *n)
-{
-	return n->op == MKC_OP_NORM_GEMM || n->op == MKC_OP_NORM_GLU;
-}
-
 bool
 mkc_kernel_tc_gemm(const mkc_node *n)
 {

@@ -1248,9 +1248,9 @@ mkc_attn_chunk_mma(const float *q, const int64_t *qs, const T *k, const int64_t 
 #pragma unroll
 					for (int a = 0; a < 2; a++) {
 						const int64_t s = r0 + g + a * 8;
-						int64_t e = causal == 2 ? past + s + 1 : L;
-						e = (e < gend ? e : gend) - t0 - tq * 2;
-						vis[a] = e < 0 ? 0 : e > BK ? BK : (int)e;
+						int64_t n = causal == 2 ? past + s + 1 : L;
+						n = (n < gend ? n : gend) - t0 - tq * 2;
+						vis[a] = n < 0 ? 0 : n > BK ? BK : (int)n;
 					}
 #pragma unroll
 					for (int j = 0; j < NT; j++)
