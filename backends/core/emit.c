@@ -728,6 +728,33 @@ use_plan(mkc_emitter *e, int k)
 	e->index = e->indexes[k];
 }
 
+/*
+ * MKC_PLAN_SMEM(plan): the dynamic shared memory plan k's own tiles use, at
+ * most MKC_DYN_SMEM. A launch that runs one plan (a step, generate's
+ * decode loop) asks for that much alone, and what the SM does not give
+ * shared memory it keeps as L1: a chunked file's one-token step otherwise
+ * runs with the chunk's tiles' 100-150 KB taken from its L1.
+ */
+static void
+emit_plan_smem(mkc_emitter *e)
+{
+	fprintf(e->f, "#define MKC_PLAN_SMEM(plan) (");
+	for (int k = 0; k < e->nplans; k++) {
+		use_plan(e, k);
+		bool wide = false, mm = false, few = false;
+		for (int c = e->node0[k]; c < e->node0[k + 1]; c++) {
+			const mkc_node *n = file_node(e, c);
+			wide = wide || mkc_emit_mma_wide(e, n);
+			mm = mm || mkc_emit_mma(e, n) || mkc_emit_attn_mma(e, n);
+			few = few || mkc_emit_few(e, n);
+		}
+		fprintf(e->f, "(plan) == %d ? %s : ", k,
+			wide ? "MKC_MM_WIDE_SMEM" : mm ? "MKC_MM_SMEM" : few ? "MKC_FEW_SMEM" : "0");
+	}
+	fprintf(e->f, "MKC_DYN_SMEM)\n");
+	use_plan(e, 0);
+}
+
 /* List i of plan k's lists of ints (a task's signals, ...): its length, and item j. */
 typedef int (*plan_list)(const mkc_emitter *e, int k, int i, int j, int *len);
 
@@ -1273,6 +1300,7 @@ emit_source(mkc_emitter *e, const mkc_emit_options *o, const char *prefix, const
 	/* a few-token tile's MKC_FEW_SMEM is less than MKC_MM_SMEM (emit_ops.c) */
 	fprintf(f, "#define MKC_DYN_SMEM %s\n",
 		wide ? "MKC_MM_WIDE_SMEM" : dyn ? "MKC_MM_SMEM" : "0");
+	emit_plan_smem(e);
 	emit_schedule(e);
 	emit_boxes(e);
 	emit_profile(e, o);

@@ -53,6 +53,7 @@ static const int mkc_outputs[MKC_NOUTPUTS + 1] = {2, -1};
 #define MKC_GEN_IDS 0
 #define MKC_GEN_CHUNK_SYM -1
 #define MKC_DYN_SMEM 0
+#define MKC_PLAN_SMEM(plan) ((plan) == 0 ? 0 : MKC_DYN_SMEM)
 #define MKC_GEN_POS 1
 #define MKC_GEN_MASK -1
 #define MKC_GEN_LOGITS 0

@@ -555,3 +555,24 @@ Test(chunks, a_glu_past_the_first_block_takes_wide_tiles_by_tma, .timeout = 120)
 	cr_expect_str_eq(out, "4 0 64\n2 128 128\n2 256 128\n4 0 64\n4 128 64\n4 256 64\n1\n", "%s",
 			 out);
 }
+
+/*
+ * A launch that runs one plan asks for that plan's own dynamic shared
+ * memory (emit.c's MKC_PLAN_SMEM): a chunked file's one-token plan (the
+ * last) none, so its step keeps the SM's memory as L1 (bench/RESULTS.md
+ * session 39: the 1B chunked file's decode step 3.5% over the plain
+ * file's -> 1.8%); a step and generate's loop launch with it. Printed: the
+ * first plan's and the one-token plan's, and the launches that use it.
+ */
+Test(chunks, a_launch_asks_for_its_plans_own_shared_memory, .timeout = 120)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s " CHUNK "llama_tiny_d64 --max-chunk 300 "
+		 "--workers 16 --target cuda -o $d/m.cu >/dev/null 2>&1; p=$(sed -n "
+		 "'s/^#define MKC_DECODE_PLAN //p' $d/m.cu); grep '^#define MKC_PLAN_SMEM' $d/m.cu | "
+		 "sed -E 's/.*[(]plan[)] == 0 [?] ([A-Z_0-9]+) .*[(]plan[)] == '$p' [?] ([A-Z_0-9]+) .*/\\1 \\2/'; "
+		 "grep -c 'mkc_kernel<<<MKC_NWORKERS, MKC_THREADS, MKC_PLAN_SMEM(' $d/m.cu; rm -rf $d",
+		 mkc_bin());
+	mkc_shell(cmd, out, sizeof out);
+	cr_expect_str_eq(out, "MKC_MM_WIDE_SMEM 0\n2\n", "%s", out);
+}
