@@ -123,7 +123,7 @@ fuse_into(mkc_graph *g, mkc_node *n, mkc_node *p, mkc_tensor *cos, mkc_tensor *s
  * with that product in *p; NULL when it cannot.
  */
 static mkc_node *
-candidate(const mkc_graph *g, mkc_node *n, mkc_node **p)
+candidate(mkc_node *n, mkc_node **p)
 {
 	if (n->dead || n->nout != 1 || !n->out[0] || !n->in[0])
 		return NULL;
@@ -133,9 +133,11 @@ candidate(const mkc_graph *g, mkc_node *n, mkc_node **p)
 		*p = product_under(n->in[0]);
 		return *p && rotates_all(n, 1, n->in[0]) ? n : NULL;
 	}
-	/* not into caches in pages (--max-seqs: HeadProj's body writes at one position) */
+	/* into caches in pages too (--max-seqs): a product of one row is a step of
+	 * one sequence's token, written at the row its page holds (matmul.h's
+	 * mkc_head_at) */
 	if (n->op == MKC_OP_CACHE_APPEND && y->rank == 4 && y->cap_axis == 2 &&
-	    y->dtype == MKC_DT_FLOAT && !g->max_seqs) {
+	    y->dtype == MKC_DT_FLOAT) {
 		*p = product_under(n->in[0]);
 		return *p && (n->nin == 1 || rotates_all(n, 1, n->in[0])) ? n : NULL;
 	}
@@ -169,7 +171,7 @@ mkc_pass_fuse_qkv(mkc_graph *g)
 	 * (the arena's memory comes zeroed) */
 	mkc_node **taken = mkc_arena_alloc(g->ctx->arena, sizeof *taken * (size_t)g->nodes.n);
 	for (int i = 0; i < g->nodes.n; i++) {
-		mkc_node *p = NULL, *n = candidate(g, MKC_NODE(g, i), &p);
+		mkc_node *p = NULL, *n = candidate(MKC_NODE(g, i), &p);
 		if (n)
 			taken[p->id] = n;
 	}

@@ -271,6 +271,7 @@ lower_node(mkc_graph *g, const mkc_node *n, mkc_kernel *k)
 		k->eps = mkc_node_attr_float(n, "epsilon", 1e-5f);
 		k->rotary = n->nin > 3 && n->in[3];
 		k->interleaved = mkc_node_attr_int(n, "interleaved", 0);
+		k->paged = g->max_seqs > 0 && n->out[0]->kind == MKC_TK_STATE;   /* into a cache */
 		return 0;
 	case MKC_KERN_CACHE_APPEND:
 		k->paged = g->max_seqs > 0;

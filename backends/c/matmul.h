@@ -284,9 +284,11 @@ mkc_head_put(const mkc_view *y, int64_t o1, int64_t o2, float a, float b, const 
 
 /*
  * Where a HeadProj tile is (passes/tile.c's tile_head_proj): head lo[1] of
- * y [1, H, positions, D], at position lo[2] (a cache's new one, or 0), its
- * units from d0 = lo[3] (a unit a row, or a pair of rows when it rotates
- * them: halves d0 + f and d0 + f + D/2, or pairs d0 + 2f and d0 + 2f + 1).
+ * y [1, H, positions, D], at position lo[2] (a cache's new one, or 0), or
+ * with caches in pages (pg, mkc --max-seqs: a step of one row) at the row
+ * that holds its sequence's position; its units from d0 = lo[3] (a unit a
+ * row, or a pair of rows when it rotates them: halves d0 + f and d0 + f +
+ * D/2, or pairs d0 + 2f and d0 + 2f + 1).
  */
 typedef struct {
 	int64_t n;      /* the units */
@@ -298,15 +300,17 @@ typedef struct {
 } mkc_head_tile;
 
 static inline MKC_BODY mkc_head_tile MKC_UNUSED
-mkc_head_at(const mkc_view *y, const mkc_mm_opt *o, const int64_t *lo, const int64_t *hi)
+mkc_head_at(const mkc_view *y, const mkc_mm_opt *o, const int64_t *lo, const int64_t *hi,
+	    const mkc_rt_pages *pg)
 {
 	const int64_t D = y->d[3], d0 = lo[3];
+	const int64_t row = pg ? mkc_rt_page_at(pg, pg->seq[0], pg->pos[0]) : lo[2];
 	mkc_head_tile t;
 	t.step = o->pairs == 2 ? 2 : 1;
 	t.off = o->pairs == 1 ? D / 2 : 1;
 	t.n = (hi[3] - lo[3]) / t.step;
 	t.h0 = lo[1] * D + d0;
-	t.o0 = lo[1] * y->s[1] + lo[2] * y->s[2] + d0;
+	t.o0 = lo[1] * y->s[1] + row * y->s[2] + d0;
 	t.c0 = d0 / t.step;
 	return t;
 }
@@ -320,12 +324,12 @@ mkc_head_at(const mkc_view *y, const mkc_mm_opt *o, const int64_t *lo, const int
 static inline MKC_BODY void MKC_UNUSED
 mkc_head_proj(const mkc_view *y, const mkc_view *x, const mkc_view *scale, const mkc_view *w,
 	      const mkc_view *cos, const mkc_view *sin, const mkc_mm_opt *o, const int64_t *lo,
-	      const int64_t *hi)
+	      const int64_t *hi, const mkc_rt_pages *pg)
 {
 	const float *px = (const float *)x->p;
 	const int64_t K = x->d[1];
 	const float inv = mkc_norm_inv(px, K, o->eps);
-	const mkc_head_tile t = mkc_head_at(y, o, lo, hi);
+	const mkc_head_tile t = mkc_head_at(y, o, lo, hi, pg);
 	const float *pc = o->pairs ? (const float *)cos->p + t.c0 : NULL;
 	const float *pn = o->pairs ? (const float *)sin->p + t.c0 : NULL;
 	for (int64_t f = MKC_LANE; f < t.n; f += MKC_NLANES) {

@@ -824,15 +824,17 @@ emit_head_proj(mkc_emitter *e, const mkc_node *n)
 	const int64_t kk = n->in[0]->shape[1].c;
 	const int pairs = !k->rotary ? 0 : k->interleaved ? 2 : 1;
 	const char *cs = pairs ? "&x3" : "NULL", *sn = pairs ? "&x4" : "NULL";
+	const char *pages = k->paged ? "&m->pages" : "NULL";
 	char ga[96];
 	decl_all(e, n);
 	emit_mm_opt(e, n, pairs);
 	if (e->t->warp && kk % (is_bf16(w) ? 8 : 4) == 0 &&
 	    head_proj_units(e, n) * (pairs ? 2 : 1) <= MKC_GEMV_ROWS)
-		fprintf(e->f, "\tmkc_head_proj_tile<%s>(&y, &x0, &x1, &x2, %s, %s, &o, lo, hi);\n",
-			gemv_args(ga, kk, w, n->in[1]), cs, sn);
+		fprintf(e->f, "\tmkc_head_proj_tile<%s>(&y, &x0, &x1, &x2, %s, %s, &o, lo, hi, %s);\n",
+			gemv_args(ga, kk, w, n->in[1]), cs, sn, pages);
 	else
-		fprintf(e->f, "\tmkc_head_proj(&y, &x0, &x1, &x2, %s, %s, &o, lo, hi);\n", cs, sn);
+		fprintf(e->f, "\tmkc_head_proj(&y, &x0, &x1, &x2, %s, %s, &o, lo, hi, %s);\n", cs, sn,
+			pages);
 	return 0;
 }
 

@@ -259,11 +259,11 @@ template <int K, int W, int NORM>
 static __device__ __forceinline__ void MKC_UNUSED
 mkc_head_proj_tile(const mkc_view *y, const mkc_view *x, const mkc_view *scale,
 		   const mkc_view *w, const mkc_view *cos, const mkc_view *sin,
-		   const mkc_mm_opt *o, const int64_t *lo, const int64_t *hi)
+		   const mkc_mm_opt *o, const int64_t *lo, const int64_t *hi, const mkc_rt_pages *pg)
 {
 	typedef typename mkc_gemv_elem<W == MKC_W_BF16>::type T;
 	__shared__ float dots[MKC_GEMV_ROWS];
-	const mkc_head_tile t = mkc_head_at(y, o, lo, hi);
+	const mkc_head_tile t = mkc_head_at(y, o, lo, hi, pg);
 	const int64_t ws = w->s[0];
 	const T *pw = (const T *)w->p;
 	mkc_gemv<K, W == MKC_W_BF16, NORM>((const float *)x->p, pw + t.h0 * ws, t.step * ws, t.n, dots,

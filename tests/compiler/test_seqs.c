@@ -145,13 +145,23 @@ Test(seqs, a_mixed_run_gives_each_request_its_tokens_alone, .timeout = 300)
 }
 
 /* The golden steps through sequence 0, pages of 3 positions (not a divisor
- * of anything), chunks and single tokens. */
+ * of anything), chunks and single tokens. llama_tiny_d64's single tokens
+ * take HeadProj (passes/fuse_qkv.c) into the pages: its appends at the
+ * row the page table gives (a body that wrote at the position instead
+ * fails its second case). */
 Test(seqs, golden_tests_through_pages, .timeout = 300)
 {
 	cr_assert_eq(mkc_test_run("--max-seqs 2 --page-size 3 --max-chunk 8 "
-				  "tests/models/hf_chunk/qwen3_tiny " FOLDER, out, sizeof out),
+				  "tests/models/hf_chunk/qwen3_tiny tests/models/hf_chunk/llama_tiny_d64 "
+				  FOLDER, out, sizeof out),
 		     0, "%s", out);
-	cr_expect(strstr(out, "6 passed, 0 failed"), "%s", out);
+	cr_expect(strstr(out, "9 passed, 0 failed"), "%s", out);
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s tests/models/hf_chunk/llama_tiny_d64 "
+		 "--max-seqs 2 --page-size 3 --max-chunk 8 -v -o $d/m.c 2>&1 | grep -c 'fuse_qkv: 2 "
+		 "rotary embeddings and 4 cache appends'; rm -rf $d", mkc_bin());
+	mkc_shell(cmd, out, sizeof out);
+	cr_expect_str_eq(out, "1\n", "the one-token plan's HeadProj: %s", out);
 }
 
 /* generate on sequence 0 of a paged file: the dense file's greedy tokens. */

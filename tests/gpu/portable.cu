@@ -1053,7 +1053,7 @@ struct head_proj_call {
 		const int64_t step = o.pairs == 2 ? 2 : 1;
 		const int64_t lo[4] = {0, h, pos, step * (units * j / per)};
 		const int64_t hi[4] = {1, h + 1, pos + 1, step * (units * (j + 1) / per)};
-		mkc_head_proj(mine(y), x, scale, w, cos, sin, &o, lo, hi);
+		mkc_head_proj(mine(y), x, scale, w, cos, sin, &o, lo, hi, NULL);
 	}
 };
 
