@@ -43,12 +43,19 @@ typedef struct {
  * cand is a bit row of t's candidates (all below t), cleared on the way;
  * a bit row rather than a sorted list, since a task can have thousands.
  * The kept ones go to t->preds in ascending order.
+ *
+ * A task's ancestors are mostly every task of the layers before it: full[q]
+ * counts the leading words of q's row that are all ones, and a union
+ * fills those and ORs only the words from there to q, the last layer or
+ * two, where it ORed all of them (the Qwen3-8B shape's chunk plan of 112k
+ * tasks: its deps 17.5 -> 5.1 s on the development machine, under load).
  */
 static void
-reduce_task(mkc_plan *p, mkc_task *t, uint64_t *anc, int words, uint64_t *cand, int *buf)
+reduce_task(mkc_plan *p, mkc_task *t, uint64_t *anc, int words, uint64_t *cand, int *buf,
+	    int *full)
 {
 	mkc_arena *a = p->g->ctx->arena;
-	int i = t->id, n = 0;
+	int i = t->id, n = 0, f = 0;   /* row's words below f: all ones */
 	uint64_t *row = anc + (size_t)i * (size_t)words;
 	for (int w = i / 64; w >= 0; w--) {
 		while (cand[w]) {
@@ -56,14 +63,19 @@ reduce_task(mkc_plan *p, mkc_task *t, uint64_t *anc, int words, uint64_t *cand, 
 			cand[w] &= ~((uint64_t)1 << b);
 			if ((row[w] >> b) & 1)
 				continue;
-			/* q's row has bits below q only */
+			/* q's row has bits below q only, all of its words below full[q] */
 			const uint64_t *pr = anc + (size_t)q * (size_t)words;
-			for (int k = 0; k <= w; k++)
+			for (; f < full[q]; f++)
+				row[f] = ~(uint64_t)0;
+			for (int k = f; k <= w; k++)
 				row[k] |= pr[k];
 			row[w] |= (uint64_t)1 << b;
 			buf[n++] = q;
 		}
 	}
+	while (f < words && row[f] == ~(uint64_t)0)
+		f++;
+	full[i] = f;
 	t->npreds = n;
 	t->preds = mkc_arena_alloc(a, (size_t)(n + 1) * sizeof *t->preds);
 	for (int k = 0; k < n; k++)
@@ -156,6 +168,7 @@ mkc_pass_deps(mkc_plan *p)
 	uint64_t *anc = mkc_arena_alloc(a, (size_t)nt * (size_t)words * 8 + 8);
 	uint64_t *set = mkc_arena_alloc(a, (size_t)words * 8 + 8);
 	uint64_t *u = mkc_arena_alloc(a, (size_t)words * 8 + 8);
+	int *full = mkc_arena_alloc(a, (size_t)(nt + 1) * sizeof *full);
 	front *cache = mkc_arena_alloc(a, (size_t)(2 * g->tensors.n + 1) * sizeof *cache);
 	for (int i = 0; i < 2 * g->tensors.n; i++)
 		cache[i].key = -1;
@@ -201,7 +214,7 @@ mkc_pass_deps(mkc_plan *p)
 			if (x->write)
 				mkc_vec_push(a, &writes[x->r->t->id], x);
 		}
-		reduce_task(p, t, anc, words, cand, buf);
+		reduce_task(p, t, anc, words, cand, buf, full);
 		p->nedges += t->npreds;
 	}
 	mkc_progress(g->ctx, "deps: %lld edges between %d tasks, less those known to be implied", (long long)raw, nt);
