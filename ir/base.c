@@ -23,6 +23,17 @@ xmalloc(size_t n)
 	return p;
 }
 
+void *
+mkc_zalloc(size_t n)
+{
+	void *p = calloc(n ? n : 1, 1);
+	if (!p) {
+		fprintf(stderr, "mkc: out of memory (%zu bytes)\n", n);
+		abort();
+	}
+	return p;
+}
+
 /* Arena: a list of blocks; big requests get a block of their own. */
 enum { BLOCK = 1 << 16 };
 

@@ -57,6 +57,10 @@ typedef struct mkc_arena mkc_arena;
 mkc_arena *mkc_arena_create(void);
 void mkc_arena_destroy(mkc_arena *a);
 void *mkc_arena_alloc(mkc_arena *a, size_t n);   /* zeroed, 16-aligned */
+/* n zeroed bytes of a pass's own, outside any arena, for free(): a page
+ * never written takes no memory (the schedule passes' rows of tasks by
+ * tasks, half of them never touched); out of memory aborts, as the arena does */
+void *mkc_zalloc(size_t n);
 char *mkc_arena_strdup(mkc_arena *a, const char *s);
 char *mkc_arena_strndup(mkc_arena *a, const char *s, size_t n);
 char *mkc_arena_printf(mkc_arena *a, const char *fmt, ...)

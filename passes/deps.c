@@ -21,6 +21,7 @@
 #include "passes.h"
 #include "task.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -165,7 +166,10 @@ mkc_pass_deps(mkc_plan *p)
 	mkc_vec *writes = mkc_arena_alloc(a, (size_t)(g->tensors.n + 1) * sizeof *writes);
 	int *buf = mkc_arena_alloc(a, (size_t)(nt + 1) * sizeof *buf);
 	uint64_t *cand = mkc_arena_alloc(a, (size_t)words * 8 + 8);
-	uint64_t *anc = mkc_arena_alloc(a, (size_t)nt * (size_t)words * 8 + 8);
+	/* the ancestors' rows, freed at the end: tasks squared bits, 1.6 GB for
+	 * the Qwen3-8B chunk plan's 112k tasks, the words past a row's last
+	 * ancestor never written */
+	uint64_t *anc = mkc_zalloc((size_t)nt * (size_t)words * 8 + 8);
 	uint64_t *set = mkc_arena_alloc(a, (size_t)words * 8 + 8);
 	uint64_t *u = mkc_arena_alloc(a, (size_t)words * 8 + 8);
 	int *full = mkc_arena_alloc(a, (size_t)(nt + 1) * sizeof *full);
@@ -217,6 +221,7 @@ mkc_pass_deps(mkc_plan *p)
 		reduce_task(p, t, anc, words, cand, buf, full);
 		p->nedges += t->npreds;
 	}
+	free(anc);
 	mkc_progress(g->ctx, "deps: %lld edges between %d tasks, less those known to be implied", (long long)raw, nt);
 	mkc_progress(g->ctx, "deps: %lld edges after dropping %lld implied ones",
 		     (long long)p->nedges, (long long)(raw - p->nedges));

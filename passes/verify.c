@@ -42,6 +42,7 @@
 #include "passes.h"
 #include "task.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static int
@@ -212,14 +213,16 @@ build_reach(mkc_plan *p, mkc_task **order, reach *r, int **by_event, const int *
 	mkc_arena *a = p->g->ctx->arena;
 	r->words = (p->tasks.n + 63) / 64;
 	size_t bytes = (size_t)r->words * (size_t)p->tasks.n * 8 + 8;
-	/* a second build reuses the rows: nt * nt / 8 bytes, 268 MB at 46k tasks */
-	if (r->bits) {
-		memset(r->bits, 0, bytes);
+	/* nt * nt / 8 bytes, 268 MB at 46k tasks, of a pass's own (mkc_zalloc:
+	 * the words past a row's last task are never written); a second build
+	 * takes fresh ones */
+	free(r->bits);
+	r->bits = mkc_zalloc(bytes);
+	if (r->sp) {
 		memset(r->sp, 0, (size_t)p->tasks.n * sizeof *r->sp);
 		memset(r->ev, 0, (size_t)p->events.n * sizeof *r->ev);
 		memset(r->evsp, 0, (size_t)p->events.n * sizeof *r->evsp);
 	} else {
-		r->bits = mkc_arena_alloc(a, bytes);
 		r->sp = mkc_arena_alloc(a, (size_t)(p->tasks.n + 1) * sizeof *r->sp);
 		r->ev = mkc_arena_alloc(a, (size_t)(p->events.n + 1) * sizeof *r->ev);
 		r->evsp = mkc_arena_alloc(a, (size_t)(p->events.n + 1) * sizeof *r->evsp);
@@ -508,15 +511,19 @@ mkc_pass_verify(mkc_plan *p)
 		return -1;
 	reach r = {0, NULL, NULL, NULL, NULL};
 	build_reach(p, order, &r, by_event, nsig, true);
-	if (check_conflicts(p, &r) != 0)
+	if (check_conflicts(p, &r) != 0) {
+		free(r.bits);
 		return -1;
+	}
 	/*
 	 * Once more with the events alone: then any order of the tasks that
 	 * respects them is safe too, such as one shared queue handed out in
 	 * any topological order (the C target's shuffled test mode).
 	 */
 	build_reach(p, order, &r, by_event, nsig, false);
-	if (check_conflicts(p, &r) != 0) {
+	int bad = check_conflicts(p, &r);
+	free(r.bits);
+	if (bad != 0) {
 		mkc_error(p->g->ctx, "%s: (that order holds only through a worker's queue; the "
 			  "events alone must order every conflict)", p->g->path);
 		return -1;
