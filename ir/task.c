@@ -81,6 +81,8 @@ le_const(int64_t a, int64_t b)
 	return !__builtin_sub_overflow(b, a, &d) && d >= 0;
 }
 
+/* graph.c's mkc_dim_is_const, inline here: called out of line from the
+ * overlap test below it took the 1B chunked file's mkc 2.3 -> 2.9 s */
 static bool
 is_const(const mkc_dim *d)
 {

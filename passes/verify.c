@@ -146,8 +146,8 @@ typedef struct {
 	int words;
 	uint64_t *bits;      /* row i: the tasks that happen before task i */
 	span_of_row *sp;     /* row i's */
-	uint64_t **ev;       /* event e's signallers and what happens before them, or NULL */
-	span_of_row *evsp;   /* those rows' */
+	uint64_t *ev;        /* row e: event e's signallers and what happens before them */
+	span_of_row *evsp;   /* those rows' (hi 0: not built yet) */
 } reach;
 
 static uint64_t *
@@ -213,18 +213,19 @@ build_reach(mkc_plan *p, mkc_task **order, reach *r, int **by_event, const int *
 	mkc_arena *a = p->g->ctx->arena;
 	r->words = (p->tasks.n + 63) / 64;
 	size_t bytes = (size_t)r->words * (size_t)p->tasks.n * 8 + 8;
-	/* nt * nt / 8 bytes, 268 MB at 46k tasks, of a pass's own (mkc_zalloc:
-	 * the words past a row's last task are never written); a second build
-	 * takes fresh ones */
+	/* nt * nt / 8 bytes, 268 MB at 46k tasks, and a row an event of several
+	 * signallers, of a pass's own (mkc_zalloc: the words past a row's last
+	 * task, and the rows of events of one signaller, are never written); a
+	 * second build takes fresh ones */
 	free(r->bits);
+	free(r->ev);
 	r->bits = mkc_zalloc(bytes);
+	r->ev = mkc_zalloc((size_t)r->words * (size_t)p->events.n * 8 + 8);
 	if (r->sp) {
 		memset(r->sp, 0, (size_t)p->tasks.n * sizeof *r->sp);
-		memset(r->ev, 0, (size_t)p->events.n * sizeof *r->ev);
 		memset(r->evsp, 0, (size_t)p->events.n * sizeof *r->evsp);
 	} else {
 		r->sp = mkc_arena_alloc(a, (size_t)(p->tasks.n + 1) * sizeof *r->sp);
-		r->ev = mkc_arena_alloc(a, (size_t)(p->events.n + 1) * sizeof *r->ev);
 		r->evsp = mkc_arena_alloc(a, (size_t)(p->events.n + 1) * sizeof *r->evsp);
 	}
 	for (int i = 0; i < p->tasks.n; i++) {
@@ -237,16 +238,16 @@ build_reach(mkc_plan *p, mkc_task **order, reach *r, int **by_event, const int *
 				join(r, t->id, by_event[e][0]);
 				continue;
 			}
-			if (!r->ev[e]) {
-				r->ev[e] = mkc_arena_alloc(a, (size_t)r->words * 8);
+			uint64_t *er = r->ev + (size_t)e * (size_t)r->words;
+			if (!r->evsp[e].hi) {
 				for (int j = 0; j < nsig[e]; j++) {
 					const int q = by_event[e][j];
-					or_row(r->ev[e], &r->evsp[e], row(r, q), r->sp[q]);
-					set_bit(r->ev[e], &r->evsp[e], q);
+					or_row(er, &r->evsp[e], row(r, q), r->sp[q]);
+					set_bit(er, &r->evsp[e], q);
 				}
-				grow_full(r->ev[e], &r->evsp[e]);
+				grow_full(er, &r->evsp[e]);
 			}
-			or_row(row(r, t->id), &r->sp[t->id], r->ev[e], r->evsp[e]);
+			or_row(row(r, t->id), &r->sp[t->id], er, r->evsp[e]);
 		}
 		grow_full(row(r, t->id), &r->sp[t->id]);
 	}
@@ -513,6 +514,7 @@ mkc_pass_verify(mkc_plan *p)
 	build_reach(p, order, &r, by_event, nsig, true);
 	if (check_conflicts(p, &r) != 0) {
 		free(r.bits);
+		free(r.ev);
 		return -1;
 	}
 	/*
@@ -523,6 +525,7 @@ mkc_pass_verify(mkc_plan *p)
 	build_reach(p, order, &r, by_event, nsig, false);
 	int bad = check_conflicts(p, &r);
 	free(r.bits);
+	free(r.ev);
 	if (bad != 0) {
 		mkc_error(p->g->ctx, "%s: (that order holds only through a worker's queue; the "
 			  "events alone must order every conflict)", p->g->path);
