@@ -240,7 +240,7 @@ mkc_wait(struct mkc_model *m, unsigned long long *counter, unsigned long long ta
 #endif
 
 /*
- * Task descriptors: what a worker needs of a task, in 128 contiguous bytes,
+ * Task descriptors: what a worker needs of a task, in 192 contiguous bytes,
  * one per queue position (worker w's run from mkc_queue_start[w]), built
  * on the device when the model is created (mkc_qdesc_kernel) from the
  * tables. Read from the tables at run time, a task cost four dependent
@@ -249,15 +249,70 @@ mkc_wait(struct mkc_model *m, unsigned long long *counter, unsigned long long ta
  * worker's second warp (the feeder) copies descriptor i + MKC_QD_AHEAD
  * into shared memory while task i runs (mkc_copy16: in the background on
  * CUDA), so a task's descriptor is there before the worker gets to it.
+ *
+ * A box is held in one of two forms (MKC_QD_FORM). MKC_QD_CONST: its
+ * bounds as numbers (LO, HI; rank up to 8). MKC_QD_AFFINE: a box whose
+ * bounds move with the step's symbols (a chunk's S, the positions), up to
+ * rank 4, dimension d's lower bound, upper bound and the end that cuts
+ * both (a block of rows may pass the output's end; INT32_MAX where none) as
+ * three terms at MKC_QD_BOX + 9 * d (mkc_qd_term). A box in neither form
+ * (more dimensions, larger numbers) is evaluated from the tables
+ * (mkc_task_bounds). Before this form a step of several sequences (its
+ * plan's boxes move with the step's rows) spent about 12% of its warps'
+ * time in mkc_task_bounds's dependent loads (Nsight Compute, the 1B
+ * shape, 8 sequences, H100, session 40); with it that step took 2.08 ->
+ * 1.95 ms at context 1024, a 128-token prompt's first token 5.39 -> 5.10.
  */
 enum {
 	MKC_QD_TASK, MKC_QD_NODE, MKC_QD_EV, MKC_QD_THR, MKC_QD_SIG0, MKC_QD_S0, MKC_QD_S1,
-	MKC_QD_RANK,        /* -1: symbolic bounds, evaluated at run time (mkc_task_bounds) */
+	MKC_QD_FORM, MKC_QD_RANK,
 	MKC_QD_LO = 14, MKC_QD_HI = 22,
-	MKC_QD_WORDS = 32
+	MKC_QD_BOX = 9,
+	MKC_QD_WORDS = 48
 };
+enum { MKC_QD_CONST, MKC_QD_AFFINE, MKC_QD_TABLES };
+/* the largest rank held as MKC_QD_AFFINE (0: every moving box from the
+ * tables, tools/gpu_check.sh's check of that path) */
+#ifndef MKC_QD_AFFINE_RANK
+#define MKC_QD_AFFINE_RANK 4
+#endif
+static_assert(MKC_QD_AFFINE_RANK <= (MKC_QD_WORDS - MKC_QD_BOX) / 9, "an affine box's words");
 #define MKC_QD_SLOTS 8      /* descriptors a worker holds in shared memory */
 #define MKC_QD_AHEAD 3      /* how far ahead of the running task they are copied */
+
+/*
+ * A dimension c + k[0] * sym[s[0]] + k[1] * sym[s[1]] as three words: c,
+ * then each term as k * 256 + s (0: no term). 0 when it does not fit (c
+ * past int32, k past 24 bits, a symbol past 255).
+ */
+static __device__ int
+mkc_qd_term(int *w, mkc_rt_dim x)
+{
+	if (x.c < INT32_MIN || x.c > INT32_MAX)
+		return 0;
+	w[0] = (int)x.c;
+	for (int j = 0; j < 2; j++) {
+		w[1 + j] = 0;
+		if (x.s[j] < 0 || x.k[j] == 0)
+			continue;
+		if (x.s[j] > 255 || x.k[j] < -(1 << 23) || x.k[j] >= (1 << 23))
+			return 0;
+		w[1 + j] = (int)x.k[j] * 256 + x.s[j];
+	}
+	return 1;
+}
+
+/* The value of the three words at w (mkc_qd_term) for the symbols sym. */
+static __device__ __forceinline__ int64_t
+mkc_qd_dim(const int *w, const int64_t *sym)
+{
+	int64_t v = w[0];
+#pragma unroll
+	for (int j = 1; j < 3; j++)
+		if (w[j])
+			v += (int64_t)(w[j] >> 8) * sym[w[j] & 255];
+	return v;
+}
 
 /* One thread a queue position: fills out[i * MKC_QD_WORDS ...]. */
 static __global__ void
@@ -279,13 +334,52 @@ mkc_qdesc_kernel(int *out)
 	d[MKC_QD_S0] = s0;
 	d[MKC_QD_S1] = s1;
 	const int b = mkc_task_box_start[task], rank = (mkc_task_box_start[task + 1] - b) / 2;
-	int ok = rank <= 8 && mkc_task_clamp[task] < 0;   /* a clamped box is cut at run time */
+	const int c = mkc_task_clamp[task];
+	d[MKC_QD_RANK] = rank;
+	int ok = rank <= 8 && c < 0;   /* a clamped box is cut at run time */
 	for (int k = 0; ok && k < 2 * rank; k++) {
 		const mkc_rt_dim x = mkc_task_box[b + k];
 		ok = x.s[0] < 0 && x.s[1] < 0 && x.c >= 0 && x.c <= 0x7fffffff;
 		d[(k & 1 ? MKC_QD_HI : MKC_QD_LO) + k / 2] = (int)x.c;
 	}
-	d[MKC_QD_RANK] = ok ? rank : -1;
+	if (ok) {
+		d[MKC_QD_FORM] = MKC_QD_CONST;
+		return;
+	}
+	ok = rank <= MKC_QD_AFFINE_RANK;
+	for (int k = 0; ok && k < rank; k++) {
+		int *w = d + MKC_QD_BOX + 9 * k;
+		const mkc_rt_dim none = {INT32_MAX, {0, 0}, {-1, -1}};
+		ok = mkc_qd_term(w, mkc_task_box[b + 2 * k]) &&
+		     mkc_qd_term(w + 3, mkc_task_box[b + 2 * k + 1]) &&
+		     mkc_qd_term(w + 6, c >= 0 ? mkc_task_ext[c + k] : none);
+	}
+	d[MKC_QD_FORM] = ok ? MKC_QD_AFFINE : MKC_QD_TABLES;
+}
+
+/*
+ * Task descriptor d's box for the step's symbols sym: from the descriptor
+ * in shared memory (no load from global memory), or from the tables.
+ */
+static __device__ __forceinline__ void
+mkc_qd_bounds(const struct mkc_model *m, const int *d, int64_t *lo, int64_t *hi)
+{
+	if (d[MKC_QD_FORM] == MKC_QD_CONST) {
+		for (int k = 0; k < d[MKC_QD_RANK]; k++) {
+			lo[k] = d[MKC_QD_LO + k];
+			hi[k] = d[MKC_QD_HI + k];
+		}
+	} else if (d[MKC_QD_FORM] == MKC_QD_AFFINE) {
+		for (int k = 0; k < d[MKC_QD_RANK]; k++) {
+			const int *w = d + MKC_QD_BOX + 9 * k;
+			const int64_t e = mkc_qd_dim(w + 6, m->sym), l = mkc_qd_dim(w, m->sym),
+				      h = mkc_qd_dim(w + 3, m->sym);
+			lo[k] = l < e ? l : e;
+			hi[k] = h < e ? h : e;
+		}
+	} else {
+		mkc_task_bounds(m, d[MKC_QD_TASK], lo, hi);
+	}
 }
 
 /* The feeder warp: descriptor i of this worker's gd into slot i of dq (one group of copies). */
@@ -344,13 +438,7 @@ mkc_run_queue(struct mkc_model *m, unsigned long long *counter, int plan, unsign
 		if (threadIdx.x == 0)
 			MKC_PROF_TASK(task, 0, mkc_prof_now());
 		int64_t lo[MKC_RANK], hi[MKC_RANK];
-		if (d[MKC_QD_RANK] >= 0)
-			for (int k = 0; k < d[MKC_QD_RANK]; k++) {
-				lo[k] = d[MKC_QD_LO + k];
-				hi[k] = d[MKC_QD_HI + k];
-			}
-		else
-			mkc_task_bounds(m, task, lo, hi);
+		mkc_qd_bounds(m, d, lo, hi);
 		if (ev >= 0 && mkc_wait(m, &counter[ev], (unsigned long long)d[MKC_QD_THR] * epoch,
 					timeout_cycles, task, ev)) {
 			if (feeder)
