@@ -50,7 +50,8 @@ per command, each well under 10 minutes):
      card state): the table gains the old build's ms and new / old; with
      --prompts, its chunked file's time to first token likewise, in turns.
 It writes DIR/SHAPE.json (every number) and DIR/SHAPE.log (every command
-and its output), and prints the table.
+and its output), and prints the table. MKC_NVCC_FLAGS in the environment
+adds flags to every nvcc build of an mkc file (e.g. -split-compile 0).
 
 `turns` (on the GPU machine): the folder of step 2, each mkc binary's
 chunked file (--max-chunk) built in parallel, and mkc_ttft on the seeded
@@ -118,6 +119,7 @@ SHAPES = {
 PARITY_STEPS = 16
 FIRST_TOKEN = 7
 MAX_SEQ = 4160      # the largest context timed (4096) plus the tokens generated there
+NVCC_FLAGS = os.environ.get("MKC_NVCC_FLAGS", "")   # more nvcc flags for every mkc file
 
 
 def log(*a):
@@ -392,8 +394,8 @@ def mkc_build(folder, work, target, profile, logf, workers, kv, mkc=None, name=N
         flags += f" --max-chunk {chunk}"
     t_mkc, _ = sh(f"{mkc or ROOT + '/build/mkc'} {folder} -o {src} {flags}", logf)
     if target == "cuda":
-        t_cc, _ = sh(f"nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -c {src} -o {sub}/llama.o",
-                     logf)
+        t_cc, _ = sh(f"nvcc -gencode=arch=compute_90a,code=sm_90a -O2 {NVCC_FLAGS} -c {src} "
+                     f"-o {sub}/llama.o", logf)
         link = "nvcc -o"
         cflags = "-I/usr/local/cuda/include"
     else:
@@ -589,8 +591,9 @@ def batch_run(a, torch, model, family, cfg, folder, work, logf, row):
     host = None
     if a.target == "cuda":
         host = subprocess.Popen(
-            f"nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -DMKC_BATCH_IN_KERNEL=0 -c "
-            f"{bsub}/llama.cu -o {bsub}/llama_host.o && nvcc -o {bsub}/mkc_batch_host "
+            f"nvcc -gencode=arch=compute_90a,code=sm_90a -O2 {NVCC_FLAGS} "
+            f"-DMKC_BATCH_IN_KERNEL=0 -c {bsub}/llama.cu -o {bsub}/llama_host.o && "
+            f"nvcc -o {bsub}/mkc_batch_host "
             f"{bsub}/mkc_batch.o {bsub}/llama_host.o -lm", shell=True,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     _, out = sh(f"{bsub}/mkc_batch {folder} parity {min(8, most)} {PARITY_STEPS} 1e-2", logf)
