@@ -13,6 +13,13 @@
  * cases. Printed per case: the median and largest time of a block from its
  * first instruction of the body to its barrier after it, in microseconds
  * (%globaltimer), over the blocks of 20 passes.
+ *
+ * ./attn paged: the parts of a step of B sequences whose caches are in
+ * pages of 16 (the W walk of a --max-seqs file: a warp a sequence's row
+ * of one chunk), every sequence at the same context, its pages shuffled
+ * over the pool; a block a part row (key head by chunk) over all B
+ * sequences, as many blocks as the 1B shape's part rows (8 key heads by
+ * 16 chunks), the cache in HBM.
  */
 #include <algorithm>
 #include <vector>
@@ -129,10 +136,121 @@ run(int hk, int64_t L, int64_t cap, int64_t C, const char *shape)
 	cudaFree(dps);
 }
 
+template <int D, int G, typename T>
+static __global__ void
+paged_kernel(const float *q, const int64_t *qs, const T *k, const int64_t *ks, const T *v,
+	     float *part, const int64_t *ps, int64_t B, int64_t C, float scale, mkc_rt_pages pg,
+	     unsigned long long *ns)
+{
+	const int64_t r = blockIdx.x;
+	__syncthreads();
+	const unsigned long long s = now_ns();
+	mkc_attn_part<D, G, T, true>(q, qs, k, ks, v, ks, part, ps, 1, B, 0, C, r, r + 1, scale,
+				     &pg);
+	__syncthreads();
+	if (threadIdx.x == 0)
+		ns[r] = now_ns() - s;
+}
+
+template <int D, int G, typename T>
+static void
+run_paged(int hk, int64_t B, int64_t n, int64_t C, const char *shape)
+{
+	const int64_t page = 16, per = (n + page - 1) / page, rows = B * per * page;
+	const size_t nq = (size_t)hk * G * B * D, nk = (size_t)hk * rows * D;
+	const size_t npart = (size_t)hk * C * G * B * (D + 2);
+	std::vector<T> h(nk);
+	for (size_t i = 0; i < nk; i++) {
+		const float f = urand();
+		if (sizeof(T) == 2)
+			h[i] = (T)to_bf16(f);
+		else
+			memcpy(&h[i], &f, sizeof f);
+	}
+	std::vector<float> hq(nq);
+	for (size_t i = 0; i < nq; i++)
+		hq[i] = urand();
+	/* sequence b's pages: a shuffle of the pool's */
+	std::vector<int32_t> tab(B * per), seq(B);
+	std::vector<int64_t> pos(B, n - 1);
+	for (int64_t i = 0; i < B * per; i++)
+		tab[i] = (int32_t)i;
+	for (int64_t i = B * per - 1; i > 0; i--)
+		std::swap(tab[i], tab[(int64_t)(urand() * 1e6) % (i + 1)]);
+	for (int64_t b = 0; b < B; b++)
+		seq[b] = (int32_t)b;
+	float *q, *part;
+	T *k, *v;
+	int64_t *dqs, *dks, *dps;
+	unsigned long long *ns;
+	char *flush;
+	mkc_rt_pages pg;
+	const size_t flush_bytes = 256u << 20;
+	CHECK(cudaMalloc(&q, nq * 4));
+	CHECK(cudaMalloc(&k, nk * sizeof(T)));
+	CHECK(cudaMalloc(&v, nk * sizeof(T)));
+	CHECK(cudaMalloc(&part, npart * 4));
+	CHECK(cudaMalloc(&ns, sizeof *ns * hk * C));
+	CHECK(cudaMalloc(&flush, flush_bytes));
+	CHECK(cudaMalloc(&pg.seq, B * 4));
+	CHECK(cudaMalloc(&pg.pos, B * 8));
+	CHECK(cudaMalloc(&pg.table, B * per * 4));
+	pg.page = page;
+	pg.per_seq = per;
+	CHECK(cudaMemcpy(q, hq.data(), nq * 4, cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy(k, h.data(), nk * sizeof(T), cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy(v, h.data(), nk * sizeof(T), cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy(pg.seq, seq.data(), B * 4, cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy(pg.pos, pos.data(), B * 8, cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy(pg.table, tab.data(), B * per * 4, cudaMemcpyHostToDevice));
+	const int64_t qs[4] = {(int64_t)nq, B * D, D, 1}, ks[4] = {(int64_t)nk, rows * D, D, 1};
+	const int64_t ps[4] = {(int64_t)npart, G * B * (D + 2), D + 2, 1};
+	CHECK(cudaMalloc(&dqs, sizeof qs));
+	CHECK(cudaMalloc(&dks, sizeof ks));
+	CHECK(cudaMalloc(&dps, sizeof ps));
+	CHECK(cudaMemcpy(dqs, qs, sizeof qs, cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy(dks, ks, sizeof ks, cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy(dps, ps, sizeof ps, cudaMemcpyHostToDevice));
+	std::vector<unsigned long long> all;
+	for (int p = 0; p < PASSES; p++) {
+		CHECK(cudaMemset(flush, p, flush_bytes));
+		paged_kernel<D, G, T><<<hk * C, MKC_THREADS>>>(q, dqs, k, dks, v, part, dps, B, C,
+							       0.125f, pg, ns);
+		CHECK(cudaGetLastError());
+		std::vector<unsigned long long> got(hk * C);
+		CHECK(cudaMemcpy(got.data(), ns, sizeof *ns * hk * C, cudaMemcpyDeviceToHost));
+		all.insert(all.end(), got.begin(), got.end());
+	}
+	std::sort(all.begin(), all.end());
+	printf("%-12s D %3d G %d  %s  B %2lld  context %5lld  C %2lld  paged  median %6.2f us  "
+	       "max %6.2f us\n", shape, D, G, sizeof(T) == 2 ? "bf16" : "f32 ", (long long)B,
+	       (long long)n, (long long)C, all[all.size() / 2] / 1e3, all.back() / 1e3);
+	cudaFree(q);
+	cudaFree(k);
+	cudaFree(v);
+	cudaFree(part);
+	cudaFree(ns);
+	cudaFree(flush);
+	cudaFree(pg.seq);
+	cudaFree(pg.pos);
+	cudaFree(pg.table);
+	cudaFree(dqs);
+	cudaFree(dks);
+	cudaFree(dps);
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	printf("%s\n", ATTN_HDR);
+	if (argc > 1 && strcmp(argv[1], "paged") == 0) {
+		for (int64_t B : {8, 64})
+			for (int64_t n : {128, 1024}) {
+				run_paged<64, 4, float>(8, B, n, 16, "llama-1b");
+				run_paged<64, 4, uint16_t>(8, B, n, 16, "llama-1b");
+			}
+		return 0;
+	}
 	for (int64_t L : {1, 64, 1024, 4096}) {
 		run<64, 4>(8, L, 4160, 16, "llama-1b");
 		run<128, 2>(8, L, 4160, 16, "qwen3-0.6b");
