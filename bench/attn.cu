@@ -73,6 +73,41 @@ part_kernel(const float *q, const int64_t *qs, const float *k, const int64_t *ks
 		ns[r] = now_ns() - s;
 }
 
+/* n int64s in a new device buffer */
+static int64_t *
+dev_ints(const int64_t *h, size_t n)
+{
+	int64_t *d;
+	CHECK(cudaMalloc(&d, n * sizeof *h));
+	CHECK(cudaMemcpy(d, h, n * sizeof *h, cudaMemcpyHostToDevice));
+	return d;
+}
+
+/*
+ * PASSES times launch(), each after the cache is flushed out of L2, whose
+ * blocks (blocks of them) each write their time into ns: every block's
+ * time of every pass, sorted.
+ */
+template <typename F>
+static std::vector<unsigned long long>
+block_times(int64_t blocks, unsigned long long *ns, F launch)
+{
+	static char *flush;
+	const size_t flush_bytes = 256u << 20;
+	if (!flush)
+		CHECK(cudaMalloc(&flush, flush_bytes));
+	std::vector<unsigned long long> all, got(blocks);
+	for (int p = 0; p < PASSES; p++) {
+		CHECK(cudaMemset(flush, p, flush_bytes));
+		launch();
+		CHECK(cudaGetLastError());
+		CHECK(cudaMemcpy(got.data(), ns, sizeof *ns * blocks, cudaMemcpyDeviceToHost));
+		all.insert(all.end(), got.begin(), got.end());
+	}
+	std::sort(all.begin(), all.end());
+	return all;
+}
+
 template <int D, int G>
 static void
 run(int hk, int64_t L, int64_t cap, int64_t C, const char *shape)
@@ -83,43 +118,26 @@ run(int hk, int64_t L, int64_t cap, int64_t C, const char *shape)
 	for (size_t i = 0; i < nk; i++)
 		h[i] = urand();
 	float *q, *q2, *k, *v, *part;
-	int64_t *dqs, *dks, *dps;
 	unsigned long long *ns;
-	char *flush;
-	const size_t flush_bytes = 256u << 20;
 	CHECK(cudaMalloc(&q, nq * 4));
 	CHECK(cudaMalloc(&q2, nq * 4));
 	CHECK(cudaMalloc(&k, nk * 4));
 	CHECK(cudaMalloc(&v, nk * 4));
 	CHECK(cudaMalloc(&part, npart * 4));
 	CHECK(cudaMalloc(&ns, sizeof *ns * hk * C));
-	CHECK(cudaMalloc(&flush, flush_bytes));
 	CHECK(cudaMemcpy(q2, h.data(), nq * 4, cudaMemcpyHostToDevice));
 	CHECK(cudaMemcpy(k, h.data(), nk * 4, cudaMemcpyHostToDevice));
 	CHECK(cudaMemcpy(v, h.data(), nk * 4, cudaMemcpyHostToDevice));
 	const int64_t qs[4] = {(int64_t)nq, D, D, 1}, ks[4] = {(int64_t)nk, cap * D, D, 1};
 	const int64_t ps[4] = {hk * C * G * (D + 2), G * (D + 2), D + 2, 1};
-	CHECK(cudaMalloc(&dqs, sizeof qs));
-	CHECK(cudaMalloc(&dks, sizeof ks));
-	CHECK(cudaMalloc(&dps, sizeof ps));
-	CHECK(cudaMemcpy(dqs, qs, sizeof qs, cudaMemcpyHostToDevice));
-	CHECK(cudaMemcpy(dks, ks, sizeof ks, cudaMemcpyHostToDevice));
-	CHECK(cudaMemcpy(dps, ps, sizeof ps, cudaMemcpyHostToDevice));
+	int64_t *dqs = dev_ints(qs, 4), *dks = dev_ints(ks, 4), *dps = dev_ints(ps, 4);
 	for (int warm = 0; warm < 2; warm++) {
-		std::vector<unsigned long long> all;
-		for (int p = 0; p < PASSES; p++) {
-			/* the cache out of L2; the query written just before, as a
-			 * producer's output is */
-			CHECK(cudaMemset(flush, p, flush_bytes));
+		const std::vector<unsigned long long> all = block_times(hk * C, ns, [&] {
+			/* the query written just before, as a producer's output is */
 			CHECK(cudaMemcpy(q, q2, nq * 4, cudaMemcpyDeviceToDevice));
 			part_kernel<D, G><<<hk * C, MKC_THREADS>>>(q, dqs, k, dks, v, part, dps, L, C,
 								   0.125f, warm, ns);
-			CHECK(cudaGetLastError());
-			std::vector<unsigned long long> got(hk * C);
-			CHECK(cudaMemcpy(got.data(), ns, sizeof *ns * hk * C, cudaMemcpyDeviceToHost));
-			all.insert(all.end(), got.begin(), got.end());
-		}
-		std::sort(all.begin(), all.end());
+		});
 		printf("%-12s D %3d G %d  L %5lld  C %2lld  %-6s  median %6.2f us  max %6.2f us\n", shape,
 		       D, G, (long long)L, (long long)C, warm ? "in L2" : "HBM", all[all.size() / 2] / 1e3,
 		       all.back() / 1e3);
@@ -130,7 +148,6 @@ run(int hk, int64_t L, int64_t cap, int64_t C, const char *shape)
 	cudaFree(v);
 	cudaFree(part);
 	cudaFree(ns);
-	cudaFree(flush);
 	cudaFree(dqs);
 	cudaFree(dks);
 	cudaFree(dps);
@@ -181,17 +198,13 @@ run_paged(int hk, int64_t B, int64_t n, int64_t C, const char *shape)
 		seq[b] = (int32_t)b;
 	float *q, *part;
 	T *k, *v;
-	int64_t *dqs, *dks, *dps;
 	unsigned long long *ns;
-	char *flush;
 	mkc_rt_pages pg;
-	const size_t flush_bytes = 256u << 20;
 	CHECK(cudaMalloc(&q, nq * 4));
 	CHECK(cudaMalloc(&k, nk * sizeof(T)));
 	CHECK(cudaMalloc(&v, nk * sizeof(T)));
 	CHECK(cudaMalloc(&part, npart * 4));
 	CHECK(cudaMalloc(&ns, sizeof *ns * hk * C));
-	CHECK(cudaMalloc(&flush, flush_bytes));
 	CHECK(cudaMalloc(&pg.seq, B * 4));
 	CHECK(cudaMalloc(&pg.pos, B * 8));
 	CHECK(cudaMalloc(&pg.table, B * per * 4));
@@ -205,23 +218,11 @@ run_paged(int hk, int64_t B, int64_t n, int64_t C, const char *shape)
 	CHECK(cudaMemcpy(pg.table, tab.data(), B * per * 4, cudaMemcpyHostToDevice));
 	const int64_t qs[4] = {(int64_t)nq, B * D, D, 1}, ks[4] = {(int64_t)nk, rows * D, D, 1};
 	const int64_t ps[4] = {(int64_t)npart, G * B * (D + 2), D + 2, 1};
-	CHECK(cudaMalloc(&dqs, sizeof qs));
-	CHECK(cudaMalloc(&dks, sizeof ks));
-	CHECK(cudaMalloc(&dps, sizeof ps));
-	CHECK(cudaMemcpy(dqs, qs, sizeof qs, cudaMemcpyHostToDevice));
-	CHECK(cudaMemcpy(dks, ks, sizeof ks, cudaMemcpyHostToDevice));
-	CHECK(cudaMemcpy(dps, ps, sizeof ps, cudaMemcpyHostToDevice));
-	std::vector<unsigned long long> all;
-	for (int p = 0; p < PASSES; p++) {
-		CHECK(cudaMemset(flush, p, flush_bytes));
+	int64_t *dqs = dev_ints(qs, 4), *dks = dev_ints(ks, 4), *dps = dev_ints(ps, 4);
+	const std::vector<unsigned long long> all = block_times(hk * C, ns, [&] {
 		paged_kernel<D, G, T><<<hk * C, MKC_THREADS>>>(q, dqs, k, dks, v, part, dps, B, C,
 							       0.125f, pg, ns);
-		CHECK(cudaGetLastError());
-		std::vector<unsigned long long> got(hk * C);
-		CHECK(cudaMemcpy(got.data(), ns, sizeof *ns * hk * C, cudaMemcpyDeviceToHost));
-		all.insert(all.end(), got.begin(), got.end());
-	}
-	std::sort(all.begin(), all.end());
+	});
 	printf("%-12s D %3d G %d  %s  B %2lld  context %5lld  C %2lld  paged  median %6.2f us  "
 	       "max %6.2f us\n", shape, D, G, sizeof(T) == 2 ? "bf16" : "f32 ", (long long)B,
 	       (long long)n, (long long)C, all[all.size() / 2] / 1e3, all.back() / 1e3);
@@ -230,7 +231,6 @@ run_paged(int hk, int64_t B, int64_t n, int64_t C, const char *shape)
 	cudaFree(v);
 	cudaFree(part);
 	cudaFree(ns);
-	cudaFree(flush);
 	cudaFree(pg.seq);
 	cudaFree(pg.pos);
 	cudaFree(pg.table);
