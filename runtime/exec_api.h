@@ -84,6 +84,12 @@ static int (*const mkc_hook_alloc_buf)(mkc_host *m, size_t n, void **p) MKC_UNUS
 static int (*const mkc_hook_store)(mkc_host *m, void *dst, const void *src,
 				   size_t n) MKC_UNUSED = mkc_store;
 
+/* The same for a buffer the next launch reads: the copy may still be on
+ * its way when this returns (it comes before the launch, in the stream's
+ * order), so src must stay as it is until the step has finished. */
+static int (*const mkc_hook_stage)(mkc_host *m, void *dst, const void *src,
+				   size_t n) MKC_UNUSED = mkc_stage;
+
 /* rows rows of width bytes, dpitch and spitch bytes apart; either side a
  * buffer or host memory. 0 or -1 with err set. */
 static int (*const mkc_hook_copy_rows)(mkc_host *m, void *dst, size_t dpitch, const void *src,

@@ -195,7 +195,7 @@ mkc_seq_store_table(mkc_host *m)
 		if (!p->dirty[q])
 			continue;
 		const size_t at = (size_t)q * MKC_SEQ_PAGES, n = MKC_SEQ_PAGES * sizeof *p->table;
-		if (mkc_store(m, m->pages.table + at, p->table + at, n))
+		if (mkc_stage(m, m->pages.table + at, p->table + at, n))
 			return -1;
 		p->dirty[q] = 0;
 	}
@@ -263,8 +263,8 @@ mkc_seq_begin(mkc_host *m, const int *seqs, int64_t rows, const void *pos_in)
 					       1) < 0)
 			return -1;
 	p->rows = rows;
-	if (mkc_store(m, m->pages.seq, p->seq, (size_t)rows * sizeof *p->seq) ||
-	    mkc_store(m, m->pages.pos, p->pos, (size_t)rows * sizeof *p->pos) ||
+	if (mkc_stage(m, m->pages.seq, p->seq, (size_t)rows * sizeof *p->seq) ||
+	    mkc_stage(m, m->pages.pos, p->pos, (size_t)rows * sizeof *p->pos) ||
 	    mkc_seq_store_table(m))
 		return -1;
 	return 0;

@@ -489,6 +489,12 @@ mkc_store(mkc_host *m, void *dst, const void *src, size_t n)
 	return 0;
 }
 
+static int
+mkc_stage(mkc_host *m, void *dst, const void *src, size_t n)
+{
+	return mkc_store(m, dst, src, n);
+}
+
 /* rows rows of width bytes, pitch bytes apart in each buffer */
 static int
 mkc_copy_rows(mkc_host *m, void *dst, size_t dpitch, const void *src, size_t spitch,

@@ -98,6 +98,7 @@ struct mkc_gpu_host {
 	unsigned char filled[MKC_NTENSORS];   /* a weight holds its values (runtime/host.h) */
 	int64_t sym[MKC_NSYMS + 1];
 	struct mkc_model *dev;      /* the device copy of the tile view */
+	struct mkc_model view;      /* its host copy, staged before each launch */
 	void *arena;                /* the intermediates, placed by the memory pass */
 	unsigned long long *counter;
 	struct mkc_status *status;
@@ -942,11 +943,13 @@ mkc_finish(mkc_host *m)
 	return -1;
 }
 
+static int mkc_stage(mkc_host *m, void *dst, const void *src, size_t n);
+
 /* The tile view of the model, copied to the device before a launch. */
 static int
 mkc_upload_view(mkc_host *m)
 {
-	struct mkc_model view;
+	struct mkc_model &view = m->view;
 	if (mkc_tmaps(m))
 		return -1;
 #if MKC_TMA
@@ -962,7 +965,7 @@ mkc_upload_view(mkc_host *m)
 #if MKC_MAX_SEQS
 	view.pages = m->pages;
 #endif
-	return MKC_GPU(m, mkc_copy(m->stream, m->dev, &view, sizeof view, cudaMemcpyHostToDevice));
+	return mkc_stage(m, m->dev, &view, sizeof view);
 }
 
 static int
@@ -1444,6 +1447,20 @@ static int
 mkc_store(mkc_host *m, void *dst, const void *src, size_t n)
 {
 	return MKC_GPU(m, mkc_copy(m->stream, dst, src, n, cudaMemcpyHostToDevice));
+}
+
+/*
+ * A copy the next launch reads, not waited for: the launch follows it on
+ * the stream, and src (the model's own host memory, written again only in
+ * a later step, after this one's mkc_finish) outlives it. Each waited-for
+ * copy before a launch cost a round trip to the device: a step of a
+ * --max-seqs file made four (its rows, positions, page table and the
+ * view) where a plain file's made one.
+ */
+static int
+mkc_stage(mkc_host *m, void *dst, const void *src, size_t n)
+{
+	return MKC_GPU(m, cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, m->stream));
 }
 
 /* rows rows of width bytes, pitch bytes apart; either side may be host
