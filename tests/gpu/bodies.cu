@@ -128,12 +128,15 @@ part_kernel(const float *q, const int64_t *qs, const T *k, const int64_t *ks, co
 	mkc_attn_part<D, G>(q, qs, k, ks, v, ks, part, ps, 1, 1, L, C, r0, r1, scale, NULL);
 }
 
-template <int D>
+template <int D, bool WARPS>
 static __global__ void
 merge_kernel(const float *part, const int64_t *ps, float *y, const int64_t *ys, int64_t C,
 	     int64_t G, int64_t h0, int64_t h1)
 {
-	mkc_attn_merge<D>(part, ps, y, ys, 1, 1, C, G, h0, h1, 0, 1);
+	if (WARPS)
+		mkc_attn_merge_warps<D>(part, ps, y, ys, 1, 1, C, G, h0, h1, 0, 1);
+	else
+		mkc_attn_merge<D>(part, ps, y, ys, 1, 1, C, G, h0, h1, 0, 1);
 }
 
 template <int D>
@@ -226,12 +229,27 @@ attn_case(int hk, int64_t L, int64_t cap, int64_t C, bool bf = false)
 	/* the same parts merged on the device, a few heads a block as tiles would have them */
 	CHECK(cudaMemset(dy, 0xff, sizeof(float) * nq));
 	for (int h = 0; h < hq; h += 3)
-		merge_kernel<D><<<1, MKC_THREADS>>>(dpart, dps, dy, dqs, C, G, h, h + 3 < hq ? h + 3 : hq);
+		merge_kernel<D, false><<<1, MKC_THREADS>>>(dpart, dps, dy, dqs, C, G, h,
+							  h + 3 < hq ? h + 3 : hq);
 	CHECK(cudaGetLastError());
 	CHECK(cudaMemcpy(got, dy, sizeof(float) * nq, cudaMemcpyDeviceToHost));
 	snprintf(what, sizeof what, "mkc_attn_merge<%d>, %lld chunks, L %lld%s", D, (long long)C,
 		 (long long)L, bf ? ", bf16" : "");
 	report(what, got, want, (int)nq, 1e-5);
+	/* and a warp a head, where a warp's lanes hold the chunks: 3 heads a
+	 * block, then every head in one (16 heads: more rows than warps) */
+	if (C <= MKC_WARP)
+		for (int per : {3, hq}) {
+			CHECK(cudaMemset(dy, 0xff, sizeof(float) * nq));
+			for (int h = 0; h < hq; h += per)
+				merge_kernel<D, true><<<1, MKC_THREADS>>>(dpart, dps, dy, dqs, C, G, h,
+									 h + per < hq ? h + per : hq);
+			CHECK(cudaGetLastError());
+			CHECK(cudaMemcpy(got, dy, sizeof(float) * nq, cudaMemcpyDeviceToHost));
+			snprintf(what, sizeof what, "mkc_attn_merge_warps<%d>, %lld chunks, L %lld%s, %d heads a block",
+				 D, (long long)C, (long long)L, bf ? ", bf16" : "", per);
+			report(what, got, want, (int)nq, 1e-5);
+		}
 	cudaFree(dq);
 	cudaFree(dk);
 	cudaFree(dv);
@@ -338,6 +356,7 @@ main(void)
 	gemv_case<1024, false, 1>(2, true);
 	attn_case<64, 4>(2, 1, 64, 16);       /* one position: 15 chunks empty */
 	attn_case<64, 4>(2, 1000, 1024, 16);
+	attn_case<64, 4>(4, 500, 512, 16);    /* 16 heads: two rows a warp in one block's merge */
 	attn_case<128, 2>(2, 4097, 4100, 8);
 #if MKC_WARP == 32   /* a head of 32 fills no 64-lane warp: the HIP target takes the portable body */
 	attn_case<32, 4>(1, 77, 80, 3);
