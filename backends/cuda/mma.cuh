@@ -292,7 +292,9 @@ mkc_mma_sync_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16
  * (1, 2 or 4 such groups) and split K among the warps of a group in groups
  * of 32 (group g to the group's warp g % splits); in a group a lane loads, straight into registers, 16 bytes
  * of two weight rows (rows r and r + 8 of a 16-row block, r = lane / 4) at
- * k 8 q.. (q = lane % 4) and the same 8 k of token r of each n8 block.
+ * k 8 q.. (q = lane % 4) and the same 8 k of token r of each n8 block; x
+ * (and a norm's scale) through L1, which the warps of a split of K share
+ * (mkc_ld16<MKC_LD_L1>: the tile's weights, read once, leave L1 out).
  * Both operands take the same order of k, which a sum does not notice:
  * of a lane's 8, k 4 s + 0..1 are the k 2 q, 2 q + 1 of k16 slice s and
  * 4 s + 2..3 its k 2 q + 8, 2 q + 9, where the fragments want them. A
@@ -357,11 +359,11 @@ static __device__ __forceinline__ void MKC_UNUSED
 mkc_few_scale_load(uint4 (&v)[2], const void *sc, int64_t k, bool on)
 {
 	if (NS == MKC_NORM_BF16) {
-		v[0] = mkc_ld16<true>(on ? (const uint16_t *)sc + k : sc, on);
+		v[0] = mkc_ld16<MKC_LD_L1>(on ? (const uint16_t *)sc + k : sc, on);
 	} else if (NS == MKC_NORM_F32) {
 		const float *p = on ? (const float *)sc + k : (const float *)sc;
-		v[0] = mkc_ld16<true>(p, on);
-		v[1] = mkc_ld16<true>(p + 4, on);
+		v[0] = mkc_ld16<MKC_LD_L1>(p, on);
+		v[1] = mkc_ld16<MKC_LD_L1>(p + 4, on);
 	}
 }
 
@@ -414,11 +416,12 @@ mkc_few_load(uint4 (&wv)[U][MB][2], uint4 (&xv)[U][NB][XH ? 1 : 2], uint4 (&sv)[
 			const int64_t t = m0 + b * 8 + r;
 			const bool ok = on && t < m;
 			if (XH) {
-				xv[j][b][0] = mkc_ld16<false>(ok ? (const uint16_t *)x + t * ldx + k : x, ok);
+				const void *p = ok ? (const uint16_t *)x + t * ldx + k : x;
+				xv[j][b][0] = mkc_ld16<MKC_LD_L1>(p, ok);
 			} else {
 				const float *p = ok ? (const float *)x + t * ldx + k : (const float *)x;
-				xv[j][b][0] = mkc_ld16<false>(p, ok);
-				xv[j][b][XH ? 0 : 1] = mkc_ld16<false>(p + 4, ok);
+				xv[j][b][0] = mkc_ld16<MKC_LD_L1>(p, ok);
+				xv[j][b][XH ? 0 : 1] = mkc_ld16<MKC_LD_L1>(p + 4, ok);
 			}
 		}
 	}

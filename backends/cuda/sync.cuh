@@ -123,8 +123,8 @@ mkc_shfl(float v, int src)
  * when !on. Written as a select (on ? *p : 0), the compiler loads into
  * other registers and moves them, and the move waits for the load right
  * there (Nsight Compute on the 1B step, 2026-12-02: those moves held 15%
- * of the kernel's warp samples). Nothing is kept in L1: a worker reads a
- * weight once, and a cache row once a task. With NC the data does not
+ * of the kernel's warp samples). Nothing is kept in L1 (but with
+ * MKC_LD_L1): a worker reads a weight once, and a cache row once a task. With NC the data does not
  * change while the kernel runs (weights: ld.global.nc); without it the
  * data was written earlier in the same launch (KV caches, ordered by the
  * event wait). MKC_PTX_LOADS 0 gives the plain C forms, to compare.
@@ -137,20 +137,34 @@ mkc_shfl(float v, int src)
 #define MKC_PRED_LD(on, ld) \
 	"{\n\t.reg .pred p;\n\tsetp.ne.b32 p, " on ", 0;\n\t@p " ld ";\n\t}"
 
-template <bool NC>
+/* "@p ld" of 16 bytes into v, op the load with its qualifiers */
+#define MKC_LD16(op, v, p, on)                                                        \
+	asm volatile(MKC_PRED_LD("%5", op " {%0, %1, %2, %3}, [%4]")                   \
+		     : "+r"((v).x), "+r"((v).y), "+r"((v).z), "+r"((v).w)                \
+		     : "l"(__cvta_generic_to_global(p)), "r"((int)(on)))
+
+/*
+ * NC MKC_LD_L1 (2): data that other warps of the block read too (a
+ * few-token tile's x, written earlier in the launch, and a norm's scale),
+ * kept in L1: the event wait's ld.acquire.gpu invalidates L1 (CCTL.IVALL),
+ * so a load after the wait sees what the producers wrote. H100, session
+ * 41: the 64-sequence step 2-3% shorter than with L1 left out, 8
+ * sequences 0.5%.
+ */
+enum { MKC_LD_L1 = 2 };
+
+template <int NC>
 static __device__ __forceinline__ uint4 MKC_UNUSED
 mkc_ld16(const void *p, bool on)
 {
 	uint4 v = make_uint4(0, 0, 0, 0);
 #if MKC_PTX_LOADS
-	if (NC)
-		asm volatile(MKC_PRED_LD("%5", "ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4]")
-			     : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
-			     : "l"(__cvta_generic_to_global(p)), "r"((int)on));
+	if (NC == MKC_LD_L1)
+		MKC_LD16("ld.global.v4.u32", v, p, on);
+	else if (NC)
+		MKC_LD16("ld.global.nc.L1::no_allocate.v4.u32", v, p, on);
 	else
-		asm volatile(MKC_PRED_LD("%5", "ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4]")
-			     : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
-			     : "l"(__cvta_generic_to_global(p)), "r"((int)on));
+		MKC_LD16("ld.global.L1::no_allocate.v4.u32", v, p, on);
 #else
 	if (on)
 		v = *(const uint4 *)p;

@@ -108,8 +108,11 @@ mkc_shfl(float v, int src)
 	return __shfl(v, src, MKC_WARP);
 }
 
-/* plain loads (CUDA's are PTX); what AMD's compiler makes of them is unmeasured */
-template <bool NC>
+/* plain loads (CUDA's are PTX); what AMD's compiler makes of them is
+ * unmeasured; NC as CUDA's (MKC_LD_L1: data other warps read too) */
+enum { MKC_LD_L1 = 2 };
+
+template <int NC>
 static __device__ __forceinline__ uint4 MKC_UNUSED
 mkc_ld16(const void *p, bool on)
 {
