@@ -192,8 +192,11 @@ run_paged(int hk, int64_t B, int64_t n, int64_t C, const char *shape)
 	std::vector<int64_t> pos(B, n - 1);
 	for (int64_t i = 0; i < B * per; i++)
 		tab[i] = (int32_t)i;
-	for (int64_t i = B * per - 1; i > 0; i--)
-		std::swap(tab[i], tab[(int64_t)(urand() * 1e6) % (i + 1)]);
+	for (int64_t i = B * per - 1; i > 0; i--) {
+		/* urand is in [-1, 1): 0 .. 65535 from it */
+		const int64_t j = (int64_t)((urand() + 1.0f) * 32768.0f) % (i + 1);
+		std::swap(tab[i], tab[j]);
+	}
 	for (int64_t b = 0; b < B; b++)
 		seq[b] = (int32_t)b;
 	float *q, *part;
