@@ -116,10 +116,12 @@ read_all(const char *path, size_t *n)
  * Symbol values from the inputs' real shapes (sym[] holds -1 or the caches'
  * counts). A dimension of two symbols (past_len + seq_len) gives the second
  * once another input gave the first, so the inputs are read until no new
- * value comes.
+ * value comes. one_token: compiled without --max-chunk (a step's tokens
+ * fixed at 1), which a case of several tokens is told.
  */
 static int
-bind_syms(mkc_graph *g, mkc_tensor *in, int nin, int64_t *sym, char *why, size_t wn)
+bind_syms(mkc_graph *g, mkc_tensor *in, int nin, int64_t *sym, bool one_token, char *why,
+	  size_t wn)
 {
 	for (int i = 0; i < nin; i++)
 		if (in[i].rank != MKC_INPUT(g, i)->rank) {
@@ -146,9 +148,14 @@ bind_syms(mkc_graph *g, mkc_tensor *in, int nin, int64_t *sym, char *why, size_t
 					continue;
 				char b[96];
 				if (nopen == 0 || rest % x.k[open] || rest / x.k[open] < 0) {
-					snprintf(why, wn, "input '%s' dim %d is %lld, the model says %s",
+					const bool chunk = one_token && nopen == 0 && x.c == 1 &&
+							   in[i].shape[d].c > 1;
+					snprintf(why, wn, "input '%s' dim %d is %lld, the model says %s%s",
 						 decl->name, d, (long long)in[i].shape[d].c,
-						 mkc_dim_str(g, x, b, sizeof b));
+						 mkc_dim_str(g, x, b, sizeof b),
+						 chunk ? " (compiled for steps of one token: --max-chunk N "
+							 "takes steps of up to N)"
+						       : "");
 					return -1;
 				}
 				sym[x.sym[open]] = rest / x.k[open];
@@ -524,7 +531,7 @@ run_case(mkc_ctx *c, mkc_graph *g, mkc_tensor **inputs, int ninputs, mkc_tensor 
 			goto done;
 		}
 	}
-	if (bind_syms(g, in, nin, sym, why, sizeof why) != 0)
+	if (bind_syms(g, in, nin, sym, o->max_chunk <= 1, why, sizeof why) != 0)
 		goto done;
 	const mkc_target *t = mkc_target_find(o->target);
 	if (write_harness(work, g, sym, o, model, t) != 0) {

@@ -38,6 +38,11 @@ Test(chunks, a_chunk_longer_than_compiled_is_refused, .timeout = 300)
 		      "%s", out);
 	cr_expect(strstr(out, "seq_len = 7 is outside 0..4 (the compiled maximum)"), "%s", out);
 	cr_expect(strstr(out, "2 passed, 1 failed"), "%s", out);
+	/* without --max-chunk a step is one token: the cases of several say so */
+	cr_assert_neq(mkc_test_run(CHUNK "qwen3_tiny", out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "dim 1 is 7, the model says 1 (compiled for steps of one token: "
+			      "--max-chunk N takes steps of up to N)"), "%s", out);
+	cr_expect(strstr(out, "1 passed, 2 failed"), "%s", out);
 }
 
 /*
