@@ -66,7 +66,3 @@ enum { MKC_NORM_NONE, MKC_NORM_F32, MKC_NORM_BF16 };
  * (passes/split_attn.c), at most: the one-trip merge holds them all */
 #define MKC_ATTN_MAX_CHUNKS 64
 
-/* the one-trip merge (mkc_attn_merge) for more chunks than this only:
- * measured on an H200 (bench/RESULTS.md session 12), 44 chunks merged in
- * about 1 us less a head than by the portable body, 16 in 0.5 us more */
-#define MKC_MERGE_WIDE_CHUNKS 32

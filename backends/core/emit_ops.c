@@ -1090,8 +1090,7 @@ emit_attention(mkc_emitter *e, const mkc_node *n)
  * the C partial results of its key head, rescaled to their common maximum
  * (on a GPU with a body for the head size, backends/cuda/attention.cuh's:
  * mkc_attn_merge_warps, a warp a row, for at most a warp's lanes of
- * chunks, mkc_attn_merge past MKC_MERGE_WIDE_CHUNKS; else backends/c/
- * attention.h's).
+ * chunks, mkc_attn_merge for more; else backends/c/attention.h's).
  */
 static int
 emit_attn_part(mkc_emitter *e, const mkc_node *n)
@@ -1128,10 +1127,10 @@ emit_attn_merge(mkc_emitter *e, const mkc_node *n)
 	int64_t c = n->kern->chunks, d = n->out[0]->shape[3].c;
 	decl_all(e, n);
 	/* a warp a row where a warp's lanes hold the chunks, else the one-trip
-	 * body where they are many (runtime/limits.h says why) */
+	 * body (which holds up to MKC_ATTN_MAX_CHUNKS) */
 	const bool warps = c <= e->t->warp && d <= MKC_ATTN_MAX_D;
 	if (e->t->warp && d % e->t->warp == 0 && d <= MKC_THREADS &&
-	    (warps || (c > MKC_MERGE_WIDE_CHUNKS && c <= MKC_ATTN_MAX_CHUNKS)))
+	    (warps || c <= MKC_ATTN_MAX_CHUNKS))
 		fprintf(e->f, "\tmkc_attn_merge_tile<%lld, %s>(&x0, &y, %lldLL, lo[1], hi[1], lo[2], "
 			"hi[2]);\n", (long long)d, warps ? "true" : "false", (long long)c);
 	else

@@ -518,9 +518,10 @@ mkc_attn_part(const float *q, const int64_t *qs, const T *k, const int64_t *ks, 
  * for one element; an element's MKC_THREADS / D sums, and warp 0's sum of
  * the weighted chunk sums, meet in shared memory. C is at most 64
  * (split_attn.c); every lane of the block calls it. The emitter takes it
- * for more than 32 chunks only: with 16 (the Llama-3.2-1B shape) its
- * synchronisations cost more than the portable body's short walk (2.8
- * against 2.2 us a head).
+ * for more chunks than a warp has lanes only (mkc_attn_merge_warps takes
+ * fewer): with 16 (the Llama-3.2-1B shape) its synchronisations cost more
+ * than the portable body's short walk did (2.8 against 2.2 us a head on an
+ * H200, session 12).
  */
 template <int D>
 static __device__ __noinline__ void MKC_UNUSED

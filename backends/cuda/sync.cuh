@@ -124,8 +124,9 @@ mkc_shfl(float v, int src)
  * other registers and moves them, and the move waits for the load right
  * there (Nsight Compute on the 1B step, 2026-12-02: those moves held 15%
  * of the kernel's warp samples). Nothing is kept in L1 (but with
- * MKC_LD_L1): a worker reads a weight once, and a cache row once a task. With NC the data does not
- * change while the kernel runs (weights: ld.global.nc); without it the
+ * MKC_LD_L1): a worker reads a weight once, and a cache row once a task.
+ * With NC the data does not change while the kernel runs (weights:
+ * ld.global.nc); without it the
  * data was written earlier in the same launch (KV caches, ordered by the
  * event wait). MKC_PTX_LOADS 0 gives the plain C forms, to compare.
  */
