@@ -1107,8 +1107,11 @@ emit_attn_part(mkc_emitter *e, const mkc_node *n)
 	 * sequences' tokens, at least a row a warp; on 32-lane warps only */
 	const bool warps = n->kern->paged && e->t->warp == 32 &&
 			   e->p->g->max_chunk >= MKC_THREADS / 32;
-	if (e->t->warp && d % e->t->warp == 0 && d <= MKC_ATTN_MAX_D && grp <= MKC_ATTN_MAX_GROUP &&
-	    is_bf16(n->in[1]) == is_bf16(n->in[2]) &&
+	/* a power-of-2 head size: attention.cuh's rounds give a key row d / 16
+	 * lanes, which must divide the warp (a head of 96 took 6, and the lanes
+	 * past a round's 5 positions scored a sixth with part of its key) */
+	if (e->t->warp && d % e->t->warp == 0 && (d & (d - 1)) == 0 && d <= MKC_ATTN_MAX_D &&
+	    grp <= MKC_ATTN_MAX_GROUP && is_bf16(n->in[1]) == is_bf16(n->in[2]) &&
 	    (!n->kern->paged || e->p->g->page_size % round == 0))
 		/* the element type of the caches: float, or uint16_t for bf16 */
 		fprintf(e->f, "\tmkc_attn_part_tile<%lld, %lld, %s, %s>(&x0, &x1, &x2, &y, %lldLL, "

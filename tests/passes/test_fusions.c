@@ -771,6 +771,48 @@ Test(split_attn, merged_parts_are_attention, .timeout = 300)
 	}
 }
 
+/*
+ * On a GPU the parts of a head of 64 run attention.cuh's body; a head of
+ * 96 the portable one: a key row's 96 / 16 = 6 lanes do not divide a warp,
+ * and the GPU body's rounds and sums need them to (before session 42 it
+ * took such heads too: its lanes past a round's 5 positions scored a sixth
+ * with part of its key, and its sums over 6 lanes went by xor of 3 and 1).
+ */
+Test(split_attn, a_head_not_a_power_of_2_takes_the_portable_part_on_a_gpu)
+{
+	for (int d = 64; d <= 96; d += 32) {
+		mkc_graph *g = gb_graph(ctx, "attn.onnx", 23);
+		mkc_tensor *q = gb_input(g, "q", MKC_DT_FLOAT, 4, (const int64_t[]){1, 4, 1, d});
+		mkc_tensor *k = gb_input(g, "k", MKC_DT_FLOAT, 4, (const int64_t[]){1, 2, 5, d});
+		mkc_tensor *v = gb_input(g, "v", MKC_DT_FLOAT, 4, (const int64_t[]){1, 2, 5, d});
+		mkc_node *at = gb_node(g, "Attention", "y", 3, (mkc_tensor *[]){q, k, v});
+		gb_output(g, at->out[0]);
+		const mkc_driver_options o = {.workers = 8, .max_dim = 64, .wide_target = true};
+		mkc_plan *p = NULL;
+		cr_assert_eq(mkc_run_passes(g, &o, &p), 0, "%s", errs());
+		char dir[] = "/tmp/mkc_fusions_XXXXXX";
+		cr_assert_not_null(mkdtemp(dir));
+		mkc_emit_options eo = {
+			.out_path = mkc_arena_printf(ctx->arena, "%s/net.cu", dir),
+			.prefix = "net",
+			.command_line = "test_fusions",
+			.max_dim = o.max_dim,
+			.embed_limit = 1 << 20,
+		};
+		cr_assert_eq(mkc_emit(&p, 1, mkc_target_find("cuda"), &eo), 0, "%s", errs());
+		size_t cap = 1 << 22;
+		char *text = mkc_arena_alloc(ctx->arena, cap);
+		mkc_slurp(eo.out_path, text, cap);
+		char rm[256];
+		cr_assert_eq(mkc_shell(mkc_arena_printf(ctx->arena, "rm -rf %s", dir), rm, sizeof rm), 0);
+		const char *gpu = mkc_arena_printf(ctx->arena, "\tmkc_attn_part_tile<%d, 2, float", d);
+		cr_expect_eq(strstr(text, gpu) != NULL, d == 64, "head %d: GPU body %s", d,
+			     d == 64 ? "missing" : "taken");
+		cr_expect_eq(strstr(text, "\tmkc_attn_part_c(") != NULL, d == 96,
+			     "head %d: portable body %s", d, d == 96 ? "missing" : "taken");
+	}
+}
+
 /* kv.c */
 
 Test(kv_pass, caches_kept_as_bf16_when_asked)
