@@ -972,6 +972,95 @@ emit_profile(mkc_emitter *e, const mkc_emit_options *o)
 }
 
 /*
+ * The distinct dimensions of a file's task boxes, in the order first met,
+ * and a hash of them (open addressing; slot -1 empty) for dim_index.
+ */
+typedef struct {
+	mkc_dim *dims;
+	int n, cap;    /* dims held, room for */
+	int *slot;     /* 2 * cap slots */
+} dim_set;
+
+/* d's terms as put_dim writes them: an unused term's symbol -1 */
+static mkc_dim
+dim_written(mkc_dim d)
+{
+	for (int i = 0; i < MKC_DIM_TERMS; i++)
+		if (!d.k[i])
+			d.sym[i] = -1;
+	return d;
+}
+
+static bool
+dim_same(mkc_dim a, mkc_dim b)
+{
+	return a.c == b.c && a.k[0] == b.k[0] && a.k[1] == b.k[1] && a.sym[0] == b.sym[0] &&
+	       a.sym[1] == b.sym[1];
+}
+
+static unsigned
+dim_hash(mkc_dim d)
+{
+	uint64_t h = 1469598103934665603ull;
+	const int64_t v[5] = {d.c, d.k[0], d.k[1], d.sym[0], d.sym[1]};
+	for (int i = 0; i < 5; i++)
+		h = (h ^ (uint64_t)v[i]) * 1099511628211ull;
+	return (unsigned)(h ^ h >> 32);
+}
+
+/* Where d is in s, added if it is not yet. */
+static int
+dim_index(mkc_arena *a, dim_set *s, mkc_dim d)
+{
+	d = dim_written(d);
+	if (s->n == s->cap) {   /* grow: the dims copied, the slots made again */
+		int cap = s->cap ? 2 * s->cap : 256;
+		mkc_dim *dims = mkc_arena_alloc(a, (size_t)cap * sizeof *dims);
+		int *slot = mkc_arena_alloc(a, (size_t)2 * cap * sizeof *slot);
+		for (int i = 0; i < 2 * cap; i++)
+			slot[i] = -1;
+		for (int i = 0; i < s->n; i++) {
+			dims[i] = s->dims[i];
+			unsigned h = dim_hash(dims[i]) & (unsigned)(2 * cap - 1);
+			while (slot[h] >= 0)
+				h = (h + 1) & (unsigned)(2 * cap - 1);
+			slot[h] = i;
+		}
+		s->dims = dims;
+		s->slot = slot;
+		s->cap = cap;
+	}
+	unsigned h = dim_hash(d) & (unsigned)(2 * s->cap - 1);
+	for (; s->slot[h] >= 0; h = (h + 1) & (unsigned)(2 * s->cap - 1))
+		if (dim_same(s->dims[s->slot[h]], d))
+			return s->slot[h];
+	s->dims[s->n] = d;
+	s->slot[h] = s->n;
+	return s->n++;
+}
+
+/*
+ * Table NAME of n dimensions as NAME_ix, indexes into mkc_dim_set: on a GPU
+ * the host fills the device array NAME from them as it copies the tables
+ * (exec.cuh's MKC_DEVICE_DIMS); the C target reads mkc_dim_set through
+ * them. Written as the dimensions themselves, the 1B shape's chunked
+ * file's 299,802 (1,326 distinct) took nvcc's front ends about 17 s (2
+ * cores), as indexes under a second; the file's nvcc 65-76 s -> 50-65
+ * (bench/RESULTS.md session 42).
+ */
+static void
+put_dim_indexes(mkc_emitter *e, const char *name, const int *ix, int n)
+{
+	FILE *f = e->f;
+	fprintf(f, "static const int %s_ix[%d] MKC_UNUSED = {", name, n);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%d,", i % 16 ? " " : "\n\t", ix[i]);
+	fputs("\n};\n", f);
+	if (e->t->upload_tables)
+		fprintf(f, "static __device__ mkc_rt_dim %s[%d];\n", name, n);
+}
+
+/*
  * Each task's node and output box, before the runtime (a GPU worker reads
  * them ahead of the task's wait).
  */
@@ -1003,20 +1092,19 @@ emit_boxes(mkc_emitter *e)
 	}
 	table_close(e, true, "int", "mkc_task_box_start", "MKC_NTASKS + 1",
 		    mkc_arena_printf(a, " %d\n};\n", nb));
-	const char *nbox = mkc_arena_printf(a, "%d", nb + 1);
-	table_open(e, true, "mkc_rt_dim", "mkc_task_box", nbox);
-	for (int c = 0, k; c < ntasks; c++) {
+	/* the boxes and extents as indexes into the distinct dimensions (a dim set) */
+	dim_set ds = {0};
+	int *box = mkc_arena_alloc(a, (size_t)(nb + 1) * sizeof *box);
+	for (int c = 0, k, x = 0; c < ntasks; c++) {
 		const mkc_task *t = file_task(e, c, &k);
 		int rank = t->node->out[0] ? t->node->out[0]->rank : 0;
-		fputs("\n\t", f);
 		for (int d = 0; d < rank; d++) {
-			put_dim(f, t->out.lo[d]);
-			fputs(", ", f);
-			put_dim(f, t->out.hi[d]);
-			fputs(", ", f);
+			box[x++] = dim_index(a, &ds, t->out.lo[d]);
+			box[x++] = dim_index(a, &ds, t->out.hi[d]);
 		}
 	}
-	table_close(e, true, "mkc_rt_dim", "mkc_task_box", nbox, "\n\t{0, {0, 0}, {-1, -1}}\n};\n");
+	const mkc_dim none = {.c = 0, .sym = {-1, -1}};
+	box[nb] = dim_index(a, &ds, none);
 	/* a clamped task's output extent (task.h's clamp): where in mkc_task_ext, or -1 */
 	table_open(e, true, "int", "mkc_task_clamp", "MKC_NTASKS");
 	int ne = 0;
@@ -1026,23 +1114,30 @@ emit_boxes(mkc_emitter *e)
 		ne += t->clamp ? t->node->out[0]->rank : 0;
 	}
 	table_close(e, true, "int", "mkc_task_clamp", "MKC_NTASKS", "\n};\n");
-	const char *next = mkc_arena_printf(a, "%d", ne + 1);
-	table_open(e, true, "mkc_rt_dim", "mkc_task_ext", next);
-	for (int c = 0, k; c < ntasks; c++) {
+	int *ext = mkc_arena_alloc(a, (size_t)(ne + 1) * sizeof *ext);
+	for (int c = 0, k, x = 0; c < ntasks; c++) {
 		const mkc_task *t = file_task(e, c, &k);
-		for (int d = 0; t->clamp && d < t->node->out[0]->rank; d++) {
-			fputs(d ? " " : "\n\t", f);
-			put_dim(f, t->node->out[0]->shape[d]);
-			fputs(",", f);
-		}
+		for (int d = 0; t->clamp && d < t->node->out[0]->rank; d++)
+			ext[x++] = dim_index(a, &ds, t->node->out[0]->shape[d]);
 	}
-	table_close(e, true, "mkc_rt_dim", "mkc_task_ext", next, "\n\t{0, {0, 0}, {-1, -1}}\n};\n");
+	ext[ne] = box[nb];
+	fprintf(f, "static const mkc_rt_dim mkc_dim_set[%d] MKC_UNUSED = {", ds.n);
+	for (int i = 0; i < ds.n; i++) {
+		fputs(i % 4 ? " " : "\n\t", f);
+		put_dim(f, ds.dims[i]);
+		fputs(",", f);
+	}
+	fputs("\n};\n", f);
+	put_dim_indexes(e, "mkc_task_box", box, nb + 1);
+	put_dim_indexes(e, "mkc_task_ext", ext, ne + 1);
+	fputs(e->t->upload_tables ? "#define MKC_TASK_DIM(t, i) (&(t)[i])\n"
+				  : "#define MKC_TASK_DIM(t, i) (&mkc_dim_set[t##_ix[i]])\n", f);
 	/* what the model's creation copies to the device (exec.cuh) */
 	if (e->t->upload_tables) {
 		fputs("#define MKC_DEVICE_TABLES(X)", f);
 		for (int i = 0; i < e->nuploads; i++)
 			fprintf(f, " X(%s)", e->uploads[i]);
-		fputs("\n", f);
+		fputs("\n#define MKC_DEVICE_DIMS(X) X(mkc_task_box) X(mkc_task_ext)\n", f);
 	}
 }
 
@@ -1132,10 +1227,10 @@ emit_nodes(mkc_emitter *e)
 		"mkc_task_bounds(const struct mkc_model *m, int task, int64_t *lo, int64_t *hi)\n{\n"
 		"\tconst int b = MKC_RO(&mkc_task_box_start[task]), c = MKC_RO(&mkc_task_clamp[task]);\n"
 		"\tfor (int d = 0; d < (MKC_RO(&mkc_task_box_start[task + 1]) - b) / 2; d++) {\n"
-		"\t\tlo[d] = mkc_rt_dimv_ro(&mkc_task_box[b + 2 * d], m->sym);\n"
-		"\t\thi[d] = mkc_rt_dimv_ro(&mkc_task_box[b + 2 * d + 1], m->sym);\n"
+		"\t\tlo[d] = mkc_rt_dimv_ro(MKC_TASK_DIM(mkc_task_box, b + 2 * d), m->sym);\n"
+		"\t\thi[d] = mkc_rt_dimv_ro(MKC_TASK_DIM(mkc_task_box, b + 2 * d + 1), m->sym);\n"
 		"\t\tif (c >= 0) {   /* a block of rows may pass the output's end */\n"
-		"\t\t\tconst int64_t e = mkc_rt_dimv_ro(&mkc_task_ext[c + d], m->sym);\n"
+		"\t\t\tconst int64_t e = mkc_rt_dimv_ro(MKC_TASK_DIM(mkc_task_ext, c + d), m->sym);\n"
 		"\t\t\tlo[d] = lo[d] < e ? lo[d] : e;\n"
 		"\t\t\thi[d] = hi[d] < e ? hi[d] : e;\n\t\t}\n\t}\n}\n\n"
 		"%s void\nmkc_run_node(struct mkc_model *m, int node, const int64_t *lo, const int64_t *hi)\n"

@@ -772,7 +772,28 @@ mkc_upload_tables(mkc_host *m)
 		return -1;
 	MKC_DEVICE_TABLES(MKC_UPLOAD)
 #undef MKC_UPLOAD
-	return 0;
+	/* the tables of dimensions (MKC_DEVICE_DIMS) from their indexes into
+	 * mkc_dim_set, NAME_ix (emit.c's put_dim_indexes says why) */
+	size_t most = 0;
+#define MKC_MOST(t) most = sizeof t##_ix > most ? sizeof t##_ix : most;
+	MKC_DEVICE_DIMS(MKC_MOST)
+#undef MKC_MOST
+	mkc_rt_dim *d = (mkc_rt_dim *)malloc(most / sizeof(int) * sizeof *d);
+	if (!d) {
+		mkc_seterr(m, "out of host memory for the task tables (%zu bytes)",
+			   most / sizeof(int) * sizeof *d);
+		return -1;
+	}
+	int rc = 0;
+#define MKC_UPLOAD_DIMS(t) \
+	for (size_t i = 0; !rc && i < sizeof t##_ix / sizeof(int); i++) \
+		d[i] = mkc_dim_set[t##_ix[i]]; \
+	if (!rc && MKC_GPU(m, cudaMemcpyToSymbol(t, d, sizeof t))) \
+		rc = -1;
+	MKC_DEVICE_DIMS(MKC_UPLOAD_DIMS)
+#undef MKC_UPLOAD_DIMS
+	free(d);
+	return rc;
 }
 
 /*

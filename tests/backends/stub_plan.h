@@ -78,10 +78,17 @@ static const char *const mkc_node_desc[3] MKC_UNUSED = {
 	static const type name##_h[size] MKC_UNUSED
 #define MKC_DEVICE_TABLES(X) \
 	X(mkc_task_wait) X(mkc_task_sig_start) X(mkc_task_sig) X(mkc_event_threshold) \
-	X(mkc_queue_start) X(mkc_queue) X(mkc_task_node) X(mkc_task_box_start) X(mkc_task_box) \
-	X(mkc_task_clamp) X(mkc_task_ext)
+	X(mkc_queue_start) X(mkc_queue) X(mkc_task_node) X(mkc_task_box_start) X(mkc_task_clamp)
+/* the tables of dimensions, filled from their indexes (emit.c's put_dim_indexes) */
+#define MKC_DEVICE_DIMS(X) X(mkc_task_box) X(mkc_task_ext)
+#define MKC_STUB_DIMS(name, size) \
+	static __device__ mkc_rt_dim name[size]; \
+	static const int name##_ix[size] MKC_UNUSED
+#define MKC_TASK_DIM(t, i) (&(t)[i])
 #else
 #define MKC_STUB_TABLE(type, name, size) static const type name[size] MKC_UNUSED
+#define MKC_STUB_DIMS(name, size) static const int name##_ix[size] MKC_UNUSED
+#define MKC_TASK_DIM(t, i) (&mkc_dim_set[t##_ix[i]])
 #endif
 MKC_STUB_TABLE(int, mkc_task_wait, MKC_NTASKS) = {-1, 0};
 MKC_STUB_TABLE(int, mkc_task_sig_start, MKC_NTASKS + 1) = {0, 1, 1};
@@ -95,13 +102,12 @@ MKC_STUB_TABLE(int, mkc_queue, MKC_NTASKS) = {0, 1};
 
 MKC_STUB_TABLE(int, mkc_task_node, MKC_NTASKS) = {0, 1};
 MKC_STUB_TABLE(int, mkc_task_box_start, MKC_NTASKS + 1) = {0, 4, 10};
-MKC_STUB_TABLE(mkc_rt_dim, mkc_task_box, 11) = {
-	{0, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}, {0, {0, 0}, {-1, -1}}, {4, {0, 0}, {-1, -1}},
-	{0, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}, {0, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}, {0, {0, 0}, {-1, -1}}, {4, {0, 0}, {-1, -1}},
-	{0, {0, 0}, {-1, -1}},
+static const mkc_rt_dim mkc_dim_set[3] MKC_UNUSED = {
+	{0, {0, 0}, {-1, -1}}, {1, {0, 0}, {-1, -1}}, {4, {0, 0}, {-1, -1}},
 };
+MKC_STUB_DIMS(mkc_task_box, 11) = {0, 1, 0, 2, 0, 1, 0, 1, 0, 2, 0};
 MKC_STUB_TABLE(int, mkc_task_clamp, MKC_NTASKS) = {-1, -1};
-MKC_STUB_TABLE(mkc_rt_dim, mkc_task_ext, 1) = {{0, {0, 0}, {-1, -1}}};
+MKC_STUB_DIMS(mkc_task_ext, 1) = {0};
 
 #if MKC_STUB_PROFILE
 #define MKC_PROFILE 1
