@@ -991,13 +991,6 @@ dim_written(mkc_dim d)
 	return d;
 }
 
-static bool
-dim_same(mkc_dim a, mkc_dim b)
-{
-	return a.c == b.c && a.k[0] == b.k[0] && a.k[1] == b.k[1] && a.sym[0] == b.sym[0] &&
-	       a.sym[1] == b.sym[1];
-}
-
 static unsigned
 dim_hash(mkc_dim d)
 {
@@ -1008,35 +1001,40 @@ dim_hash(mkc_dim d)
 	return (unsigned)(h ^ h >> 32);
 }
 
+/* The slot of d in s: the one that holds it, or the empty one where it goes. */
+static unsigned
+dim_slot(const dim_set *s, mkc_dim d)
+{
+	const unsigned mask = (unsigned)(2 * s->cap - 1);
+	unsigned h = dim_hash(d) & mask;
+	while (s->slot[h] >= 0 && !mkc_dim_eq(s->dims[s->slot[h]], d))
+		h = (h + 1) & mask;
+	return h;
+}
+
 /* Where d is in s, added if it is not yet. */
 static int
 dim_index(mkc_arena *a, dim_set *s, mkc_dim d)
 {
 	d = dim_written(d);
 	if (s->n == s->cap) {   /* grow: the dims copied, the slots made again */
-		int cap = s->cap ? 2 * s->cap : 256;
-		mkc_dim *dims = mkc_arena_alloc(a, (size_t)cap * sizeof *dims);
-		int *slot = mkc_arena_alloc(a, (size_t)2 * cap * sizeof *slot);
-		for (int i = 0; i < 2 * cap; i++)
-			slot[i] = -1;
+		const mkc_dim *old = s->dims;
+		s->cap = s->cap ? 2 * s->cap : 256;
+		s->dims = mkc_arena_alloc(a, (size_t)s->cap * sizeof *s->dims);
+		s->slot = mkc_arena_alloc(a, (size_t)2 * s->cap * sizeof *s->slot);
+		for (int i = 0; i < 2 * s->cap; i++)
+			s->slot[i] = -1;
 		for (int i = 0; i < s->n; i++) {
-			dims[i] = s->dims[i];
-			unsigned h = dim_hash(dims[i]) & (unsigned)(2 * cap - 1);
-			while (slot[h] >= 0)
-				h = (h + 1) & (unsigned)(2 * cap - 1);
-			slot[h] = i;
+			s->dims[i] = old[i];
+			s->slot[dim_slot(s, old[i])] = i;
 		}
-		s->dims = dims;
-		s->slot = slot;
-		s->cap = cap;
 	}
-	unsigned h = dim_hash(d) & (unsigned)(2 * s->cap - 1);
-	for (; s->slot[h] >= 0; h = (h + 1) & (unsigned)(2 * s->cap - 1))
-		if (dim_same(s->dims[s->slot[h]], d))
-			return s->slot[h];
-	s->dims[s->n] = d;
-	s->slot[h] = s->n;
-	return s->n++;
+	const unsigned h = dim_slot(s, d);
+	if (s->slot[h] < 0) {
+		s->dims[s->n] = d;
+		s->slot[h] = s->n++;
+	}
+	return s->slot[h];
 }
 
 /*
@@ -1103,8 +1101,9 @@ emit_boxes(mkc_emitter *e)
 			box[x++] = dim_index(a, &ds, t->out.hi[d]);
 		}
 	}
-	const mkc_dim none = {.c = 0, .sym = {-1, -1}};
-	box[nb] = dim_index(a, &ds, none);
+	/* both tables end in a dimension of 0 */
+	const int zero = dim_index(a, &ds, (mkc_dim){.c = 0, .sym = {-1, -1}});
+	box[nb] = zero;
 	/* a clamped task's output extent (task.h's clamp): where in mkc_task_ext, or -1 */
 	table_open(e, true, "int", "mkc_task_clamp", "MKC_NTASKS");
 	int ne = 0;
@@ -1120,7 +1119,7 @@ emit_boxes(mkc_emitter *e)
 		for (int d = 0; t->clamp && d < t->node->out[0]->rank; d++)
 			ext[x++] = dim_index(a, &ds, t->node->out[0]->shape[d]);
 	}
-	ext[ne] = box[nb];
+	ext[ne] = zero;
 	fprintf(f, "static const mkc_rt_dim mkc_dim_set[%d] MKC_UNUSED = {", ds.n);
 	for (int i = 0; i < ds.n; i++) {
 		fputs(i % 4 ? " " : "\n\t", f);

@@ -786,10 +786,11 @@ mkc_upload_tables(mkc_host *m)
 	}
 	int rc = 0;
 #define MKC_UPLOAD_DIMS(t) \
-	for (size_t i = 0; !rc && i < sizeof t##_ix / sizeof(int); i++) \
-		d[i] = mkc_dim_set[t##_ix[i]]; \
-	if (!rc && MKC_GPU(m, cudaMemcpyToSymbol(t, d, sizeof t))) \
-		rc = -1;
+	if (!rc) { \
+		for (size_t i = 0; i < sizeof t##_ix / sizeof(int); i++) \
+			d[i] = mkc_dim_set[t##_ix[i]]; \
+		rc = MKC_GPU(m, cudaMemcpyToSymbol(t, d, sizeof t)) ? -1 : 0; \
+	}
 	MKC_DEVICE_DIMS(MKC_UPLOAD_DIMS)
 #undef MKC_UPLOAD_DIMS
 	free(d);

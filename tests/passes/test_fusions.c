@@ -99,21 +99,32 @@ static const char harness[] =
  * g through the driver's passes (o), the C target and cc; its printed
  * outputs over steps steps (a buffer of the arena's).
  */
-static char *
-run_graph(mkc_graph *g, const mkc_driver_options *o, int steps)
+/*
+ * g through the driver's passes (o) and target's emitter into a new
+ * folder: the folder (the arena's), which holds net.EXT and net.h.
+ */
+static const char *
+emit_graph(mkc_graph *g, const mkc_driver_options *o, const char *target, const char *ext)
 {
 	mkc_plan *p = NULL;
 	cr_assert_eq(mkc_run_passes(g, o, &p), 0, "%s", errs());
-	char dir[] = "/tmp/mkc_fusions_XXXXXX";
+	char *dir = mkc_arena_printf(ctx->arena, "/tmp/mkc_fusions_XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
 	mkc_emit_options eo = {
-		.out_path = mkc_arena_printf(ctx->arena, "%s/net.c", dir),
+		.out_path = mkc_arena_printf(ctx->arena, "%s/net.%s", dir, ext),
 		.prefix = "net",
 		.command_line = "test_fusions",
 		.max_dim = o->max_dim,
 		.embed_limit = 1 << 20,
 	};
-	cr_assert_eq(mkc_emit(&p, 1, mkc_target_find("c"), &eo), 0, "%s", errs());
+	cr_assert_eq(mkc_emit(&p, 1, mkc_target_find(target), &eo), 0, "%s", errs());
+	return dir;
+}
+
+static char *
+run_graph(mkc_graph *g, const mkc_driver_options *o, int steps)
+{
+	const char *dir = emit_graph(g, o, "c", "c");
 	FILE *f = fopen(mkc_arena_printf(ctx->arena, "%s/main.c", dir), "w");
 	cr_assert_not_null(f);
 	fputs(harness, f);
@@ -788,21 +799,10 @@ Test(split_attn, a_head_not_a_power_of_2_takes_the_portable_part_on_a_gpu)
 		mkc_node *at = gb_node(g, "Attention", "y", 3, (mkc_tensor *[]){q, k, v});
 		gb_output(g, at->out[0]);
 		const mkc_driver_options o = {.workers = 8, .max_dim = 64, .wide_target = true};
-		mkc_plan *p = NULL;
-		cr_assert_eq(mkc_run_passes(g, &o, &p), 0, "%s", errs());
-		char dir[] = "/tmp/mkc_fusions_XXXXXX";
-		cr_assert_not_null(mkdtemp(dir));
-		mkc_emit_options eo = {
-			.out_path = mkc_arena_printf(ctx->arena, "%s/net.cu", dir),
-			.prefix = "net",
-			.command_line = "test_fusions",
-			.max_dim = o.max_dim,
-			.embed_limit = 1 << 20,
-		};
-		cr_assert_eq(mkc_emit(&p, 1, mkc_target_find("cuda"), &eo), 0, "%s", errs());
+		const char *dir = emit_graph(g, &o, "cuda", "cu");
 		size_t cap = 1 << 22;
 		char *text = mkc_arena_alloc(ctx->arena, cap);
-		mkc_slurp(eo.out_path, text, cap);
+		mkc_slurp(mkc_arena_printf(ctx->arena, "%s/net.cu", dir), text, cap);
 		char rm[256];
 		cr_assert_eq(mkc_shell(mkc_arena_printf(ctx->arena, "rm -rf %s", dir), rm, sizeof rm), 0);
 		const char *gpu = mkc_arena_printf(ctx->arena, "\tmkc_attn_part_tile<%d, 2, float", d);
