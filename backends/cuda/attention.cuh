@@ -152,15 +152,24 @@ mkc_attn_rows(const float *q, const int64_t *qs, const float *k, const int64_t *
 }
 
 /*
- * How mkc_attn_group spreads a round over a warp, for head size D and the
- * cache's element type T (float, or uint16_t for bf16). A key row is read
- * by KL lanes, 16 elements each in NK 16-byte loads (load i of lane l
- * holds elements V * (l % KL + KL * i) on), so a warp scores PW positions
- * a round; a lane holds elements l, l + MKC_WARP, ... (J of them) of each
- * of those positions' value rows.
+ * How mkc_attn_group spreads a round over a warp, for head size D (a power
+ * of 2: the emitter checks) and the cache's element type T (float, or
+ * uint16_t for bf16). A key row is read by KL lanes, 16 elements each in
+ * NK 16-byte loads (load i of lane l holds elements V * (l % KL + KL * i)
+ * on), so a warp scores PW positions a round. The round's value rows are
+ * PW * VC 16-byte pieces (VC a row), NV a lane: piece l + MKC_WARP * i of
+ * the round is lane l's load i (row (l + MKC_WARP * i) / VC). A lane sums
+ * weight * value for the AE elements of its pieces of the rows (one piece,
+ * l % VC, where a row is at most a warp's pieces; else VC / MKC_WARP of
+ * them); the VP lanes that hold the same piece fold their sums at the end
+ * of the walk (mkc_attn_fold), after which lane l holds J elements of the
+ * output (mkc_attn_dim).
  * (Measured, session 11: a bf16 cache read 32 key elements and two values
  * a lane, twice the positions a round in the same registers on paper,
- * made the 1B kernel spill and its step 70 us slower at every context.)
+ * made the 1B kernel spill and its step 70 us slower at every context.
+ * Until session 42 a lane loaded element l, l + MKC_WARP, ... of every
+ * row of the round, 2 or 4 bytes a load: 16 loads a round for D = 64,
+ * where the pieces take NV = sizeof(T), 4 or 2.)
  */
 template <int D, typename T>
 struct mkc_attn_shape {
@@ -169,19 +178,72 @@ struct mkc_attn_shape {
 	static constexpr int KL = D / 16;
 	static constexpr int PW = MKC_WARP / KL;
 	static constexpr int J = D / MKC_WARP;
+	static constexpr int VC = D / V;
+	static constexpr int NV = PW * VC / MKC_WARP;
+	static constexpr int VP = VC < MKC_WARP ? MKC_WARP / VC : 1;
+	static constexpr int AE = VC > MKC_WARP ? V * (VC / MKC_WARP) : V;
+	static_assert((D & (D - 1)) == 0 && PW * KL == MKC_WARP && NV * MKC_WARP == PW * VC &&
+			      AE == J * VP,
+		      "the head size: a power of 2, a multiple of the warp's lanes");
 };
 
-/* A loaded value's bits as a float: float32, or bf16 in the low half. */
-static __device__ __forceinline__ float MKC_UNUSED
-mkc_attn_val(uint32_t w, float)
+/* Element e of the 16 bytes w of T elements (float, or bf16), as a float. */
+static __device__ __forceinline__ uint32_t MKC_UNUSED
+mkc_attn_word(uint4 w, int i)
 {
-	return __uint_as_float(w);
+	return i == 0 ? w.x : i == 1 ? w.y : i == 2 ? w.z : w.w;
 }
 
 static __device__ __forceinline__ float MKC_UNUSED
-mkc_attn_val(uint32_t w, uint16_t)
+mkc_attn_elem(uint4 w, int e, float)
 {
-	return mkc_rt_bf16((uint16_t)w);
+	return __uint_as_float(mkc_attn_word(w, e));
+}
+
+static __device__ __forceinline__ float MKC_UNUSED
+mkc_attn_elem(uint4 w, int e, uint16_t)
+{
+	const uint32_t x = mkc_attn_word(w, e / 2);
+	return __uint_as_float(e % 2 ? x & 0xffff0000u : x << 16);
+}
+
+/*
+ * The output element of lane's sum j (0 .. J) after mkc_attn_fold: of its
+ * piece lane % VC, the J elements of its share lane / VC, where VP lanes
+ * hold a piece; else (a lane a piece, or more) element j of its pieces.
+ */
+template <int D, typename T, typename S = mkc_attn_shape<D, T>>
+static __device__ __forceinline__ int MKC_UNUSED
+mkc_attn_dim(int lane, int j)
+{
+	return S::VP > 1 ? lane % S::VC * S::V + lane / S::VC * S::J + j
+			 : (lane + MKC_WARP * (j / S::V)) * S::V + j % S::V;
+}
+
+/*
+ * The VP lanes that hold a piece (mkc_attn_shape) add up their sums of its
+ * AE elements, halving them at each step: the lane whose bit o is set
+ * keeps the upper half and adds its partner's, so lane l ends with the
+ * share l / VC of J elements in acc[0 .. J) (mkc_attn_dim says which).
+ */
+template <int D, typename T, typename S = mkc_attn_shape<D, T>>
+static __device__ __forceinline__ void
+mkc_attn_fold(float (&acc)[S::AE])
+{
+	const int lane = threadIdx.x % MKC_WARP;
+	int len = S::AE;
+#pragma unroll
+	for (int o = MKC_WARP / 2; o >= S::VC; o >>= 1) {
+		len /= 2;
+		const bool up = lane & o;
+#pragma unroll
+		for (int e = 0; e < S::AE / 2; e++)
+			if (e < len) {
+				const float keep = up ? acc[e + len] : acc[e];
+				const float give = up ? acc[e] : acc[e + len];
+				acc[e] = keep + mkc_shfl_xor(give, o);
+			}
+	}
 }
 
 /*
@@ -196,7 +258,7 @@ mkc_attn_val(uint32_t w, uint16_t)
 template <int D, typename T, typename S = mkc_attn_shape<D, T>>
 static __device__ __forceinline__ void
 mkc_attn_fetch(const T *pk, int64_t kst, const T *pv, int64_t vst, int64_t base, int64_t t1,
-	       const int32_t *tab, int64_t page, uint4 (&kv)[S::NK], uint32_t (&vv)[S::PW][S::J])
+	       const int32_t *tab, int64_t page, uint4 (&kv)[S::NK], uint4 (&vv)[S::NV])
 {
 	const int lane = threadIdx.x % MKC_WARP;
 	const int64_t t = base + lane / S::KL;
@@ -207,11 +269,10 @@ mkc_attn_fetch(const T *pk, int64_t kst, const T *pv, int64_t vst, int64_t base,
 	for (int i = 0; i < S::NK; i++)
 		kv[i] = mkc_ld16<false>(kr + S::V * S::KL * i, t < t1);
 #pragma unroll
-	for (int p = 0; p < S::PW; p++)
-#pragma unroll
-		for (int j = 0; j < S::J; j++)
-			vv[p][j] = mkc_ld_small<sizeof(T) == 2>(pv + (row + p) * vst + lane + MKC_WARP * j,
-								base + p < t1);
+	for (int i = 0; i < S::NV; i++) {
+		const int piece = lane + MKC_WARP * i, p = piece / S::VC;
+		vv[i] = mkc_ld16<false>(pv + (row + p) * vst + S::V * (piece % S::VC), base + p < t1);
+	}
 }
 
 /* dot + q[0..V) . the V elements of T in the 16 bytes k, in order. */
@@ -234,11 +295,10 @@ mkc_attn_dot16(float dot, const float4 *q, uint4 k, uint16_t)
  */
 template <int D, int G, typename T, typename S = mkc_attn_shape<D, T>>
 static __device__ __forceinline__ void
-mkc_attn_round(const float4 (*qsh)[D / 4], const uint4 (&kv)[S::NK],
-	       const uint32_t (&vv)[S::PW][S::J], bool live, float scale, float *mx, float *sum,
-	       float (*acc)[S::J])
+mkc_attn_round(const float4 (*qsh)[D / 4], const uint4 (&kv)[S::NK], const uint4 (&vv)[S::NV],
+	       bool live, float scale, float *mx, float *sum, float (*acc)[S::AE])
 {
-	const int sub = (threadIdx.x % MKC_WARP) % S::KL;
+	const int lane = threadIdx.x % MKC_WARP, sub = lane % S::KL;
 #pragma unroll
 	for (int g = 0; g < G; g++) {
 		float dot = 0;
@@ -256,14 +316,16 @@ mkc_attn_round(const float4 (*qsh)[D / 4], const uint4 (&kv)[S::NK],
 		sum[g] = sum[g] * r + mkc_rt_warp_sum(sub == 0 ? p : 0);
 		mx[g] = nm;
 #pragma unroll
-		for (int j = 0; j < S::J; j++)
-			acc[g][j] *= r;
+		for (int e = 0; e < S::AE; e++)
+			acc[g][e] *= r;
 #pragma unroll
-		for (int q = 0; q < S::PW; q++) {
-			const float w = mkc_shfl(p, q * S::KL);
+		for (int i = 0; i < S::NV; i++) {
+			/* load i's row, and which of the lane's pieces it is */
+			const int piece = lane + MKC_WARP * i, a = piece % S::VC / MKC_WARP;
+			const float w = mkc_shfl(p, piece / S::VC * S::KL);
 #pragma unroll
-			for (int j = 0; j < S::J; j++)
-				acc[g][j] += w * mkc_attn_val(vv[q][j], T());
+			for (int e = 0; e < S::V; e++)
+				acc[g][S::V * a + e] += w * mkc_attn_elem(vv[i], e, T());
 		}
 	}
 }
@@ -273,25 +335,25 @@ mkc_attn_round(const float4 (*qsh)[D / 4], const uint4 (&kv)[S::NK],
  * a round (ka, va: the first round's keys and values, already fetched),
  * folded into fresh running maxima mx, sums and accumulators acc of the G
  * rows in qsh: two register sets in turn (a, b), so that no copy waits for
- * the round behind; while one round is summed the next is in flight.
+ * the round behind; while one round is summed the next is in flight. At
+ * the end acc[g][0 .. J) holds the lane's J output elements (mkc_attn_dim).
  */
 template <int D, int G, typename T, typename S = mkc_attn_shape<D, T>>
 static __device__ __forceinline__ void
 mkc_attn_walk(const float4 (*qsh)[D / 4], const T *pk, int64_t kst, const T *pv, int64_t vst,
 	      int64_t start, int64_t step, int64_t t1, const int32_t *tab, int64_t page,
-	      float scale, uint4 (&ka)[S::NK], uint32_t (&va)[S::PW][S::J], float *mx, float *sum,
-	      float (*acc)[S::J])
+	      float scale, uint4 (&ka)[S::NK], uint4 (&va)[S::NV], float *mx, float *sum,
+	      float (*acc)[S::AE])
 {
 	const int lane = threadIdx.x % MKC_WARP;
-	uint4 kb[S::NK];
-	uint32_t vb[S::PW][S::J];
+	uint4 kb[S::NK], vb[S::NV];
 #pragma unroll
 	for (int g = 0; g < G; g++) {
 		mx[g] = -INFINITY;
 		sum[g] = 0;
 #pragma unroll
-		for (int j = 0; j < S::J; j++)
-			acc[g][j] = 0;
+		for (int e = 0; e < S::AE; e++)
+			acc[g][e] = 0;
 	}
 	for (int64_t base = start; base < t1; base += 2 * step) {
 		mkc_attn_fetch<D>(pk, kst, pv, vst, base + step, t1, tab, page, kb, vb);
@@ -302,6 +364,9 @@ mkc_attn_walk(const float4 (*qsh)[D / 4], const T *pk, int64_t kst, const T *pv,
 		mkc_attn_round<D, G, T>(qsh, kb, vb, base + step + lane / S::KL < t1, scale, mx, sum,
 					acc);
 	}
+#pragma unroll
+	for (int g = 0; g < G; g++)
+		mkc_attn_fold<D, T>(acc[g]);
 }
 
 /*
@@ -312,14 +377,15 @@ mkc_attn_walk(const float4 (*qsh)[D / 4], const T *pk, int64_t kst, const T *pv,
  * maximum score and its sum of exp(score - maximum).
  *
  * A round is PW positions a warp (mkc_attn_shape: 8 for D = 64 on 32-lane
- * warps) and every warp of the block: KL lanes share a key row, so a round's keys and values are a few
- * loads each a lane, all issued at once,
- * and the next round's are issued before this one's scores are computed.
- * A position's score, for all G rows from the one load of its key, is
- * summed over its lanes; the warp folds the round into its running maximum
- * and sum (an online softmax); lane i adds weight * value for output
- * elements i, i + MKC_WARP, ... At the end the warps' (maximum, sum,
- * accumulator) meet in shared memory.
+ * warps) and every warp of the block: KL lanes share a key row, so a
+ * round's keys and values are a few 16-byte loads each a lane, all issued
+ * at once, and the next round's are issued before this one's scores are
+ * computed. A position's score, for all G rows from the one load of its
+ * key, is summed over its lanes; the warp folds the round into its running
+ * maximum and sum (an online softmax); a lane adds weight * value for the
+ * elements of its pieces of the value rows, and the lanes' sums of a piece
+ * fold at the end of the walk. Then the warps' (maximum, sum, accumulator)
+ * meet in shared memory.
  * (The body before gave a lane a whole position: at context 1024 two of
  * the eight warps had work, and the values came in eight dependent trips.
  * Measured alone, bench/attn.cu on an H200, a part of the Llama-3.2-1B
@@ -339,14 +405,13 @@ mkc_attn_group(const float *pq, int64_t qst, const T *pk, int64_t kst, const T *
 	__shared__ float4 qsh[G][D / 4];
 	__shared__ float wm[NW][G], wsum[NW][G], wacc[NW][G][D];
 	const int lane = threadIdx.x % MKC_WARP, warp = threadIdx.x / MKC_WARP;
-	uint4 ka[S::NK];
-	uint32_t va[S::PW][S::J];
+	uint4 ka[S::NK], va[S::NV];
 	mkc_attn_fetch<D>(pk, kst, pv, vst, t0 + (int64_t)warp * S::PW, t1, tab, page, ka, va);
 	__syncthreads();   /* the last call's reads of qsh and wacc are done */
 	for (int i = threadIdx.x; i < G * D; i += blockDim.x)
 		((float *)qsh)[i] = pq[i / D * qst + i % D];
 	__syncthreads();
-	float mx[G], sum[G], acc[G][S::J];
+	float mx[G], sum[G], acc[G][S::AE];
 	mkc_attn_walk<D, G, T>(qsh, pk, kst, pv, vst, t0 + (int64_t)warp * S::PW, R, t1, tab, page,
 			       scale, ka, va, mx, sum, acc);
 #pragma unroll
@@ -357,7 +422,7 @@ mkc_attn_group(const float *pq, int64_t qst, const T *pk, int64_t kst, const T *
 		}
 #pragma unroll
 		for (int j = 0; j < S::J; j++)
-			wacc[warp][g][lane + MKC_WARP * j] = acc[g][j];
+			wacc[warp][g][mkc_attn_dim<D, T>(lane, j)] = acc[g][j];
 	}
 	__syncthreads();
 	for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
@@ -401,8 +466,7 @@ mkc_attn_group_warp(const float *pq, int64_t qst, const T *pk, int64_t kst, cons
 		      "head size, group");
 	typedef mkc_attn_shape<D, T> S;
 	const int lane = threadIdx.x % MKC_WARP;
-	uint4 ka[S::NK];
-	uint32_t va[S::PW][S::J];
+	uint4 ka[S::NK], va[S::NV];
 	mkc_attn_fetch<D>(pk, kst, pv, vst, t0, t1, tab, page, ka, va);
 	/* a chunk without positions (most of a short context's) needs no query:
 	 * its sums are written as they start (the maximum -inf weighs nothing) */
@@ -412,7 +476,7 @@ mkc_attn_group_warp(const float *pq, int64_t qst, const T *pk, int64_t kst, cons
 			((float *)qsh)[i] = pq[i / D * qst + i % D];
 		mkc_warp_sync();
 	}
-	float mx[G], sum[G], acc[G][S::J];
+	float mx[G], sum[G], acc[G][S::AE];
 	mkc_attn_walk<D, G, T>(qsh, pk, kst, pv, vst, t0, S::PW, t1, tab, page, scale, ka, va, mx,
 			       sum, acc);
 #pragma unroll
@@ -420,7 +484,7 @@ mkc_attn_group_warp(const float *pq, int64_t qst, const T *pk, int64_t kst, cons
 		float *pp = part + g * pst;
 #pragma unroll
 		for (int j = 0; j < S::J; j++)
-			pp[lane + MKC_WARP * j] = acc[g][j];
+			pp[mkc_attn_dim<D, T>(lane, j)] = acc[g][j];
 		if (lane == 0) {
 			pp[D] = mx[g];
 			pp[D + 1] = sum[g];

@@ -373,6 +373,10 @@ main(void)
 	attn_case<64, 3>(3, 1000, 1024, 44);   /* SmolLM2-135M's: 44 chunks, 3 heads a key head */
 	attn_case<64, 3>(3, 1, 64, 43);
 	attn_case<128, 2>(1, 300, 320, 64);    /* the most chunks split_attn makes */
+	/* a value row of more 16-byte pieces than a warp has lanes (float32 on
+	 * 32 lanes: a lane holds two of a row's pieces), and of as many (bf16) */
+	attn_case<256, 1>(2, 301, 320, 4);
+	attn_case<256, 1>(2, 301, 320, 4, true);
 	cache_case(8, 1, 64, 80, 33, 64, 0, true);
 	cache_case(8, 1, 64, 80, 5, 0, 0, true);
 	printf("%s (%d-lane warps)\n", failures ? "bodies: FAILED" : "bodies: all match the float64 reference",
