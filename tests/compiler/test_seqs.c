@@ -202,3 +202,37 @@ Test(seqs, refused_at_compile_time, .timeout = 120)
 		  "%s", out);
 	cr_expect(strstr(out, "--max-seqs needs a sequence count from 1 to 65536"), "%s", out);
 }
+
+/*
+ * A few-token plan (--few-tokens 16) cuts a value append's block of rows in
+ * pieces of about 512 elements a head (passes/tile.c): rows 0-7 and 8-15 of
+ * a head of 64 in tiles of their own. A mixed run whose steps carry up to
+ * 16 rows (prompts of 12 in chunks beside decode tokens) gives every
+ * request its tokens alone, and the golden steps pass through that plan.
+ */
+Test(seqs, a_few_token_plan_appends_in_pieces, .timeout = 300)
+{
+	const char *flags = "--max-seqs 4 --max-chunk 16 --few-tokens 16 --page-size 4 --max-seq 64 "
+			    "--cache-pages 24 --workers 2";
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd, "d=$(mktemp -d) && %s tests/models/hf_chunk/llama_tiny_d64 %s "
+		 "--dump-after=tile -o $d/m.c 2>&1 | grep -cE 'layers.0.self_attn.attn/value_concat "
+		 "\\(CacheAppend\\) tile [0-3]/4 out \\[0:1,[01]:[12],"
+		 "past_len(\\+8)?:past_len\\+(8|16),'; "
+		 "rm -rf $d", mkc_bin(), flags);
+	mkc_shell(cmd, out, sizeof out);
+	cr_expect_str_eq(out, "4\n", "two pieces of 8 rows for each of 2 heads: %s", out);
+	snprintf(cmd, sizeof cmd,
+		 "d=$(mktemp -d) && m=tests/models/hf_chunk/llama_tiny_d64 && "
+		 "%s $m -o $d/llama.c %s && "
+		 "cc -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined "
+		 "-fno-sanitize-recover=all -pthread -I$d -Ibench -o $d/t bench/mkc_batch.c "
+		 "$d/llama.c -lm && timeout 120 $d/t $m mixed 6 12 5 0.5 1; rc=$?; rm -rf $d; "
+		 "exit $rc", mkc_bin(), flags);
+	cr_assert_eq(mkc_shell(cmd, out, sizeof out), 0, "%s", out);
+	cr_expect(strstr(out, "same as alone: 6 of 6\n"), "%s", out);
+	cr_assert_eq(mkc_test_run("--max-seqs 2 --page-size 3 --max-chunk 16 --few-tokens 16 "
+				  "tests/models/hf_chunk/llama_tiny_d64", out, sizeof out),
+		     0, "%s", out);
+	cr_expect(strstr(out, "3 passed, 0 failed"), "%s", out);
+}
