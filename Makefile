@@ -31,7 +31,7 @@ RUNTIME = runtime/common.h runtime/bf16.h runtime/sample.h runtime/sched.h runti
 	backends/c/exec.h backends/c/scalar.h backends/c/cache.h backends/c/attention.h backends/c/rows.h backends/c/data.h \
 	backends/c/elementwise.h backends/c/reduce.h backends/c/matmul.h backends/c/gqa.h \
 	backends/cuda/sync.cuh backends/cuda/tma.h backends/cuda/exec.cuh backends/cuda/attention.cuh backends/cuda/matvec.cuh \
-	backends/cuda/mma.cuh backends/hip/names.h backends/hip/sync.h
+	backends/cuda/mma.cuh backends/hip/names.h backends/hip/sync.h backends/hip/mfma.h
 # tests/fuzz holds libFuzzer targets, built by `make fuzz` only; tests/loaders
 # a program that test_loaders.c builds against each model it compiles.
 # TOOLCHAIN_SRC: the tests that build emitted code and the GPU bodies' tests

@@ -88,14 +88,14 @@ set_pages(mkc_graph *g, const mkc_driver_options *o, int chunk, int64_t *max_chu
 
 /*
  * A few-token plan's norms go into the products after them (fuse_norm)
- * where the products normalise rows well: on the C target, or on
- * tensor-core tiles (a GPU's product by rows without tensor cores is a
- * warp an output, where a NormGemm's general body is a lane one) ...
+ * where the products normalise rows well: on the C target, or on a
+ * few-token plan's tensor-core tiles (a GPU's product by rows without them
+ * is a warp an output, where a NormGemm's general body is a lane one) ...
  */
 static bool
 few_norms(const mkc_driver_options *o)
 {
-	return o->tc_products || !o->wide_target;
+	return o->few_tiles || !o->wide_target;
 }
 
 /*
@@ -140,6 +140,7 @@ mkc_run_passes(mkc_graph *g, const mkc_driver_options *o, mkc_plan **plan)
 		return -1;
 	g->bf16_weights = o->bf16_weights;
 	g->tc_products = o->tc_products;
+	g->tc_attention = o->tc_attention;
 	g->kv_dtype = o->kv_dtype;
 	g->nworkers = tp.nworkers;
 	g->kv_cap = o->kv_io ? 0 : o->max_seq ? o->max_seq : o->max_dim ? o->max_dim : 4096;
@@ -203,7 +204,7 @@ mkc_few_tokens(const mkc_driver_options *o)
 {
 	if (o->few_tokens >= 0)
 		return o->few_tokens;
-	return o->wide_target && o->tc_products ? MKC_FEW_ROWS : 0;
+	return o->wide_target && o->few_tiles ? MKC_FEW_ROWS : 0;
 }
 
 int

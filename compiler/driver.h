@@ -20,6 +20,8 @@ typedef struct {
 	bool no_fuse;            /* skip the fuse and fuse_norm passes (exact rewrites) */
 	bool wide_target;        /* a GPU: a tile's lanes are a block's threads, not one */
 	bool tc_products;        /* a chunk's products run on tensor cores (passes/narrow.c) */
+	bool few_tiles;          /* ... and a few-token plan's, by a tile of their own */
+	bool tc_attention;       /* a chunk's attention runs on tensor cores where it can */
 	bool tma_products;       /* ... their operands by TMA: a Glu tile past a chunk's first
 	                            block is twice as wide (passes/tile.c) */
 	mkc_dtype kv_dtype;      /* KV caches: MKC_DT_BFLOAT16, or float32 (MKC_DT_FLOAT or 0) */

@@ -105,7 +105,8 @@ static const char usage[] =
 	"included) and reports the result. With -o, it also writes OUT and its\n"
 	"header (OUT with .h); on any error it writes neither. The c and cuda\n"
 	"targets have been run; hip (AMD gfx90a, gfx942) is compiled in the\n"
-	"tests but has never run on a GPU.\n";
+	"tests and has run only on an NVIDIA GPU, through a test header, never\n"
+	"on an AMD one.\n";
 
 typedef struct {
 	const char *model, *out, *target, *name, *dump_after, *arch;
@@ -359,6 +360,8 @@ compile(const options *o)
 		.no_fuse = o->no_fuse,
 		.wide_target = tt->warp > 0,
 		.tc_products = tt->mma,
+		.few_tiles = tt->few_tiles,
+		.tc_attention = tt->mma && tt->chunk_attn,
 		.tma_products = tt->tma,
 		.kv_dtype = (mkc_dtype)o->kv_dtype,
 		.max_chunk = o->max_chunk,

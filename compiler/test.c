@@ -759,7 +759,8 @@ test_dir(const char *dir, const test_options *o, int *passed, int *failed)
 				.no_reuse = o->no_reuse, .max_seq = o->max_seq, .kv_io = o->kv_io,
 				.max_dim = o->max_dim,
 				.no_fuse = o->no_fuse, .wide_target = t->warp > 0,
-				.tc_products = t->mma, .tma_products = t->tma,
+				.tc_products = t->mma, .few_tiles = t->few_tiles,
+				.tc_attention = t->mma && t->chunk_attn, .tma_products = t->tma,
 				.kv_dtype = (mkc_dtype)o->kv_dtype, .max_chunk = o->max_chunk,
 				.max_seqs = o->max_seqs, .page_size = o->page_size,
 				.few_tokens = o->few_tokens};

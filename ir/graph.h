@@ -245,7 +245,7 @@ struct mkc_graph {
 	/* the driver: a few-token plan's graph (one block of at most
 	 * MKC_FEW_ROWS rows) on a target whose products may normalise such
 	 * rows (passes/fuse_norm.c): the C target's general bodies, or
-	 * tensor-core tiles (tc_products, for bf16 weights) */
+	 * a few-token plan's tensor-core tiles (for bf16 weights) */
 	bool few_norms;
 	/* the driver (mkc --max-seqs): a step's tokens belong to up to max_seqs
 	 * sequences, whose caches are pages of page_size positions, cache_pages
@@ -257,6 +257,7 @@ struct mkc_graph {
 	mkc_vec half_caches;
 	bool bf16_weights;         /* passes/weights.c: float32 weights stored as bf16 */
 	bool tc_products;          /* the target's chunk products run on tensor cores (passes/narrow.c) */
+	bool tc_attention;         /* ... and its chunk attention where it can (narrow_attention) */
 	mkc_dtype kv_dtype;        /* passes/kv.c: the caches' storage (MKC_DT_BFLOAT16, or float32) */
 	int nworkers;              /* the plan's workers (split_attn sizes its chunks by them) */
 };

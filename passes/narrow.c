@@ -78,7 +78,7 @@ static bool
 narrow_attention(const mkc_graph *g, mkc_node *p)
 {
 	mkc_tensor *a = p->out[0];
-	if (!mkc_kernel_tc_attention(p) || !plain(a, 4))
+	if (!g->tc_attention || !mkc_kernel_tc_attention(p) || !plain(a, 4))
 		return false;
 	const mkc_node *t = mkc_graph_sole_reader(g, a);
 	if (!t || t->op != MKC_OP_TRANSPOSE || t->nout != 1 || !t->kern ||

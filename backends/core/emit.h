@@ -42,8 +42,13 @@ typedef struct {
 	bool half_types;            /* float16 / bfloat16 tensors supported */
 	int warp;                   /* lanes of a warp (MKC_WARP in the file): the GPU bodies'
 	                               lane groups; 0: no warps (a lane is a thread) */
-	bool mma;                   /* a chunk's products on tensor cores (backends/cuda/mma.cuh,
-	                               in bodies), in dynamic shared memory */
+	bool mma;                   /* a chunk's products on tensor cores (mkc_mma_tile:
+	                               backends/cuda/mma.cuh, backends/hip/mfma.h, in
+	                               bodies), in dynamic shared memory */
+	bool few_tiles;             /* a few-token plan's products by mma.cuh's mkc_mm_few_tile
+	                               (compiler/driver.c makes such plans by default) */
+	bool chunk_attn;            /* a chunk's attention by attention.cuh's mkc_attn_chunk,
+	                               or with mma by mma.cuh's mkc_attn_chunk_mma */
 	bool tma;                   /* their operands by TMA, through the maps the runtime makes
 	                               (backends/cuda/tma.h, exec.cuh's MKC_TMAP) */
 	/* mkc test: a shell command that builds $W/model.EXT and $W/main.EXT

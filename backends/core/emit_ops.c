@@ -650,7 +650,7 @@ _Static_assert(MKC_FEW_SMEM <= MKC_MM_SMEM, "emit.c gives a file with such tiles
 bool
 mkc_emit_few(const mkc_emitter *e, const mkc_node *n)
 {
-	if (!e->t->mma || !e->p->tp.few_products || !mkc_kernel_tc_gemm(n) || !mma_c_fits(n) ||
+	if (!e->t->few_tiles || !e->p->tp.few_products || !mkc_kernel_tc_gemm(n) || !mma_c_fits(n) ||
 	    chunk_cut(e, n))
 		return false;
 	const bool glu = n->op == MKC_OP_GLU || n->op == MKC_OP_NORM_GLU;
@@ -1003,10 +1003,10 @@ attention_chunk_dim(const mkc_emitter *e, const mkc_node *n, bool *mma)
 {
 	const mkc_tensor *q = n->in[0], *k = n->in[1];
 	*mma = false;
-	if (!e->t->mma || !mkc_kernel_chunk_attention(n) || q->shape[3].c % e->t->warp ||
+	if (!e->t->chunk_attn || !mkc_kernel_chunk_attention(n) || q->shape[3].c % e->t->warp ||
 	    q->shape[3].c > 128)
 		return 0;
-	*mma = mkc_kernel_tc_attention(n) && (e->mma || is_bf16(k));
+	*mma = e->t->mma && mkc_kernel_tc_attention(n) && (e->mma || is_bf16(k));
 	if (!*mma && is_bf16(k))
 		return 0;
 	for (int i = 0; i < e->p->tasks.n; i++)

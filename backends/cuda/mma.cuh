@@ -6,8 +6,8 @@
  * by Hopper's wgmma where the build is for sm_90a (below). A Glu tile
  * (passes/fuse_glu.c) takes MKC_MM_TN / 2 features of two weights, the
  * gate's and the up's, and stores silu(gate) * up (SiluMul's expression,
- * backends/c/elementwise.h's mkc_ew_f). The HIP target
- * will need MFMA's own fragments, so this file is CUDA's alone for now.
+ * backends/c/elementwise.h's mkc_ew_f). The HIP target's chunk tile is
+ * backends/hip/mfma.h, on MFMA's own fragments: this file is CUDA's alone.
  *
  * Operands. The weight is bf16 [n, k] row-major, as the matvec bodies take
  * it: a row is one feature, which is exactly the column-major B operand

@@ -21,6 +21,8 @@ const mkc_target mkc_target_cuda = {
 	.half_types = false,
 	.warp = 32,
 	.mma = true,
+	.few_tiles = true,
+	.chunk_attn = true,
 	.tma = true,
 	/* sm_90a: the H200 the GPU tests run on; NVCC names another nvcc */
 	.test_build = "${NVCC:-nvcc} -gencode=arch=compute_90a,code=sm_90a -O2 "

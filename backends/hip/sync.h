@@ -19,6 +19,11 @@
 /* also runtime/common.h's: the prelude comes before it */
 #define MKC_UNUSED __attribute__((unused))
 
+/* the matrix-core tile (backends/hip/mfma.h) keeps one K step in LDS, not
+ * mma.cuh's ring of three: runtime/limits.h's MKC_MM_SMEM is then 33 KB
+ * of an MI300's 64 a workgroup */
+#define MKC_MM_STAGES 1
+
 /* HIP's second bound is not CUDA's blocks an SM: MKC_THREADS alone */
 #define MKC_LAUNCH_BOUNDS __launch_bounds__(MKC_THREADS)
 

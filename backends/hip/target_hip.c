@@ -3,7 +3,8 @@
  * target's runtime and bodies (backends/cuda/exec.cuh, matvec.cuh,
  * attention.cuh: one source for both vendors), in HIP's names (names.h),
  * with the event protocol in Clang's scoped atomics and every lane group
- * 64 wide (sync.h). The public API is the C target's text.
+ * 64 wide (sync.h), and a chunk's products on matrix cores (mfma.h). The
+ * public API is the C target's text.
  *
  * What this target emits has been compiled (hipcc for gfx90a, clang-19 for
  * gfx942, in the tests) and run 32 wide on an NVIDIA GPU through a test
@@ -27,13 +28,16 @@ const mkc_target mkc_target_hip = {
 		   "#ifdef __clang__\n#pragma clang diagnostic ignored \"-Wpass-failed\"\n#endif\n",
 	.prelude = (const char *const[]){"backends/hip/names.h", "backends/hip/sync.h", NULL},
 	.exec = (const char *const[]){"backends/cuda/exec.cuh", NULL},
-	.bodies = (const char *const[]){MKC_GPU_BODIES, NULL},
+	.bodies = (const char *const[]){MKC_GPU_BODIES, "backends/hip/mfma.h", NULL},
 	.api = "runtime/api.h",
 	.fn_qual = "static __device__",
 	.node_qual = " __noinline__",
 	.upload_tables = true,
 	.half_types = false,
 	.warp = HIP_WARP,
+	/* a chunk's products on matrix cores (mfma.h); a few-token plan's
+	 * and a chunk's attention take the general bodies */
+	.mma = true,
 	/* --arch (mkc test: $MKC_HIP_ARCH), gfx942 (MI300) by default, gfx90a
 	 * for MI200; HIPCC names another hipcc. Never run here: no AMD GPU. */
 	.test_build = "${HIPCC:-hipcc} --offload-arch=${MKC_HIP_ARCH:-gfx942} -O2 "

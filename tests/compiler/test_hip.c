@@ -147,3 +147,32 @@ Test(hip, target_option_picks_hip)
 	cr_expect(strstr(t, " * target: hip;"), "--target hip did not write HIP");
 }
 
+
+/*
+ * A chunk's products take the matrix-core tile (backends/hip/mfma.h's
+ * mkc_mma_tile, by the name of CUDA's) in one K step of LDS; the tiles
+ * that only CUDA has are not called: a few-token plan's (so no such plan
+ * is made by default: a chunk plan and the decode plan) and the chunk's
+ * attention on tensor cores. The CUDA file of the same model has them.
+ */
+Test(hip, a_chunk_takes_the_matrix_core_tile)
+{
+	const char *t = emit_text("hf_chunk/llama_tiny_bf16", "hip", "--max-chunk 256");
+	const char *want[] = {
+		"mkc_mma_tile<true, false, false>(y.p, y.s[0], x0.p, x0.s[0]",
+		"mkc_mma_tile<true, true, true>(",
+		"__builtin_amdgcn_mfma_f32_32x32x8bf16_1k(va, vb, c, 0, 0, 0)",
+		"#define MKC_MM_STAGES 1\n",
+		"#define MKC_DYN_SMEM MKC_MM_SMEM\n",
+		"#define MKC_DECODE_PLAN 1\n",
+	};
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+		cr_expect(strstr(t, want[i]), "no \"%s\" in the chunked .hip", want[i]);
+	cr_expect(strstr(t, mkc_runtime_text("backends/hip/mfma.h")), "mfma.h is not in the .hip whole");
+	cr_expect(!strstr(t, "mkc_mm_few_tile<"), "the .hip calls the few-token tile");
+	cr_expect(!strstr(t, mkc_runtime_text("backends/cuda/mma.cuh")), "the .hip holds mma.cuh");
+	const char *c = emit_text("hf_chunk/llama_tiny_bf16", "cu", "--max-chunk 256");
+	cr_expect(strstr(c, "mkc_mm_few_tile<true, false, false>("), "the .cu lacks the few-token tile");
+	cr_expect(strstr(c, "#define MKC_DECODE_PLAN 3\n"), "the .cu lacks its few-token plans");
+	cr_expect(!strstr(c, "__builtin_amdgcn_mfma"), "the .cu holds the HIP tile");
+}

@@ -28,6 +28,9 @@
 #include "../../backends/c/matmul.h"
 #include "../../backends/cuda/attention.cuh"
 #include "../../backends/cuda/matvec.cuh"
+#ifdef MKC_BODIES_HIP
+#include "../../backends/hip/mfma.h"
+#endif
 #include "../test_data.h"
 
 static void *
@@ -338,6 +341,91 @@ cache_case(int H, int S, int D, int cap, int pos, int R, int inter, bool bf = fa
 	free(got);
 }
 
+#ifdef MKC_BODIES_HIP
+template <bool XH, bool GLU, bool YH>
+static __global__ void
+mfma_kernel(void *y, const void *x, const uint16_t *w, const uint16_t *u, const float *c,
+	    int64_t ldc, int64_t m, int64_t n, int64_t k)
+{
+	extern __shared__ __align__(16) unsigned char mfma_smem[];
+	const int64_t tn = GLU ? MKC_MM_TN / 2 : MKC_MM_TN;
+	mkc_mma_tile<XH, GLU, YH>(y, n, x, k, w, u, k, c, ldc, m, n, k, blockIdx.y * MKC_MM_TM,
+				  blockIdx.x * tn, mfma_smem);
+}
+
+/*
+ * The HIP target's matrix-core tile (backends/hip/mfma.h, AMD's
+ * instruction stood in for by tests/gpu/hip_on_cuda.h) over every tile of
+ * y [m, n] = x [m, k] w [n, k]^T: x float32 (rounded to bf16 by the tile,
+ * and so in the reference) or bf16 (XH); GLU silu(x w^T) * (x u^T); y
+ * float32 or bf16 (YH); c 0 none, 1 a residual [m, n], 2 a bias [n]; y
+ * poisoned first.
+ */
+template <bool XH, bool GLU, bool YH>
+static void
+mfma_case(int64_t m, int64_t n, int64_t k, int c)
+{
+	const int64_t nw = GLU ? 2 * n : n;
+	uint16_t *xb = (uint16_t *)malloc(2 * m * k), *wb = (uint16_t *)malloc(2 * nw * k);
+	float *xf = (float *)malloc(sizeof(float) * m * k), *cf = (float *)malloc(sizeof(float) * m * n);
+	for (int64_t i = 0; i < m * k; i++) {
+		xf[i] = urand();
+		xb[i] = to_bf16(xf[i]);
+	}
+	for (int64_t i = 0; i < nw * k; i++)
+		wb[i] = to_bf16(urand());
+	for (int64_t i = 0; i < m * n; i++)
+		cf[i] = urand();
+	double *want = (double *)malloc(sizeof(double) * m * n);
+	for (int64_t i = 0; i < m; i++)
+		for (int64_t j = 0; j < n; j++) {
+			double a = 0, b = 0;
+			for (int64_t q = 0; q < k; q++) {
+				const double xv = mkc_rt_bf16(xb[i * k + q]);
+				a += xv * mkc_rt_bf16(wb[j * k + q]);
+				if (GLU)
+					b += xv * mkc_rt_bf16(wb[(n + j) * k + q]);
+			}
+			want[i * n + j] = GLU ? a / (1 + exp(-a)) * b
+				       : a + (c == 1 ? cf[i * n + j] : c == 2 ? cf[j] : 0);
+		}
+	const size_t ysz = (YH ? 2 : 4) * (size_t)(m * n);
+	void *dx = XH ? dev_copy(xb, 2 * m * k) : dev_copy(xf, sizeof(float) * m * k), *dy;
+	uint16_t *dw = (uint16_t *)dev_copy(wb, 2 * nw * k);
+	float *dc = (float *)dev_copy(cf, sizeof(float) * m * n);
+	CHECK(cudaMalloc(&dy, ysz));
+	CHECK(cudaMemset(dy, 0xff, ysz));   /* NaN until written */
+	CHECK(cudaFuncSetAttribute(mfma_kernel<XH, GLU, YH>,
+				   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_MM_SMEM));
+	const int64_t tn = GLU ? MKC_MM_TN / 2 : MKC_MM_TN;
+	const dim3 grid((unsigned)((n + tn - 1) / tn), (unsigned)((m + MKC_MM_TM - 1) / MKC_MM_TM));
+	mfma_kernel<XH, GLU, YH><<<grid, MKC_THREADS, MKC_MM_SMEM>>>(
+		dy, dx, dw, GLU ? dw + n * k : NULL, c ? dc : NULL, c == 1 ? n : 0, m, n, k);
+	CHECK(cudaGetLastError());
+	float *got = (float *)malloc(sizeof(float) * m * n);
+	uint16_t *yb = (uint16_t *)malloc(2 * m * n);
+	CHECK(cudaMemcpy(YH ? (void *)yb : (void *)got, dy, ysz, cudaMemcpyDeviceToHost));
+	for (int64_t i = 0; YH && i < m * n; i++)
+		got[i] = mkc_rt_bf16(yb[i]);
+	char what[96];
+	snprintf(what, sizeof what, "mkc_mma_tile (mfma) %s%s%s m %lld n %lld k %lld%s",
+		 XH ? "bf16 x" : "f32 x", GLU ? " glu" : "", YH ? " bf16 y" : "", (long long)m,
+		 (long long)n, (long long)k, c == 1 ? " +res" : c == 2 ? " +bias" : "");
+	report(what, got, want, (int)(m * n), YH ? 4e-3 : 1e-5);
+	cudaFree(dx);
+	cudaFree(dy);
+	cudaFree(dw);
+	cudaFree(dc);
+	free(xb);
+	free(wb);
+	free(xf);
+	free(cf);
+	free(want);
+	free(got);
+	free(yb);
+}
+#endif
+
 int
 main(void)
 {
@@ -379,6 +467,14 @@ main(void)
 	attn_case<256, 1>(2, 301, 320, 4, true);
 	cache_case(8, 1, 64, 80, 33, 64, 0, true);
 	cache_case(8, 1, 64, 80, 5, 0, 0, true);
+#ifdef MKC_BODIES_HIP
+	/* tokens and features past a tile's edge, a K of one step and of several */
+	mfma_case<false, false, false>(77, 200, 192, 0);
+	mfma_case<true, false, false>(128, 128, 64, 1);
+	mfma_case<true, false, true>(300, 136, 128, 2);
+	mfma_case<true, true, true>(130, 100, 128, 0);
+	mfma_case<false, true, false>(5, 64, 256, 0);
+#endif
 	printf("%s (%d-lane warps)\n", failures ? "bodies: FAILED" : "bodies: all match the float64 reference",
 	       MKC_WARP);
 	return failures != 0;

@@ -171,6 +171,44 @@ mkc_hoc_shfl(float v, int src, int width)
 	return o;
 }
 
+/*
+ * v_mfma_f32_32x32x8bf16_1k, as backends/hip/mfma.h's mkc_mf_32x32x8 calls
+ * it: d (32 x 32) += A (32 x 8) B (8 x 32) over a 64-lane group, from AMD's
+ * register layout (the CDNA2 and CDNA3 ISA guides, ROCm's matrix
+ * instruction calculator): lane l gives four bf16 of A's row l % 32 and
+ * of B's column l % 32 at k 4 (l / 32)..; its register r of d is row
+ * 8 (r / 4) + 4 (l / 32) + r % 4, column l % 32. The group's operands meet
+ * in shared memory, as the shuffles above do; each lane then sums its 16
+ * in float32, k in order (the hardware's order within the 8 is its own).
+ */
+static __device__ __forceinline__ float
+mkc_hoc_bf16(uint32_t w, int hi)
+{
+	return __uint_as_float(hi ? w & 0xffff0000u : w << 16);
+}
+
+static __device__ __forceinline__ void
+mkc_hoc_mfma_32x32x8(float (&d)[16], uint2 a, uint2 b)
+{
+	__shared__ uint2 sa[1024], sb[1024];
+	const unsigned bar = 1 + threadIdx.x / 64, g = threadIdx.x & ~63u, l = threadIdx.x & 63;
+	sa[threadIdx.x] = a;
+	sb[threadIdx.x] = b;
+	asm volatile("bar.sync %0, 64;" ::"r"(bar) : "memory");
+	for (int r = 0; r < 16; r++) {
+		const unsigned i = 8 * (r / 4) + 4 * (l / 32) + r % 4, j = l % 32;
+		float s = d[r];
+		for (int k = 0; k < 8; k++) {
+			const uint2 ra = sa[g + 32 * (k / 4) + i], rb = sb[g + 32 * (k / 4) + j];
+			const uint32_t wa = k % 4 < 2 ? ra.x : ra.y, wb = k % 4 < 2 ? rb.x : rb.y;
+			s = fmaf(mkc_hoc_bf16(wa, k % 2), mkc_hoc_bf16(wb, k % 2), s);
+		}
+		d[r] = s;
+	}
+	asm volatile("bar.sync %0, 64;" ::"r"(bar) : "memory");
+}
+#define MKC_HOC_MFMA_32X32X8(d, a, b) mkc_hoc_mfma_32x32x8(d, a, b)
+
 /* CUDA's headers define an old __shfl_xor and __shfl of their own: a macro wins */
 #define __shfl_xor(v, o, w) mkc_hoc_shfl_xor(v, o, w)
 #define __shfl(v, s, w) mkc_hoc_shfl(v, s, w)

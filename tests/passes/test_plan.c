@@ -481,6 +481,7 @@ Test(plan, chunked_plans_cut_for_a_gpu_write_every_row, .timeout = 120)
 			mkc_graph *g = mkc_load_model(ctx, cases[i].path);
 			cr_assert_not_null(g, "%s", errs());
 			mkc_driver_options d = {.workers = w, .wide_target = true, .tc_products = true,
+						.few_tiles = true, .tc_attention = true,
 						.tma_products = true, .max_chunk = cases[i].chunk,
 						.max_seqs = cases[i].seqs,
 						.max_seq = 8448, .max_dim = 8448};
@@ -502,6 +503,7 @@ Test(plan, a_chunk_gathers_its_embeddings_by_rows)
 	mkc_graph *g = mkc_load_model(ctx, MODEL("hf_chunk/llama_tiny_bf16"));
 	cr_assert_not_null(g, "%s", errs());
 	mkc_driver_options d = {.workers = 132, .wide_target = true, .tc_products = true,
+				.few_tiles = true, .tc_attention = true,
 				.max_chunk = 1024, .max_seq = 2048, .max_dim = 2048};
 	mkc_plan *p = NULL;
 	cr_assert_eq(mkc_run_passes(g, &d, &p), 0, "%s", errs());
@@ -548,6 +550,7 @@ Test(plan, a_few_token_plan_cuts_its_products_as_a_decode_step)
 	mkc_graph *g = load_tiny(path);
 	cr_assert_not_null(g, "%s", errs());
 	mkc_driver_options d = {.workers = 132, .wide_target = true, .tc_products = true,
+				.few_tiles = true, .tc_attention = true,
 				.max_chunk = 1024, .max_seq = 2048, .max_dim = 2048, .few_tokens = -1};
 	mkc_plan *p = NULL, *twins[3] = {NULL, NULL, NULL};
 	cr_assert_eq(mkc_run_passes(g, &d, &p), 0, "%s", errs());
@@ -607,6 +610,7 @@ Test(plan, a_few_token_plans_long_product_is_cut_as_a_chunks)
 	mkc_graph *g = mkc_load_model_logits(ctx, MODEL("tiny_llama_hf"), true);
 	cr_assert_not_null(g, "%s", errs());
 	mkc_driver_options d = {.workers = 2, .wide_target = true, .tc_products = true,
+				.few_tiles = true, .tc_attention = true,
 				.max_chunk = 16, .max_seqs = 16, .max_seq = 256, .max_dim = 256,
 				.few_tokens = -1};
 	mkc_plan *p = NULL;

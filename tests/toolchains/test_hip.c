@@ -24,13 +24,15 @@
 static char out[1 << 16];
 
 /*
- * the Llama exports, the Qwen3 export, a Hugging Face folder in bf16, and
- * onnxruntime-genai's fp16 Qwen3 export in chunks (float16 at the interface);
+ * the Llama exports, the Qwen3 export, a Hugging Face folder in bf16 in
+ * chunks (its products on matrix cores: backends/hip/mfma.h; its one-token
+ * plan the decode bodies), and onnxruntime-genai's fp16 Qwen3 export in
+ * chunks (float16 at the interface);
  * (the paged file of --max-seqs builds in test_cuda.c: its exec is the same
  * text, and each compile here is CI time)
  */
 static const char *const models[] = {"tiny_llama_decode_op18", "tiny_llama_decode_op23",
-				     "qwen3_tiny_onnx/model.onnx", "hf/llama_tiny_bf16",
+				     "qwen3_tiny_onnx/model.onnx", "hf_chunk/llama_tiny_bf16 --max-chunk 256",
 				     "genai/qwen3_tiny_fp16 --max-chunk 4"};
 
 #define NMODELS (sizeof models / sizeof *models)
@@ -111,14 +113,17 @@ ParameterizedTestParameters(hip, emitted_hip_builds_for_gfx942_with_clang_19)
  * (buffer_wbl2 sc1: agent scope, the other XCDs' L2 included) before the
  * 64-bit atomic add, and the acquire load invalidates (buffer_inv sc1)
  * after it; the wait pauses with s_sleep. Without the scoped builtins none
- * of the cache maintenance would be there.
+ * of the cache maintenance would be there. In the chunked bf16 folder's,
+ * the products' matrix-core instruction (backends/hip/mfma.h).
  */
 ParameterizedTest(int *i, hip, emitted_hip_builds_for_gfx942_with_clang_19, .timeout = 600)
 {
 	need("${CLANG19:-clang-19}");
 	const char *scope = !strcmp(models[*i], "tiny_llama_decode_op23")
 		? " && grep -c 'buffer_wbl2 sc1' $d/m.s && grep -c 'buffer_inv sc1' $d/m.s && "
-		  "grep -c 'global_atomic_add_x2' $d/m.s && grep -c 's_sleep 1' $d/m.s" : "";
+		  "grep -c 'global_atomic_add_x2' $d/m.s && grep -c 's_sleep 1' $d/m.s"
+		: strstr(models[*i], "--max-chunk") && strstr(models[*i], "bf16")
+		? " && grep -c 'v_mfma_f32_32x32x8_bf16' $d/m.s" : "";
 	char build[1024];
 	snprintf(build, sizeof build, CLANG " --offload-device-only -S $d/m.hip -o $d/m.s && "
 		 CLANG " --offload-host-only -c $d/m.hip -o $d/m.o%s", scope);
