@@ -176,3 +176,19 @@ Test(hip, a_chunk_takes_the_matrix_core_tile)
 	cr_expect(strstr(c, "#define MKC_DECODE_PLAN 3\n"), "the .cu lacks its few-token plans");
 	cr_expect(!strstr(c, "__builtin_amdgcn_mfma"), "the .cu holds the HIP tile");
 }
+
+/*
+ * A head of 64 in chunks: CUDA's attention would run on tensor cores and
+ * write its output as bf16 for the o_proj tile (passes/narrow.c); HIP's
+ * general attention body writes float32, so the output stays float32 and
+ * the file is written (the driver's tc_attention is off for HIP).
+ */
+Test(hip, a_chunk_attention_output_stays_float32)
+{
+	const char *t = emit_text("hf_chunk/llama_tiny_d64", "hip", "--max-chunk 256");
+	cr_expect(strstr(t, "mkc_mma_tile<"), "the products take no matrix-core tile");
+	cr_expect(!strstr(t, "mkc_attn_chunk_mma_tile<"), "the .hip calls CUDA's attention tile");
+	const char *c = emit_text("hf_chunk/llama_tiny_d64", "cu", "--max-chunk 256");
+	cr_expect(strstr(c, "mkc_attn_chunk_mma_tile<64, float, true>("),
+		  "the .cu's attention does not write bf16 on tensor cores");
+}
