@@ -214,16 +214,15 @@ mkc_mf_put(void *y, int64_t ldy, const float *c, int64_t ldc, int64_t i, int64_t
 }
 
 /*
- * The tile at tokens m0.. and features n0.. of y [m, ldy] = x [m, ldx] *
- * w [n, ldw]^T over k (+ c), in smem (MKC_MM_SMEM bytes, 16-aligned), as
- * mma.cuh's mkc_mma_tile; GLU: features n0 .. n0 + MKC_MM_TN / 2 of w and
- * u (no c). The HIP target has no TMA: no maps are passed.
+ * The tile at tokens m0.. and features n0.. (to n, at most MKC_MM_TN; GLU
+ * MKC_MM_TN / 2 of w and of u, no c) of y [m, ldy] = x [m, ldx] *
+ * w [n, ldw]^T over k (+ c), in smem (MKC_MM_SMEM bytes, 16-aligned).
  */
 template <bool XH, bool GLU, bool YH>
 static __device__ __noinline__ void MKC_UNUSED
-mkc_mma_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w,
-	     const uint16_t *u, int64_t ldw, const float *c, int64_t ldc, int64_t m, int64_t n,
-	     int64_t k, int64_t m0, int64_t n0, void *smem)
+mkc_mf_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w,
+	    const uint16_t *u, int64_t ldw, const float *c, int64_t ldc, int64_t m, int64_t n,
+	    int64_t k, int64_t m0, int64_t n0, void *smem)
 {
 	const int nk = (int)(k / MKC_MM_TK);
 	const int lane = threadIdx.x & 63, wave = threadIdx.x >> 6, wm = wave >> 1, wn = wave & 1;
@@ -261,4 +260,22 @@ mkc_mma_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w
 				mkc_mf_put<YH>(y, ldy, c, ldc, i, n0 + wn * 64 + ni * MKC_MF_B + j, n,
 					       acc[mi][ni][r]);
 		}
+}
+
+/*
+ * mma.cuh's mkc_mma_tile by name and arguments (the HIP target has no TMA:
+ * no maps are passed): features n0 .. n in tiles of MKC_MM_TN, or of
+ * MKC_MM_TN / 2 for a Glu. The planner gives a tile one such piece
+ * (passes/tile.c: a Glu's wider tiles are TMA's); more are taken in turn.
+ */
+template <bool XH, bool GLU, bool YH>
+static __device__ __forceinline__ void MKC_UNUSED
+mkc_mma_tile(void *y, int64_t ldy, const void *x, int64_t ldx, const uint16_t *w,
+	     const uint16_t *u, int64_t ldw, const float *c, int64_t ldc, int64_t m, int64_t n,
+	     int64_t k, int64_t m0, int64_t n0, void *smem)
+{
+	const int64_t tn = GLU ? MKC_MM_TN / 2 : MKC_MM_TN;
+	for (int64_t f = n0; f < n; f += tn)
+		mkc_mf_tile<XH, GLU, YH>(y, ldy, x, ldx, w, u, ldw, c, ldc, m, f + tn < n ? f + tn : n,
+					 k, m0, f, smem);
 }

@@ -345,12 +345,12 @@ cache_case(int H, int S, int D, int cap, int pos, int R, int inter, bool bf = fa
 template <bool XH, bool GLU, bool YH>
 static __global__ void
 mfma_kernel(void *y, const void *x, const uint16_t *w, const uint16_t *u, const float *c,
-	    int64_t ldc, int64_t m, int64_t n, int64_t k)
+	    int64_t ldc, int64_t m, int64_t n, int64_t k, int64_t span)
 {
 	extern __shared__ __align__(16) unsigned char mfma_smem[];
-	const int64_t tn = GLU ? MKC_MM_TN / 2 : MKC_MM_TN;
-	mkc_mma_tile<XH, GLU, YH>(y, n, x, k, w, u, k, c, ldc, m, n, k, blockIdx.y * MKC_MM_TM,
-				  blockIdx.x * tn, mfma_smem);
+	const int64_t n0 = blockIdx.x * span;
+	mkc_mma_tile<XH, GLU, YH>(y, n, x, k, w, u, k, c, ldc, m, n0 + span < n ? n0 + span : n, k,
+				  blockIdx.y * MKC_MM_TM, n0, mfma_smem);
 }
 
 /*
@@ -359,11 +359,12 @@ mfma_kernel(void *y, const void *x, const uint16_t *w, const uint16_t *u, const 
  * y [m, n] = x [m, k] w [n, k]^T: x float32 (rounded to bf16 by the tile,
  * and so in the reference) or bf16 (XH); GLU silu(x w^T) * (x u^T); y
  * float32 or bf16 (YH); c 0 none, 1 a residual [m, n], 2 a bias [n]; y
- * poisoned first.
+ * poisoned first. A block a tile, or with whole a block all the features
+ * of its tokens (the tile's pieces in turn).
  */
 template <bool XH, bool GLU, bool YH>
 static void
-mfma_case(int64_t m, int64_t n, int64_t k, int c)
+mfma_case(int64_t m, int64_t n, int64_t k, int c, bool whole = false)
 {
 	const int64_t nw = GLU ? 2 * n : n;
 	uint16_t *xb = (uint16_t *)malloc(2 * m * k), *wb = (uint16_t *)malloc(2 * nw * k);
@@ -397,10 +398,10 @@ mfma_case(int64_t m, int64_t n, int64_t k, int c)
 	CHECK(cudaMemset(dy, 0xff, ysz));   /* NaN until written */
 	CHECK(cudaFuncSetAttribute(mfma_kernel<XH, GLU, YH>,
 				   cudaFuncAttributeMaxDynamicSharedMemorySize, MKC_MM_SMEM));
-	const int64_t tn = GLU ? MKC_MM_TN / 2 : MKC_MM_TN;
-	const dim3 grid((unsigned)((n + tn - 1) / tn), (unsigned)((m + MKC_MM_TM - 1) / MKC_MM_TM));
+	const int64_t span = whole ? n : GLU ? MKC_MM_TN / 2 : MKC_MM_TN;
+	const dim3 grid((unsigned)((n + span - 1) / span), (unsigned)((m + MKC_MM_TM - 1) / MKC_MM_TM));
 	mfma_kernel<XH, GLU, YH><<<grid, MKC_THREADS, MKC_MM_SMEM>>>(
-		dy, dx, dw, GLU ? dw + n * k : NULL, c ? dc : NULL, c == 1 ? n : 0, m, n, k);
+		dy, dx, dw, GLU ? dw + n * k : NULL, c ? dc : NULL, c == 1 ? n : 0, m, n, k, span);
 	CHECK(cudaGetLastError());
 	float *got = (float *)malloc(sizeof(float) * m * n);
 	uint16_t *yb = (uint16_t *)malloc(2 * m * n);
@@ -408,9 +409,10 @@ mfma_case(int64_t m, int64_t n, int64_t k, int c)
 	for (int64_t i = 0; YH && i < m * n; i++)
 		got[i] = mkc_rt_bf16(yb[i]);
 	char what[96];
-	snprintf(what, sizeof what, "mkc_mma_tile (mfma) %s%s%s m %lld n %lld k %lld%s",
+	snprintf(what, sizeof what, "mkc_mma_tile (mfma) %s%s%s m %lld n %lld k %lld%s%s",
 		 XH ? "bf16 x" : "f32 x", GLU ? " glu" : "", YH ? " bf16 y" : "", (long long)m,
-		 (long long)n, (long long)k, c == 1 ? " +res" : c == 2 ? " +bias" : "");
+		 (long long)n, (long long)k, c == 1 ? " +res" : c == 2 ? " +bias" : "",
+		 whole ? " whole" : "");
 	report(what, got, want, (int)(m * n), YH ? 4e-3 : 1e-5);
 	cudaFree(dx);
 	cudaFree(dy);
@@ -474,6 +476,8 @@ main(void)
 	mfma_case<true, false, true>(300, 136, 128, 2);
 	mfma_case<true, true, true>(130, 100, 128, 0);
 	mfma_case<false, true, false>(5, 64, 256, 0);
+	mfma_case<true, true, false>(40, 150, 64, 0, true);    /* three Glu pieces a block */
+	mfma_case<false, false, false>(9, 300, 128, 1, true);
 #endif
 	printf("%s (%d-lane warps)\n", failures ? "bodies: FAILED" : "bodies: all match the float64 reference",
 	       MKC_WARP);
