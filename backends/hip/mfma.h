@@ -97,7 +97,7 @@ mkc_mf_32x32x8(float (&d)[16], uint2 a, uint2 b)
  */
 template <bool GLU>
 static __device__ __forceinline__ void MKC_UNUSED
-mkc_mf_fetch(uint4 (&v)[MKC_MF_CH], const uint16_t *src, const uint16_t *u, int64_t ld,
+mkc_mf_fetch(uint4 *v, const uint16_t *src, const uint16_t *u, int64_t ld,
 	     int64_t nrows, int64_t r0, int64_t k0)
 {
 	for (int i = 0; i < MKC_MF_CH; i++) {
@@ -109,7 +109,7 @@ mkc_mf_fetch(uint4 (&v)[MKC_MF_CH], const uint16_t *src, const uint16_t *u, int6
 }
 
 static __device__ __forceinline__ void MKC_UNUSED
-mkc_mf_store(uint16_t *s, const uint4 (&v)[MKC_MF_CH])
+mkc_mf_store(uint16_t *s, const uint4 *v)
 {
 	for (int i = 0; i < MKC_MF_CH; i++) {
 		const int idx = threadIdx.x + i * MKC_THREADS;
@@ -134,22 +134,20 @@ mkc_mf_bits(float4 f)
 
 /*
  * x's K step k0.. of tokens m0.. into registers (tokens past m as zeros):
- * bf16 (XH) as the weight, MKC_MF_CH chunks a thread; float32 the same
- * chunks' eight floats as the bits of two uint4 each.
+ * bf16 (XH) as the weight's (mkc_mf_fetch, the first MKC_MF_CH entries);
+ * float32 the same chunks' eight floats as the bits of two uint4 each.
  */
 template <bool XH>
 static __device__ __forceinline__ void MKC_UNUSED
 mkc_mf_fetch_x(uint4 (&v)[2 * MKC_MF_CH], const void *x, int64_t ldx, int64_t m, int64_t m0,
 	       int64_t k0)
 {
-	for (int i = 0; i < MKC_MF_CH; i++) {
+	if (XH)
+		mkc_mf_fetch<false>(v, (const uint16_t *)x, NULL, ldx, m, m0, k0);
+	for (int i = 0; i < (XH ? 0 : MKC_MF_CH); i++) {
 		const int idx = threadIdx.x + i * MKC_THREADS, r = idx >> 3, c = idx & 7;
 		const bool ok = m0 + r < m;
 		const int64_t at = ok ? (m0 + r) * ldx + k0 + c * 8 : 0;
-		if (XH) {
-			v[i] = ok ? *(const uint4 *)((const uint16_t *)x + at) : make_uint4(0, 0, 0, 0);
-			continue;
-		}
 		const float4 *p = (const float4 *)((const float *)x + at);
 		v[2 * i] = ok ? mkc_mf_bits(p[0]) : make_uint4(0, 0, 0, 0);
 		v[2 * i + 1] = ok ? mkc_mf_bits(p[1]) : make_uint4(0, 0, 0, 0);
@@ -161,12 +159,14 @@ template <bool XH>
 static __device__ __forceinline__ void MKC_UNUSED
 mkc_mf_store_x(uint16_t *s, const uint4 (&v)[2 * MKC_MF_CH])
 {
-	for (int i = 0; i < MKC_MF_CH; i++) {
+	if (XH)
+		mkc_mf_store(s, v);
+	for (int i = 0; i < (XH ? 0 : MKC_MF_CH); i++) {
 		const int idx = threadIdx.x + i * MKC_THREADS;
-		const uint4 a = v[XH ? i : 2 * i], b = v[XH ? i : 2 * i + 1];
+		const uint4 a = v[2 * i], b = v[2 * i + 1];
 		*(uint4 *)(s + mkc_mf_swz(idx >> 3, idx & 7)) =
-			XH ? a : make_uint4(mkc_mf_pack(a.x, a.y), mkc_mf_pack(a.z, a.w),
-					    mkc_mf_pack(b.x, b.y), mkc_mf_pack(b.z, b.w));
+			make_uint4(mkc_mf_pack(a.x, a.y), mkc_mf_pack(a.z, a.w), mkc_mf_pack(b.x, b.y),
+				   mkc_mf_pack(b.z, b.w));
 	}
 }
 
